@@ -1,0 +1,105 @@
+"""`memexdb` command line: serve, migrate, status."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+import psycopg
+import uvicorn
+
+from memexdb import __version__
+from memexdb.config import Settings
+from memexdb.errors import MemexError
+from memexdb.migrations import head_revision
+from memexdb.runtime import database, embedded_server
+
+log = logging.getLogger("memexdb")
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    with database(settings) as dsn:
+        # Workers (and the app factory) read the DSN from the environment.
+        os.environ["MEMEX_DATABASE_URL"] = dsn
+        log.info("memexdb %s serving on http://%s:%s", __version__, args.host, args.port)
+        uvicorn.run(
+            "memexdb.service:app_from_env",
+            factory=True,
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            log_level=args.log_level,
+            # Keep-alive timeouts of load balancers are typically 60 s.
+            timeout_keep_alive=65,
+        )
+    return 0
+
+
+def _migrate(args: argparse.Namespace, settings: Settings) -> int:
+    with database(settings):
+        print(f"migrated to revision {head_revision()}")
+    return 0
+
+
+def _status(args: argparse.Namespace, settings: Settings) -> int:
+    if settings.database_url:
+        where, dsn = "MEMEX_DATABASE_URL", settings.database_url
+    else:
+        server = embedded_server(settings)
+        where, dsn = f"embedded ({server.data_dir})", server.dsn
+    print(f"memexdb {__version__}; database: {where}")
+    try:
+        with psycopg.connect(dsn, connect_timeout=3) as conn:
+            version = conn.execute("show server_version").fetchone()
+            print(f"server: PostgreSQL {version[0] if version else '?'}")
+            row = conn.execute(
+                "select version_num from memex.alembic_version"
+                " where to_regclass('memex.alembic_version') is not null"
+            ).fetchone()
+            revision = row[0] if row else None
+            print(f"schema revision: {revision or 'not migrated'} (this release: {head_revision()})")
+            if revision:
+                stats = conn.execute(
+                    "select count(*), coalesce(sum(memory_count), 0) from memex.tenants"
+                ).fetchone()
+                assert stats is not None
+                print(f"tenants: {stats[0]}, memories: {stats[1]}")
+    except psycopg.OperationalError:
+        print("database: not reachable (is `memexdb serve` running?)")
+        return 1
+    except psycopg.errors.UndefinedTable:
+        print("schema revision: not migrated")
+        return 1
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="memexdb", description="Persistent memory for AI agents.")
+    parser.add_argument("--version", action="version", version=f"memexdb {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the REST + MCP service")
+    serve.add_argument("--host", default=os.environ.get("MEMEX_HOST", "127.0.0.1"))
+    serve.add_argument("--port", type=int, default=int(os.environ.get("MEMEX_PORT", "8000")))
+    serve.add_argument("--workers", type=int, default=int(os.environ.get("MEMEX_WORKERS", "1")))
+    serve.add_argument("--log-level", default="info")
+    sub.add_parser("migrate", help="create or upgrade the memex schema")
+    sub.add_parser("status", help="show database, schema revision and counts")
+    args = parser.parse_args(argv)
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    settings = Settings.from_env()
+    commands = {"serve": _serve, "migrate": _migrate, "status": _status}
+    try:
+        return commands[args.command](args, settings)
+    except MemexError as exc:
+        print(f"memexdb: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

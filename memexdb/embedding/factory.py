@@ -1,0 +1,49 @@
+"""Build an embedder from a short spec string, e.g. from configuration."""
+
+import functools
+
+from memexdb.embedding.fastembed_model import FastEmbedModel
+from memexdb.embedding.local_minilm import LocalMiniLM
+from memexdb.embedding.openai_compat import OpenAIEmbeddings
+from memexdb.embedding.protocol import Embedder
+
+DEFAULT_SPEC = "minilm"
+
+
+def build_embedder(
+    spec: str = DEFAULT_SPEC, *, url: str | None = None, api_key: str | None = None
+) -> Embedder:
+    """Return the process-wide embedder for ``spec``, loading it on first use.
+
+    ``spec`` is one of:
+
+    - ``"minilm"``: the bundled all-MiniLM-L6-v2 int8 (384-d, offline);
+    - ``"fastembed:<model name>"``, e.g. ``"fastembed:BAAI/bge-small-en-v1.5"``
+      (downloaded from its hub on first use);
+    - ``"openai:<model name>"`` with ``url`` (e.g. ``https://api.openai.com/v1``) and
+      usually ``api_key``; the dimension is asked from the server on first use.
+
+    Calls with the same arguments share one instance, so each model is loaded once.
+    """
+    kind, colon, name = spec.strip().partition(":")
+    kind, name = kind.strip().lower(), name.strip()
+    if (kind, colon) == ("minilm", ""):
+        return _build("minilm", "", None, None)
+    if kind in ("fastembed", "openai") and name:
+        if kind == "openai" and not url:
+            raise ValueError("the openai embedder needs url, e.g. https://api.openai.com/v1")
+        return _build(kind, name, url, api_key)
+    raise ValueError(
+        f"unknown embedder spec {spec!r}; use 'minilm', 'fastembed:<model name>' "
+        "or 'openai:<model name>' (with url)"
+    )
+
+
+@functools.cache  # keyed on the normalised spec, so "minilm" and " MiniLM" share one model
+def _build(kind: str, name: str, url: str | None, api_key: str | None) -> Embedder:
+    if kind == "minilm":
+        return LocalMiniLM()
+    if kind == "fastembed":
+        return FastEmbedModel(name)
+    assert url is not None
+    return OpenAIEmbeddings(url, name, api_key=api_key)

@@ -1,0 +1,122 @@
+"""Any fastembed text model as an Embedder.
+
+fastembed downloads the model from its hub on first use unless ``specific_model_path``
+points at a folder that already holds it; this machine reaches no hub, so only the
+bundled MiniLM (see local_minilm.py) works offline.
+"""
+
+import functools
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from fastembed import TextEmbedding
+
+from memexdb.embedding.errors import EmbeddingError
+from memexdb.embedding.paths import cache_root
+from memexdb.embedding.protocol import Vectors, no_vectors, unit_rows, validate_texts
+
+DEFAULT_THREADS = 2
+# Batch 256 peaked at 3 GB RSS with MiniLM; 32 keeps it near 300 MB at ~the same speed.
+DEFAULT_BATCH_SIZE = 32
+
+
+@dataclass(frozen=True)
+class _LoadedModel:
+    model: TextEmbedding
+    dim: int
+    # One inference at a time per session, however many wrappers share it, so memory
+    # and cores stay bounded at one batch.
+    lock: threading.Lock
+
+
+_load_lock = threading.Lock()
+
+
+def load_text_embedding(
+    model_name: str,
+    *,
+    threads: int,
+    cache_dir: Path,
+    specific_model_path: Path | None,
+    local_files_only: bool,
+) -> "_LoadedModel":
+    """Load a fastembed model once per process and argument set."""
+    with _load_lock:  # a second caller waits for the first load instead of loading again
+        return _load_cached(model_name, threads, cache_dir, specific_model_path, local_files_only)
+
+
+@functools.cache
+def _load_cached(
+    model_name: str,
+    threads: int,
+    cache_dir: Path,
+    specific_model_path: Path | None,
+    local_files_only: bool,
+) -> _LoadedModel:
+    try:
+        model = TextEmbedding(
+            model_name=model_name,
+            cache_dir=str(cache_dir),
+            threads=threads,
+            local_files_only=local_files_only,
+            specific_model_path=None if specific_model_path is None else str(specific_model_path),
+        )
+    except Exception as exc:
+        if specific_model_path is not None:
+            where = f"from {specific_model_path}"
+        else:
+            where = f"from its hub via {cache_dir}" + (" (local only)" if local_files_only else "")
+        raise EmbeddingError(f"cannot load fastembed model {model_name!r} {where}: {exc}") from exc
+    return _LoadedModel(model=model, dim=int(model.embedding_size), lock=threading.Lock())
+
+
+class FastEmbedModel:
+    """A fastembed text model, e.g. ``FastEmbedModel("BAAI/bge-small-en-v1.5")``.
+
+    Texts are embedded as passages (fastembed's ``embed``); texts longer than the
+    model's context are truncated by its tokenizer.
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        threads: int = DEFAULT_THREADS,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        cache_dir: Path | None = None,
+        specific_model_path: Path | None = None,
+        local_files_only: bool = False,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self._model_name = model_name
+        self._batch_size = batch_size
+        self._loaded = load_text_embedding(
+            model_name,
+            threads=threads,
+            cache_dir=(cache_dir or cache_root() / "fastembed"),
+            specific_model_path=specific_model_path,
+            local_files_only=local_files_only,
+        )
+
+    @property
+    def model_id(self) -> str:
+        return self._model_name
+
+    @property
+    def dim(self) -> int:
+        return self._loaded.dim
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        batch = validate_texts(texts)
+        if not batch:
+            return no_vectors(self.dim)
+        with self._loaded.lock:
+            rows = list(self._loaded.model.embed(batch, batch_size=self._batch_size))
+        return unit_rows(np.stack(rows), expected_rows=len(batch), dim=self.dim)
+
+    def __repr__(self) -> str:
+        return f"FastEmbedModel({self._model_name!r}, dim={self.dim})"

@@ -1,0 +1,98 @@
+"""Typed errors. SQL raises them with SQLSTATE codes; Python maps them here, once.
+
+| SQLSTATE | exception          | HTTP | meaning                                   |
+|----------|--------------------|------|-------------------------------------------|
+| MX422    | InvalidArgument    | 422  | a field is out of range; `field` names it |
+| MX404    | NotFound           | 404  | no such id for this tenant                |
+| MX429    | RateLimited        | 429  | over the configured per-minute limit      |
+| class 08, 57P0x, pool timeout | DatabaseUnavailable | 503 | database unreachable |
+"""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+import psycopg_pool
+
+
+class MemexError(Exception):
+    """Base class of every error memexdb raises on purpose."""
+
+    code = "memex_error"
+
+
+class InvalidArgument(MemexError):
+    """A request field is invalid; `field` names it (e.g. ``importance``)."""
+
+    code = "invalid_argument"
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+class NotFound(MemexError):
+    """The id does not exist for this tenant (another tenant's id looks the same)."""
+
+    code = "not_found"
+
+
+class RateLimited(MemexError):
+    """Over the operator's per-minute limit; retry after `retry_after` seconds."""
+
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class DatabaseUnavailable(MemexError):
+    """The database cannot be reached or is shutting down."""
+
+    code = "database_unavailable"
+
+
+class SetupError(MemexError):
+    """The database is missing something memexdb needs (version, pgvector, migration)."""
+
+    code = "setup_error"
+
+
+def _field_of(message: str, column: str | None) -> str:
+    if column:
+        return column
+    return message.split(":", 1)[0] if ":" in message else "request"
+
+
+def translate(exc: BaseException) -> BaseException:
+    """Map a driver exception to a MemexError; other exceptions come back unchanged."""
+    if isinstance(exc, MemexError):
+        return exc
+    if isinstance(exc, psycopg_pool.PoolTimeout):
+        return DatabaseUnavailable("database connection pool timed out")
+    if isinstance(exc, psycopg.OperationalError) and not isinstance(exc, psycopg.errors.QueryCanceled):
+        return DatabaseUnavailable("database is unavailable")
+    if not isinstance(exc, psycopg.Error):
+        return exc
+    state = exc.sqlstate or ""
+    diag = exc.diag
+    message = diag.message_primary or str(exc)
+    if state == "MX422":
+        field = _field_of(message, diag.column_name)
+        text = message.split(": ", 1)[1] if message.startswith(f"{field}: ") else message
+        return InvalidArgument(field, text)
+    if state == "MX404":
+        return NotFound(message)
+    if state == "MX429":
+        retry = 1.0
+        if diag.message_detail:
+            retry = float(json.loads(diag.message_detail).get("retry_after_seconds", 1.0))
+        return RateLimited(message, retry)
+    if state.startswith("08") or state in {"57P01", "57P02", "57P03"}:
+        return DatabaseUnavailable("database is unavailable")
+    if state == "22000" and "dimensions" in message:
+        return InvalidArgument("embedding", message)
+    return exc

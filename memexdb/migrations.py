@@ -1,0 +1,94 @@
+"""Bring a database to the current memexdb schema: `memexdb migrate` / `memexdb.migrate()`.
+
+One transaction under a transaction-level advisory lock: alembic revisions up to head,
+then every `sql/*.sql` function file re-applied. A second or concurrent run waits for the
+lock, finds head already applied and re-creates identical functions, so it is a no-op.
+"""
+
+from __future__ import annotations
+
+import psycopg
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.pool import NullPool
+
+from memexdb.errors import SetupError
+from memexdb.resources import alembic_dir, sql_dir
+
+_LOCK_KEY = 0x6D656D6578  # "memex"
+MIN_SERVER_VERSION = 150000
+MIN_PGVECTOR = (0, 7)
+
+
+def _alembic_config() -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(alembic_dir()))
+    return cfg
+
+
+def _check_prerequisites(conn: Connection) -> None:
+    version = int(conn.execute(text("show server_version_num")).scalar_one())
+    if version < MIN_SERVER_VERSION:
+        raise SetupError(f"memexdb needs PostgreSQL >= 15; this server is {version // 10000}")
+    row = conn.execute(
+        text("select default_version from pg_available_extensions where name = 'vector'")
+    ).first()
+    if row is None:
+        raise SetupError(
+            "the pgvector extension is not installed on this PostgreSQL server; install "
+            "pgvector >= 0.7 (e.g. the postgresql-NN-pgvector package) or unset "
+            "MEMEX_DATABASE_URL to use the embedded server"
+        )
+    available = tuple(int(p) for p in str(row[0]).split(".")[:2])
+    if available < MIN_PGVECTOR:
+        raise SetupError(f"memexdb needs pgvector >= 0.7; this server offers {row[0]}")
+
+
+def _apply_sql_functions(conn: Connection) -> None:
+    raw = conn.connection.driver_connection
+    assert isinstance(raw, psycopg.Connection)
+    for path in sorted(sql_dir().glob("*.sql")):
+        # No parameters: psycopg sends the file as one simple query, statements and all.
+        raw.execute(path.read_text(encoding="utf-8").encode())
+
+
+def migrate(dsn: str) -> str:
+    """Migrate the database at `dsn` to head and (re)apply the SQL functions.
+
+    Returns the alembic revision now current. Safe to run repeatedly and concurrently.
+    """
+    engine = create_engine(
+        # The creator accepts any libpq DSN (URI or key=value); the URL names the dialect.
+        "postgresql+psycopg://",
+        poolclass=NullPool,
+        creator=lambda: psycopg.connect(dsn),
+    )
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("select pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
+            _check_prerequisites(conn)
+            conn.execute(text("create schema if not exists memex"))
+            cfg = _alembic_config()
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+            _apply_sql_functions(conn)
+            return current_revision(conn) or "base"
+    finally:
+        engine.dispose()
+
+
+def current_revision(conn: Connection) -> str | None:
+    """The alembic revision recorded in the database, or None before the first migrate."""
+    context = MigrationContext.configure(conn, opts={"version_table_schema": "memex"})
+    return context.get_current_revision()
+
+
+def head_revision() -> str:
+    """The newest revision this version of memexdb ships."""
+    head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
+    assert head is not None
+    return head

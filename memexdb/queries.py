@@ -1,0 +1,66 @@
+"""Every SQL statement the Python package sends: calls of public memex.* functions with
+named arguments, so the SQL API (sql/*.sql) is the only place with logic."""
+
+from __future__ import annotations
+
+_MEMORY_FIELDS = (
+    "id, agent_id, user_id, memory_type, content, importance, metadata, embedding_model,"
+    " created_at, updated_at, expires_at"
+)
+
+STORE = f"""
+select {_MEMORY_FIELDS} from memex.store(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_content => %(content)s,
+    p_embedding => %(embedding)s, p_embedding_model => %(embedding_model)s,
+    p_memory_type => %(memory_type)s::text::memex.memory_type,
+    p_importance => %(importance)s, p_metadata => %(metadata)s,
+    p_expires_at => %(expires_at)s, p_created_at => %(created_at)s)
+"""
+
+STORE_MANY = f"""
+select {_MEMORY_FIELDS} from memex.store_many(
+    p_agent_ids => %(agent_ids)s, p_user_ids => %(user_ids)s, p_contents => %(contents)s,
+    p_embeddings => %(embeddings)s, p_embedding_model => %(embedding_model)s,
+    p_memory_types => %(memory_types)s::text[]::memex.memory_type[],
+    p_importances => %(importances)s, p_metadata => %(metadata)s::jsonb[],
+    p_expires_at => %(expires_at)s::timestamptz[], p_created_at => %(created_at)s::timestamptz[])
+"""
+
+SEARCH = """
+select id, agent_id, user_id, memory_type, content, importance, metadata, created_at,
+       expires_at, similarity, text_rank, relevance, recency, score
+from memex.search(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
+    p_query_embedding => %(query_embedding)s, p_top_k => %(top_k)s, p_alpha => %(alpha)s,
+    p_half_life_days => %(half_life_days)s,
+    p_memory_types => %(memory_types)s::text[]::memex.memory_type[],
+    p_query_text => %(query_text)s, p_mode => %(mode)s,
+    p_embedding_model => %(embedding_model)s, p_now => %(now)s)
+"""
+
+FORGET = f"""
+select {_MEMORY_FIELDS}
+from memex.forget(p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_id => %(id)s)
+"""
+
+COUNT = """
+select memex.count(p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
+                   p_memory_type => %(memory_type)s::text::memex.memory_type)
+"""
+
+RATE_LIMIT_HIT = """
+select allowed, hits, remaining, retry_after_seconds
+from memex.rate_limit_hit(p_key => %(key)s, p_limit => %(limit)s,
+                          p_window_seconds => %(window_seconds)s)
+"""
+
+MAINTENANCE = "select expired_memories_deleted, rate_limit_rows_deleted from memex.maintenance()"
+
+EMBEDDING_DIMS = "select memex.embedding_dims()"
+
+SET_SETTING = """
+insert into memex.settings (name, value) values (%(name)s, %(value)s)
+on conflict (name) do update set value = excluded.value, updated_at = now()
+"""
+
+PING = "select 1"

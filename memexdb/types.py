@@ -1,0 +1,95 @@
+"""Typed values of the memexdb API: what SQL functions return, read by column name."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+
+class MemoryType(enum.StrEnum):
+    """episodic: events and conversations; semantic: facts and preferences;
+    procedural: how to do things."""
+
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+    PROCEDURAL = "procedural"
+
+
+class SearchMode(enum.StrEnum):
+    """vector: cosine similarity; text: full-text rank; hybrid: both, fused by RRF."""
+
+    VECTOR = "vector"
+    TEXT = "text"
+    HYBRID = "hybrid"
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """A stored memory (SQL type memex.memory_record)."""
+
+    id: UUID
+    agent_id: str
+    user_id: str
+    memory_type: MemoryType
+    content: str
+    importance: float
+    metadata: dict[str, Any]
+    embedding_model: str
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One ranked result (SQL type memex.search_hit) with the parts of its score."""
+
+    id: UUID
+    agent_id: str
+    user_id: str
+    memory_type: MemoryType
+    content: str
+    importance: float
+    metadata: dict[str, Any]
+    created_at: datetime
+    expires_at: datetime | None
+    similarity: float | None
+    text_rank: float | None
+    relevance: float
+    recency: float
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """One item of a batch store."""
+
+    agent_id: str
+    user_id: str
+    content: str
+    memory_type: MemoryType = MemoryType.EPISODIC
+    importance: float = 1.0
+    metadata: dict[str, Any] | None = None
+    expires_at: datetime | None = None
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimitResult:
+    """Result of memex.rate_limit_hit."""
+
+    allowed: bool
+    hits: int
+    remaining: int
+    retry_after_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceResult:
+    """Result of memex.maintenance."""
+
+    expired_memories_deleted: int
+    rate_limit_rows_deleted: int

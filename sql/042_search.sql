@@ -1,0 +1,142 @@
+-- memex.search: the memories of one tenant ranked by relevance and recency, in one call.
+--
+--   relevance = cosine similarity                    (mode 'vector', the default)
+--             | ts_rank_cd / best ts_rank_cd          (mode 'text')
+--             | RRF of vector rank and text rank,     (mode 'hybrid')
+--               (1/(60+r_vec) + 1/(60+r_text)) / (2/61), a text miss adding 0
+--   recency   = exp(-ln2 / half_life_days * age_days)
+--   score     = (alpha * relevance + (1 - alpha) * recency) * importance
+--
+-- With importance 1.0 (the default) this is exactly the memex formula; importance 0..2
+-- scales a memory's score. Tenants up to settings.exact_scan_max_rows are ranked exactly
+-- (every row scored); larger tenants rank the union of the nearest, newest and best
+-- text-matching settings.ann_candidates rows (never fewer than top_k when that many
+-- match). Ties break on newer first, then id. p_now fixes "now" for replays and tests.
+create or replace function memex.search(
+    p_agent_id text,
+    p_user_id text,
+    p_query_embedding vector,
+    p_top_k integer default 10,
+    p_alpha double precision default 0.7,
+    p_half_life_days double precision default 30,
+    p_memory_types memex.memory_type[] default null,
+    p_query_text text default null,
+    p_mode text default 'vector',
+    p_embedding_model text default null,
+    p_now timestamptz default null
+)
+returns setof memex.search_hit
+language plpgsql
+volatile
+set search_path = pg_catalog, public, pg_temp
+as $$
+declare
+    v_now      timestamptz := coalesce(p_now, now());
+    v_tsquery  tsquery;
+    v_rows     bigint;
+    v_exact    boolean;
+    v_depth    integer;
+    v_ef       text;
+    v_iter     text;
+begin
+    perform memex._check_tenant(p_agent_id, p_user_id);
+    if p_top_k is null or p_top_k not between 1 and 1000 then
+        perform memex._invalid('top_k', 'must be between 1 and 1000');
+    end if;
+    if p_alpha is null or p_alpha not between 0 and 1 then
+        perform memex._invalid('alpha', 'must be between 0 and 1');
+    end if;
+    if p_half_life_days is null or p_half_life_days <= 0 or p_half_life_days = 'infinity' then
+        perform memex._invalid('half_life_days', 'must be a positive number of days');
+    end if;
+    if p_mode is null or p_mode not in ('vector', 'text', 'hybrid') then
+        perform memex._invalid('mode', 'must be one of vector, text, hybrid');
+    end if;
+    if p_mode <> 'text' then
+        if p_query_embedding is null then
+            perform memex._invalid('query_embedding', 'is required in mode ' || p_mode);
+        end if;
+        if vector_dims(p_query_embedding) <> memex.embedding_dims() then
+            perform memex._invalid('query_embedding',
+                format('must have %s dimensions, not %s', memex.embedding_dims(),
+                       vector_dims(p_query_embedding)));
+        end if;
+    else
+        p_query_embedding := null;
+    end if;
+    if p_mode <> 'vector' then
+        if coalesce(btrim(p_query_text), '') = '' then
+            perform memex._invalid('query_text', 'is required in mode ' || p_mode);
+        end if;
+        v_tsquery := websearch_to_tsquery('english', p_query_text);
+    end if;
+    perform memex._enforce_rate_limit('search', p_agent_id);
+
+    select t.memory_count into v_rows
+    from memex.tenants t where t.agent_id = p_agent_id and t.user_id = p_user_id;
+    v_exact := coalesce(v_rows, 0) <= memex._setting('exact_scan_max_rows', '10000')::bigint;
+    v_depth := greatest(p_top_k, memex._setting('ann_candidates', '200')::integer);
+
+    if not v_exact then
+        -- Iterative index scans (pgvector >= 0.8) keep fetching until the tenant filter
+        -- has let enough rows through; restored below so callers' sessions are untouched.
+        v_ef := current_setting('hnsw.ef_search', true);
+        v_iter := current_setting('hnsw.iterative_scan', true);
+        perform set_config('hnsw.ef_search', least(v_depth, 1000)::text, true);
+        perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
+    end if;
+
+    return query
+    with candidates as (
+        select c.* from memex._candidates_exact(p_agent_id, p_user_id, p_query_embedding,
+                                                v_tsquery, p_memory_types,
+                                                p_embedding_model, v_now) c
+        where v_exact
+        union all
+        select c.* from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
+                                              v_tsquery, p_memory_types, p_embedding_model,
+                                              v_now, v_depth) c
+        where not v_exact
+    ),
+    ranked as (
+        select c.*,
+               row_number() over (order by c.similarity desc nulls last, c.id) as vec_rank,
+               row_number() over (order by c.text_rank desc nulls last, c.id) as text_pos,
+               max(c.text_rank) over () as best_text_rank
+        from candidates c
+    ),
+    scored as (
+        select r.id, r.importance, r.similarity, r.text_rank, r.created_at,
+               case p_mode
+                   when 'vector' then r.similarity
+                   when 'text' then coalesce(r.text_rank / nullif(r.best_text_rank, 0), 0)
+                   else (1.0 / (60 + r.vec_rank)
+                         + case when r.text_rank is null then 0
+                                else 1.0 / (60 + r.text_pos) end) / (2.0 / 61)
+               end as relevance,
+               memex._recency(r.created_at, v_now, p_half_life_days) as recency
+        from ranked r
+    ),
+    top as (
+        select s.*, (p_alpha * s.relevance + (1 - p_alpha) * s.recency) * s.importance as score
+        from scored s
+        order by score desc, s.created_at desc, s.id
+        limit p_top_k
+    )
+    select m.id, m.agent_id, m.user_id, m.memory_type, m.content, t.importance, m.metadata,
+           m.created_at, m.expires_at, t.similarity, t.text_rank, t.relevance, t.recency,
+           t.score
+    from top t join memex.memories m on m.id = t.id
+    order by t.score desc, t.created_at desc, t.id;
+
+    if not v_exact then
+        perform set_config('hnsw.ef_search', coalesce(v_ef, '40'), true);
+        perform set_config('hnsw.iterative_scan', coalesce(v_iter, 'off'), true);
+    end if;
+end
+$$;
+
+comment on function memex.search(text, text, vector, integer, double precision,
+                                 double precision, memex.memory_type[], text, text, text,
+                                 timestamptz) is
+    'Rank a tenant''s memories: (alpha*relevance + (1-alpha)*recency) * importance.';

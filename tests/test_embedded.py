@@ -1,0 +1,227 @@
+"""Real embedded PostgreSQL servers: start/stop, crash recovery, permissions."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import psycopg
+import pytest
+
+from memexdb.embedded import (
+    DataDirInUseError,
+    EmbeddedPostgres,
+    EmbeddedPostgresError,
+    _bundled_pginstall,
+    _can_use_bundle,
+    _pginstall_for,
+    _service_account,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+IS_ROOT = os.geteuid() == 0
+
+# Started in a child process; prints the DSN, then lingers until killed or `hold` passes
+# (then atexit stops the server).
+CHILD = """
+import sys, time
+from pathlib import Path
+from memexdb.embedded import DataDirInUseError, EmbeddedPostgres, install_signal_handlers
+pg = EmbeddedPostgres(Path(sys.argv[1]))
+install_signal_handlers(pg)
+try:
+    print("ok", pg.start(), flush=True)
+except DataDirInUseError as exc:
+    print("inuse", exc, flush=True)
+    sys.exit(0)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def spawn(data_dir: Path, hold: float = 120.0) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    args = [sys.executable, "-c", CHILD, str(data_dir), str(hold)]
+    return subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env)
+
+
+def server_procs(root: Path) -> list[psutil.Process]:
+    """Postgres processes (postmaster and backends) whose cwd, i.e. PGDATA, is under root."""
+    found = []
+    for p in psutil.process_iter():
+        try:
+            if p.name() == "postgres" and p.status() != psutil.STATUS_ZOMBIE:
+                if Path(p.cwd()).is_relative_to(root):
+                    found.append(p)
+        except psutil.Error:
+            continue
+    return found
+
+
+def postmasters(root: Path) -> list[int]:
+    pids = {p.pid for p in server_procs(root)}
+    return [p.pid for p in server_procs(root) if p.ppid() not in pids]
+
+
+def wait_no_server(root: Path, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while server_procs(root) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server_procs(root) == []
+
+
+@pytest.fixture
+def root() -> Iterator[Path]:
+    # pytest's tmp_path may sit under a 0700 dir that the service user cannot traverse
+    base = "/var/tmp" if os.path.isdir("/var/tmp") else None
+    d = Path(tempfile.mkdtemp(prefix="memexdb-pg-", dir=base)).resolve()
+    d.chmod(0o755)
+    yield d
+    for p in server_procs(d):
+        p.kill()
+    shutil.rmtree(d)
+
+
+def test_start_connect_vector_stop(root: Path) -> None:
+    with EmbeddedPostgres(root / "pg18") as pg:
+        assert pg.dsn.startswith("postgresql://postgres@/memexdb?host=")
+        with psycopg.connect(pg.dsn) as conn:
+            conn.execute("CREATE EXTENSION vector")
+            row = conn.execute("SELECT current_database(), '[1,2]'::vector <-> '[1,3]'").fetchone()
+            assert row == ("memexdb", 1.0)
+            listen = conn.execute("SHOW listen_addresses").fetchone()
+            assert listen == ("",)
+        assert len(postmasters(root)) == 1
+    wait_no_server(root)
+    pg.stop()  # idempotent
+
+
+def test_start_twice_is_idempotent(root: Path) -> None:
+    pg = EmbeddedPostgres(root / "pg18")
+    try:
+        dsn = pg.start()
+        first = postmasters(root)
+        assert pg.start() == dsn
+        assert EmbeddedPostgres(root / "pg18").start() == dsn  # same process: adopts
+        assert postmasters(root) == first
+    finally:
+        pg.stop()
+    wait_no_server(root)
+
+
+def test_restart_keeps_data(root: Path) -> None:
+    with EmbeddedPostgres(root / "pg18") as pg, psycopg.connect(pg.dsn) as conn:
+        conn.execute("CREATE TABLE t (x int)")
+        conn.execute("INSERT INTO t VALUES (42)")
+        conn.commit()
+    with EmbeddedPostgres(root / "pg18") as pg, psycopg.connect(pg.dsn) as conn:
+        assert conn.execute("SELECT x FROM t").fetchall() == [(42,)]
+
+
+def test_crashed_owner_is_recovered(root: Path) -> None:
+    data = root / "pg18"
+    with spawn(data) as child:
+        assert child.stdout is not None
+        status, dsn = child.stdout.readline().split()
+        assert status == "ok"
+        with psycopg.connect(dsn) as conn:
+            conn.execute("CREATE TABLE t AS SELECT 1 AS x")
+        orphan = postmasters(root)
+        child.kill()  # SIGKILL: no atexit, the daemonised postmaster survives
+    assert postmasters(root) == orphan
+
+    with EmbeddedPostgres(data) as pg:
+        now = postmasters(root)
+        assert len(now) == 1 and now != orphan  # orphan stopped, fresh server started
+        with psycopg.connect(pg.dsn) as conn:
+            assert conn.execute("SELECT x FROM t").fetchall() == [(1,)]
+    wait_no_server(root)
+
+
+def test_stale_postmaster_pid(root: Path) -> None:
+    pg = EmbeddedPostgres(root / "pg18")
+    try:
+        pg.start()
+        (old,) = postmasters(root)
+        os.kill(old, signal.SIGKILL)  # backends are orphaned, postmaster.pid stays
+        assert (pg.pgdata / "postmaster.pid").exists()
+        pg.start()
+        (new,) = postmasters(root)
+        assert new != old
+        with psycopg.connect(pg.dsn) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        pg.stop()
+    wait_no_server(root)
+
+
+def test_live_owner_is_an_error_and_sigterm_stops_it(root: Path) -> None:
+    data = root / "pg18"
+    with spawn(data) as child:
+        assert child.stdout is not None
+        assert child.stdout.readline().startswith("ok ")
+        pg = EmbeddedPostgres(data)
+        with pytest.raises(DataDirInUseError, match=f"in use by pid {child.pid}"):
+            pg.start()
+        pg.stop()  # must not touch the other process's server
+        assert len(postmasters(root)) == 1
+
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=30) == 128 + signal.SIGTERM
+    wait_no_server(root, timeout=1)
+
+
+def test_concurrent_starts_do_not_race(root: Path) -> None:
+    with spawn(root / "pg18") as a, spawn(root / "pg18") as b:
+        assert a.stdout is not None and b.stdout is not None
+        status = {a.stdout.readline().split()[0]: a, b.stdout.readline().split()[0]: b}
+        assert sorted(status) == ["inuse", "ok"]  # the loser waited for the lock
+        assert status["inuse"].wait(timeout=30) == 0
+        status["ok"].send_signal(signal.SIGTERM)
+    wait_no_server(root, timeout=1)
+
+
+def test_long_path_uses_runtime_socket_dir(root: Path) -> None:
+    data = root / ("d" * 90) / "pg18"
+    with EmbeddedPostgres(data) as pg:
+        assert pg.socket_dir != data
+        with psycopg.connect(pg.dsn) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    assert not pg.socket_dir.exists()
+    wait_no_server(root)
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root")
+def test_untraversable_parent_is_a_clear_error(root: Path) -> None:
+    private = root / "private"
+    private.mkdir(mode=0o700)
+    with pytest.raises(EmbeddedPostgresError, match=r"cannot traverse .*MEMEX_DATA_DIR"):
+        EmbeddedPostgres(private / "sub" / "pg18").start()
+    assert stat.S_IMODE(private.stat().st_mode) == 0o700
+    assert not (private / "sub").exists()
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root")
+def test_unreadable_binaries_are_copied_once(root: Path) -> None:
+    private = root / "private"
+    private.mkdir(mode=0o700)
+    (private / "pginstall").symlink_to(_bundled_pginstall(), target_is_directory=True)
+    acct = _service_account()
+    assert not _can_use_bundle(private / "pginstall", acct)
+
+    dest = root / "cache" / "pginstall-test"
+    assert _pginstall_for(acct, private / "pginstall", dest) == dest
+    assert _can_use_bundle(dest, acct)
+    inode = dest.stat().st_ino
+    assert _pginstall_for(acct, private / "pginstall", dest) == dest  # reused
+    assert dest.stat().st_ino == inode
+    assert stat.S_IMODE(private.stat().st_mode) == 0o700
+    assert [p.name for p in dest.parent.iterdir()] == ["pginstall-test"]  # no temp left
