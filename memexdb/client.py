@@ -117,10 +117,13 @@ def _check_dims(dims: int | None, embedder: Embedder) -> None:
 class AsyncMemex:
     """Async client: `await AsyncMemex.connect(dsn)`, then store/search/forget/count."""
 
-    def __init__(self, pool: AsyncConnectionPool, embedder: BatchingEmbedder) -> None:
+    def __init__(
+        self, pool: AsyncConnectionPool, embedder: BatchingEmbedder, *, owns_embedder: bool = False
+    ) -> None:
         self.pool = pool
         self.embedder = embedder
-        self.model_id = embedder.embedder.model_id
+        self.model_id = embedder.model_id
+        self._owns_embedder = owns_embedder
 
     @classmethod
     async def connect(
@@ -136,6 +139,7 @@ class AsyncMemex:
 
         if embedder is None:
             embedder = build_embedder("minilm")
+        owns = not isinstance(embedder, BatchingEmbedder)
         batching = embedder if isinstance(embedder, BatchingEmbedder) else BatchingEmbedder(embedder)
         pool = async_pool(dsn, min_size=min_size, max_size=max_size)
         try:
@@ -150,10 +154,12 @@ class AsyncMemex:
         except BaseException as exc:
             await pool.close()
             raise translate(exc) from exc
-        return cls(pool, batching)
+        return cls(pool, batching, owns_embedder=owns)
 
     async def aclose(self) -> None:
         await self.pool.close()
+        if self._owns_embedder:
+            await self.embedder.aclose()
 
     async def __aenter__(self) -> AsyncMemex:
         return self

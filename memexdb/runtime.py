@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Iterator
 
 import psycopg
@@ -12,7 +13,7 @@ from psycopg.types.json import Jsonb
 
 from memexdb import queries
 from memexdb.config import Settings
-from memexdb.embedded import EmbeddedPostgres, default_data_dir
+from memexdb.embedded import EmbeddedPostgres, default_data_dir, install_signal_handlers
 from memexdb.migrations import migrate
 
 log = logging.getLogger("memexdb")
@@ -47,6 +48,10 @@ def database(settings: Settings) -> Iterator[str]:
         server = embedded_server(settings)
         log.info("starting embedded PostgreSQL in %s", server.data_dir)
         dsn = server.start()
+        if threading.current_thread() is threading.main_thread():
+            # SIGTERM would otherwise kill us without running `finally`; uvicorn restores
+            # this handler and re-raises the signal after its graceful shutdown.
+            install_signal_handlers(server)
     try:
         revision = migrate(dsn)
         log.info("database at revision %s", revision)

@@ -7,7 +7,7 @@ from starlette.applications import Starlette
 
 from memexdb.client import AsyncMemex
 from memexdb.config import Settings
-from memexdb.embedding import BatchingEmbedder, build_embedder
+from memexdb.embedding import build_embedder
 from memexdb.errors import SetupError
 from memexdb.rest import create_app
 
@@ -24,8 +24,7 @@ def app_from_env() -> Starlette:
         embedder = build_embedder(
             settings.embedder, url=settings.embedding_url, api_key=settings.embedding_api_key
         )
-        return await AsyncMemex.connect(
-            dsn, embedder=BatchingEmbedder(embedder), max_size=settings.pool_size
-        )
+        # Passing the plain embedder makes the client own (and close) its batcher.
+        return await AsyncMemex.connect(dsn, embedder=embedder, max_size=settings.pool_size)
 
     return create_app(connect, maintenance_interval=settings.maintenance_interval_seconds)

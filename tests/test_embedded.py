@@ -58,9 +58,9 @@ def server_procs(root: Path) -> list[psutil.Process]:
     found = []
     for p in psutil.process_iter():
         try:
-            if p.name() == "postgres" and p.status() != psutil.STATUS_ZOMBIE:
-                if Path(p.cwd()).is_relative_to(root):
-                    found.append(p)
+            alive = p.name() == "postgres" and p.status() != psutil.STATUS_ZOMBIE
+            if alive and Path(p.cwd()).is_relative_to(root):
+                found.append(p)
         except psutil.Error:
             continue
     return found
@@ -152,6 +152,8 @@ def test_stale_postmaster_pid(root: Path) -> None:
         pg.start()
         (old,) = postmasters(root)
         os.kill(old, signal.SIGKILL)  # backends are orphaned, postmaster.pid stays
+        while old in postmasters(root):  # signal delivery is asynchronous
+            time.sleep(0.01)
         assert (pg.pgdata / "postmaster.pid").exists()
         pg.start()
         (new,) = postmasters(root)

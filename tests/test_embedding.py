@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-import memexdb
 from memexdb.embedding import (
     BatchingEmbedder,
     Embedder,
@@ -31,7 +30,7 @@ from memexdb.embedding import (
     local_minilm,
 )
 
-PROJECT_ROOT = Path(next(iter(memexdb.__path__))).parent
+PROJECT_ROOT = Path(local_minilm.__file__).parents[2]  # for subprocesses
 SENTENCES = [f"Memory number {i} is about topic {i % 7} and item {i * 13}" for i in range(70)]
 
 

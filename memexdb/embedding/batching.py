@@ -89,12 +89,10 @@ class BatchingEmbedder:
         batch = validate_texts(texts)
         self._check_open()
         loop = asyncio.get_running_loop()
-        if not batch:
-            return await loop.run_in_executor(self._executor, self._run, batch)
         # Awaiting chunk by chunk lets queued embed_one batches run in between.
         parts = [
-            await loop.run_in_executor(self._executor, self._run, batch[i : i + self.max_batch])
-            for i in range(0, len(batch), self.max_batch)
+            await loop.run_in_executor(self._executor, self._run, chunk)
+            for chunk in self._chunks(batch)
         ]
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
@@ -102,12 +100,7 @@ class BatchingEmbedder:
         """Blocking ``embed_many`` for sync callers (not from the event loop thread)."""
         batch = validate_texts(texts)
         self._check_open()
-        if not batch:
-            return self._executor.submit(self._run, batch).result()
-        parts = [
-            self._executor.submit(self._run, batch[i : i + self.max_batch]).result()
-            for i in range(0, len(batch), self.max_batch)
-        ]
+        parts = [self._executor.submit(self._run, chunk).result() for chunk in self._chunks(batch)]
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     async def aclose(self) -> None:
@@ -155,6 +148,11 @@ class BatchingEmbedder:
                     del self._queues[stale]
                 queue = self._queues[loop] = _LoopQueue()
             return queue
+
+    def _chunks(self, texts: list[str]) -> list[list[str]]:
+        # An empty input still goes to the embedder, which knows its (0, dim) shape.
+        step = self.max_batch
+        return [texts[i : i + step] for i in range(0, len(texts), step)] or [texts]
 
     def _run(self, texts: list[str]) -> Vectors:
         """Runs on the worker thread."""

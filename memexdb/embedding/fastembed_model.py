@@ -19,7 +19,7 @@ from memexdb.embedding.paths import cache_root
 from memexdb.embedding.protocol import Vectors, no_vectors, unit_rows, validate_texts
 
 DEFAULT_THREADS = 2
-# Batch 256 peaked at 3 GB RSS with MiniLM; 32 keeps it near 300 MB at ~the same speed.
+# Batch 256 peaked at 3 GB RSS with MiniLM; with 32 the process stays near 450 MB.
 DEFAULT_BATCH_SIZE = 32
 
 
@@ -42,7 +42,7 @@ def load_text_embedding(
     cache_dir: Path,
     specific_model_path: Path | None,
     local_files_only: bool,
-) -> "_LoadedModel":
+) -> _LoadedModel:
     """Load a fastembed model once per process and argument set."""
     with _load_lock:  # a second caller waits for the first load instead of loading again
         return _load_cached(model_name, threads, cache_dir, specific_model_path, local_files_only)

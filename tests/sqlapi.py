@@ -1,0 +1,76 @@
+"""Helpers for tests that call the SQL API directly, the way a non-Python client would."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+DIM = 384
+
+
+def unit(*components: tuple[int, float]) -> np.ndarray:
+    """A unit vector from (axis, weight) pairs; cosine similarities are easy to reason about."""
+    v = np.zeros(DIM, dtype=np.float32)
+    for axis, weight in components:
+        v[axis] = weight
+    return v / np.linalg.norm(v)
+
+
+def angled(cos: float) -> np.ndarray:
+    """A unit vector whose cosine similarity to unit((0, 1)) is exactly `cos`."""
+    return unit((0, cos), (1, math.sqrt(max(0.0, 1 - cos * cos)) or 1e-12))
+
+
+def store(
+    conn: psycopg.Connection,
+    content: str,
+    embedding: np.ndarray,
+    *,
+    agent: str = "agent",
+    user: str = "user",
+    memory_type: str = "episodic",
+    importance: float = 1.0,
+    created_at: datetime | None = None,
+    expires_at: datetime | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    register_vector(conn)
+    row = conn.cursor(row_factory=dict_row).execute(
+        "select * from memex.store(%s, %s, %s, %s, 'test-model', %s::memex.memory_type, %s,"
+        " %s, %s, %s)",
+        (agent, user, content, embedding, memory_type, importance, Jsonb(metadata or {}),
+         expires_at, created_at),
+    ).fetchone()
+    assert row is not None
+    return row
+
+
+def search(
+    conn: psycopg.Connection,
+    query: np.ndarray | None,
+    *,
+    agent: str = "agent",
+    user: str = "user",
+    top_k: int = 10,
+    alpha: float = 0.7,
+    half_life_days: float = 30.0,
+    memory_types: list[str] | None = None,
+    query_text: str | None = None,
+    mode: str = "vector",
+    now: datetime | None = None,
+) -> list[dict[str, Any]]:
+    register_vector(conn)
+    return conn.cursor(row_factory=dict_row).execute(
+        "select * from memex.search(p_agent_id => %s, p_user_id => %s,"
+        " p_query_embedding => %s, p_top_k => %s, p_alpha => %s, p_half_life_days => %s,"
+        " p_memory_types => %s::memex.memory_type[], p_query_text => %s, p_mode => %s,"
+        " p_now => %s)",
+        (agent, user, query, top_k, alpha, half_life_days, memory_types, query_text, mode, now),
+    ).fetchall()

@@ -1,0 +1,229 @@
+"""The SQL API as any language sees it: memex.store / search / forget / count called
+directly with psycopg, vectors chosen so that every expected score can be computed."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+
+from tests.sqlapi import angled, search, store, unit
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+QUERY = unit((0, 1.0))
+
+
+def recency(age_days: float, half_life: float = 30.0) -> float:
+    return math.exp(-math.log(2) / half_life * age_days)
+
+
+def test_score_is_the_memex_formula(conn: psycopg.Connection) -> None:
+    store(conn, "close and old", angled(0.9), created_at=NOW - timedelta(days=30))
+    store(conn, "far and new", angled(0.2), created_at=NOW - timedelta(days=1))
+    store(conn, "mid", angled(0.6), created_at=NOW - timedelta(days=10))
+    hits = search(conn, QUERY, alpha=0.7, half_life_days=30, now=NOW)
+    by_content = {h["content"]: h for h in hits}
+    for content, cos, age in [("close and old", 0.9, 30), ("far and new", 0.2, 1), ("mid", 0.6, 10)]:
+        hit = by_content[content]
+        assert hit["similarity"] == pytest.approx(cos, abs=1e-6)
+        assert hit["recency"] == pytest.approx(recency(age), rel=1e-9)
+        assert hit["relevance"] == hit["similarity"]
+        # importance 1.0 leaves alpha*similarity + (1-alpha)*recency unchanged
+        assert hit["score"] == pytest.approx(0.7 * cos + 0.3 * recency(age), rel=1e-6)
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+    assert by_content["close and old"]["recency"] == pytest.approx(0.5)
+
+
+def test_half_life_controls_decay(conn: psycopg.Connection) -> None:
+    store(conn, "a", angled(0.5), created_at=NOW - timedelta(days=7))
+    hit = search(conn, QUERY, half_life_days=7, now=NOW)[0]
+    assert hit["recency"] == pytest.approx(0.5)
+    hit = search(conn, QUERY, half_life_days=14, now=NOW)[0]
+    assert hit["recency"] == pytest.approx(math.sqrt(0.5))
+
+
+def test_future_memories_count_as_new(conn: psycopg.Connection) -> None:
+    store(conn, "scheduled", angled(0.5), created_at=NOW + timedelta(days=3))
+    assert search(conn, QUERY, now=NOW)[0]["recency"] == pytest.approx(1.0)
+
+
+def test_importance_scales_the_score(conn: psycopg.Connection) -> None:
+    store(conn, "plain", angled(0.8), importance=1.0, created_at=NOW)
+    store(conn, "important", angled(0.6), importance=2.0, created_at=NOW)
+    store(conn, "trivial", angled(0.95), importance=0.25, created_at=NOW)
+    hits = search(conn, QUERY, alpha=0.7, now=NOW)
+    assert [h["content"] for h in hits] == ["important", "plain", "trivial"]
+    important = hits[0]
+    assert important["score"] == pytest.approx((0.7 * 0.6 + 0.3) * 2.0, rel=1e-6)
+    assert important["importance"] == 2.0
+
+
+def test_alpha_one_is_pure_similarity(conn: psycopg.Connection) -> None:
+    store(conn, "best but ancient", angled(0.95), created_at=NOW - timedelta(days=3650))
+    store(conn, "worse but fresh", angled(0.5), created_at=NOW)
+    hits = search(conn, QUERY, alpha=1.0, now=NOW)
+    assert [h["content"] for h in hits] == ["best but ancient", "worse but fresh"]
+    assert hits[0]["score"] == pytest.approx(0.95, abs=1e-6)
+
+
+def test_alpha_zero_is_pure_recency_even_for_dissimilar_memories(conn: psycopg.Connection) -> None:
+    for i in range(30):
+        store(conn, f"similar {i}", angled(0.99), created_at=NOW - timedelta(days=30 + i))
+    store(conn, "newest, unrelated", unit((5, 1.0)), created_at=NOW)
+    store(conn, "second newest, opposite", -QUERY, created_at=NOW - timedelta(hours=1))
+    hits = search(conn, QUERY, alpha=0.0, top_k=2, now=NOW)
+    assert [h["content"] for h in hits] == ["newest, unrelated", "second newest, opposite"]
+    assert hits[0]["score"] == pytest.approx(1.0)
+
+
+def test_memory_type_filter(conn: psycopg.Connection) -> None:
+    store(conn, "fact", angled(0.9), memory_type="semantic")
+    store(conn, "event", angled(0.9), memory_type="episodic")
+    store(conn, "howto", angled(0.9), memory_type="procedural")
+    hits = search(conn, QUERY, memory_types=["semantic", "procedural"])
+    assert sorted(h["content"] for h in hits) == ["fact", "howto"]
+    assert {h["memory_type"] for h in search(conn, QUERY, memory_types=["episodic"])} == {"episodic"}
+
+
+def test_tenants_are_isolated(conn: psycopg.Connection) -> None:
+    store(conn, "mine", angled(0.5), agent="a", user="u1")
+    store(conn, "same agent, other user", angled(0.99), agent="a", user="u2")
+    store(conn, "other agent, same user id", angled(0.99), agent="b", user="u1")
+    hits = search(conn, QUERY, agent="a", user="u1")
+    assert [h["content"] for h in hits] == ["mine"]
+    assert conn.execute("select memex.count('a', 'u1')").fetchone() == (1,)
+    assert conn.execute("select memex.count('a', 'nobody')").fetchone() == (0,)
+
+
+def test_results_never_fewer_than_top_k_or_matching_rows(conn: psycopg.Connection) -> None:
+    for i in range(7):
+        store(conn, f"m{i}", unit((i, 1.0)))
+    assert len(search(conn, QUERY, top_k=5)) == 5
+    assert len(search(conn, QUERY, top_k=50)) == 7
+
+
+def test_ties_break_newest_first(conn: psycopg.Connection) -> None:
+    store(conn, "older", angled(0.5), created_at=NOW - timedelta(days=2))
+    store(conn, "newer", angled(0.5), created_at=NOW - timedelta(days=1))
+    hits = search(conn, QUERY, alpha=1.0, now=NOW)
+    assert [h["content"] for h in hits] == ["newer", "older"]
+
+
+def test_store_returns_the_memory(conn: psycopg.Connection) -> None:
+    row = store(conn, "hello", angled(0.5), memory_type="semantic", importance=1.5,
+                metadata={"source": "chat"})
+    assert row["content"] == "hello"
+    assert row["memory_type"] == "semantic"
+    assert row["importance"] == 1.5
+    assert row["metadata"] == {"source": "chat"}
+    assert row["embedding_model"] == "test-model"
+    assert row["created_at"] == row["updated_at"]
+
+
+def test_store_many_keeps_input_order(conn: psycopg.Connection) -> None:
+    rows = conn.execute(
+        "select content, memory_type::text, importance from memex.store_many("
+        " array['a','a','b'], array['u','u','u'], array['one','two','three'],"
+        " array[%s, %s, %s]::vector[], 'test-model',"
+        " array['semantic','episodic','procedural']::memex.memory_type[], array[0.5, 1, 2])",
+        (str(unit((0, 1.0)).tolist()), str(unit((1, 1.0)).tolist()), str(unit((2, 1.0)).tolist())),
+    ).fetchall()
+    assert rows == [("one", "semantic", 0.5), ("two", "episodic", 1.0), ("three", "procedural", 2.0)]
+    assert conn.execute("select memex.count('a', 'u'), memex.count('b', 'u')").fetchone() == (2, 1)
+    tenants = conn.execute(
+        "select agent_id, memory_count from memex.tenants order by 1").fetchall()
+    assert tenants == [("a", 2), ("b", 1)]
+
+
+def test_store_many_names_the_bad_item_and_stores_nothing(conn: psycopg.Connection) -> None:
+    with pytest.raises(psycopg.Error) as info:
+        conn.execute(
+            "select * from memex.store_many(array['a','a'], array['u','u'], array['ok', ''],"
+            " array[%s, %s]::vector[], 'test-model')",
+            (str(unit((0, 1.0)).tolist()), str(unit((1, 1.0)).tolist())),
+        )
+    assert info.value.sqlstate == "MX422"
+    assert info.value.diag.column_name == "memories[1].content"
+    assert conn.execute("select count(*) from memex.memories").fetchone() == (0,)
+
+
+def test_forget_only_touches_the_owners_row(conn: psycopg.Connection) -> None:
+    mine = store(conn, "mine", angled(0.5), agent="a", user="u")
+    with pytest.raises(psycopg.Error) as info:
+        conn.execute("select * from memex.forget('a', 'someone else', %s)", (mine["id"],))
+    assert info.value.sqlstate == "MX404"
+    assert conn.execute("select memex.count('a', 'u')").fetchone() == (1,)
+    deleted = conn.execute("select content from memex.forget('a', 'u', %s)", (mine["id"],)).fetchone()
+    assert deleted == ("mine",)
+    assert conn.execute("select memex.count('a', 'u')").fetchone() == (0,)
+    assert conn.execute("select memory_count from memex.tenants").fetchone() == (0,)
+    with pytest.raises(psycopg.Error) as again:
+        conn.execute("select * from memex.forget('a', 'u', %s)", (mine["id"],))
+    assert again.value.sqlstate == "MX404"
+
+
+def test_count_by_type(conn: psycopg.Connection) -> None:
+    store(conn, "f1", angled(0.5), memory_type="semantic")
+    store(conn, "f2", angled(0.5), memory_type="semantic")
+    store(conn, "e1", angled(0.5), memory_type="episodic")
+    assert conn.execute(
+        "select memex.count('agent', 'user'), memex.count('agent', 'user', 'semantic'),"
+        " memex.count('agent', 'user', 'procedural')").fetchone() == (3, 2, 0)
+
+
+def test_expired_memories_vanish_and_maintenance_deletes_them(conn: psycopg.Connection) -> None:
+    now = datetime.now(UTC)
+    store(conn, "gone", angled(0.9), expires_at=now - timedelta(seconds=1))
+    store(conn, "kept", angled(0.5), expires_at=now + timedelta(days=1))
+    assert [h["content"] for h in search(conn, QUERY)] == ["kept"]
+    assert conn.execute("select memex.count('agent', 'user')").fetchone() == (1,)
+    result = conn.execute("select * from memex.maintenance()").fetchone()
+    assert result is not None and result[0] == 1
+    assert conn.execute("select count(*) from memex.memories").fetchone() == (1,)
+
+
+def test_text_and_hybrid_modes(conn: psycopg.Connection) -> None:
+    store(conn, "The deploy key lives in the vault under ops/deploy", unit((3, 1.0)))
+    store(conn, "Lunch was pasta", angled(0.9))
+    text_hits = search(conn, None, mode="text", query_text="deploy key", alpha=1.0)
+    assert text_hits[0]["content"].startswith("The deploy key")
+    assert text_hits[0]["relevance"] == pytest.approx(1.0)
+    assert text_hits[1]["relevance"] == 0
+    hybrid = search(conn, QUERY, mode="hybrid", query_text="deploy key", alpha=1.0)
+    assert {h["content"] for h in hybrid} == {"Lunch was pasta",
+                                            "The deploy key lives in the vault under ops/deploy"}
+    # one vector rank + one text rank beats a vector rank alone
+    assert hybrid[0]["content"].startswith("The deploy key")
+    assert hybrid[0]["text_rank"] is not None and hybrid[1]["text_rank"] is None
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        ("memex.search('a', 'u', %(q)s, 0)", "top_k"),
+        ("memex.search('a', 'u', %(q)s, 1001)", "top_k"),
+        ("memex.search('a', 'u', %(q)s, 10, 1.5)", "alpha"),
+        ("memex.search('a', 'u', %(q)s, 10, 0.5, 0)", "half_life_days"),
+        ("memex.search('a', 'u', %(q)s, p_mode => 'fuzzy')", "mode"),
+        ("memex.search('a', 'u', null)", "query_embedding"),
+        ("memex.search('a', 'u', '[1,2,3]'::vector)", "query_embedding"),
+        ("memex.search('a', 'u', %(q)s, p_mode => 'hybrid')", "query_text"),
+        ("memex.search('', 'u', %(q)s)", "agent_id"),
+        ("memex.search('a', repeat('x', 129), %(q)s)", "user_id"),
+        ("memex.store('a', 'u', '', %(q)s, 'm')", "content"),
+        ("memex.store('a', 'u', 'x', '[1,2]'::vector, 'm')", "embedding"),
+        ("memex.store('a', 'u', 'x', %(q)s, 'm', 'episodic', 2.5)", "importance"),
+        ("memex.store('a', 'u', 'x', %(q)s, 'm', 'episodic', 1, '[1]')", "metadata"),
+        ("memex.store('a', 'u', 'x', %(q)s, '')", "embedding_model"),
+        ("memex.count('a', '')", "user_id"),
+        ("memex.rate_limit_hit('k', -1, 60)", "limit"),
+        ("memex.rate_limit_hit('k', 1, 0)", "window_seconds"),
+    ],
+)
+def test_invalid_arguments_name_the_field(conn: psycopg.Connection, call: str, field: str) -> None:
+    with pytest.raises(psycopg.Error) as info:
+        conn.execute(f"select * from {call}", {"q": str(QUERY.tolist())})
+    assert info.value.sqlstate == "MX422"
+    assert info.value.diag.column_name == field
