@@ -12,9 +12,16 @@ Layout of ``data_dir`` (mode 0700, owned by the service user)::
     lock            flock() target serialising start/stop across processes
     .s.PGSQL.5432   unix socket (in a short runtime dir if this path is too long)
 
-Crash recovery: a server whose recorded owner is dead is stopped and started again
-fresh by the next ``start()`` (not adopted, so it always runs with the current
-settings and socket dir); a live owner in another process is an error.
+Crash recovery: pg_ctl daemonises the server, so it outlives an owner that was
+SIGKILLed. The next ``start()`` sees that the recorded owner is dead, stops that
+orphan (fast shutdown, escalating to SIGQUIT/SIGKILL) and starts a fresh server - it is
+not adopted, so it always runs with the current settings and socket dir. Backends of a
+killed postmaster are reaped and stale ``postmaster.pid``/socket lock files removed
+(only once no process has PGDATA as its cwd). A live owner in another process is an
+error (DataDirInUseError); a second start() in the owning process is a no-op.
+
+As root the server runs as the system user ``memexdb-pg`` (postgres refuses root);
+existing folders are never chmod-ed: an unreachable data dir is an error.
 """
 
 from __future__ import annotations
@@ -112,7 +119,8 @@ class _Account:
 def _service_account() -> _Account:
     if os.geteuid() != 0:
         pw = pwd.getpwuid(os.geteuid())
-        return _Account(pw.pw_name, pw.pw_uid, pw.pw_gid, tuple(os.getgroups()), switch=False)
+        groups = tuple({os.getegid(), *os.getgroups()})
+        return _Account(pw.pw_name, pw.pw_uid, pw.pw_gid, groups, switch=False)
     try:
         pw = pwd.getpwnam(SERVICE_USER)
     except KeyError:
@@ -475,11 +483,9 @@ class EmbeddedPostgres:
 
     def _run(self, args: list[str], timeout: float) -> tuple[int, str]:
         acct = self._account()
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("PG", "LC_")) and k not in ("LANG", "LANGUAGE")
-        }
+        # a minimal environment: no PG* overrides, no secrets of ours in the server's
+        # /proc/<pid>/environ (readable through pg_read_file by any superuser session)
+        env = {k: v for k, v in os.environ.items() if k in ("PATH", "TZ", "TMPDIR")}
         env.update(LC_ALL="C", HOME=str(self.data_dir))
         # a file, not a pipe: a daemonised child holding the pipe would block us forever
         with tempfile.TemporaryFile("w+") as out:

@@ -30,22 +30,30 @@ def _alembic_config() -> Config:
     return cfg
 
 
-def _check_prerequisites(conn: Connection) -> None:
-    version = int(conn.execute(text("show server_version_num")).scalar_one())
-    if version < MIN_SERVER_VERSION:
-        raise SetupError(f"memexdb needs PostgreSQL >= 15; this server is {version // 10000}")
-    row = conn.execute(
-        text("select default_version from pg_available_extensions where name = 'vector'")
-    ).first()
-    if row is None:
-        raise SetupError(
+def pgvector_problem(available: str | None) -> str | None:
+    """Why the server's pgvector (its default_version, None when absent) won't do."""
+    if available is None:
+        return (
             "the pgvector extension is not installed on this PostgreSQL server; install "
             "pgvector >= 0.7 (e.g. the postgresql-NN-pgvector package) or unset "
             "MEMEX_DATABASE_URL to use the embedded server"
         )
-    available = tuple(int(p) for p in str(row[0]).split(".")[:2])
-    if available < MIN_PGVECTOR:
-        raise SetupError(f"memexdb needs pgvector >= 0.7; this server offers {row[0]}")
+    version = tuple(int(p) for p in available.split(".")[:2] if p.isdigit())
+    if version < MIN_PGVECTOR:
+        return f"memexdb needs pgvector >= 0.7; this server offers {available}"
+    return None
+
+
+def _check_prerequisites(conn: Connection) -> None:
+    version = int(conn.execute(text("show server_version_num")).scalar_one())
+    if version < MIN_SERVER_VERSION:
+        raise SetupError(f"memexdb needs PostgreSQL >= 15; this server is {version // 10000}")
+    available = conn.execute(
+        text("select default_version from pg_available_extensions where name = 'vector'")
+    ).scalar_one_or_none()
+    problem = pgvector_problem(available)
+    if problem:
+        raise SetupError(problem)
 
 
 def _apply_sql_functions(conn: Connection) -> None:

@@ -48,7 +48,8 @@ time.sleep(float(sys.argv[2]))
 
 
 def spawn(data_dir: Path, hold: float = 120.0) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
     args = [sys.executable, "-c", CHILD, str(data_dir), str(hold)]
     return subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env)
 

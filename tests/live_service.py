@@ -1,0 +1,205 @@
+"""Real service processes for the REST and CLI tests: free ports, bounded waits, and a
+cleanup that leaves no process behind (only processes these tests started, by pid)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+MEMEXDB = Path(sys.executable).with_name("memexdb")  # the console script of this venv
+START_TIMEOUT = 180.0  # embedded initdb + migration + model load on a loaded 2-core box
+STOP_TIMEOUT = 45.0
+
+# Internals that must never reach an HTTP client.
+LEAKS = ("Traceback", "psycopg", "Error(", 'File "', "asyncpg", "pydantic_core")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def service_env(**overrides: str) -> dict[str, str]:
+    """This environment without any MEMEX_* setting of the caller, plus `overrides`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMEX_")}
+    env.update(overrides)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def uvicorn_args(port: int) -> list[str]:
+    return [
+        sys.executable, "-m", "uvicorn", "memexdb.service:app_from_env", "--factory",
+        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+    ]
+
+
+def cli_args(*args: str) -> list[str]:
+    return [str(MEMEXDB), *args] if MEMEXDB.exists() else [sys.executable, "-m", "memexdb.cli", *args]
+
+
+def run_cli(args: Sequence[str], env: dict[str, str], timeout: float = 180.0) -> tuple[int, str]:
+    """Run `memexdb ARGS` to completion (bounded); returns (exit code, stdout+stderr)."""
+    res = subprocess.run(
+        cli_args(*args), env=env, cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True,
+        text=True, timeout=timeout, check=False,
+    )
+    return res.returncode, res.stdout + res.stderr
+
+
+def assert_no_leak(response: httpx.Response) -> None:
+    """httpx response hook: no body may show a traceback or exception class names."""
+    text = response.read().decode("utf-8", "replace")
+    if response.headers.get("content-type", "").startswith("application/json"):
+        for needle in LEAKS:
+            assert needle not in text, f"{response.request.url} leaks {needle!r}: {text[:500]}"
+
+
+def client(base_url: str, timeout: float = 60.0) -> httpx.Client:
+    return httpx.Client(
+        base_url=base_url, timeout=timeout, event_hooks={"response": [assert_no_leak]}
+    )
+
+
+class Service:
+    """A child process (its own session, like a program started from a shell) that
+    serves HTTP on 127.0.0.1:`port`; its output goes to a file, never a pipe."""
+
+    def __init__(self, args: Sequence[str], env: dict[str, str], port: int, log: Path) -> None:
+        self.port = port
+        self.base_url = f"http://127.0.0.1:{port}"
+        self.log_path = log
+        self._log: IO[bytes] = log.open("wb")
+        self.proc = subprocess.Popen(  # noqa: S603
+            list(args), env=env, cwd=REPO, stdin=subprocess.DEVNULL, stdout=self._log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )
+
+    def output(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def wait_healthy(self, timeout: float = START_TIMEOUT) -> float:
+        """Poll /health until 200 (bounded); returns the seconds it took."""
+        started = time.monotonic()
+        deadline = started + timeout
+        last = "no answer"
+        with httpx.Client(timeout=5.0) as http:
+            for _ in range(int(timeout * 10)):
+                if self.proc.poll() is not None:
+                    raise AssertionError(
+                        f"service exited with {self.proc.returncode}:\n{self.output()[-4000:]}"
+                    )
+                try:
+                    r = http.get(f"{self.base_url}/health")
+                    if r.status_code == 200:
+                        return time.monotonic() - started
+                    last = f"{r.status_code} {r.text[:200]}"
+                except httpx.TransportError as exc:
+                    last = repr(exc)
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+        raise AssertionError(f"no healthy /health in {timeout}s ({last}):\n{self.output()[-4000:]}")
+
+    def send(self, sig: signal.Signals, *, group: bool = False) -> None:
+        """Signal the service (`group`: its whole process group, as a terminal's Ctrl-C)."""
+        if self.proc.poll() is None:
+            if group:
+                os.killpg(self.proc.pid, sig)
+            else:
+                self.proc.send_signal(sig)
+
+    def wait(self, timeout: float = STOP_TIMEOUT) -> tuple[int, float]:
+        """Wait (bounded) for the exit; returns (exit code, seconds waited)."""
+        started = time.monotonic()
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.close()
+            raise AssertionError(
+                f"service still running {timeout}s after the signal:\n{self.output()[-4000:]}"
+            ) from None
+        return code, time.monotonic() - started
+
+    def stop(self, sig: signal.Signals = signal.SIGTERM) -> int:
+        self.send(sig)
+        return self.wait()[0]
+
+    def close(self) -> None:
+        """Make sure the process is gone (SIGKILL if needed) and release the log file."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=STOP_TIMEOUT)
+        self._log.close()
+
+
+def _under(path: str, root: Path) -> bool:
+    return path == str(root) or path.startswith(f"{root}/")
+
+
+def postgres_processes(data_dir: Path) -> list[psutil.Process]:
+    """Live postgres processes of the cluster in `data_dir`: the postmaster names the
+    data dir on its command line; backends and auxiliary processes rewrite theirs but keep
+    PGDATA as their working directory."""
+    data_dir = data_dir.resolve()
+    found = []
+    for p in psutil.process_iter():
+        try:
+            if p.status() == psutil.STATUS_ZOMBIE:
+                continue
+            cmdline = " ".join(p.cmdline())
+            named = str(data_dir) in cmdline and "postgres" in cmdline
+            inside = p.name() == "postgres" and _under(p.cwd(), data_dir)
+        except psutil.Error:
+            continue
+        if named or inside:
+            found.append(p)
+    return found
+
+
+def wait_until(
+    check: Callable[[], Any], timeout: float, interval: float = 0.1
+) -> Any:
+    """Poll `check` until it returns something truthy (bounded in time and count);
+    returns the last value (falsy on timeout)."""
+    deadline = time.monotonic() + timeout
+    value = check()
+    for _ in range(int(timeout / interval) + 1):
+        if value or time.monotonic() > deadline:
+            break
+        time.sleep(interval)
+        value = check()
+    return value
+
+
+def wait_no_postgres(data_dir: Path, timeout: float = 15.0) -> list[psutil.Process]:
+    """Wait (bounded) until no postgres of `data_dir` runs; returns the ones left."""
+    gone = wait_until(lambda: not postgres_processes(data_dir), timeout)
+    return [] if gone else postgres_processes(data_dir)
+
+
+def kill_postgres(data_dir: Path) -> None:
+    """Cleanup after a failed test: SIGKILL the postgres processes of our scratch
+    `data_dir` (by pid; they were started by these tests)."""
+    procs = postgres_processes(data_dir)
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    psutil.wait_procs(procs, timeout=10)

@@ -1,0 +1,128 @@
+"""Migrations: idempotent, safe when run concurrently, frozen once released; every SQL
+function follows the conventions (comment, explicit search_path, volatility)."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+
+import psycopg
+
+from memexdb import migrate
+from memexdb.embedded import EmbeddedPostgres
+from memexdb.migrations import head_revision, pgvector_problem
+from memexdb.resources import alembic_dir
+from tests.conftest import drop_database
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _empty_database(server: EmbeddedPostgres) -> str:
+    from tests.conftest import db_dsn
+
+    name = f"m_{threading.get_ident() % 10**9}_{id(server) % 10**6}"
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute(f"drop database if exists {name} with (force)")
+        conn.execute(f"create database {name}")
+    return db_dsn(server, name)
+
+
+def _schema_fingerprint(dsn: str) -> list[tuple[str, ...]]:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(
+            "select p.proname, pg_get_function_identity_arguments(p.oid), md5(p.prosrc)"
+            " from pg_proc p where p.pronamespace = 'memex'::regnamespace order by 1, 2"
+        ).fetchall()
+
+
+def test_migrate_twice_is_a_no_op(pg_server: EmbeddedPostgres) -> None:
+    dsn = _empty_database(pg_server)
+    try:
+        assert migrate(dsn) == head_revision()
+        before = _schema_fingerprint(dsn)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("insert into memex.settings values ('custom', '1')")
+        assert migrate(dsn) == head_revision()
+        assert _schema_fingerprint(dsn) == before
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute("select value from memex.settings where name = 'custom'").fetchone() == (1,)
+    finally:
+        drop_database(pg_server, dsn)
+
+
+def test_concurrent_migrations(pg_server: EmbeddedPostgres) -> None:
+    dsn = _empty_database(pg_server)
+    results: list[str] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def run() -> None:
+        try:
+            start.wait(timeout=30)
+            results.append(migrate(dsn))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert errors == []
+        assert results == [head_revision()] * 4
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute("select count(*) from memex.alembic_version").fetchone() == (1,)
+    finally:
+        drop_database(pg_server, dsn)
+
+
+def test_released_revisions_are_frozen() -> None:
+    lines = (ROOT / "tests" / "revision_checksums.txt").read_text().splitlines()
+    released = dict(reversed(line.split()) for line in lines if line and not line.startswith("#"))
+    versions = sorted((alembic_dir() / "versions").glob("*.py"))
+    assert released, "no released revisions listed"
+    for path in versions:
+        if path.name in released:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            assert digest == released[path.name], f"{path.name} was edited after release"
+    assert set(released) <= {p.name for p in versions}, "a released revision was deleted"
+
+
+def test_sql_functions_follow_the_conventions(conn: psycopg.Connection) -> None:
+    rows = conn.execute(
+        """
+        select p.proname, p.provolatile, coalesce(array_to_string(p.proconfig, ','), ''),
+               obj_description(p.oid, 'pg_proc'), p.prokind
+        from pg_proc p where p.pronamespace = 'memex'::regnamespace
+        """
+    ).fetchall()
+    assert len(rows) >= 15
+    # Inlined per-row helpers may not carry SET (it blocks inlining); they qualify names.
+    inlined = {"_recency"}
+    for name, volatility, config, comment, kind in rows:
+        assert comment, f"memex.{name} has no comment"
+        assert volatility in ("i", "s", "v")
+        if name not in inlined:
+            assert "search_path=pg_catalog" in config, f"memex.{name} has no explicit search_path"
+
+
+def test_one_function_per_file() -> None:
+    for path in sorted((ROOT / "sql").glob("*.sql")):
+        text = path.read_text()
+        assert text.startswith("--"), f"{path.name} needs a header comment"
+        assert text.count("create or replace function") == 1, path.name
+
+
+def test_pgvector_requirements_are_explained() -> None:
+    assert "not installed" in (pgvector_problem(None) or "")
+    assert "needs pgvector >= 0.7" in (pgvector_problem("0.6.2") or "")
+    assert pgvector_problem("0.7.0") is None
+    assert pgvector_problem("0.8.1") is None
+
+
+def test_this_server_meets_them(conn: psycopg.Connection) -> None:
+    row = conn.execute(
+        "select default_version from pg_available_extensions where name = 'vector'").fetchone()
+    assert row is not None and pgvector_problem(row[0]) is None
