@@ -2,8 +2,8 @@
 
 __version__ = "0.1.0"
 
-from memexdb.client import AsyncMemex, Memex  # noqa: E402
-from memexdb.errors import (  # noqa: E402
+from memexdb.client import AsyncMemex, Memex
+from memexdb.errors import (
     DatabaseUnavailable,
     InvalidArgument,
     MemexError,
@@ -11,8 +11,8 @@ from memexdb.errors import (  # noqa: E402
     RateLimited,
     SetupError,
 )
-from memexdb.migrations import migrate  # noqa: E402
-from memexdb.types import Memory, MemoryType, NewMemory, SearchHit, SearchMode  # noqa: E402
+from memexdb.migrations import migrate
+from memexdb.types import Memory, MemoryType, NewMemory, SearchHit, SearchMode
 
 __all__ = [
     "AsyncMemex",

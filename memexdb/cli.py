@@ -60,7 +60,9 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
                 " where to_regclass('memex.alembic_version') is not null"
             ).fetchone()
             revision = row[0] if row else None
-            print(f"schema revision: {revision or 'not migrated'} (this release: {head_revision()})")
+            print(
+                f"schema revision: {revision or 'not migrated'} (this release: {head_revision()})"
+            )
             if revision:
                 stats = conn.execute(
                     "select count(*), coalesce(sum(memory_count), 0) from memex.tenants"

@@ -57,7 +57,9 @@ def _store_params(
     }
 
 
-def _store_many_params(items: Sequence[NewMemory], embeddings: np.ndarray, model: str) -> dict[str, Any]:
+def _store_many_params(
+    items: Sequence[NewMemory], embeddings: np.ndarray, model: str
+) -> dict[str, Any]:
     return {
         "agent_ids": [i.agent_id for i in items],
         "user_ids": [i.user_id for i in items],
@@ -140,7 +142,9 @@ class AsyncMemex:
         if embedder is None:
             embedder = build_embedder("minilm")
         owns = not isinstance(embedder, BatchingEmbedder)
-        batching = embedder if isinstance(embedder, BatchingEmbedder) else BatchingEmbedder(embedder)
+        batching = (
+            embedder if isinstance(embedder, BatchingEmbedder) else BatchingEmbedder(embedder)
+        )
         pool = async_pool(dsn, min_size=min_size, max_size=max_size)
         try:
             await pool.open(wait=True, timeout=30)
@@ -206,8 +210,18 @@ class AsyncMemex:
         """Embed `content` and store it as a memory of tenant (agent_id, user_id)."""
         _require_text("content", content)
         embedding = await self.embedder.embed_one(content)
-        params = _store_params(agent_id, user_id, content, embedding, self.model_id,
-                               memory_type, importance, metadata, expires_at, created_at)
+        params = _store_params(
+            agent_id,
+            user_id,
+            content,
+            embedding,
+            self.model_id,
+            memory_type,
+            importance,
+            metadata,
+            expires_at,
+            created_at,
+        )
         result: Memory = await self._one(Memory, queries.STORE, params)
         return result
 
@@ -237,8 +251,19 @@ class AsyncMemex:
         """Rank the tenant's memories for `query`; see memex.search for the formula."""
         _require_text("query", query)
         embedding = None if mode == SearchMode.TEXT else await self.embedder.embed_one(query)
-        params = _search_params(agent_id, user_id, query, embedding, self.model_id, top_k,
-                                alpha, half_life_days, memory_types, mode, now)
+        params = _search_params(
+            agent_id,
+            user_id,
+            query,
+            embedding,
+            self.model_id,
+            top_k,
+            alpha,
+            half_life_days,
+            memory_types,
+            mode,
+            now,
+        )
         return await self._all(SearchHit, queries.SEARCH, params)
 
     async def forget(self, agent_id: str, user_id: str, memory_id: UUID) -> Memory:
@@ -282,9 +307,7 @@ class Memex:
         self.model_id = embedder.model_id
 
     @classmethod
-    def connect(
-        cls, dsn: str, *, embedder: Embedder | None = None, max_size: int = 4
-    ) -> Memex:
+    def connect(cls, dsn: str, *, embedder: Embedder | None = None, max_size: int = 4) -> Memex:
         """Open a pool on a migrated database and check the embedder fits its schema."""
         from memexdb.embedding import build_embedder
 
@@ -312,7 +335,9 @@ class Memex:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _run(self, row_type: type[Any] | None, sql: str, params: dict[str, Any] | None) -> list[Any]:
+    def _run(
+        self, row_type: type[Any] | None, sql: str, params: dict[str, Any] | None
+    ) -> list[Any]:
         try:
             with self.pool.connection() as conn:
                 factory = class_row(row_type) if row_type else scalar_row
@@ -335,8 +360,18 @@ class Memex:
         """Embed `content` and store it as a memory of tenant (agent_id, user_id)."""
         _require_text("content", content)
         embedding = self.embedder.embed([content])[0]
-        params = _store_params(agent_id, user_id, content, embedding, self.model_id,
-                               memory_type, importance, metadata, expires_at, created_at)
+        params = _store_params(
+            agent_id,
+            user_id,
+            content,
+            embedding,
+            self.model_id,
+            memory_type,
+            importance,
+            metadata,
+            expires_at,
+            created_at,
+        )
         result: Memory = self._run(Memory, queries.STORE, params)[0]
         return result
 
@@ -347,7 +382,9 @@ class Memex:
         if not items:
             raise InvalidArgument("memories", "must hold at least one memory")
         embeddings = self.embedder.embed([i.content for i in items])
-        return self._run(Memory, queries.STORE_MANY, _store_many_params(items, embeddings, self.model_id))
+        return self._run(
+            Memory, queries.STORE_MANY, _store_many_params(items, embeddings, self.model_id)
+        )
 
     def search(
         self,
@@ -365,13 +402,26 @@ class Memex:
         """Rank the tenant's memories for `query`; see memex.search for the formula."""
         _require_text("query", query)
         embedding = None if mode == SearchMode.TEXT else self.embedder.embed([query])[0]
-        params = _search_params(agent_id, user_id, query, embedding, self.model_id, top_k,
-                                alpha, half_life_days, memory_types, mode, now)
+        params = _search_params(
+            agent_id,
+            user_id,
+            query,
+            embedding,
+            self.model_id,
+            top_k,
+            alpha,
+            half_life_days,
+            memory_types,
+            mode,
+            now,
+        )
         return self._run(SearchHit, queries.SEARCH, params)
 
     def forget(self, agent_id: str, user_id: str, memory_id: UUID) -> Memory:
         """Delete one memory of the tenant; raises NotFound if it is not theirs."""
-        result: Memory = self._run(Memory, queries.FORGET, _tenant(agent_id, user_id, id=memory_id))[0]
+        result: Memory = self._run(
+            Memory, queries.FORGET, _tenant(agent_id, user_id, id=memory_id)
+        )[0]
         return result
 
     def count(

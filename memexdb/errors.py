@@ -73,7 +73,9 @@ def translate(exc: BaseException) -> BaseException:
         return exc
     if isinstance(exc, psycopg_pool.PoolTimeout):
         return DatabaseUnavailable("database connection pool timed out")
-    if isinstance(exc, psycopg.OperationalError) and not isinstance(exc, psycopg.errors.QueryCanceled):
+    if isinstance(exc, psycopg.OperationalError) and not isinstance(
+        exc, psycopg.errors.QueryCanceled
+    ):
         return DatabaseUnavailable("database is unavailable")
     if not isinstance(exc, psycopg.Error):
         return exc

@@ -8,7 +8,6 @@ lock, finds head already applied and re-creates identical functions, so it is a 
 from __future__ import annotations
 
 import psycopg
-from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -16,6 +15,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.pool import NullPool
 
+from alembic import command
 from memexdb.errors import SetupError
 from memexdb.resources import alembic_dir, sql_dir
 

@@ -43,20 +43,37 @@ def service_env(**overrides: str) -> dict[str, str]:
 
 def uvicorn_args(port: int) -> list[str]:
     return [
-        sys.executable, "-m", "uvicorn", "memexdb.service:app_from_env", "--factory",
-        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "memexdb.service:app_from_env",
+        "--factory",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
     ]
 
 
 def cli_args(*args: str) -> list[str]:
-    return [str(MEMEXDB), *args] if MEMEXDB.exists() else [sys.executable, "-m", "memexdb.cli", *args]
+    return (
+        [str(MEMEXDB), *args] if MEMEXDB.exists() else [sys.executable, "-m", "memexdb.cli", *args]
+    )
 
 
 def run_cli(args: Sequence[str], env: dict[str, str], timeout: float = 180.0) -> tuple[int, str]:
     """Run `memexdb ARGS` to completion (bounded); returns (exit code, stdout+stderr)."""
     res = subprocess.run(
-        cli_args(*args), env=env, cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True,
-        text=True, timeout=timeout, check=False,
+        cli_args(*args),
+        env=env,
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
     return res.returncode, res.stdout + res.stderr
 
@@ -84,9 +101,14 @@ class Service:
         self.base_url = f"http://127.0.0.1:{port}"
         self.log_path = log
         self._log: IO[bytes] = log.open("wb")
-        self.proc = subprocess.Popen(  # noqa: S603
-            list(args), env=env, cwd=REPO, stdin=subprocess.DEVNULL, stdout=self._log,
-            stderr=subprocess.STDOUT, start_new_session=True,
+        self.proc = subprocess.Popen(
+            list(args),
+            env=env,
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     def output(self) -> str:
@@ -174,9 +196,7 @@ def postgres_processes(data_dir: Path) -> list[psutil.Process]:
     return found
 
 
-def wait_until(
-    check: Callable[[], Any], timeout: float, interval: float = 0.1
-) -> Any:
+def wait_until(check: Callable[[], Any], timeout: float, interval: float = 0.1) -> Any:
     """Poll `check` until it returns something truthy (bounded in time and count);
     returns the last value (falsy on timeout)."""
     deadline = time.monotonic() + timeout

@@ -42,12 +42,25 @@ def store(
     metadata: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     register_vector(conn)
-    row = conn.cursor(row_factory=dict_row).execute(
-        "select * from memex.store(%s, %s, %s, %s, 'test-model', %s::memex.memory_type, %s,"
-        " %s, %s, %s)",
-        (agent, user, content, embedding, memory_type, importance, Jsonb(metadata or {}),
-         expires_at, created_at),
-    ).fetchone()
+    row = (
+        conn.cursor(row_factory=dict_row)
+        .execute(
+            "select * from memex.store(%s, %s, %s, %s, 'test-model', %s::memex.memory_type, %s,"
+            " %s, %s, %s)",
+            (
+                agent,
+                user,
+                content,
+                embedding,
+                memory_type,
+                importance,
+                Jsonb(metadata or {}),
+                expires_at,
+                created_at,
+            ),
+        )
+        .fetchone()
+    )
     assert row is not None
     return row
 
@@ -67,10 +80,14 @@ def search(
     now: datetime | None = None,
 ) -> list[dict[str, Any]]:
     register_vector(conn)
-    return conn.cursor(row_factory=dict_row).execute(
-        "select * from memex.search(p_agent_id => %s, p_user_id => %s,"
-        " p_query_embedding => %s, p_top_k => %s, p_alpha => %s, p_half_life_days => %s,"
-        " p_memory_types => %s::memex.memory_type[], p_query_text => %s, p_mode => %s,"
-        " p_now => %s)",
-        (agent, user, query, top_k, alpha, half_life_days, memory_types, query_text, mode, now),
-    ).fetchall()
+    return (
+        conn.cursor(row_factory=dict_row)
+        .execute(
+            "select * from memex.search(p_agent_id => %s, p_user_id => %s,"
+            " p_query_embedding => %s, p_top_k => %s, p_alpha => %s, p_half_life_days => %s,"
+            " p_memory_types => %s::memex.memory_type[], p_query_text => %s, p_mode => %s,"
+            " p_now => %s)",
+            (agent, user, query, top_k, alpha, half_life_days, memory_types, query_text, mode, now),
+        )
+        .fetchall()
+    )

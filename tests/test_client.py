@@ -38,8 +38,9 @@ async def test_store_and_search_best_match_first(amemex: AsyncMemex) -> None:
     assert hits[0].content == FACTS[0][0]
     assert hits[0].similarity is not None and hits[0].similarity > hits[1].similarity  # type: ignore[operator]
     assert hits[0].score == pytest.approx(0.7 * hits[0].similarity + 0.3 * hits[0].recency)
-    hits = await amemex.search("agent", "alice", "how do I reboot staging?",
-                               memory_types=[MemoryType.PROCEDURAL])
+    hits = await amemex.search(
+        "agent", "alice", "how do I reboot staging?", memory_types=[MemoryType.PROCEDURAL]
+    )
     assert [h.content for h in hits] == [FACTS[2][0]]
     assert await amemex.count("agent", "alice") == 3
     assert await amemex.count("agent", "alice", MemoryType.EPISODIC) == 1
@@ -66,8 +67,10 @@ async def test_concurrent_stores_are_batched_and_all_kept(amemex: AsyncMemex) ->
 async def test_store_many_and_forget(amemex: AsyncMemex) -> None:
     when = datetime(2025, 1, 1, tzinfo=UTC)
     stored = await amemex.store_many(
-        [NewMemory("agent", "dan", f"fact {i}", importance=0.5 + i / 10, created_at=when)
-         for i in range(5)]
+        [
+            NewMemory("agent", "dan", f"fact {i}", importance=0.5 + i / 10, created_at=when)
+            for i in range(5)
+        ]
     )
     assert [m.content for m in stored] == [f"fact {i}" for i in range(5)]
     assert stored[0].created_at == when

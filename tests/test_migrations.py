@@ -46,7 +46,9 @@ def test_migrate_twice_is_a_no_op(pg_server: EmbeddedPostgres) -> None:
         assert migrate(dsn) == head_revision()
         assert _schema_fingerprint(dsn) == before
         with psycopg.connect(dsn) as conn:
-            assert conn.execute("select value from memex.settings where name = 'custom'").fetchone() == (1,)
+            assert conn.execute(
+                "select value from memex.settings where name = 'custom'"
+            ).fetchone() == (1,)
     finally:
         drop_database(pg_server, dsn)
 
@@ -101,7 +103,7 @@ def test_sql_functions_follow_the_conventions(conn: psycopg.Connection) -> None:
     assert len(rows) >= 15
     # Inlined per-row helpers may not carry SET (it blocks inlining); they qualify names.
     inlined = {"_recency"}
-    for name, volatility, config, comment, kind in rows:
+    for name, volatility, config, comment, _kind in rows:
         assert comment, f"memex.{name} has no comment"
         assert volatility in ("i", "s", "v")
         if name not in inlined:
@@ -124,5 +126,6 @@ def test_pgvector_requirements_are_explained() -> None:
 
 def test_this_server_meets_them(conn: psycopg.Connection) -> None:
     row = conn.execute(
-        "select default_version from pg_available_extensions where name = 'vector'").fetchone()
+        "select default_version from pg_available_extensions where name = 'vector'"
+    ).fetchone()
     assert row is not None and pgvector_problem(row[0]) is None

@@ -14,11 +14,14 @@ from tests.sqlapi import angled, search, store, unit
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)  # aligned to any window of <= 1 h
 
 
-def hit(conn: psycopg.Connection, key: str, limit: int, window: float,
-        at: datetime | None = None) -> tuple[bool, int, int, float]:
+def hit(
+    conn: psycopg.Connection, key: str, limit: int, window: float, at: datetime | None = None
+) -> tuple[bool, int, int, float]:
     row = conn.execute(
         "select allowed, hits, remaining, retry_after_seconds"
-        " from memex.rate_limit_hit(%s, %s, %s, %s)", (key, limit, window, at)).fetchone()
+        " from memex.rate_limit_hit(%s, %s, %s, %s)",
+        (key, limit, window, at),
+    ).fetchone()
     assert row is not None
     return row
 
@@ -90,7 +93,9 @@ def test_rows_expire_instead_of_piling_up(conn: psycopg.Connection) -> None:
 
 def test_store_and_search_enforce_configured_limits(conn: psycopg.Connection) -> None:
     conn.execute("update memex.settings set value = '3' where name = 'rate_limit_store_per_minute'")
-    conn.execute("update memex.settings set value = '2' where name = 'rate_limit_search_per_minute'")
+    conn.execute(
+        "update memex.settings set value = '2' where name = 'rate_limit_search_per_minute'"
+    )
     for i in range(3):
         store(conn, f"m{i}", angled(0.5), agent="limited")
     with pytest.raises(psycopg.Error) as info:

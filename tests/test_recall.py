@@ -22,8 +22,13 @@ def clustered(rng: np.random.Generator, n: int, clusters: int = 40) -> np.ndarra
     return (points / np.linalg.norm(points, axis=1, keepdims=True)).astype(np.float32)
 
 
-def load_tenant(conn: psycopg.Connection, rng: np.random.Generator, agent: str, n: int,
-                type_weights: list[float] | None = None) -> dict[str, np.ndarray]:
+def load_tenant(
+    conn: psycopg.Connection,
+    rng: np.random.Generator,
+    agent: str,
+    n: int,
+    type_weights: list[float] | None = None,
+) -> dict[str, np.ndarray]:
     register_vector(conn)
     vectors = clustered(rng, n)
     ages = rng.uniform(0, 365, n)
@@ -34,17 +39,33 @@ def load_tenant(conn: psycopg.Connection, rng: np.random.Generator, agent: str, 
         conn.execute(
             "select count(*) from memex.store_many(%s, %s, %s, %s, 'test-model',"
             " %s::memex.memory_type[], %s, null, null, %s)",
-            ([agent] * (end - start), ["u"] * (end - start),
-             [f"{agent}-{i}" for i in range(start, end)], list(vectors[start:end]),
-             list(types[start:end]), importance[start:end].tolist(),
-             [NOW - timedelta(days=float(a)) for a in ages[start:end]]),
+            (
+                [agent] * (end - start),
+                ["u"] * (end - start),
+                [f"{agent}-{i}" for i in range(start, end)],
+                list(vectors[start:end]),
+                list(types[start:end]),
+                importance[start:end].tolist(),
+                [NOW - timedelta(days=float(a)) for a in ages[start:end]],
+            ),
         )
-    return {"vectors": vectors, "ages": ages, "importance": importance, "types": types,
-            "contents": np.array([f"{agent}-{i}" for i in range(n)])}
+    return {
+        "vectors": vectors,
+        "ages": ages,
+        "importance": importance,
+        "types": types,
+        "contents": np.array([f"{agent}-{i}" for i in range(n)]),
+    }
 
 
-def exact_top(tenant: dict[str, np.ndarray], query: np.ndarray, k: int, alpha: float,
-              half_life: float = 30.0, types: list[str] | None = None) -> list[str]:
+def exact_top(
+    tenant: dict[str, np.ndarray],
+    query: np.ndarray,
+    k: int,
+    alpha: float,
+    half_life: float = 30.0,
+    types: list[str] | None = None,
+) -> list[str]:
     similarity = tenant["vectors"] @ query
     recency = np.exp(-math.log(2) / half_life * tenant["ages"])
     score = (alpha * similarity + (1 - alpha) * recency) * tenant["importance"]
@@ -54,13 +75,20 @@ def exact_top(tenant: dict[str, np.ndarray], query: np.ndarray, k: int, alpha: f
     return [str(c) for c in tenant["contents"][order] if np.isfinite(score[order[0]])]
 
 
-def recall(conn: psycopg.Connection, tenant: dict[str, np.ndarray], agent: str,
-           queries: np.ndarray, alpha: float, types: list[str] | None = None) -> float:
+def recall(
+    conn: psycopg.Connection,
+    tenant: dict[str, np.ndarray],
+    agent: str,
+    queries: np.ndarray,
+    alpha: float,
+    types: list[str] | None = None,
+) -> float:
     found = 0
     for query in queries:
         expected = set(exact_top(tenant, query, 10, alpha, types=types))
-        got = search(conn, query, agent=agent, user="u", top_k=10, alpha=alpha, now=NOW,
-                     memory_types=types)
+        got = search(
+            conn, query, agent=agent, user="u", top_k=10, alpha=alpha, now=NOW, memory_types=types
+        )
         assert len(got) == 10
         found += len(expected & {h["content"] for h in got})
     return found / (10 * len(queries))

@@ -25,7 +25,11 @@ def test_score_is_the_memex_formula(conn: psycopg.Connection) -> None:
     store(conn, "mid", angled(0.6), created_at=NOW - timedelta(days=10))
     hits = search(conn, QUERY, alpha=0.7, half_life_days=30, now=NOW)
     by_content = {h["content"]: h for h in hits}
-    for content, cos, age in [("close and old", 0.9, 30), ("far and new", 0.2, 1), ("mid", 0.6, 10)]:
+    for content, cos, age in [
+        ("close and old", 0.9, 30),
+        ("far and new", 0.2, 1),
+        ("mid", 0.6, 10),
+    ]:
         hit = by_content[content]
         assert hit["similarity"] == pytest.approx(cos, abs=1e-6)
         assert hit["recency"] == pytest.approx(recency(age), rel=1e-9)
@@ -84,7 +88,9 @@ def test_memory_type_filter(conn: psycopg.Connection) -> None:
     store(conn, "howto", angled(0.9), memory_type="procedural")
     hits = search(conn, QUERY, memory_types=["semantic", "procedural"])
     assert sorted(h["content"] for h in hits) == ["fact", "howto"]
-    assert {h["memory_type"] for h in search(conn, QUERY, memory_types=["episodic"])} == {"episodic"}
+    assert {h["memory_type"] for h in search(conn, QUERY, memory_types=["episodic"])} == {
+        "episodic"
+    }
 
 
 def test_tenants_are_isolated(conn: psycopg.Connection) -> None:
@@ -112,8 +118,14 @@ def test_ties_break_newest_first(conn: psycopg.Connection) -> None:
 
 
 def test_store_returns_the_memory(conn: psycopg.Connection) -> None:
-    row = store(conn, "hello", angled(0.5), memory_type="semantic", importance=1.5,
-                metadata={"source": "chat"})
+    row = store(
+        conn,
+        "hello",
+        angled(0.5),
+        memory_type="semantic",
+        importance=1.5,
+        metadata={"source": "chat"},
+    )
     assert row["content"] == "hello"
     assert row["memory_type"] == "semantic"
     assert row["importance"] == 1.5
@@ -130,10 +142,13 @@ def test_store_many_keeps_input_order(conn: psycopg.Connection) -> None:
         " array['semantic','episodic','procedural']::memex.memory_type[], array[0.5, 1, 2])",
         (str(unit((0, 1.0)).tolist()), str(unit((1, 1.0)).tolist()), str(unit((2, 1.0)).tolist())),
     ).fetchall()
-    assert rows == [("one", "semantic", 0.5), ("two", "episodic", 1.0), ("three", "procedural", 2.0)]
+    assert rows == [
+        ("one", "semantic", 0.5),
+        ("two", "episodic", 1.0),
+        ("three", "procedural", 2.0),
+    ]
     assert conn.execute("select memex.count('a', 'u'), memex.count('b', 'u')").fetchone() == (2, 1)
-    tenants = conn.execute(
-        "select agent_id, memory_count from memex.tenants order by 1").fetchall()
+    tenants = conn.execute("select agent_id, memory_count from memex.tenants order by 1").fetchall()
     assert tenants == [("a", 2), ("b", 1)]
 
 
@@ -155,7 +170,9 @@ def test_forget_only_touches_the_owners_row(conn: psycopg.Connection) -> None:
         conn.execute("select * from memex.forget('a', 'someone else', %s)", (mine["id"],))
     assert info.value.sqlstate == "MX404"
     assert conn.execute("select memex.count('a', 'u')").fetchone() == (1,)
-    deleted = conn.execute("select content from memex.forget('a', 'u', %s)", (mine["id"],)).fetchone()
+    deleted = conn.execute(
+        "select content from memex.forget('a', 'u', %s)", (mine["id"],)
+    ).fetchone()
     assert deleted == ("mine",)
     assert conn.execute("select memex.count('a', 'u')").fetchone() == (0,)
     assert conn.execute("select memory_count from memex.tenants").fetchone() == (0,)
@@ -170,7 +187,8 @@ def test_count_by_type(conn: psycopg.Connection) -> None:
     store(conn, "e1", angled(0.5), memory_type="episodic")
     assert conn.execute(
         "select memex.count('agent', 'user'), memex.count('agent', 'user', 'semantic'),"
-        " memex.count('agent', 'user', 'procedural')").fetchone() == (3, 2, 0)
+        " memex.count('agent', 'user', 'procedural')"
+    ).fetchone() == (3, 2, 0)
 
 
 def test_expired_memories_vanish_and_maintenance_deletes_them(conn: psycopg.Connection) -> None:
@@ -192,8 +210,10 @@ def test_text_and_hybrid_modes(conn: psycopg.Connection) -> None:
     assert text_hits[0]["relevance"] == pytest.approx(1.0)
     assert text_hits[1]["relevance"] == 0
     hybrid = search(conn, QUERY, mode="hybrid", query_text="deploy key", alpha=1.0)
-    assert {h["content"] for h in hybrid} == {"Lunch was pasta",
-                                            "The deploy key lives in the vault under ops/deploy"}
+    assert {h["content"] for h in hybrid} == {
+        "Lunch was pasta",
+        "The deploy key lives in the vault under ops/deploy",
+    }
     # one vector rank + one text rank beats a vector rank alone
     assert hybrid[0]["content"].startswith("The deploy key")
     assert hybrid[0]["text_rank"] is not None and hybrid[1]["text_rank"] is None

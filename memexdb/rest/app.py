@@ -73,9 +73,14 @@ def _tenant_query(request: Request) -> TenantQuery:
         if name in params and not 1 <= len(params[name]) <= 128:
             raise ValidationError.from_exception_data(
                 "TenantQuery",
-                [{"type": "string_too_long" if params[name] else "string_too_short",
-                  "loc": (name,), "input": params[name],
-                  "ctx": {"max_length": 128, "min_length": 1}}],
+                [
+                    {
+                        "type": "string_too_long" if params[name] else "string_too_short",
+                        "loc": (name,),
+                        "input": params[name],
+                        "ctx": {"max_length": 128, "min_length": 1},
+                    }
+                ],
             )
     return TenantQuery.model_validate(params)
 
@@ -86,36 +91,60 @@ def _json(model: BaseModel, status: int = 200) -> JSONResponse:
 
 def _memory_response(memory: Memory) -> MemoryResponse:
     return MemoryResponse(
-        id=memory.id, agent_id=memory.agent_id, user_id=memory.user_id,
-        content=memory.content, importance=memory.importance,
-        memory_type=memory.memory_type, metadata=memory.metadata,
-        created_at=memory.created_at, expires_at=memory.expires_at,
+        id=memory.id,
+        agent_id=memory.agent_id,
+        user_id=memory.user_id,
+        content=memory.content,
+        importance=memory.importance,
+        memory_type=memory.memory_type,
+        metadata=memory.metadata,
+        created_at=memory.created_at,
+        expires_at=memory.expires_at,
     )
 
 
 def _search_result(hit: SearchHit) -> SearchResult:
     return SearchResult(
-        id=hit.id, agent_id=hit.agent_id, user_id=hit.user_id, content=hit.content,
-        importance=hit.importance, memory_type=hit.memory_type, metadata=hit.metadata,
-        created_at=hit.created_at, expires_at=hit.expires_at, score=hit.score,
-        similarity=hit.similarity, text_rank=hit.text_rank, relevance=hit.relevance,
+        id=hit.id,
+        agent_id=hit.agent_id,
+        user_id=hit.user_id,
+        content=hit.content,
+        importance=hit.importance,
+        memory_type=hit.memory_type,
+        metadata=hit.metadata,
+        created_at=hit.created_at,
+        expires_at=hit.expires_at,
+        score=hit.score,
+        similarity=hit.similarity,
+        text_rank=hit.text_rank,
+        relevance=hit.relevance,
         recency=hit.recency,
     )
 
 
 def _new_memory(body: MemoryCreate) -> NewMemory:
     return NewMemory(
-        agent_id=body.agent_id, user_id=body.user_id, content=body.content,
-        memory_type=body.memory_type, importance=body.importance, metadata=body.metadata,
-        expires_at=body.expires_at, created_at=body.created_at,
+        agent_id=body.agent_id,
+        user_id=body.user_id,
+        content=body.content,
+        memory_type=body.memory_type,
+        importance=body.importance,
+        metadata=body.metadata,
+        expires_at=body.expires_at,
+        created_at=body.created_at,
     )
 
 
 async def create_memory(request: Request) -> Response:
     body = await _parse(request, MemoryCreate)
     memory = await _memex(request).store(
-        body.agent_id, body.user_id, body.content, memory_type=body.memory_type,
-        importance=body.importance, metadata=body.metadata, expires_at=body.expires_at,
+        body.agent_id,
+        body.user_id,
+        body.content,
+        memory_type=body.memory_type,
+        importance=body.importance,
+        metadata=body.metadata,
+        expires_at=body.expires_at,
         created_at=body.created_at,
     )
     return _json(_memory_response(memory), 201)
@@ -132,8 +161,14 @@ async def search_memories(request: Request) -> Response:
     body = await _parse(request, MemorySearchRequest)
     types = body.memory_types or ([body.memory_type] if body.memory_type else None)
     hits = await _memex(request).search(
-        body.agent_id, body.user_id, body.query, top_k=body.top_k, alpha=body.alpha,
-        half_life_days=body.half_life_days, memory_types=types, mode=body.mode,
+        body.agent_id,
+        body.user_id,
+        body.query,
+        top_k=body.top_k,
+        alpha=body.alpha,
+        half_life_days=body.half_life_days,
+        memory_types=types,
+        mode=body.mode,
     )
     results = [_search_result(h) for h in hits]
     return _json(MemorySearchResponse(results=results, query=body.query, total=len(results)))
@@ -145,8 +180,15 @@ async def delete_memory(request: Request) -> Response:
         memory_id = UUID(request.path_params["memory_id"])
     except ValueError as exc:
         raise ValidationError.from_exception_data(
-            "path", [{"type": "uuid_parsing", "loc": ("id",),
-                      "input": request.path_params["memory_id"], "ctx": {"error": "invalid"}}]
+            "path",
+            [
+                {
+                    "type": "uuid_parsing",
+                    "loc": ("id",),
+                    "input": request.path_params["memory_id"],
+                    "ctx": {"error": "invalid"},
+                }
+            ],
         ) from exc
     await _memex(request).forget(tenant.agent_id, tenant.user_id, memory_id)
     return Response(status_code=204)
@@ -155,16 +197,23 @@ async def delete_memory(request: Request) -> Response:
 async def count_memories(request: Request) -> Response:
     tenant = _tenant_query(request)
     count = await _memex(request).count(tenant.agent_id, tenant.user_id, tenant.memory_type)
-    return _json(CountResponse(agent_id=tenant.agent_id, user_id=tenant.user_id,
-                               memory_type=tenant.memory_type, count=count))
+    return _json(
+        CountResponse(
+            agent_id=tenant.agent_id,
+            user_id=tenant.user_id,
+            memory_type=tenant.memory_type,
+            count=count,
+        )
+    )
 
 
 async def health(request: Request) -> Response:
     try:
         await asyncio.wait_for(_memex(request).ping(), timeout=2.0)
     except (DatabaseUnavailable, TimeoutError):
-        return _json(HealthResponse(status="unavailable", db="unreachable",
-                                    version=__version__), 503)
+        return _json(
+            HealthResponse(status="unavailable", db="unreachable", version=__version__), 503
+        )
     return _json(HealthResponse(status="ok", db="ok", version=__version__))
 
 
@@ -216,6 +265,6 @@ def create_app(
 
     return Starlette(
         routes=routes(),
-        exception_handlers=dict(HANDLERS),  # type: ignore[arg-type]
+        exception_handlers=dict(HANDLERS),
         lifespan=lifespan,
     )

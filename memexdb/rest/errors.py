@@ -33,8 +33,9 @@ def error_response(
     retry_after: float | None = None,
 ) -> JSONResponse:
     body = ErrorResponse(
-        error=ErrorBody(code=code, message=message, fields=fields or [],
-                        retry_after_seconds=retry_after)
+        error=ErrorBody(
+            code=code, message=message, fields=fields or [], retry_after_seconds=retry_after
+        )
     )
     headers = {"Retry-After": str(max(1, math.ceil(retry_after)))} if retry_after else None
     return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
@@ -65,7 +66,9 @@ async def on_bad_body(request: Request, exc: Exception) -> Response:
 async def on_memex_error(request: Request, exc: Exception) -> Response:
     if isinstance(exc, InvalidArgument):
         return error_response(
-            422, exc.code, f"{exc.field}: {exc.message}",
+            422,
+            exc.code,
+            f"{exc.field}: {exc.message}",
             [FieldError(field=exc.field, message=exc.message)],
         )
     if isinstance(exc, NotFound):
@@ -82,8 +85,9 @@ async def on_memex_error(request: Request, exc: Exception) -> Response:
 async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     codes = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
-    return error_response(exc.status_code, codes.get(exc.status_code, "http_error"),
-                          str(exc.detail))
+    return error_response(
+        exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail)
+    )
 
 
 async def on_unexpected(request: Request, exc: Exception) -> Response:

@@ -69,7 +69,10 @@ class MemorySearchRequest(_Body):
     query: str = Field(min_length=1, max_length=8000)
     top_k: int = Field(default=10, ge=1, le=100)
     alpha: float = Field(
-        default=0.7, ge=0.0, le=1.0, allow_inf_nan=False,
+        default=0.7,
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
         description="1.0 = pure relevance, 0.0 = pure recency",
     )
     half_life_days: float = Field(default=30.0, gt=0.0, le=36500.0, allow_inf_nan=False)
