@@ -1,0 +1,103 @@
+"""The README tells the truth: its curl examples and Python snippet run as written
+against a live service, and its test command is the one CI runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memexdb.embedded import EmbeddedPostgres
+from tests.conftest import drop_database, new_database
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def code_blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def service(
+    pg_server: EmbeddedPostgres, template_db: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, str]]:
+    dsn = new_database(pg_server)
+    port = free_port()
+    env = {**os.environ, "MEMEX_DATABASE_URL": dsn, "MEMEX_PORT": str(port)}
+    log = tmp_path_factory.mktemp("readme") / "service.log"
+    with log.open("w") as log_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memexdb.cli", "serve", "--log-level", "warning"],
+            env=env, stdout=subprocess.DEVNULL, stderr=log_file,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.2)
+        else:
+            pytest.fail("service did not come up in 60 s")
+        yield base, dsn
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        drop_database(pg_server, dsn)
+
+
+def test_quick_start_commands_are_what_ci_runs() -> None:
+    commands = [b.strip() for b in code_blocks("bash") if "venv" in b]
+    assert commands[0].endswith(".venv/bin/memexdb serve")
+    ci = (ROOT / ".ci" / "run").read_text()
+    test_command = re.search(r"TEST_COMMAND='(.*)'", ci)
+    assert test_command is not None
+    assert commands[1] == test_command.group(1)
+
+
+def test_curl_examples(service: tuple[str, str]) -> None:
+    base, _ = service
+    block = next(b for b in code_blocks("bash") if "curl" in b)
+    script = block.replace("localhost:8000", base.removeprefix("http://"))
+    out = subprocess.run(["bash", "-euc", script], capture_output=True, text=True, timeout=120,
+                         check=True).stdout
+    # curl -s prints the bodies back to back, without newlines
+    decoder, documents, index = json.JSONDecoder(), [], 0
+    while index < len(out):
+        document, index = decoder.raw_decode(out, index)
+        documents.append(document)
+    stored, search, count = documents[:3], documents[3], documents[4]
+    assert all(d["agent_id"] == "assistant" for d in stored)
+    assert search["total"] == 2
+    best = search["results"][0]
+    assert best["content"] == "Alice prefers dark mode in every editor"
+    assert {"score", "similarity", "recency", "relevance"} <= best.keys()
+    assert count == {"agent_id": "assistant", "user_id": "alice", "memory_type": None, "count": 3}
+
+
+def test_python_example(service: tuple[str, str]) -> None:
+    _, dsn = service
+    block = next(b for b in code_blocks("python") if "AsyncMemex" in b)
+    out = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "MEMEX_DATABASE_URL": dsn}, check=True)
+    assert out.stdout.startswith("Bob is allergic to peanuts ")
