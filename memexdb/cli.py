@@ -13,6 +13,7 @@ import uvicorn
 
 from memexdb import __version__
 from memexdb.config import Settings
+from memexdb.embedded import EmbeddedPostgresError
 from memexdb.errors import MemexError
 from memexdb.migrations import head_revision
 from memexdb.runtime import database, embedded_server
@@ -96,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = {"serve": _serve, "migrate": _migrate, "status": _status}
     try:
         return commands[args.command](args, settings)
-    except MemexError as exc:
+    except (MemexError, EmbeddedPostgresError) as exc:
         print(f"memexdb: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

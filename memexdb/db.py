@@ -34,7 +34,9 @@ def async_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> AsyncConne
         max_size=max_size,
         open=False,
         configure=_configure_async,
-        timeout=10.0,
+        timeout=5.0,
+        # Retry a lost server every few seconds instead of backing off to minutes.
+        reconnect_timeout=5.0,
         # Checked when a connection comes back from the pool after an error, so a
         # restarted server does not leave broken connections behind.
         check=AsyncConnectionPool.check_connection,
@@ -49,6 +51,8 @@ def sync_pool(dsn: str, *, min_size: int = 1, max_size: int = 4) -> ConnectionPo
         max_size=max_size,
         open=False,
         configure=_configure_sync,
-        timeout=10.0,
+        timeout=5.0,
+        # Retry a lost server every few seconds instead of backing off to minutes.
+        reconnect_timeout=5.0,
         check=ConnectionPool.check_connection,
     )

@@ -8,6 +8,7 @@ lock, finds head already applied and re-creates identical functions, so it is a 
 from __future__ import annotations
 
 import psycopg
+import sqlalchemy.exc
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -16,7 +17,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.pool import NullPool
 
 from alembic import command
-from memexdb.errors import SetupError
+from memexdb.errors import DatabaseUnavailable, SetupError
 from memexdb.resources import alembic_dir, sql_dir
 
 _LOCK_KEY = 0x6D656D6578  # "memex"
@@ -76,7 +77,11 @@ def migrate(dsn: str) -> str:
         creator=lambda: psycopg.connect(dsn),
     )
     try:
-        with engine.begin() as conn:
+        try:
+            conn = engine.connect()
+        except sqlalchemy.exc.OperationalError as exc:
+            raise DatabaseUnavailable(f"cannot connect to the database: {exc.orig}") from exc
+        with conn, conn.begin():
             conn.execute(text("select pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
             _check_prerequisites(conn)
             conn.execute(text("create schema if not exists memex"))

@@ -186,13 +186,12 @@ def postgres_processes(data_dir: Path) -> list[psutil.Process]:
         try:
             if p.status() == psutil.STATUS_ZOMBIE:
                 continue
-            cmdline = " ".join(p.cmdline())
-            named = str(data_dir) in cmdline and "postgres" in cmdline
-            inside = p.name() == "postgres" and _under(p.cwd(), data_dir)
+            if p.name() != "postgres":
+                continue
+            if str(data_dir) in " ".join(p.cmdline()) or _under(p.cwd(), data_dir):
+                found.append(p)
         except psutil.Error:
             continue
-        if named or inside:
-            found.append(p)
     return found
 
 

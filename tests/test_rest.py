@@ -10,6 +10,7 @@ import shutil
 import signal
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -628,10 +629,11 @@ def test_rate_limited_search_is_429_with_retry_after(live: Live) -> None:
             error = error_of(r, 429)
             assert error["code"] == "rate_limited"
             retry = r.headers["retry-after"]
-            assert retry.isdigit() and 1 <= int(retry) <= 60, retry
-            assert error["retry_after_seconds"] is not None
-            assert 0 < error["retry_after_seconds"] <= 60
-            assert int(retry) >= math.floor(error["retry_after_seconds"])
+            # a sliding-window counter may ask for up to (1 + 1/limit) windows
+            assert retry.isdigit() and 1 <= int(retry) <= 90, retry
+            seconds = error["retry_after_seconds"]
+            assert isinstance(seconds, int | float) and 0 < seconds <= 90, error
+            assert int(retry) == max(1, math.ceil(seconds)), (retry, seconds)
             # still limited, and the limit is per agent
             assert live.http.post(SEARCH, json={**who, "query": "dog"}).status_code == 429
             assert live.http.post(SEARCH, json={**other, "query": "dog"}).status_code == 200
@@ -684,13 +686,20 @@ def test_database_outage_is_503_and_the_service_recovers() -> None:
             r = http.get("/health")
             assert r.status_code == 503, r.text
             assert r.json()["status"] != "ok" and r.json()["db"] != "ok"
-            for method, path, kwargs in [
+            # Concurrently: each waits for the pool's timeout, and a short outage keeps
+            # the pool's reconnection backoff (1, 2, 4, 8 ... s) short too.
+            requests: list[tuple[str, str, dict[str, Any]]] = [
                 ("POST", STORE, {"json": {**who, "content": TAX}}),
                 ("POST", SEARCH, {"json": {**who, "query": "dog"}}),
                 ("GET", COUNT, {"params": who}),
-            ]:
-                error = error_of(http.request(method, path, **kwargs), 503)
-                assert error["code"] == "database_unavailable", error
+                ("DELETE", f"{STORE}/{ANY_ID}", {"params": who}),
+            ]
+            with ThreadPoolExecutor(len(requests)) as pool:
+                replies = list(
+                    pool.map(lambda req: http.request(req[0], req[1], **req[2]), requests)
+                )
+            for reply in replies:
+                assert error_of(reply, 503)["code"] == "database_unavailable", reply.text
 
             pg.start()
 

@@ -31,13 +31,16 @@ def error_response(
     message: str,
     fields: list[FieldError] | None = None,
     retry_after: float | None = None,
+    headers: dict[str, str] | None = None,
 ) -> JSONResponse:
     body = ErrorResponse(
         error=ErrorBody(
             code=code, message=message, fields=fields or [], retry_after_seconds=retry_after
         )
     )
-    headers = {"Retry-After": str(max(1, math.ceil(retry_after)))} if retry_after else None
+    headers = dict(headers or {})
+    if retry_after:
+        headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
     return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
 
 
@@ -76,7 +79,9 @@ async def on_memex_error(request: Request, exc: Exception) -> Response:
     if isinstance(exc, RateLimited):
         return error_response(429, exc.code, "rate limit exceeded", retry_after=exc.retry_after)
     if isinstance(exc, DatabaseUnavailable):
-        return error_response(503, exc.code, "database is unavailable, retry later")
+        return error_response(
+            503, exc.code, "database is unavailable, retry later", headers={"Retry-After": "5"}
+        )
     assert isinstance(exc, MemexError)
     log.error("unexpected memexdb error: %r", exc)
     return error_response(500, "internal_error", "internal server error")
@@ -85,8 +90,12 @@ async def on_memex_error(request: Request, exc: Exception) -> Response:
 async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     codes = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+    # exc.headers carries e.g. the Allow header of a 405
     return error_response(
-        exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail)
+        exc.status_code,
+        codes.get(exc.status_code, "http_error"),
+        str(exc.detail),
+        headers=dict(exc.headers or {}),
     )
 
 

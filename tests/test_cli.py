@@ -1,0 +1,267 @@
+"""The `memexdb` command as a user runs it: a real process on the embedded PostgreSQL
+(MEMEX_DATA_DIR, no MEMEX_DATABASE_URL), Ctrl-C / SIGTERM / a crash, and no postgres
+process left behind; and the same commands against an existing server."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import signal
+import socket
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import psutil
+import psycopg
+import pytest
+
+from memexdb.embedded import EmbeddedPostgres
+from memexdb.migrations import head_revision
+from tests.conftest import db_dsn, drop_database, scratch_dir
+from tests.live_service import (
+    Service,
+    cli_args,
+    client,
+    free_port,
+    kill_postgres,
+    postgres_processes,
+    run_cli,
+    service_env,
+    wait_no_postgres,
+)
+
+WHO = {"agent_id": "cli-agent", "user_id": "cli-user"}
+MEMORIES = [
+    "The user's daughter Emma starts primary school in September.",
+    "Deploy the backend with `make release` after the CI pipeline is green.",
+    "The office coffee machine is broken on Fridays.",
+]
+EXIT_TIMEOUT = 45.0  # graceful shutdown of uvicorn + fast shutdown of postgres, loaded box
+
+
+@contextlib.contextmanager
+def _scratch_data_dir() -> Iterator[Path]:
+    root = scratch_dir("memexdb-cli-")
+    path = root / "data"
+    try:
+        yield path
+    finally:
+        kill_postgres(path)  # only after a failed test; each test checks it is clean
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    """A fresh, not-yet-existing MEMEX_DATA_DIR."""
+    with _scratch_data_dir() as path:
+        yield path
+
+
+@pytest.fixture(scope="module")
+def shared_data_dir() -> Iterator[Path]:
+    """A MEMEX_DATA_DIR shared by tests that need no fresh cluster (saves an initdb and a
+    slow rmtree each); they use their own tenant and leave nothing running."""
+    with _scratch_data_dir() as path:
+        yield path
+
+
+def embedded_env(data_dir: Path) -> dict[str, str]:
+    env = service_env(MEMEX_DATA_DIR=str(data_dir))
+    assert "MEMEX_DATABASE_URL" not in env
+    return env
+
+
+def serve(data_dir: Path) -> Service:
+    port = free_port()
+    log = data_dir.parent / f"serve-{port}.log"
+    service = Service(cli_args("serve", "--port", str(port)), embedded_env(data_dir), port, log)
+    try:
+        service.wait_healthy()
+    except BaseException:
+        service.close()
+        raise
+    return service
+
+
+def alive(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def count(http: httpx.Client, who: dict[str, str] = WHO) -> int:
+    r = http.get("/v1/memories/count", params=who)
+    assert r.status_code == 200, r.text
+    value: int = r.json()["count"]
+    return value
+
+
+def assert_clean_exit(service: Service, sig: signal.Signals, data_dir: Path) -> int:
+    """Signal the service, wait (bounded) for its exit, and require that no postgres
+    process of `data_dir` survives it and that nothing printed a traceback."""
+    # Ctrl-C in a terminal signals the whole foreground process group.
+    service.send(sig, group=sig == signal.SIGINT)
+    code, _ = service.wait(EXIT_TIMEOUT)
+    left = wait_no_postgres(data_dir, timeout=15.0)
+    output = service.output()
+    assert left == [], f"postgres left running after {sig.name}: {left}\n{output[-3000:]}"
+    assert "Traceback" not in output, output[-4000:]
+    return code
+
+
+def test_migrate_serve_interrupt_and_restart(data_dir: Path) -> None:
+    env = embedded_env(data_dir)
+    code, out = run_cli(["migrate"], env)
+    assert code == 0, out
+    assert head_revision() in out
+    assert wait_no_postgres(data_dir) == [], "migrate left its server running"
+
+    code, out = run_cli(["status"], env, timeout=60)
+    assert code == 1, out
+    assert "not reachable" in out and "memexdb serve" in out, out
+    assert "Traceback" not in out
+
+    service = serve(data_dir)
+    try:
+        with client(service.base_url) as http:
+            for content in MEMORIES:
+                r = http.post("/v1/memories", json={**WHO, "content": content})
+                assert r.status_code == 201, r.text
+            r = http.post(
+                "/v1/memories/search",
+                json={**WHO, "query": "when does my kid begin school?", "top_k": 3},
+            )
+            assert r.status_code == 200, r.text
+            body = r.json()
+            assert body["total"] == 3
+            best = body["results"][0]
+            assert best["content"] == MEMORIES[0]
+            for part in ("score", "similarity", "recency", "relevance"):
+                assert isinstance(best[part], float), (part, best)
+            assert best["score"] > body["results"][1]["score"]
+
+            code, out = run_cli(["status"], env, timeout=60)
+            assert code == 0, out
+            assert f"schema revision: {head_revision()}" in out, out
+            assert "tenants: 1, memories: 3" in out, out
+            assert str(data_dir) in out, out
+        assert postgres_processes(data_dir), "serve runs no postgres on its data dir?"
+        code = assert_clean_exit(service, signal.SIGINT, data_dir)
+        assert code in (0, 130, -signal.SIGINT), code
+    finally:
+        service.close()
+
+    # The data outlives the process; SIGTERM (a service manager's stop) is clean too.
+    service = serve(data_dir)
+    try:
+        with client(service.base_url) as http:
+            assert count(http) == 3
+            r = http.post("/v1/memories/search", json={**WHO, "query": "coffee machine"})
+            assert r.json()["results"][0]["content"] == MEMORIES[2]
+        code = assert_clean_exit(service, signal.SIGTERM, data_dir)
+        assert code in (0, 128 + signal.SIGTERM, -signal.SIGTERM), code
+    finally:
+        service.close()
+
+
+def test_crashed_serve_does_not_block_the_next_one(shared_data_dir: Path) -> None:
+    data_dir = shared_data_dir
+    who = {"agent_id": f"crash-{uuid.uuid4().hex[:8]}", "user_id": "u"}
+    service = serve(data_dir)
+    try:
+        with client(service.base_url) as http:
+            r = http.post("/v1/memories", json={**who, "content": MEMORIES[1]})
+            assert r.status_code == 201, r.text
+        orphans = postgres_processes(data_dir)
+        assert orphans
+        service.send(signal.SIGKILL)
+        code, _ = service.wait(EXIT_TIMEOUT)
+        assert code == -signal.SIGKILL
+    finally:
+        service.close()
+    # pg_ctl daemonised the server: the crash leaves it running without an owner ...
+    assert any(alive(p) for p in orphans)
+
+    # ... and the next serve stops it and starts a fresh one on the same data.
+    service = serve(data_dir)
+    try:
+        assert not any(alive(p) for p in orphans), orphans
+        with client(service.base_url) as http:
+            assert count(http, who) == 1
+            r = http.post("/v1/memories", json={**who, "content": MEMORIES[2]})
+            assert r.status_code == 201, r.text
+            assert count(http, who) == 2
+        assert_clean_exit(service, signal.SIGINT, data_dir)
+    finally:
+        service.close()
+
+
+def test_second_serve_on_the_same_data_dir_is_refused(shared_data_dir: Path) -> None:
+    data_dir = shared_data_dir
+    service = serve(data_dir)
+    try:
+        code, out = run_cli(["serve", "--port", str(free_port())], embedded_env(data_dir))
+        assert code != 0, out
+        assert "in use" in out and str(data_dir) in out, out
+        assert "Traceback" not in out, out
+        with client(service.base_url) as http:  # the first one is unharmed
+            assert count(http, {"agent_id": "nobody", "user_id": "u"}) == 0
+        assert_clean_exit(service, signal.SIGTERM, data_dir)
+    finally:
+        service.close()
+
+
+def test_commands_against_database_url(pg_server: EmbeddedPostgres, tmp_path: Path) -> None:
+    """With MEMEX_DATABASE_URL the commands use that server and start no embedded one."""
+    name = f"cli_blank_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
+        conn.execute(f"create database {name}")
+    dsn = db_dsn(pg_server, name)
+    unused = tmp_path / "never-created"
+    env = service_env(MEMEX_DATABASE_URL=dsn, MEMEX_DATA_DIR=str(unused))
+    try:
+        code, out = run_cli(["status"], env, timeout=60)
+        assert code == 1 and "not migrated" in out, out
+
+        code, out = run_cli(["migrate"], env)
+        assert code == 0, out
+        assert head_revision() in out
+        code, out = run_cli(["migrate"], env)  # idempotent
+        assert code == 0, out
+
+        code, out = run_cli(["status"], env, timeout=60)
+        assert code == 0, out
+        assert "database: MEMEX_DATABASE_URL" in out, out
+        assert f"schema revision: {head_revision()}" in out, out
+        assert "tenants: 0, memories: 0" in out, out
+        assert dsn not in out  # a URL may carry a password: never echo it
+        assert not unused.exists()
+    finally:
+        drop_database(pg_server, dsn)
+
+
+def test_unreachable_database_url_is_a_clear_error(tmp_path: Path) -> None:
+    missing = f"postgresql://postgres@/memex?host={tmp_path}&port=5432"
+    code, out = run_cli(["status"], service_env(MEMEX_DATABASE_URL=missing), timeout=60)
+    assert code == 1 and "not reachable" in out, out
+    assert "Traceback" not in out
+    for command in (["migrate"], ["serve", "--port", str(free_port())]):
+        code, out = run_cli(command, service_env(MEMEX_DATABASE_URL=missing), timeout=60)
+        assert code != 0, out
+        assert "Traceback" not in out, out
+        assert "database" in out.lower(), out
+
+
+def test_serve_on_a_busy_port_exits_and_stops_postgres(shared_data_dir: Path) -> None:
+    data_dir = shared_data_dir
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code, out = run_cli(["serve", "--port", str(port)], embedded_env(data_dir), timeout=120)
+    assert code != 0, out
+    assert "Traceback" not in out, out
+    assert wait_no_postgres(data_dir) == [], out
