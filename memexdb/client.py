@@ -22,7 +22,15 @@ from memexdb import queries
 from memexdb.db import async_pool, sync_pool
 from memexdb.embedding import BatchingEmbedder, Embedder
 from memexdb.errors import InvalidArgument, SetupError, translate
-from memexdb.types import MaintenanceResult, Memory, MemoryType, NewMemory, SearchHit, SearchMode
+from memexdb.types import (
+    MaintenanceResult,
+    SearchOptions,
+    Memory,
+    MemoryType,
+    NewMemory,
+    SearchHit,
+    SearchMode,
+)
 
 
 def _require_text(field: str, value: str) -> None:
@@ -80,25 +88,21 @@ def _search_params(
     query: str,
     embedding: np.ndarray | None,
     model: str,
-    top_k: int,
-    alpha: float,
-    half_life_days: float,
-    memory_types: Sequence[MemoryType | str] | None,
-    mode: SearchMode | str,
-    now: datetime | None,
+    options: SearchOptions,
 ) -> dict[str, Any]:
     return {
         "agent_id": agent_id,
         "user_id": user_id,
         "query_embedding": embedding,
-        "top_k": top_k,
-        "alpha": alpha,
-        "half_life_days": half_life_days,
-        "memory_types": [str(t) for t in memory_types] if memory_types else None,
         "query_text": query,
-        "mode": str(mode),
         "embedding_model": model,
-        "now": now,
+        "top_k": options.top_k,
+        "alpha": options.alpha,
+        "half_life_days": options.half_life_days,
+        "memory_types": [str(t) for t in options.memory_types] if options.memory_types else None,
+        "mode": str(options.mode),
+        "now": options.now,
+        "context_weight": options.context_weight,
     }
 
 
@@ -247,23 +251,15 @@ class AsyncMemex:
         memory_types: Sequence[MemoryType | str] | None = None,
         mode: SearchMode | str = SearchMode.VECTOR,
         now: datetime | None = None,
+        context_weight: float | None = None,
     ) -> list[SearchHit]:
         """Rank the tenant's memories for `query`; see memex.search for the formula."""
         _require_text("query", query)
         embedding = None if mode == SearchMode.TEXT else await self.embedder.embed_one(query)
-        params = _search_params(
-            agent_id,
-            user_id,
-            query,
-            embedding,
-            self.model_id,
-            top_k,
-            alpha,
-            half_life_days,
-            memory_types,
-            mode,
-            now,
+        options = SearchOptions(
+            top_k, alpha, half_life_days, memory_types, mode, now, context_weight
         )
+        params = _search_params(agent_id, user_id, query, embedding, self.model_id, options)
         return await self._all(SearchHit, queries.SEARCH, params)
 
     async def forget(self, agent_id: str, user_id: str, memory_id: UUID) -> Memory:
@@ -398,23 +394,15 @@ class Memex:
         memory_types: Sequence[MemoryType | str] | None = None,
         mode: SearchMode | str = SearchMode.VECTOR,
         now: datetime | None = None,
+        context_weight: float | None = None,
     ) -> list[SearchHit]:
         """Rank the tenant's memories for `query`; see memex.search for the formula."""
         _require_text("query", query)
         embedding = None if mode == SearchMode.TEXT else self.embedder.embed([query])[0]
-        params = _search_params(
-            agent_id,
-            user_id,
-            query,
-            embedding,
-            self.model_id,
-            top_k,
-            alpha,
-            half_life_days,
-            memory_types,
-            mode,
-            now,
+        options = SearchOptions(
+            top_k, alpha, half_life_days, memory_types, mode, now, context_weight
         )
+        params = _search_params(agent_id, user_id, query, embedding, self.model_id, options)
         return self._run(SearchHit, queries.SEARCH, params)
 
     def forget(self, agent_id: str, user_id: str, memory_id: UUID) -> Memory:

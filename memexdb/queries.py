@@ -35,7 +35,8 @@ from memex.search(
     p_half_life_days => %(half_life_days)s,
     p_memory_types => %(memory_types)s::text[]::memex.memory_type[],
     p_query_text => %(query_text)s, p_mode => %(mode)s,
-    p_embedding_model => %(embedding_model)s, p_now => %(now)s)
+    p_embedding_model => %(embedding_model)s, p_now => %(now)s,
+    p_context_weight => %(context_weight)s)
 """
 
 FORGET = f"""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from datetime import datetime
+from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
@@ -93,3 +94,16 @@ class MaintenanceResult:
 
     expired_memories_deleted: int
     rate_limit_rows_deleted: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOptions:
+    """The ranking knobs of one search (see memex.search)."""
+
+    top_k: int = 10
+    alpha: float = 0.7
+    half_life_days: float = 30.0
+    memory_types: Sequence[MemoryType | str] | None = None
+    mode: SearchMode | str = SearchMode.VECTOR
+    now: datetime | None = None
+    context_weight: float | None = None

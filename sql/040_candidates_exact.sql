@@ -1,12 +1,13 @@
--- memex._candidates_exact: every live memory of one tenant with its similarity and
--- full-text rank: the exact, brute-force candidate set. memex.search uses it for tenants
--- up to settings.exact_scan_max_rows, where a scan through the (agent_id, user_id,
--- created_at) index is fast and recall is 1.0 by construction.
+-- memex._candidates_exact: every live memory of one tenant with its cosine similarity and
+-- BM25 score: the exact, brute-force candidate set. memex.search uses it for tenants up
+-- to settings.exact_scan_max_rows, where a scan through the (agent_id, user_id,
+-- created_at) index is fast and recall is 1.0 by construction. BM25 statistics (document
+-- frequencies, mean length) come from the same scan, so they are exact for the tenant.
 create or replace function memex._candidates_exact(
     p_agent_id text,
     p_user_id text,
     p_query_embedding vector,
-    p_tsquery tsquery,
+    p_terms text[],
     p_memory_types memex.memory_type[],
     p_embedding_model text,
     p_now timestamptz
@@ -16,18 +17,39 @@ language sql
 stable
 set search_path = pg_catalog, public, pg_temp
 as $$
-    select m.id, m.importance::double precision, m.created_at,
-           1 - (m.embedding <=> p_query_embedding),
-           case when m.tsv @@ p_tsquery then ts_rank_cd(m.tsv, p_tsquery, 1) end
-    from memex.memories m
-    where m.agent_id = p_agent_id
-      and m.user_id = p_user_id
-      and m.archived_at is null
-      and (m.expires_at is null or m.expires_at > p_now)
-      and (p_memory_types is null or m.memory_type = any (p_memory_types))
-      and (p_embedding_model is null or m.embedding_model = p_embedding_model)
+    with live as materialized (
+        select m.id, m.importance::double precision as importance, m.created_at,
+               1 - (m.embedding <=> p_query_embedding) as similarity, m.tsv
+        from memex.memories m
+        where m.agent_id = p_agent_id
+          and m.user_id = p_user_id
+          and m.archived_at is null
+          and (m.expires_at is null or m.expires_at > p_now)
+          and (p_memory_types is null or m.memory_type = any (p_memory_types))
+          and (p_embedding_model is null or m.embedding_model = p_embedding_model)
+    ),
+    occurrences as (
+        -- one row per (memory, query term) it holds
+        select l.id, t.lexeme, coalesce(cardinality(t.positions), 1) as tf,
+               length(l.tsv) as dl
+        from live l cross join lateral unnest(l.tsv) t
+        where cardinality(p_terms) > 0 and t.lexeme = any (p_terms)
+    ),
+    stats as (
+        select count(*)::double precision as n, avg(length(l.tsv)) as avgdl from live l
+    ),
+    bm25 as (
+        select o.id, sum(memex._bm25(o.tf, o.dl, f.df, s.n, s.avgdl)) as score
+        from occurrences o
+        join (select lexeme, count(*)::double precision as df
+              from occurrences group by lexeme) f using (lexeme)
+        cross join stats s
+        group by o.id
+    )
+    select l.id, l.importance, l.created_at, l.similarity, b.score
+    from live l left join bm25 b on b.id = l.id
 $$;
 
-comment on function memex._candidates_exact(text, text, vector, tsquery,
+comment on function memex._candidates_exact(text, text, vector, text[],
                                             memex.memory_type[], text, timestamptz) is
-    'All live memories of a tenant as scored candidates (exact search).';
+    'All live memories of a tenant with similarity and BM25 score (exact search).';

@@ -1,17 +1,26 @@
 -- memex.search: the memories of one tenant ranked by relevance and recency, in one call.
 --
---   relevance = cosine similarity                    (mode 'vector', the default)
---             | ts_rank_cd / best ts_rank_cd          (mode 'text')
---             | RRF of vector rank and text rank,     (mode 'hybrid')
---               (1/(60+r_vec) + 1/(60+r_text)) / (2/61), a text miss adding 0
+--   relevance = cosine similarity                              (mode 'vector', the default)
+--             | bm25 / best bm25                               (mode 'text')
+--             | w * cosine + (1 - w) * bm25 / best bm25        (mode 'hybrid', w =
+--                                                               settings.hybrid_vector_weight)
+--   then, with context weight c (default 0 in mode 'vector', settings.context_weight
+--   otherwise), each memory also takes relevance from its neighbours in time:
+--   relevance = (r + c * max(r of the memories just before and after)
+--                  + c/2 * max(r of the memories two before and after)) / (1 + 1.5 c)
 --   recency   = exp(-ln2 / half_life_days * age_days)
 --   score     = (alpha * relevance + (1 - alpha) * recency) * importance
 --
--- With importance 1.0 (the default) this is exactly the memex formula; importance 0..2
--- scales a memory's score. Tenants up to settings.exact_scan_max_rows are ranked exactly
+-- With importance 1.0 (the default) mode 'vector' is exactly the memex formula;
+-- importance 0..2 scales a memory's score. BM25 matches any query term (english stemming,
+-- stop words dropped). Tenants up to settings.exact_scan_max_rows are ranked exactly
 -- (every row scored); larger tenants rank the union of the nearest, newest and best
 -- text-matching settings.ann_candidates rows (never fewer than top_k when that many
 -- match). Ties break on newer first, then id. p_now fixes "now" for replays and tests.
+drop function if exists memex.search(text, text, vector, integer, double precision,
+                                     double precision, memex.memory_type[], text, text, text,
+                                     timestamptz);
+
 create or replace function memex.search(
     p_agent_id text,
     p_user_id text,
@@ -23,7 +32,8 @@ create or replace function memex.search(
     p_query_text text default null,
     p_mode text default 'vector',
     p_embedding_model text default null,
-    p_now timestamptz default null
+    p_now timestamptz default null,
+    p_context_weight double precision default null
 )
 returns setof memex.search_hit
 language plpgsql
@@ -32,7 +42,9 @@ set search_path = pg_catalog, public, pg_temp
 as $$
 declare
     v_now      timestamptz := coalesce(p_now, now());
-    v_tsquery  tsquery;
+    v_terms    text[];
+    v_context  double precision;
+    v_weight   double precision := memex._setting('hybrid_vector_weight', '0.5')::double precision;
     v_rows     bigint;
     v_exact    boolean;
     v_depth    integer;
@@ -68,8 +80,14 @@ begin
         if coalesce(btrim(p_query_text), '') = '' then
             perform memex._invalid('query_text', 'is required in mode ' || p_mode);
         end if;
-        v_tsquery := websearch_to_tsquery('english', p_query_text);
+        v_terms := memex._query_terms(p_query_text);
     end if;
+    if p_context_weight is not null and p_context_weight not between 0 and 1 then
+        perform memex._invalid('context_weight', 'must be between 0 and 1');
+    end if;
+    v_context := coalesce(p_context_weight,
+                          case when p_mode = 'vector' then 0
+                               else memex._setting('context_weight', '0.5')::double precision end);
     perform memex._enforce_rate_limit('search', p_agent_id);
 
     select t.memory_count into v_rows
@@ -89,33 +107,36 @@ begin
     return query
     with candidates as (
         select c.* from memex._candidates_exact(p_agent_id, p_user_id, p_query_embedding,
-                                                v_tsquery, p_memory_types,
+                                                v_terms, p_memory_types,
                                                 p_embedding_model, v_now) c
         where v_exact
         union all
         select c.* from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
-                                              v_tsquery, p_memory_types, p_embedding_model,
+                                              v_terms, p_memory_types, p_embedding_model,
                                               v_now, v_depth) c
         where not v_exact
     ),
-    ranked as (
+    normalised as (
         select c.*,
-               row_number() over (order by c.similarity desc nulls last, c.id) as vec_rank,
-               row_number() over (order by c.text_rank desc nulls last, c.id) as text_pos,
-               max(c.text_rank) over () as best_text_rank
+               case p_mode
+                   when 'vector' then c.similarity
+                   when 'text' then coalesce(c.text_rank / nullif(max(c.text_rank) over (), 0), 0)
+                   else v_weight * c.similarity
+                        + (1 - v_weight)
+                          * coalesce(c.text_rank / nullif(max(c.text_rank) over (), 0), 0)
+               end as own
         from candidates c
     ),
     scored as (
-        select r.id, r.importance, r.similarity, r.text_rank, r.created_at,
-               case p_mode
-                   when 'vector' then r.similarity
-                   when 'text' then coalesce(r.text_rank / nullif(r.best_text_rank, 0), 0)
-                   else (1.0 / (60 + r.vec_rank)
-                         + case when r.text_rank is null then 0
-                                else 1.0 / (60 + r.text_pos) end) / (2.0 / 61)
-               end as relevance,
-               memex._recency(r.created_at, v_now, p_half_life_days) as recency
-        from ranked r
+        select n.id, n.importance, n.similarity, n.text_rank, n.created_at,
+               (n.own
+                + v_context * coalesce(greatest(lag(n.own) over w, lead(n.own) over w), 0)
+                + v_context / 2
+                  * coalesce(greatest(lag(n.own, 2) over w, lead(n.own, 2) over w), 0))
+               / (1 + 1.5 * v_context) as relevance,
+               memex._recency(n.created_at, v_now, p_half_life_days) as recency
+        from normalised n
+        window w as (order by n.created_at, n.id)
     ),
     top as (
         select s.*, (p_alpha * s.relevance + (1 - p_alpha) * s.recency) * s.importance as score
@@ -138,5 +159,5 @@ $$;
 
 comment on function memex.search(text, text, vector, integer, double precision,
                                  double precision, memex.memory_type[], text, text, text,
-                                 timestamptz) is
+                                 timestamptz, double precision) is
     'Rank a tenant''s memories: (alpha*relevance + (1-alpha)*recency) * importance.';

@@ -78,6 +78,7 @@ def search(
     query_text: str | None = None,
     mode: str = "vector",
     now: datetime | None = None,
+    context_weight: float | None = None,
 ) -> list[dict[str, Any]]:
     register_vector(conn)
     return (
@@ -86,8 +87,9 @@ def search(
             "select * from memex.search(p_agent_id => %s, p_user_id => %s,"
             " p_query_embedding => %s, p_top_k => %s, p_alpha => %s, p_half_life_days => %s,"
             " p_memory_types => %s::memex.memory_type[], p_query_text => %s, p_mode => %s,"
-            " p_now => %s)",
-            (agent, user, query, top_k, alpha, half_life_days, memory_types, query_text, mode, now),
+            " p_now => %s, p_context_weight => %s)",
+            (agent, user, query, top_k, alpha, half_life_days, memory_types, query_text, mode,
+             now, context_weight),
         )
         .fetchall()
     )

@@ -202,21 +202,50 @@ def test_expired_memories_vanish_and_maintenance_deletes_them(conn: psycopg.Conn
     assert conn.execute("select count(*) from memex.memories").fetchone() == (1,)
 
 
-def test_text_and_hybrid_modes(conn: psycopg.Connection) -> None:
+def test_text_mode_is_bm25_over_any_query_term(conn: psycopg.Connection) -> None:
     store(conn, "The deploy key lives in the vault under ops/deploy", unit((3, 1.0)))
     store(conn, "Lunch was pasta", angled(0.9))
-    text_hits = search(conn, None, mode="text", query_text="deploy key", alpha=1.0)
-    assert text_hits[0]["content"].startswith("The deploy key")
-    assert text_hits[0]["relevance"] == pytest.approx(1.0)
-    assert text_hits[1]["relevance"] == 0
-    hybrid = search(conn, QUERY, mode="hybrid", query_text="deploy key", alpha=1.0)
-    assert {h["content"] for h in hybrid} == {
-        "Lunch was pasta",
+    store(conn, "Rotate the key every quarter", unit((4, 1.0)))
+    hits = search(conn, None, mode="text", query_text="where is the deploy key?", alpha=1.0,
+                  context_weight=0)
+    # "deploy" + "key" beats "key" alone; a memory without any term scores 0
+    assert [h["content"] for h in hits][:2] == [
         "The deploy key lives in the vault under ops/deploy",
-    }
-    # one vector rank + one text rank beats a vector rank alone
-    assert hybrid[0]["content"].startswith("The deploy key")
-    assert hybrid[0]["text_rank"] is not None and hybrid[1]["text_rank"] is None
+        "Rotate the key every quarter",
+    ]
+    assert hits[0]["relevance"] == pytest.approx(1.0)
+    assert 0 < hits[1]["relevance"] < 1
+    assert hits[2]["relevance"] == 0 and hits[2]["text_rank"] is None
+    assert hits[0]["similarity"] is None
+
+
+def test_hybrid_mode_blends_cosine_and_bm25(conn: psycopg.Connection) -> None:
+    store(conn, "The deploy key lives in the vault", angled(0.2))
+    store(conn, "Lunch was pasta", angled(0.9))
+    hits = search(conn, QUERY, mode="hybrid", query_text="deploy key", alpha=1.0,
+                  context_weight=0)
+    by_content = {h["content"]: h for h in hits}
+    # w = settings.hybrid_vector_weight = 0.5; the only BM25 match normalises to 1
+    assert by_content["The deploy key lives in the vault"]["relevance"] == pytest.approx(
+        0.5 * 0.2 + 0.5 * 1.0, abs=1e-6)
+    assert by_content["Lunch was pasta"]["relevance"] == pytest.approx(0.5 * 0.9, abs=1e-6)
+    assert hits[0]["content"] == "The deploy key lives in the vault"
+
+
+def test_context_weight_lends_relevance_to_neighbours_in_time(conn: psycopg.Connection) -> None:
+    for minute, cos in enumerate([0.1, 0.9, 0.2, 0.3]):
+        store(conn, f"m{minute}", angled(cos), created_at=NOW + timedelta(minutes=minute))
+    plain = {h["content"]: h["relevance"] for h in search(conn, QUERY, alpha=1.0, now=NOW)}
+    assert plain["m2"] == pytest.approx(0.2, abs=1e-6)  # vector mode: no context by default
+    hits = search(conn, QUERY, alpha=1.0, now=NOW, context_weight=0.5)
+    relevance = {h["content"]: h["relevance"] for h in hits}
+    # m2's neighbours: m1 and m3 (max 0.9), then m0 (0.1)
+    assert relevance["m2"] == pytest.approx((0.2 + 0.5 * 0.9 + 0.25 * 0.1) / 1.75, abs=1e-6)
+    assert relevance["m0"] == pytest.approx((0.1 + 0.5 * 0.9 + 0.25 * 0.2) / 1.75, abs=1e-6)
+    # text and hybrid modes use settings.context_weight (0.5) unless told otherwise
+    hybrid = search(conn, QUERY, alpha=1.0, now=NOW, mode="hybrid", query_text="nothing")
+    assert {h["content"]: h["relevance"] for h in hybrid}["m2"] == pytest.approx(
+        0.5 * relevance["m2"], abs=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -230,6 +259,7 @@ def test_text_and_hybrid_modes(conn: psycopg.Connection) -> None:
         ("memex.search('a', 'u', null)", "query_embedding"),
         ("memex.search('a', 'u', '[1,2,3]'::vector)", "query_embedding"),
         ("memex.search('a', 'u', %(q)s, p_mode => 'hybrid')", "query_text"),
+        ("memex.search('a', 'u', %(q)s, p_context_weight => 1.5)", "context_weight"),
         ("memex.search('', 'u', %(q)s)", "agent_id"),
         ("memex.search('a', repeat('x', 129), %(q)s)", "user_id"),
         ("memex.store('a', 'u', '', %(q)s, 'm')", "content"),

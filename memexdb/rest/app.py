@@ -169,6 +169,7 @@ async def search_memories(request: Request) -> Response:
         half_life_days=body.half_life_days,
         memory_types=types,
         mode=body.mode,
+        context_weight=body.context_weight,
     )
     results = [_search_result(h) for h in hits]
     return _json(MemorySearchResponse(results=results, query=body.query, total=len(results)))

@@ -81,7 +81,16 @@ class MemorySearchRequest(_Body):
         default=None, min_length=1, description="Only these types (addition to memex)."
     )
     mode: SearchMode = Field(
-        default=SearchMode.VECTOR, description="vector | text | hybrid (vector + full text, RRF)"
+        default=SearchMode.VECTOR,
+        description="vector (cosine) | text (BM25) | hybrid (cosine + BM25)",
+    )
+    context_weight: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="How much a memory's neighbours in time lend it relevance"
+        " (default 0 in vector mode, 0.5 in text and hybrid mode)",
     )
 
 
