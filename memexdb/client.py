@@ -20,16 +20,16 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from memexdb import queries
 from memexdb.db import async_pool, sync_pool
-from memexdb.embedding import BatchingEmbedder, Embedder
+from memexdb.embedding import BatchingEmbedder, Embedder, build_embedder
 from memexdb.errors import InvalidArgument, SetupError, translate
 from memexdb.types import (
     MaintenanceResult,
-    SearchOptions,
     Memory,
     MemoryType,
     NewMemory,
     SearchHit,
     SearchMode,
+    SearchOptions,
 )
 
 
@@ -39,29 +39,25 @@ def _require_text(field: str, value: str) -> None:
         raise InvalidArgument(field, "must be a non-empty string")
 
 
-def _store_params(
-    agent_id: str,
-    user_id: str,
-    content: str,
-    embedding: np.ndarray,
-    model: str,
-    memory_type: MemoryType | str,
-    importance: float,
-    metadata: dict[str, Any] | None,
-    expires_at: datetime | None,
-    created_at: datetime | None,
-) -> dict[str, Any]:
+def _memory_type(value: MemoryType | str, field: str = "memory_type") -> MemoryType:
+    try:
+        return MemoryType(value)
+    except ValueError:
+        raise InvalidArgument(field, "must be one of episodic, semantic, procedural") from None
+
+
+def _store_params(item: NewMemory, embedding: np.ndarray, model: str) -> dict[str, Any]:
     return {
-        "agent_id": agent_id,
-        "user_id": user_id,
-        "content": content,
+        "agent_id": item.agent_id,
+        "user_id": item.user_id,
+        "content": item.content,
         "embedding": embedding,
         "embedding_model": model,
-        "memory_type": str(memory_type),
-        "importance": importance,
-        "metadata": Jsonb(metadata if metadata is not None else {}),
-        "expires_at": expires_at,
-        "created_at": created_at,
+        "memory_type": str(item.memory_type),
+        "importance": item.importance,
+        "metadata": Jsonb(item.metadata if item.metadata is not None else {}),
+        "expires_at": item.expires_at,
+        "created_at": item.created_at,
     }
 
 
@@ -74,7 +70,10 @@ def _store_many_params(
         "contents": [i.content for i in items],
         "embeddings": list(embeddings),
         "embedding_model": model,
-        "memory_types": [str(i.memory_type) for i in items],
+        "memory_types": [
+            str(_memory_type(i.memory_type, f"memories[{n}].memory_type"))
+            for n, i in enumerate(items)
+        ],
         "importances": [i.importance for i in items],
         "metadata": [Jsonb(i.metadata if i.metadata is not None else {}) for i in items],
         "expires_at": [i.expires_at for i in items],
@@ -99,7 +98,9 @@ def _search_params(
         "top_k": options.top_k,
         "alpha": options.alpha,
         "half_life_days": options.half_life_days,
-        "memory_types": [str(t) for t in options.memory_types] if options.memory_types else None,
+        "memory_types": [str(_memory_type(t, "memory_types")) for t in options.memory_types]
+        if options.memory_types
+        else None,
         "mode": str(options.mode),
         "now": options.now,
         "context_weight": options.context_weight,
@@ -141,8 +142,6 @@ class AsyncMemex:
         max_size: int = 10,
     ) -> AsyncMemex:
         """Open a pool on a migrated database and check the embedder fits its schema."""
-        from memexdb.embedding import build_embedder
-
         if embedder is None:
             embedder = build_embedder("minilm")
         owns = not isinstance(embedder, BatchingEmbedder)
@@ -214,18 +213,17 @@ class AsyncMemex:
         """Embed `content` and store it as a memory of tenant (agent_id, user_id)."""
         _require_text("content", content)
         embedding = await self.embedder.embed_one(content)
-        params = _store_params(
+        item = NewMemory(
             agent_id,
             user_id,
             content,
-            embedding,
-            self.model_id,
-            memory_type,
+            _memory_type(memory_type),
             importance,
             metadata,
             expires_at,
             created_at,
         )
+        params = _store_params(item, embedding, self.model_id)
         result: Memory = await self._one(Memory, queries.STORE, params)
         return result
 
@@ -273,7 +271,7 @@ class AsyncMemex:
         self, agent_id: str, user_id: str, memory_type: MemoryType | str | None = None
     ) -> int:
         """Number of live memories of the tenant (optionally of one type)."""
-        kind = str(memory_type) if memory_type is not None else None
+        kind = str(_memory_type(memory_type)) if memory_type is not None else None
         return int(await self._scalar(queries.COUNT, _tenant(agent_id, user_id, memory_type=kind)))
 
     async def ping(self) -> None:
@@ -305,8 +303,6 @@ class Memex:
     @classmethod
     def connect(cls, dsn: str, *, embedder: Embedder | None = None, max_size: int = 4) -> Memex:
         """Open a pool on a migrated database and check the embedder fits its schema."""
-        from memexdb.embedding import build_embedder
-
         embedder = embedder or build_embedder("minilm")
         pool = sync_pool(dsn, max_size=max_size)
         try:
@@ -356,18 +352,17 @@ class Memex:
         """Embed `content` and store it as a memory of tenant (agent_id, user_id)."""
         _require_text("content", content)
         embedding = self.embedder.embed([content])[0]
-        params = _store_params(
+        item = NewMemory(
             agent_id,
             user_id,
             content,
-            embedding,
-            self.model_id,
-            memory_type,
+            _memory_type(memory_type),
             importance,
             metadata,
             expires_at,
             created_at,
         )
+        params = _store_params(item, embedding, self.model_id)
         result: Memory = self._run(Memory, queries.STORE, params)[0]
         return result
 
@@ -416,5 +411,5 @@ class Memex:
         self, agent_id: str, user_id: str, memory_type: MemoryType | str | None = None
     ) -> int:
         """Number of live memories of the tenant (optionally of one type)."""
-        kind = str(memory_type) if memory_type is not None else None
+        kind = str(_memory_type(memory_type)) if memory_type is not None else None
         return int(self._run(None, queries.COUNT, _tenant(agent_id, user_id, memory_type=kind))[0])

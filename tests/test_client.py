@@ -140,3 +140,15 @@ def test_sync_client(memex: Memex) -> None:
         memex.forget("agent", "gus", uuid.uuid4())
     assert memex.count("agent", "gus") == 2
     assert len(memex.store_many([NewMemory("agent", "gus", "batched")])) == 1
+
+
+async def test_unknown_memory_type_is_an_invalid_argument(amemex: AsyncMemex) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        await amemex.store("agent", "hal", "text", memory_type="dream")
+    assert info.value.field == "memory_type"
+    with pytest.raises(InvalidArgument) as info:
+        await amemex.search("agent", "hal", "q", memory_types=["semantic", "dream"])
+    assert info.value.field == "memory_types"
+    with pytest.raises(InvalidArgument) as info:
+        await amemex.store_many([NewMemory("agent", "hal", "x", memory_type="dream")])  # type: ignore[arg-type]
+    assert info.value.field == "memories[0].memory_type"
