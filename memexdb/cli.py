@@ -1,11 +1,14 @@
-"""`memexdb` command line: serve, migrate, status."""
+"""`memexdb` command line: serve, mcp, migrate, status."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
 
 import psycopg
@@ -22,9 +25,16 @@ log = logging.getLogger("memexdb")
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
-    with database(settings) as dsn:
+    with database(settings) as dsn, contextlib.ExitStack() as cleanup:
+        if args.workers > 1:
+            # Workers relay legacy-SSE messages to each other through sockets in here.
+            relay = tempfile.mkdtemp(prefix="memexdb-mcp-")
+            cleanup.callback(shutil.rmtree, relay, ignore_errors=True)
+            os.environ["MEMEX_MCP_RELAY_DIR"] = relay
         # Workers (and the app factory) read the DSN from the environment.
         os.environ["MEMEX_DATABASE_URL"] = dsn
+        # ... and the listen host, which the MCP endpoints accept in Host headers.
+        os.environ["MEMEX_HOST"] = args.host
         log.info("memexdb %s serving on http://%s:%s", __version__, args.host, args.port)
         uvicorn.run(
             "memexdb.service:app_from_env",
@@ -37,6 +47,12 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             timeout_keep_alive=65,
         )
     return 0
+
+
+def _mcp(args: argparse.Namespace, settings: Settings) -> int:
+    from memexdb.mcp.stdio import run_stdio
+
+    return run_stdio(settings)
 
 
 def _migrate(args: argparse.Namespace, settings: Settings) -> int:
@@ -88,13 +104,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=int(os.environ.get("MEMEX_PORT", "8000")))
     serve.add_argument("--workers", type=int, default=int(os.environ.get("MEMEX_WORKERS", "1")))
     serve.add_argument("--log-level", default="info")
+    sub.add_parser(
+        "mcp",
+        help="serve MCP over stdio (for Claude Desktop / Claude Code configs)",
+        description="Serve the memexdb MCP tools over stdin/stdout, on the embedded "
+        "PostgreSQL (MEMEX_DATA_DIR) or MEMEX_DATABASE_URL. Logs go to stderr.",
+    )
     sub.add_parser("migrate", help="create or upgrade the memex schema")
     sub.add_parser("status", help="show database, schema revision and counts")
     args = parser.parse_args(argv)
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     settings = Settings.from_env()
-    commands = {"serve": _serve, "migrate": _migrate, "status": _status}
+    commands = {"serve": _serve, "mcp": _mcp, "migrate": _migrate, "status": _status}
     try:
         return commands[args.command](args, settings)
     except (MemexError, EmbeddedPostgresError) as exc:

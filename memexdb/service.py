@@ -1,14 +1,24 @@
-"""The service application: REST (and the MCP endpoints mounted next to it), built from
+"""The service application: REST and the MCP endpoints mounted next to it, built from
 the environment so that every uvicorn worker process builds the same app."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import Mount
 
 from memexdb.client import AsyncMemex
 from memexdb.config import Settings
 from memexdb.embedding import build_embedder
 from memexdb.errors import SetupError
+from memexdb.mcp import build_mcp_server
+from memexdb.mcp.http import McpTransports, WorkerHeader, transport_security_from_env
 from memexdb.rest import create_app
 
 
@@ -19,6 +29,10 @@ def app_from_env() -> Starlette:
     dsn = settings.database_url
     if not dsn:
         raise SetupError("MEMEX_DATABASE_URL is not set; start the service with `memexdb serve`")
+    if not logging.getLogger().handlers:
+        # Worker processes start unconfigured; without this the MCP SDK would install
+        # its own root handler and format.
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
     async def connect() -> AsyncMemex:
         embedder = build_embedder(
@@ -27,4 +41,24 @@ def app_from_env() -> Starlette:
         # Passing the plain embedder makes the client own (and close) its batcher.
         return await AsyncMemex.connect(dsn, embedder=embedder, max_size=settings.pool_size)
 
-    return create_app(connect, maintenance_interval=settings.maintenance_interval_seconds)
+    rest = create_app(connect, maintenance_interval=settings.maintenance_interval_seconds)
+
+    def memex() -> AsyncMemex:
+        # Opened by the REST lifespan: MCP and REST share one pool and one embedder.
+        client: AsyncMemex = rest.state.memex
+        return client
+
+    security = transport_security_from_env(settings.host)
+    relay = os.environ.get("MEMEX_MCP_RELAY_DIR")  # set by `memexdb serve --workers N`
+    mcp = McpTransports(build_mcp_server(memex), security, Path(relay) if relay else None)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with rest.router.lifespan_context(rest), mcp.lifespan():
+            yield
+
+    return Starlette(
+        routes=[*mcp.routes, Mount("", app=rest)],
+        middleware=[Middleware(WorkerHeader)],
+        lifespan=lifespan,
+    )

@@ -88,8 +88,19 @@ def search(
             " p_query_embedding => %s, p_top_k => %s, p_alpha => %s, p_half_life_days => %s,"
             " p_memory_types => %s::memex.memory_type[], p_query_text => %s, p_mode => %s,"
             " p_now => %s, p_context_weight => %s)",
-            (agent, user, query, top_k, alpha, half_life_days, memory_types, query_text, mode,
-             now, context_weight),
+            (
+                agent,
+                user,
+                query,
+                top_k,
+                alpha,
+                half_life_days,
+                memory_types,
+                query_text,
+                mode,
+                now,
+                context_weight,
+            ),
         )
         .fetchall()
     )

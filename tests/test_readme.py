@@ -44,7 +44,9 @@ def service(
     with log.open("w") as log_file:
         proc = subprocess.Popen(
             [sys.executable, "-m", "memexdb.cli", "serve", "--log-level", "warning"],
-            env=env, stdout=subprocess.DEVNULL, stderr=log_file,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log_file,
         )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -79,8 +81,9 @@ def test_curl_examples(service: tuple[str, str]) -> None:
     base, _ = service
     block = next(b for b in code_blocks("bash") if "curl" in b)
     script = block.replace("localhost:8000", base.removeprefix("http://"))
-    out = subprocess.run(["bash", "-euc", script], capture_output=True, text=True, timeout=120,
-                         check=True).stdout
+    out = subprocess.run(
+        ["bash", "-euc", script], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
     # curl -s prints the bodies back to back, without newlines
     decoder, documents, index = json.JSONDecoder(), [], 0
     while index < len(out):
@@ -98,6 +101,12 @@ def test_curl_examples(service: tuple[str, str]) -> None:
 def test_python_example(service: tuple[str, str]) -> None:
     _, dsn = service
     block = next(b for b in code_blocks("python") if "AsyncMemex" in b)
-    out = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True,
-                         timeout=120, env={**os.environ, "MEMEX_DATABASE_URL": dsn}, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", block],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "MEMEX_DATABASE_URL": dsn},
+        check=True,
+    )
     assert out.stdout.startswith("Bob is allergic to peanuts ")

@@ -206,8 +206,9 @@ def test_text_mode_is_bm25_over_any_query_term(conn: psycopg.Connection) -> None
     store(conn, "The deploy key lives in the vault under ops/deploy", unit((3, 1.0)))
     store(conn, "Lunch was pasta", angled(0.9))
     store(conn, "Rotate the key every quarter", unit((4, 1.0)))
-    hits = search(conn, None, mode="text", query_text="where is the deploy key?", alpha=1.0,
-                  context_weight=0)
+    hits = search(
+        conn, None, mode="text", query_text="where is the deploy key?", alpha=1.0, context_weight=0
+    )
     # "deploy" + "key" beats "key" alone; a memory without any term scores 0
     assert [h["content"] for h in hits][:2] == [
         "The deploy key lives in the vault under ops/deploy",
@@ -222,12 +223,12 @@ def test_text_mode_is_bm25_over_any_query_term(conn: psycopg.Connection) -> None
 def test_hybrid_mode_blends_cosine_and_bm25(conn: psycopg.Connection) -> None:
     store(conn, "The deploy key lives in the vault", angled(0.2))
     store(conn, "Lunch was pasta", angled(0.9))
-    hits = search(conn, QUERY, mode="hybrid", query_text="deploy key", alpha=1.0,
-                  context_weight=0)
+    hits = search(conn, QUERY, mode="hybrid", query_text="deploy key", alpha=1.0, context_weight=0)
     by_content = {h["content"]: h for h in hits}
     # w = settings.hybrid_vector_weight = 0.5; the only BM25 match normalises to 1
     assert by_content["The deploy key lives in the vault"]["relevance"] == pytest.approx(
-        0.5 * 0.2 + 0.5 * 1.0, abs=1e-6)
+        0.5 * 0.2 + 0.5 * 1.0, abs=1e-6
+    )
     assert by_content["Lunch was pasta"]["relevance"] == pytest.approx(0.5 * 0.9, abs=1e-6)
     assert hits[0]["content"] == "The deploy key lives in the vault"
 
@@ -245,7 +246,8 @@ def test_context_weight_lends_relevance_to_neighbours_in_time(conn: psycopg.Conn
     # text and hybrid modes use settings.context_weight (0.5) unless told otherwise
     hybrid = search(conn, QUERY, alpha=1.0, now=NOW, mode="hybrid", query_text="nothing")
     assert {h["content"]: h["relevance"] for h in hybrid}["m2"] == pytest.approx(
-        0.5 * relevance["m2"], abs=1e-6)
+        0.5 * relevance["m2"], abs=1e-6
+    )
 
 
 @pytest.mark.parametrize(
