@@ -15,11 +15,26 @@ from starlette.routing import Mount
 
 from memexdb.client import AsyncMemex
 from memexdb.config import Settings
-from memexdb.embedding import build_embedder
+from memexdb.embedding import Embedder, build_embedder
+from memexdb.embedding.local_minilm import LocalMiniLM
 from memexdb.errors import SetupError
 from memexdb.mcp import build_mcp_server
 from memexdb.mcp.http import McpTransports, WorkerHeader, transport_security_from_env
 from memexdb.rest import create_app
+
+# ONNX Runtime threads per worker process for the bundled model (more cores: --workers).
+# Two intra-op threads that share the cores with Postgres and the event loop spin and
+# wait for each other: on 2 cores that cost 2.5x the service CPU of a lone request and
+# ~40% more per request under load (bench/RESULTS.md, "Load test").
+EMBEDDER_THREADS = 1
+
+
+def _embedder(settings: Settings) -> Embedder:
+    if settings.embedder.strip().lower() == "minilm":
+        return LocalMiniLM(threads=EMBEDDER_THREADS)
+    return build_embedder(
+        settings.embedder, url=settings.embedding_url, api_key=settings.embedding_api_key
+    )
 
 
 def app_from_env() -> Starlette:
@@ -35,9 +50,7 @@ def app_from_env() -> Starlette:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
     async def connect() -> AsyncMemex:
-        embedder = build_embedder(
-            settings.embedder, url=settings.embedding_url, api_key=settings.embedding_api_key
-        )
+        embedder = _embedder(settings)
         # Passing the plain embedder makes the client own (and close) its batcher.
         return await AsyncMemex.connect(dsn, embedder=embedder, max_size=settings.pool_size)
 

@@ -1,9 +1,10 @@
 -- memex._candidates_ann: candidates for a tenant too large for an exact scan: the union
--- of the p_depth nearest neighbours (HNSW index; memex.search turns on iterative scans so
--- the tenant filter does not starve the index), the p_depth most recent memories (so
--- alpha = 0 still sees what is newest) and the p_depth memories matching the most query
--- terms (GIN index). Each is scored like the exact path; BM25 document frequencies are
--- counted over the whole tenant through the GIN index.
+-- of the p_depth nearest neighbours (the HNSW or ivfflat index chosen with
+-- memex.configure_vector_index; memex.search sets its session settings, with iterative
+-- scans so the tenant filter does not starve the index), the p_depth most recent memories
+-- (so alpha = 0 still sees what is newest) and the p_depth memories matching the most
+-- query terms (GIN index). Each is scored like the exact path; BM25 document frequencies
+-- are counted over the whole tenant through the GIN index.
 create or replace function memex._candidates_ann(
     p_agent_id text,
     p_user_id text,
@@ -18,6 +19,10 @@ returns setof memex._candidate
 language sql
 stable
 set search_path = pg_catalog, public, pg_temp
+-- Plan every call for its tenant: a cached generic plan assumes an average-sized tenant
+-- (with 1,000 tenants, ~0.1 % of the rows) and sorts the whole tenant by distance instead
+-- of using the vector index, ~0.5-1.3 s instead of ~50 ms for a 200k tenant (bench/RESULTS.md).
+set plan_cache_mode = force_custom_plan
 as $$
     with live as not materialized (
         select m.* from memex.memories m
@@ -33,21 +38,31 @@ as $$
             as q
         where cardinality(p_terms) > 0
     ),
-    ids as (
-        (select l.id from live l
+    picked as (
+        -- Each branch carries the columns the ranking needs from the rows its index scan
+        -- has already read, so no candidate is looked up a second time.
+        (select l.id, l.importance::double precision as importance, l.created_at,
+                1 - (l.embedding <=> p_query_embedding) as similarity
+         from live l
          where p_query_embedding is not null
          order by l.embedding <=> p_query_embedding limit p_depth)
         union
-        (select l.id from live l order by l.created_at desc limit p_depth)
+        (select l.id, l.importance::double precision, l.created_at,
+                1 - (l.embedding <=> p_query_embedding)
+         from live l order by l.created_at desc limit p_depth)
         union
-        (select l.id from live l, any_term a
+        (select l.id, l.importance::double precision, l.created_at,
+                1 - (l.embedding <=> p_query_embedding)
+         from live l, any_term a
          where l.tsv @@ a.q
          order by ts_rank(l.tsv, a.q) desc limit p_depth)
     ),
     candidates as materialized (
-        select m.id, m.importance::double precision as importance, m.created_at,
-               1 - (m.embedding <=> p_query_embedding) as similarity, m.tsv
-        from ids join memex.memories m on m.id = ids.id
+        -- tsvectors only when there are query terms (modes text and hybrid)
+        select p.id, p.importance, p.created_at, p.similarity, t.tsv
+        from picked p
+        left join lateral (select m.tsv from memex.memories m
+                           where m.id = p.id and cardinality(p_terms) > 0) t on true
     ),
     frequencies as (
         select t as lexeme,

@@ -14,7 +14,8 @@
 -- With importance 1.0 (the default) mode 'vector' is exactly the memex formula;
 -- importance 0..2 scales a memory's score. BM25 matches any query term (english stemming,
 -- stop words dropped). Tenants up to settings.exact_scan_max_rows are ranked exactly
--- (every row scored); larger tenants rank the union of the nearest, newest and best
+-- (every row scored); larger tenants rank the union of the nearest (from the ANN index
+-- chosen with memex.configure_vector_index, HNSW by default), newest and best
 -- text-matching settings.ann_candidates rows (never fewer than top_k when that many
 -- match). Ties break on newer first, then id. p_now fixes "now" for replays and tests.
 drop function if exists memex.search(text, text, vector, integer, double precision,
@@ -48,8 +49,10 @@ declare
     v_rows     bigint;
     v_exact    boolean;
     v_depth    integer;
-    v_ef       text;
-    v_iter     text;
+    v_gucs     text[];  -- session settings of the ANN index (memex._vector_index_settings)
+    v_values   text[];
+    v_defaults text[];
+    v_saved    text[];
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);
     if p_top_k is null or p_top_k not between 1 and 1000 then
@@ -96,64 +99,109 @@ begin
     v_depth := greatest(p_top_k, memex._setting('ann_candidates', '200')::integer);
 
     if not v_exact then
-        -- Iterative index scans (pgvector >= 0.8) keep fetching until the tenant filter
-        -- has let enough rows through; restored below so callers' sessions are untouched.
-        v_ef := current_setting('hnsw.ef_search', true);
-        v_iter := current_setting('hnsw.iterative_scan', true);
-        perform set_config('hnsw.ef_search', least(v_depth, 1000)::text, true);
-        perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
+        -- The ANN index's session settings (hnsw.* or ivfflat.*, with iterative scans so
+        -- the tenant filter does not starve the index); restored below so callers'
+        -- sessions are untouched.
+        select array_agg(g.name), array_agg(g.value), array_agg(g.default_value)
+        into v_gucs, v_values, v_defaults
+        from memex._vector_index_settings(v_depth) g;
+        for i in 1 .. coalesce(cardinality(v_gucs), 0) loop
+            v_saved[i] := current_setting(v_gucs[i], true);
+            perform set_config(v_gucs[i], v_values[i], true);
+        end loop;
     end if;
 
-    return query
-    with candidates as (
-        select c.* from memex._candidates_exact(p_agent_id, p_user_id, p_query_embedding,
-                                                v_terms, p_memory_types,
-                                                p_embedding_model, v_now) c
-        where v_exact
-        union all
-        select c.* from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
-                                              v_terms, p_memory_types, p_embedding_model,
-                                              v_now, v_depth) c
-        where not v_exact
-    ),
-    normalised as (
-        select c.*,
-               case p_mode
-                   when 'vector' then c.similarity
-                   when 'text' then coalesce(c.text_rank / nullif(max(c.text_rank) over (), 0), 0)
-                   else v_weight * c.similarity
-                        + (1 - v_weight)
-                          * coalesce(c.text_rank / nullif(max(c.text_rank) over (), 0), 0)
-               end as own
-        from candidates c
-    ),
-    scored as (
-        select n.id, n.importance, n.similarity, n.text_rank, n.created_at,
-               (n.own
-                + v_context * coalesce(greatest(lag(n.own) over w, lead(n.own) over w), 0)
-                + v_context / 2
-                  * coalesce(greatest(lag(n.own, 2) over w, lead(n.own, 2) over w), 0))
-               / (1 + 1.5 * v_context) as relevance,
-               memex._recency(n.created_at, v_now, p_half_life_days) as recency
-        from normalised n
-        window w as (order by n.created_at, n.id)
-    ),
-    top as (
-        select s.*, (p_alpha * s.relevance + (1 - p_alpha) * s.recency) * s.importance as score
-        from scored s
-        order by score desc, s.created_at desc, s.id
-        limit p_top_k
-    )
-    select m.id, m.agent_id, m.user_id, m.memory_type, m.content, t.importance, m.metadata,
-           m.created_at, m.expires_at, t.similarity, t.text_rank, t.relevance, t.recency,
-           t.score
-    from top t join memex.memories m on m.id = t.id
-    order by t.score desc, t.created_at desc, t.id;
-
-    if not v_exact then
-        perform set_config('hnsw.ef_search', coalesce(v_ef, '40'), true);
-        perform set_config('hnsw.iterative_scan', coalesce(v_iter, 'off'), true);
+    if p_mode = 'vector' and v_context = 0 then
+        -- Pure vector ranking (the default): relevance is the similarity itself, so the
+        -- text statistics and the context window are skipped. Same formula and order as
+        -- the general query below (bench/RESULTS.md, "Scale benchmark": 2.1 -> 0.8 ms).
+        return query
+        with top as (
+            select r.*,
+                   (p_alpha * r.similarity + (1 - p_alpha) * r.recency) * r.importance as score
+            from (
+                select c.id, c.importance, c.created_at, c.similarity,
+                       memex._recency(c.created_at, v_now, p_half_life_days) as recency
+                from (
+                    select m.id, m.importance::double precision as importance, m.created_at,
+                           1 - (m.embedding <=> p_query_embedding) as similarity
+                    from memex.memories m
+                    where v_exact
+                      and m.agent_id = p_agent_id
+                      and m.user_id = p_user_id
+                      and m.archived_at is null
+                      and (m.expires_at is null or m.expires_at > v_now)
+                      and (p_memory_types is null or m.memory_type = any (p_memory_types))
+                      and (p_embedding_model is null or m.embedding_model = p_embedding_model)
+                    union all
+                    select a.id, a.importance, a.created_at, a.similarity
+                    from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
+                                               v_terms, p_memory_types, p_embedding_model,
+                                               v_now, v_depth) a
+                    where not v_exact
+                ) c
+                offset 0  -- evaluate similarity and recency once per row
+            ) r
+            order by score desc, r.created_at desc, r.id
+            limit p_top_k
+        )
+        select m.id, m.agent_id, m.user_id, m.memory_type, m.content, t.importance,
+               m.metadata, m.created_at, m.expires_at, t.similarity, null::double precision,
+               t.similarity, t.recency, t.score
+        from top t join memex.memories m on m.id = t.id
+        order by t.score desc, t.created_at desc, t.id;
+    else
+        return query
+        with candidates as (
+            select c.* from memex._candidates_exact(p_agent_id, p_user_id, p_query_embedding,
+                                                    v_terms, p_memory_types,
+                                                    p_embedding_model, v_now) c
+            where v_exact
+            union all
+            select c.* from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
+                                                  v_terms, p_memory_types, p_embedding_model,
+                                                  v_now, v_depth) c
+            where not v_exact
+        ),
+        normalised as (
+            select c.*,
+                   case p_mode
+                       when 'vector' then c.similarity
+                       when 'text'
+                           then coalesce(c.text_rank / nullif(max(c.text_rank) over (), 0), 0)
+                       else v_weight * c.similarity
+                            + (1 - v_weight)
+                              * coalesce(c.text_rank / nullif(max(c.text_rank) over (), 0), 0)
+                   end as own
+            from candidates c
+        ),
+        scored as (
+            select n.id, n.importance, n.similarity, n.text_rank, n.created_at,
+                   (n.own
+                    + v_context * coalesce(greatest(lag(n.own) over w, lead(n.own) over w), 0)
+                    + v_context / 2
+                      * coalesce(greatest(lag(n.own, 2) over w, lead(n.own, 2) over w), 0))
+                   / (1 + 1.5 * v_context) as relevance,
+                   memex._recency(n.created_at, v_now, p_half_life_days) as recency
+            from normalised n
+            window w as (order by n.created_at, n.id)
+        ),
+        top as (
+            select s.*, (p_alpha * s.relevance + (1 - p_alpha) * s.recency) * s.importance as score
+            from scored s
+            order by score desc, s.created_at desc, s.id
+            limit p_top_k
+        )
+        select m.id, m.agent_id, m.user_id, m.memory_type, m.content, t.importance, m.metadata,
+               m.created_at, m.expires_at, t.similarity, t.text_rank, t.relevance, t.recency,
+               t.score
+        from top t join memex.memories m on m.id = t.id
+        order by t.score desc, t.created_at desc, t.id;
     end if;
+
+    for i in 1 .. coalesce(cardinality(v_gucs), 0) loop
+        perform set_config(v_gucs[i], coalesce(v_saved[i], v_defaults[i]), true);
+    end loop;
 end
 $$;
 

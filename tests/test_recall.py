@@ -28,9 +28,10 @@ def load_tenant(
     agent: str,
     n: int,
     type_weights: list[float] | None = None,
+    vectors: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     register_vector(conn)
-    vectors = clustered(rng, n)
+    vectors = clustered(rng, n) if vectors is None else vectors
     ages = rng.uniform(0, 365, n)
     importance = rng.uniform(0.5, 1.5, n)
     types = rng.choice(TYPES, n, p=type_weights or [0.4, 0.4, 0.2])
@@ -122,3 +123,32 @@ def test_ann_path_keeps_recall_and_never_runs_short(conn: psycopg.Connection) ->
     assert recall(conn, tenant, "big", queries[:5], 0.7, types=["procedural"]) >= 0.95
     # alpha 0: the newest rows come back although the vector index knows nothing of recency
     assert recall(conn, tenant, "big", queries[:5], 0.0) >= 0.95
+
+
+def test_vector_mode_ranks_exactly_like_the_general_query(conn: psycopg.Connection) -> None:
+    # Mode 'vector' without a context weight skips the text statistics and the context
+    # window. Mode 'hybrid' with hybrid_vector_weight 1, context weight 0 and a query text
+    # that matches nothing runs the general query over the same candidates: the rows and
+    # every number in them must be identical, on the exact and on the ANN path.
+    conn.execute("update memex.settings set value = '1.0' where name = 'hybrid_vector_weight'")
+    conn.execute("update memex.settings set value = '2500' where name = 'exact_scan_max_rows'")
+    rng = np.random.default_rng(5)
+    load_tenant(conn, rng, "small", 2000)
+    load_tenant(conn, rng, "large", 3000)
+    for agent in ("small", "large"):
+        for query in clustered(rng, 4):
+            for alpha in (1.0, 0.7):
+                fast = search(conn, query, agent=agent, user="u", alpha=alpha, now=NOW)
+                general = search(
+                    conn,
+                    query,
+                    agent=agent,
+                    user="u",
+                    alpha=alpha,
+                    now=NOW,
+                    mode="hybrid",
+                    query_text="xylophonic",
+                    context_weight=0.0,
+                )
+                assert len(fast) == 10
+                assert fast == general

@@ -1,10 +1,16 @@
 """Micro-batching of concurrent embedding requests onto one dedicated worker thread.
 
-Embedding 32 texts in one model call costs little more than embedding one, so
+One model call on many texts costs less per text than one call per text, so
 ``embed_one`` calls arriving from many coroutines are gathered (until ``max_batch``
 texts are queued or ``max_wait_ms`` has passed since the first) and embedded together.
 While a batch runs, new requests keep queueing and go out as the next batch as soon as
 it finishes, so batches grow with load. The model never runs on the event loop.
+
+The default wait is 0: a batch takes what was queued in the same event-loop iteration,
+so an idle service adds no delay, and under load batches form while the model runs.
+(The former 2 ms wait added 2-3 ms to each request of a lightly loaded service:
+bench/RESULTS.md, "Load test".) A longer wait suits models with a large fixed cost
+per call, such as a remote embeddings API.
 """
 
 import asyncio
@@ -46,7 +52,7 @@ class BatchingEmbedder:
     work finish, then stop the thread; the instance can't be used after that.
     """
 
-    def __init__(self, embedder: Embedder, max_batch: int = 32, max_wait_ms: float = 2.0) -> None:
+    def __init__(self, embedder: Embedder, max_batch: int = 32, max_wait_ms: float = 0.0) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be >= 1")
         if max_wait_ms < 0:
