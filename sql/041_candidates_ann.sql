@@ -1,10 +1,15 @@
 -- memex._candidates_ann: candidates for a tenant too large for an exact scan: the union
 -- of the p_depth nearest neighbours (the HNSW or ivfflat index chosen with
 -- memex.configure_vector_index; memex.search sets its session settings, with iterative
--- scans so the tenant filter does not starve the index), the p_depth most recent memories
--- (so alpha = 0 still sees what is newest) and the p_depth memories matching the most
--- query terms (GIN index). Each is scored like the exact path; BM25 document frequencies
--- are counted over the whole tenant through the GIN index.
+-- scans so the tenant filter does not starve the index), the p_recent most recent
+-- memories (recency can outweigh a small lead in similarity: at alpha 0.7 the best ten of
+-- a large tenant are mostly recent memories ranked far below the nearest few hundred,
+-- bench/RESULTS.md; and alpha = 0 sees what is newest) and the p_depth memories matching
+-- the most query terms (GIN index). Each is scored like the exact path; BM25 document
+-- frequencies are counted over the whole tenant through the GIN index.
+drop function if exists memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
+                                              text, timestamptz, integer);
+
 create or replace function memex._candidates_ann(
     p_agent_id text,
     p_user_id text,
@@ -13,7 +18,8 @@ create or replace function memex._candidates_ann(
     p_memory_types memex.memory_type[],
     p_embedding_model text,
     p_now timestamptz,
-    p_depth integer
+    p_depth integer,
+    p_recent integer
 )
 returns setof memex._candidate
 language sql
@@ -49,7 +55,7 @@ as $$
         union
         (select l.id, l.importance::double precision, l.created_at,
                 1 - (l.embedding <=> p_query_embedding)
-         from live l order by l.created_at desc limit p_depth)
+         from live l order by l.created_at desc limit p_recent)
         union
         (select l.id, l.importance::double precision, l.created_at,
                 1 - (l.embedding <=> p_query_embedding)
@@ -90,5 +96,5 @@ as $$
 $$;
 
 comment on function memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
-                                          text, timestamptz, integer) is
+                                          text, timestamptz, integer, integer) is
     'Nearest, newest and best text-matching memories of a large tenant, scored (ANN search).';

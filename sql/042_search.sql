@@ -49,6 +49,7 @@ declare
     v_rows     bigint;
     v_exact    boolean;
     v_depth    integer;
+    v_recent   integer;
     v_gucs     text[];  -- session settings of the ANN index (memex._vector_index_settings)
     v_values   text[];
     v_defaults text[];
@@ -97,6 +98,11 @@ begin
     from memex.tenants t where t.agent_id = p_agent_id and t.user_id = p_user_id;
     v_exact := coalesce(v_rows, 0) <= memex._setting('exact_scan_max_rows', '10000')::bigint;
     v_depth := greatest(p_top_k, memex._setting('ann_candidates', '200')::integer);
+    -- newest memories among the ANN candidates: only recency's weight makes them matter
+    v_recent := case when p_alpha = 1 then v_depth
+                     else greatest(v_depth,
+                                   memex._setting('ann_recent_candidates', '5000')::integer)
+                end;
 
     if not v_exact then
         -- The ANN index's session settings (hnsw.* or ivfflat.*, with iterative scans so
@@ -137,7 +143,7 @@ begin
                     select a.id, a.importance, a.created_at, a.similarity
                     from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
                                                v_terms, p_memory_types, p_embedding_model,
-                                               v_now, v_depth) a
+                                               v_now, v_depth, v_recent) a
                     where not v_exact
                 ) c
                 offset 0  -- evaluate similarity and recency once per row
@@ -160,7 +166,7 @@ begin
             union all
             select c.* from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
                                                   v_terms, p_memory_types, p_embedding_model,
-                                                  v_now, v_depth) c
+                                                  v_now, v_depth, v_recent) c
             where not v_exact
         ),
         normalised as (

@@ -13,28 +13,10 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from tests.sqlapi import DIM, search, unit
-from tests.test_recall import clustered, load_tenant, recall
+from tests.sqlapi import search, unit
+from tests.test_recall import Topics, clustered, load_tenant, recall
 
 DEFAULT = {"kind": "hnsw", "m": 16, "ef_construction": 64}
-
-
-class Topics:
-    """Unit vectors around topic and subtopic centres (as in bench/scale_bench.py): a
-    memory's nearest neighbours are its subtopic, then its topic, so similarity varies
-    within a topic the way it does for real embeddings."""
-
-    def __init__(self, rng: np.random.Generator, topics: int = 20, subtopics: int = 10) -> None:
-        self.rng = rng
-        self.topics = rng.normal(size=(topics, DIM))
-        self.subtopics = 0.8 * rng.normal(size=(topics, subtopics, DIM))
-
-    def vectors(self, n: int) -> np.ndarray:
-        t = self.rng.integers(0, self.topics.shape[0], n)
-        s = self.rng.integers(0, self.subtopics.shape[1], n)
-        points = self.topics[t] + self.subtopics[t, s] + 0.6 * self.rng.normal(size=(n, DIM))
-        unit_rows: np.ndarray = points / np.linalg.norm(points, axis=1, keepdims=True)
-        return unit_rows.astype(np.float32)
 
 
 def configure(conn: psycopg.Connection, kind: str | None, **params: Any) -> dict[str, Any]:
@@ -96,7 +78,8 @@ def test_migrate_records_the_default_and_configuring_it_again_is_a_no_op(
 ) -> None:
     assert setting(conn, "vector_index") == DEFAULT
     assert setting(conn, "hnsw_ef_search") is None
-    assert setting(conn, "ivfflat_probes") is None
+    assert setting(conn, "ivfflat_probes") == 10
+    assert setting(conn, "ann_recent_candidates") == 5000
     index = [("memories_embedding_hnsw_idx", "hnsw", ["m=16", "ef_construction=64"])]
     assert ann_indexes(conn) == index
     result = configure(conn, "hnsw")  # what a DBA's migration asking for the default does
@@ -173,8 +156,10 @@ def test_query_knobs_become_session_settings_and_are_restored(conn: psycopg.Conn
     set_setting(conn, "hnsw_ef_search", "5000")
     assert session_settings(conn)["hnsw.ef_search"] == "1000"  # pgvector's maximum
     set_setting(conn, "vector_index", '{"kind": "ivfflat", "lists": 1000, "rows": 1000000}')
-    ivfflat = {"ivfflat.probes": "32", "ivfflat.iterative_scan": "relaxed_order"}
-    assert session_settings(conn) == ivfflat  # probes null: ceil(sqrt(lists))
+    ivfflat = {"ivfflat.probes": "10", "ivfflat.iterative_scan": "relaxed_order"}
+    assert session_settings(conn) == ivfflat
+    set_setting(conn, "ivfflat_probes", "null")
+    assert session_settings(conn)["ivfflat.probes"] == "32"  # null: ceil(sqrt(lists))
     set_setting(conn, "ivfflat_probes", "7")
     assert session_settings(conn)["ivfflat.probes"] == "7"
     set_setting(conn, "vector_index", '{"kind": "none"}')
@@ -204,12 +189,12 @@ def test_every_kind_keeps_recall_on_the_ann_path(conn: psycopg.Connection) -> No
     load_tenant(conn, rng, "other", 5000, vectors=topics.vectors(5000))
     conn.execute("analyze memex.memories")
     queries = topics.vectors(15)
-    for kind, index in [
-        ("hnsw", "memories_embedding_hnsw_idx"),
-        ("ivfflat", "memories_embedding_ivfflat_idx"),  # lists 10, probes 4 by default
-        ("none", None),
+    for kind, params, index in [
+        ("hnsw", {}, "memories_embedding_hnsw_idx"),
+        ("ivfflat", {"lists": 50}, "memories_embedding_ivfflat_idx"),  # 10 probes by default
+        ("none", {}, None),
     ]:
-        result = configure(conn, kind)
+        result = configure(conn, kind, **params)
         assert result["index_name"] == index
         assert setting(conn, "vector_index") == result["parameters"]
         used = scans(conn, queries[0], "big")
