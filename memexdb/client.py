@@ -279,7 +279,8 @@ class AsyncMemex:
         await self._scalar(queries.PING)
 
     async def maintenance(self) -> MaintenanceResult:
-        """Run memex.maintenance(): delete expired memories and stale rate-limit rows."""
+        """Run memex.maintenance(): delete expired memories and stale rate-limit rows, and
+        move tenants grown past exact_scan_max_rows into the ANN index."""
         result: MaintenanceResult = await self._one(MaintenanceResult, queries.MAINTENANCE, {})
         return result
 

@@ -55,7 +55,10 @@ from memex.rate_limit_hit(p_key => %(key)s, p_limit => %(limit)s,
                           p_window_seconds => %(window_seconds)s)
 """
 
-MAINTENANCE = "select expired_memories_deleted, rate_limit_rows_deleted from memex.maintenance()"
+MAINTENANCE = (
+    "select expired_memories_deleted, rate_limit_rows_deleted, tenants_indexed"
+    " from memex.maintenance()"
+)
 
 EMBEDDING_DIMS = "select memex.embedding_dims()"
 

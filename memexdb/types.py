@@ -94,6 +94,7 @@ class MaintenanceResult:
 
     expired_memories_deleted: int
     rate_limit_rows_deleted: int
+    tenants_indexed: int  # tenants moved into the ANN index (memex.index_tenant)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
--- memex._candidates_ann: candidates for a tenant too large for an exact scan: the union
+-- memex._candidates_ann: candidates for a tenant in the ANN index (tenants.ann): the union
 -- of the p_depth nearest neighbours (the HNSW or ivfflat index chosen with
 -- memex.configure_vector_index; memex.search sets its session settings, with iterative
 -- scans so the tenant filter does not starve the index), the p_recent most recent
@@ -50,7 +50,8 @@ as $$
         (select l.id, l.importance::double precision as importance, l.created_at,
                 1 - (l.embedding <=> p_query_embedding) as similarity
          from live l
-         where p_query_embedding is not null
+         where l.ann  -- implies the ANN index's predicate, so the planner may use it
+           and p_query_embedding is not null
          order by l.embedding <=> p_query_embedding limit p_depth)
         union
         (select l.id, l.importance::double precision, l.created_at,

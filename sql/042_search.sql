@@ -13,8 +13,9 @@
 --
 -- With importance 1.0 (the default) mode 'vector' is exactly the memex formula;
 -- importance 0..2 scales a memory's score. BM25 matches any query term (english stemming,
--- stop words dropped). Tenants up to settings.exact_scan_max_rows are ranked exactly
--- (every row scored); larger tenants rank the union of the nearest (from the ANN index
+-- stop words dropped). Tenants are ranked exactly (every row scored) until they are moved
+-- into the ANN index (tenants.ann: memex.maintenance does it past
+-- settings.exact_scan_max_rows); those rank the union of the nearest (from the ANN index
 -- chosen with memex.configure_vector_index, HNSW by default), newest and best
 -- text-matching settings.ann_candidates rows (never fewer than top_k when that many
 -- match). Ties break on newer first, then id. p_now fixes "now" for replays and tests.
@@ -46,7 +47,6 @@ declare
     v_terms    text[];
     v_context  double precision;
     v_weight   double precision := memex._setting('hybrid_vector_weight', '0.5')::double precision;
-    v_rows     bigint;
     v_exact    boolean;
     v_depth    integer;
     v_recent   integer;
@@ -94,9 +94,12 @@ begin
                                else memex._setting('context_weight', '0.5')::double precision end);
     perform memex._enforce_rate_limit('search', p_agent_id);
 
-    select t.memory_count into v_rows
+    -- Tenants in the ANN index (memex.index_tenant; memex.maintenance moves tenants in
+    -- once they pass settings.exact_scan_max_rows) take the ANN path, all others are
+    -- scanned exactly.
+    select not t.ann into v_exact
     from memex.tenants t where t.agent_id = p_agent_id and t.user_id = p_user_id;
-    v_exact := coalesce(v_rows, 0) <= memex._setting('exact_scan_max_rows', '10000')::bigint;
+    v_exact := coalesce(v_exact, true);
     v_depth := greatest(p_top_k, memex._setting('ann_candidates', '200')::integer);
     -- newest memories among the ANN candidates: only recency's weight makes them matter
     v_recent := case when p_alpha = 1 then v_depth

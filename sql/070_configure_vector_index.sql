@@ -1,14 +1,16 @@
 -- memex.configure_vector_index: choose the approximate-nearest-neighbour index that
--- memex.search uses for tenants above settings.exact_scan_max_rows. This is how a DBA
--- tunes the index, from a migration or psql:
+-- memex.search uses for tenants in the ANN index (tenants.ann, see memex.index_tenant).
+-- The index is partial (where ann): small tenants' rows, ranked by exact scans, stay out
+-- of it. This is how a DBA tunes the index, from a migration or psql:
 --
 --   kind 'hnsw'    (default m 16, ef_construction 64; works on an empty table, keeps
 --                   its recall as rows arrive; query knob: settings.hnsw_ef_search)
---   kind 'ivfflat' (lists default rows/1000, or sqrt(rows) above 1M rows; learns its
---                   lists from the rows present, so it refuses an empty table and should
+--   kind 'ivfflat' (lists default rows/1000, or sqrt(rows) above 1M rows, counting the
+--                   indexed rows; learns its lists from the rows present, so it refuses
+--                   to build before any tenant is in the ANN index, and should
 --                   be rebuilt, by calling this again, after the table has grown a lot;
 --                   query knob: settings.ivfflat_probes)
---   kind 'none'    (no ANN index: large tenants are ranked by an exact scan)
+--   kind 'none'    (no ANN index: large tenants' candidates come from a scan)
 --
 -- Drops every other hnsw/ivfflat index on memex.memories, builds the requested one unless
 -- an identical hnsw index is already there (ivfflat is always rebuilt, to retrain its
@@ -71,17 +73,19 @@ begin
         v_params := jsonb_build_object('kind', 'hnsw', 'm', coalesce(p_m, 16),
                                        'ef_construction', coalesce(p_ef_construction, 64));
         v_sql := format('create index %%I on memex.memories using hnsw'
-                        ' (embedding vector_cosine_ops) with (m = %s, ef_construction = %s)',
+                        ' (embedding vector_cosine_ops) with (m = %s, ef_construction = %s)'
+                        ' where ann',
                         coalesce(p_m, 16), coalesce(p_ef_construction, 64));
     elsif v_kind = 'ivfflat' then
         if p_lists is not null and p_lists not between 1 and 32768 then
             perform memex._invalid('lists', 'must be between 1 and 32768');
         end if;
-        select count(*) into v_rows from memex.memories;
+        select count(*) into v_rows from memex.memories m where m.ann;
         if v_rows = 0 then
             perform memex._invalid('kind',
-                'ivfflat learns its lists from the rows present and memex.memories is empty;'
-                ' load memories first, or use hnsw');
+                'ivfflat learns its lists from the rows present and no memory is in the ANN'
+                ' index yet (no tenant has passed exact_scan_max_rows; see'
+                ' memex.index_tenant); use hnsw, or build ivfflat later');
         end if;
         v_lists := coalesce(p_lists,
                             case when v_rows <= 1000000 then greatest(v_rows / 1000, 1)
@@ -91,12 +95,12 @@ begin
         end if;
         if v_lists > v_rows then
             perform memex._invalid('lists',
-                format('must not exceed the number of memories (%s)', v_rows));
+                format('must not exceed the number of indexed memories (%s)', v_rows));
         end if;
         v_name := 'memories_embedding_ivfflat_idx';
         v_params := jsonb_build_object('kind', 'ivfflat', 'lists', v_lists, 'rows', v_rows);
         v_sql := format('create index %%I on memex.memories using ivfflat'
-                        ' (embedding vector_cosine_ops) with (lists = %s)', v_lists);
+                        ' (embedding vector_cosine_ops) with (lists = %s) where ann', v_lists);
     else
         v_params := jsonb_build_object('kind', 'none');
     end if;
@@ -105,7 +109,8 @@ begin
     -- one of them already is the hnsw index asked for.
     select coalesce(array_agg(c.relname::text order by c.relname), '{}'),
            coalesce(bool_or(c.relname = v_name and a.amname = 'hnsw'
-                            and i.indnatts = 1 and i.indexprs is null and i.indpred is null
+                            and i.indnatts = 1 and i.indexprs is null
+                            and pg_get_expr(i.indpred, i.indrelid) = 'ann'
                             and att.attname = 'embedding'
                             and i.indclass[0] = (select o.oid from pg_opclass o
                                                  join pg_am oa on oa.oid = o.opcmethod

@@ -8,10 +8,13 @@ import threading
 from pathlib import Path
 
 import psycopg
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
 
+from alembic import command
 from memexdb import migrate
 from memexdb.embedded import EmbeddedPostgres
-from memexdb.migrations import head_revision, pgvector_problem
+from memexdb.migrations import _alembic_config, head_revision, pgvector_problem
 from memexdb.resources import alembic_dir
 from tests.conftest import drop_database
 
@@ -76,6 +79,58 @@ def test_concurrent_migrations(pg_server: EmbeddedPostgres) -> None:
         assert results == [head_revision()] * 4
         with psycopg.connect(dsn) as conn:
             assert conn.execute("select count(*) from memex.alembic_version").fetchone() == (1,)
+    finally:
+        drop_database(pg_server, dsn)
+
+
+def test_upgrade_moves_tenants_past_the_threshold_into_the_ann_index(
+    pg_server: EmbeddedPostgres,
+) -> None:
+    # A database at 0004 (full ANN index, no memories.ann) with one tenant above
+    # exact_scan_max_rows and one below: 0005 moves the first in, rebuilds the index as a
+    # partial one, and leaves the small tenant out.
+    dsn = _empty_database(pg_server)
+    try:
+        engine = create_engine(
+            "postgresql+psycopg://", poolclass=NullPool, creator=lambda: psycopg.connect(dsn)
+        )
+        with engine.connect() as c, c.begin():
+            c.execute(text("create schema memex"))
+            cfg = _alembic_config()
+            cfg.attributes["connection"] = c
+            command.upgrade(cfg, "0004")
+            c.execute(
+                text("update memex.settings set value = '3' where name = 'exact_scan_max_rows'")
+            )
+            c.execute(
+                text(
+                    "insert into memex.memories (agent_id, user_id, content, embedding,"
+                    " embedding_model) select a, 'u', 'm' || i,"
+                    " array_fill(0.1, array[384])::vector, 'x'"
+                    " from (values ('big', 5), ('small', 2)) t(a, n), generate_series(1, n) i"
+                )
+            )
+            c.execute(
+                text(
+                    "insert into memex.tenants (agent_id, user_id, memory_count)"
+                    " values ('big', 'u', 5), ('small', 'u', 2)"
+                )
+            )
+        engine.dispose()
+        assert migrate(dsn) == head_revision()
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute(
+                "select agent_id, ann from memex.tenants order by 1"
+            ).fetchall() == [("big", True), ("small", False)]
+            assert conn.execute(
+                "select agent_id, count(*) filter (where ann) from memex.memories"
+                " group by 1 order by 1"
+            ).fetchall() == [("big", 5), ("small", 0)]
+            assert conn.execute(
+                "select c.relname::text, pg_get_expr(i.indpred, i.indrelid) from pg_index i"
+                " join pg_class c on c.oid = i.indexrelid join pg_am a on a.oid = c.relam"
+                " where i.indrelid = 'memex.memories'::regclass and a.amname = 'hnsw'"
+            ).fetchall() == [("memories_embedding_hnsw_idx", "ann")]
     finally:
         drop_database(pg_server, dsn)
 

@@ -77,6 +77,13 @@ def load_tenant(
     }
 
 
+def index_grown_tenants(conn: psycopg.Connection) -> int:
+    """memex.maintenance(): tenants past exact_scan_max_rows move into the ANN index."""
+    row = conn.execute("select tenants_indexed from memex.maintenance()").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def exact_top(
     tenant: dict[str, np.ndarray],
     query: np.ndarray,
@@ -127,7 +134,7 @@ def test_exact_path_equals_brute_force(conn: psycopg.Connection) -> None:
 
 
 def test_ann_path_keeps_recall_and_never_runs_short(conn: psycopg.Connection) -> None:
-    # Force the ANN path at test scale: tenants above 1,000 rows use the HNSW index.
+    # The ANN path at test scale: tenants above 1,000 rows move into the HNSW index.
     conn.execute("update memex.settings set value = '1000' where name = 'exact_scan_max_rows'")
     # Topic-structured vectors like real embeddings: on clusters of isotropic noise (which
     # real text never forms) an HNSW graph's recall varies from build to build.
@@ -137,6 +144,7 @@ def test_ann_path_keeps_recall_and_never_runs_short(conn: psycopg.Connection) ->
         conn, rng, "big", 6000, type_weights=[0.49, 0.49, 0.02], vectors=topics.vectors(6000)
     )
     load_tenant(conn, rng, "other", 6000, vectors=topics.vectors(6000))
+    assert index_grown_tenants(conn) == 2
     queries = topics.vectors(20)
     assert recall(conn, tenant, "big", queries, 1.0) >= 0.95
     assert recall(conn, tenant, "big", queries, 0.7) >= 0.95
@@ -158,6 +166,7 @@ def test_vector_mode_ranks_exactly_like_the_general_query(conn: psycopg.Connecti
     rng = np.random.default_rng(5)
     load_tenant(conn, rng, "small", 2000)
     load_tenant(conn, rng, "large", 3000)
+    assert index_grown_tenants(conn) == 1
     for agent in ("small", "large"):
         for query in clustered(rng, 4):
             for alpha in (1.0, 0.7):
@@ -186,6 +195,7 @@ def test_ann_path_reranks_the_newest_memories_when_recency_counts(
     conn.execute("update memex.settings set value = '3000' where name = 'ann_recent_candidates'")
     rng = np.random.default_rng(13)
     tenant = load_tenant(conn, rng, "big", 3000)
+    assert index_grown_tenants(conn) == 1
     queries = clustered(rng, 8)
     for alpha in (0.7, 0.3):
         assert recall(conn, tenant, "big", queries, alpha) == 1.0

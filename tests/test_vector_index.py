@@ -14,7 +14,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from tests.sqlapi import search, unit
-from tests.test_recall import Topics, clustered, load_tenant, recall
+from tests.test_recall import Topics, clustered, index_grown_tenants, load_tenant, recall
 
 DEFAULT = {"kind": "hnsw", "m": 16, "ef_construction": 64}
 
@@ -41,6 +41,12 @@ def ann_indexes(conn: psycopg.Connection) -> list[tuple[str, str, list[str] | No
         " where i.indrelid = 'memex.memories'::regclass and a.amname in ('hnsw', 'ivfflat')"
         " order by 1"
     ).fetchall()
+
+
+def index_tenant(conn: psycopg.Connection, agent: str) -> int:
+    row = conn.execute("select memex.index_tenant(%s, 'u')", (agent,)).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def setting(conn: psycopg.Connection, name: str) -> Any:
@@ -140,6 +146,8 @@ def test_invalid_arguments_name_the_field_and_change_nothing(
 
 def test_ivfflat_lists_must_not_exceed_the_rows(conn: psycopg.Connection) -> None:
     load_tenant(conn, np.random.default_rng(3), "few", 50)
+    load_tenant(conn, np.random.default_rng(4), "small", 70)  # not in the ANN index
+    assert index_tenant(conn, "few") == 50
     for lists in (51, 40000):
         with pytest.raises(psycopg.Error) as info:
             configure(conn, "ivfflat", lists=lists)
@@ -166,8 +174,8 @@ def test_query_knobs_become_session_settings_and_are_restored(conn: psycopg.Conn
     assert session_settings(conn) == {}
 
     # memex.search applies them on the ANN path only and leaves the session as it was
-    set_setting(conn, "exact_scan_max_rows", "0")
     load_tenant(conn, np.random.default_rng(5), "a", 20)
+    index_tenant(conn, "a")
     conn.execute("set hnsw.ef_search = 33")
     conn.execute("set ivfflat.probes = 3")
     for kind in ("hnsw", "ivfflat", "none"):
@@ -187,6 +195,7 @@ def test_every_kind_keeps_recall_on_the_ann_path(conn: psycopg.Connection) -> No
     topics = Topics(rng)
     tenant = load_tenant(conn, rng, "big", 5000, vectors=topics.vectors(5000))
     load_tenant(conn, rng, "other", 5000, vectors=topics.vectors(5000))
+    assert index_grown_tenants(conn) == 2
     conn.execute("analyze memex.memories")
     queries = topics.vectors(15)
     for kind, params, index in [
@@ -228,6 +237,7 @@ def test_ann_candidates_are_planned_for_their_tenant_every_time(conn: psycopg.Co
     set_setting(conn, "exact_scan_max_rows", "1000")
     rng = np.random.default_rng(31)
     load_tenant(conn, rng, "big", 1500)
+    assert index_grown_tenants(conn) == 1
     n = 300  # tenants of 3 memories each
     conn.execute(
         "select count(*) from memex.store_many(%s, %s, %s, %s, 'test-model')",

@@ -1,0 +1,115 @@
+"""Only tenants moved into the ANN index (tenants.ann) have rows in it: small tenants are
+ranked by exact scans and their inserts skip the index. memex.maintenance moves tenants
+past exact_scan_max_rows in, memex.index_tenant moves one in on demand, and a tenant in
+the index never has a live row outside it, also when an insert races the move."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import psycopg
+import pytest
+
+from tests.sqlapi import search, unit
+from tests.test_recall import index_grown_tenants, load_tenant
+from tests.test_vector_index import index_tenant, set_setting
+
+
+def in_index(conn: psycopg.Connection, agent: str) -> tuple[int, int]:
+    """(rows in the ANN index, rows) of tenant (agent, 'u')."""
+    row = conn.execute(
+        "select count(*) filter (where ann), count(*) from memex.memories"
+        " where agent_id = %s and user_id = 'u'",
+        (agent,),
+    ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def tenant_ann(conn: psycopg.Connection, agent: str) -> bool | None:
+    row = conn.execute(
+        "select ann from memex.tenants where agent_id = %s and user_id = 'u'", (agent,)
+    ).fetchone()
+    return None if row is None else bool(row[0])
+
+
+def test_the_ann_index_is_partial(conn: psycopg.Connection) -> None:
+    row = conn.execute(
+        "select pg_get_expr(i.indpred, i.indrelid) from pg_index i"
+        " join pg_class c on c.oid = i.indexrelid"
+        " where c.relname = 'memories_embedding_hnsw_idx'"
+    ).fetchone()
+    assert row == ("ann",)
+
+
+def test_small_tenants_stay_out_and_grown_ones_move_in(conn: psycopg.Connection) -> None:
+    set_setting(conn, "exact_scan_max_rows", "100")
+    rng = np.random.default_rng(1)
+    load_tenant(conn, rng, "small", 100)
+    load_tenant(conn, rng, "grown", 150)
+    assert in_index(conn, "small") == (0, 100)
+    assert in_index(conn, "grown") == (0, 150)
+
+    assert index_grown_tenants(conn) == 1
+    assert in_index(conn, "grown") == (150, 150)
+    assert (tenant_ann(conn, "grown"), tenant_ann(conn, "small")) == (True, False)
+    assert index_grown_tenants(conn) == 0  # nothing left to move
+
+    # new rows of an indexed tenant go straight in, a small tenant's stay out
+    load_tenant(conn, rng, "grown", 5)
+    load_tenant(conn, rng, "small", 5)
+    assert in_index(conn, "grown") == (155, 155)
+    assert in_index(conn, "small") == (0, 105)  # past the threshold: the next maintenance
+    assert index_grown_tenants(conn) == 1
+    assert in_index(conn, "small") == (105, 105)
+
+
+def test_index_tenant_ahead_of_an_import(conn: psycopg.Connection) -> None:
+    assert index_tenant(conn, "import") == 0  # no memories yet: its row is created
+    assert tenant_ann(conn, "import") is True
+    load_tenant(conn, np.random.default_rng(2), "import", 300)
+    assert in_index(conn, "import") == (300, 300)
+    assert index_tenant(conn, "import") == 0  # idempotent
+    row = conn.execute(
+        "select memory_count from memex.tenants where agent_id = 'import' and user_id = 'u'"
+    ).fetchone()
+    assert row == (300,)
+    assert len(search(conn, unit((1, 1.0)), agent="import", user="u")) == 10
+
+
+def test_an_insert_racing_the_move_ends_up_in_the_index(conn: psycopg.Connection, dsn: str) -> None:
+    rng = np.random.default_rng(3)
+    load_tenant(conn, rng, "race", 20)
+    mover = psycopg.connect(dsn)
+    errors: list[BaseException] = []
+    try:
+        with mover.transaction():
+            # The move holds the tenant's row until it commits ...
+            assert mover.execute("select memex.index_tenant('race', 'u')").fetchone() == (20,)
+
+            # ... so an insert that started meanwhile read tenants.ann = false for its row,
+            # and waits for that lock in memex._tenant_counts.
+            def insert() -> None:
+                try:
+                    with psycopg.connect(dsn, autocommit=True) as other:
+                        load_tenant(other, rng, "race", 3)
+                except BaseException as exc:
+                    errors.append(exc)
+
+            inserter = threading.Thread(target=insert)
+            inserter.start()
+            inserter.join(timeout=1.0)
+            assert inserter.is_alive(), "the insert should wait for the move"
+        inserter.join(timeout=30)
+        assert not inserter.is_alive() and errors == []
+    finally:
+        mover.close()
+    assert in_index(conn, "race") == (23, 23)
+
+
+@pytest.mark.parametrize("agent", ["", "x" * 129])
+def test_index_tenant_validates_the_tenant(conn: psycopg.Connection, agent: str) -> None:
+    with pytest.raises(psycopg.Error) as info:
+        index_tenant(conn, agent)
+    assert (info.value.sqlstate, info.value.diag.column_name) == ("MX422", "agent_id")
