@@ -1,0 +1,77 @@
+"""Connection pools: a connection handed out moments ago is reused without a check
+round trip (one query fewer per request under load); an idle one is checked first, so a
+connection the server dropped meanwhile is replaced instead of failing a request."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from memexdb import db
+
+
+@pytest.fixture
+def checks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Records each real check (a round trip) the pools make."""
+    made: list[str] = []
+    real_async, real_sync = AsyncConnectionPool.check_connection, ConnectionPool.check_connection
+
+    async def counted_async(conn: Any) -> None:
+        made.append("async")
+        await real_async(conn)
+
+    def counted_sync(conn: Any) -> None:
+        made.append("sync")
+        real_sync(conn)
+
+    monkeypatch.setattr(AsyncConnectionPool, "check_connection", staticmethod(counted_async))
+    monkeypatch.setattr(ConnectionPool, "check_connection", staticmethod(counted_sync))
+    yield made
+
+
+def _terminate(dsn: str, pid: int) -> None:
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        # with a timeout it waits until the backend is gone
+        admin.execute("select pg_terminate_backend(%s, 5000)", (pid,))
+
+
+def _age(conn: Any) -> None:
+    conn._memex_used_at -= db.TRUSTED_FOR_S + 1  # as if idle for a while
+
+
+async def test_async_pool_checks_only_idle_connections(dsn: str, checks: list[str]) -> None:
+    async with db.async_pool(dsn, min_size=1, max_size=1) as pool:
+        async with pool.connection() as conn:  # new connection: checked
+            first_pid = conn.info.backend_pid
+        for _ in range(5):  # handed out moments ago: no check
+            async with pool.connection() as conn:
+                assert (await (await conn.execute("select 1")).fetchone()) == (1,)
+        assert checks == ["async"]
+
+        _age(conn)
+        _terminate(dsn, first_pid)  # the server dropped it while it sat idle
+        async with pool.connection() as conn:  # checked, found broken, replaced
+            assert (await (await conn.execute("select 1")).fetchone()) == (1,)
+            assert conn.info.backend_pid != first_pid
+        assert checks[:2] == ["async", "async"]
+
+
+def test_sync_pool_checks_only_idle_connections(dsn: str, checks: list[str]) -> None:
+    with db.sync_pool(dsn, min_size=1, max_size=1) as pool:
+        with pool.connection() as conn:
+            first_pid = conn.info.backend_pid
+        for _ in range(5):
+            with pool.connection() as conn:
+                assert conn.execute("select 1").fetchone() == (1,)
+        assert checks == ["sync"]
+
+        _age(conn)
+        _terminate(dsn, first_pid)
+        with pool.connection() as conn:
+            assert conn.execute("select 1").fetchone() == (1,)
+            assert conn.info.backend_pid != first_pid
+        assert checks[:2] == ["sync", "sync"]
