@@ -2,25 +2,33 @@
 
     python bench/load_ab.py [--rounds 2] [--duration 20] [--users 50] [--saturation-users 64]
 
-Same database, workload and measurements as bench/load_test.py (realistic-unique and
-saturation runs, the raw embedder's batch-32 rate before and after each configuration),
+Same database, workload and measurements as bench/load_test.py (one user without think
+time, the realistic-unique and the saturation run, the raw embedder's batch-32 rate
+before and after each configuration),
 for each service configuration below, interleaved round by round so that a neighbour
 loading the machine for a while hits every configuration alike:
 
-- before:           asyncio + h11, 2 ONNX threads, 2 ms batching wait (the old defaults)
-- + uvloop/httptools
-- + no batching wait
-- + 1 ONNX thread    (the service as it ships now)
-- now, 2 workers
+  key        configuration
+  before     asyncio + h11, 2 ONNX threads, 2 ms batching wait (the first defaults)
+  uvloop     + uvloop/httptools
+  nowait     + no batching wait
+  1thread    + 1 ONNX thread
+  ann-all    2 workers, every tenant in the ANN index (revision 0004: each store also
+             inserts into HNSW), the pool checks every connection it hands out
+  ann-large  + only tenants past exact_scan_max_rows in the ANN index (revision 0005)
+  now        + the pool checks only connections idle for 2 s (the service as it ships)
 
-The old settings are put back by bench/load_app.py. Prints medians over the rounds and
-writes every round to bench/out/load_ab-*.json.
+--configs picks some (default: all). The old settings are put back by bench/load_app.py
+and, for ann-all, by moving every tenant into the ANN index (memex.index_tenant) before
+the service starts. Prints medians over the rounds and writes every round to
+bench/out/load_ab-*.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import random
@@ -35,6 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from load_test import (
     BENCH,
     EMBED_BATCH,
@@ -61,21 +70,55 @@ UVLOOP = ("--loop", "uvloop", "--http", "httptools")
 
 @dataclass(frozen=True)
 class Config:
+    key: str
     name: str
     uvicorn: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
     workers: int = 1
+    ann_all: bool = False  # every tenant in the ANN index, as before revision 0005
 
 
+OLD_POOL = {"LOADTEST_POOL_CHECK": "always"}
 CONFIGS = (
-    Config("before", ASYNCIO, {"LOADTEST_ONNX_THREADS": "2", "LOADTEST_MAX_WAIT_MS": "2"}),
     Config(
-        "+ uvloop/httptools", UVLOOP, {"LOADTEST_ONNX_THREADS": "2", "LOADTEST_MAX_WAIT_MS": "2"}
+        "before",
+        "before",
+        ASYNCIO,
+        {"LOADTEST_ONNX_THREADS": "2", "LOADTEST_MAX_WAIT_MS": "2", **OLD_POOL},
+        ann_all=True,
     ),
-    Config("+ no batching wait", UVLOOP, {"LOADTEST_ONNX_THREADS": "2"}),
-    Config("+ 1 ONNX thread (now)", UVLOOP),
-    Config("now, 2 workers", UVLOOP, workers=2),
+    Config(
+        "uvloop",
+        "+ uvloop/httptools",
+        UVLOOP,
+        {"LOADTEST_ONNX_THREADS": "2", "LOADTEST_MAX_WAIT_MS": "2", **OLD_POOL},
+        ann_all=True,
+    ),
+    Config(
+        "nowait",
+        "+ no batching wait",
+        UVLOOP,
+        {"LOADTEST_ONNX_THREADS": "2", **OLD_POOL},
+        ann_all=True,
+    ),
+    Config("1thread", "+ 1 ONNX thread", UVLOOP, OLD_POOL, ann_all=True),
+    Config("ann-all", "2 workers, all tenants in the ANN index", UVLOOP, OLD_POOL, 2, True),
+    Config("ann-large", "+ only large tenants in the ANN index", UVLOOP, OLD_POOL, 2),
+    Config("now", "+ pool checks idle connections only (now)", UVLOOP, workers=2),
 )
+
+
+def set_ann_tenants(server: EmbeddedPostgres, everyone: bool) -> None:
+    """Every tenant in the ANN index (memex.index_tenant), or only those memex.maintenance
+    would move in (none here: the workload's tenants stay far below the threshold)."""
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        if everyone:
+            conn.execute("select memex.index_tenant(agent_id, user_id) from memex.tenants")
+        else:
+            conn.execute("update memex.tenants set ann = false where ann")
+            conn.execute("update memex.memories set ann = false where ann")
+            conn.execute("select memex.maintenance()")
+        conn.execute("vacuum analyze memex.memories")
 
 
 @contextlib.contextmanager
@@ -101,11 +144,13 @@ def one_round(
     server: EmbeddedPostgres, config: Config, args: argparse.Namespace, rng: random.Random
 ) -> dict[str, Any]:
     workdir = server.data_dir.parent
+    set_ann_tenants(server, config.ann_all)
     with service(server, config, workdir / "service.log") as svc:
         before = embedder_rate(EMBED_BATCH, args.embedder_seconds, rng)
         pids = {"service": svc.proc.pid, "postgres": postmaster_pid(server)}
         runs = {}
         for spec in (
+            RunSpec("one user", 1, "unique", (0.0, 0.0)),
             RunSpec("realistic-unique", args.users, "unique", (0.1, 0.3)),
             RunSpec("saturation", args.saturation_users, "unique", (0.0, 0.0)),
         ):
@@ -144,7 +189,9 @@ def table(rounds: list[dict[str, Any]]) -> str:
     ]
     for config in CONFIGS:
         mine = [r for r in rounds if r["config"] == config.name]
-        for run in ("realistic-unique", "saturation"):
+        if not mine:
+            continue
+        for run in ("one user", "realistic-unique", "saturation"):
             rs = [r["runs"][run] for r in mine]
             if not rs:
                 continue
@@ -171,7 +218,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--embedder-seconds", type=float, default=5)
     parser.add_argument("--out", type=Path, default=BENCH / "out")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--configs",
+        default=",".join(c.key for c in CONFIGS),
+        help="comma-separated configuration keys (see above)",
+    )
     args = parser.parse_args(argv)
+    keys = [c.key for c in CONFIGS]
+    args.configs = [k for k in args.configs.split(",") if k]
+    if not args.configs or any(k not in keys for k in args.configs):
+        parser.error(f"--configs takes a comma-separated subset of {','.join(keys)}")
+    if importlib.util.find_spec("locust") is None:
+        parser.error('locust is not installed: pip install -e ".[bench]"')
     if not 1 <= args.rounds <= 20 or not 1 <= args.duration <= 600:
         parser.error("--rounds must be 1-20 and --duration 1-600 s")
     if not 1 <= args.users <= 2000 or not 1 <= args.saturation_users <= 2000:
@@ -193,10 +251,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     rng = random.Random(args.seed)
     rounds: list[dict[str, Any]] = []
     with embedded_server() as server:
-        with service(server, CONFIGS[-2], server.data_dir.parent / "seed.log") as svc:
+        with service(server, CONFIGS[-1], server.data_dir.parent / "seed.log") as svc:
             seed(svc.url, rng)
+        chosen = [c for c in CONFIGS if c.key in args.configs]
         for i in range(args.rounds):
-            for config in CONFIGS:
+            for config in chosen:
                 log(f"round {i + 1}/{args.rounds}: {config.name}")
                 rounds.append({"round": i + 1, **one_round(server, config, args, rng)})
                 sat = rounds[-1]["runs"]["saturation"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.metadata
+import importlib.util
 import json
 import os
 import random
@@ -49,6 +50,8 @@ from machine import machine_facts
 
 from memexdb.embedded import EmbeddedPostgres, install_signal_handlers
 from memexdb.embedding import build_embedder
+from memexdb.embedding.fastembed_model import DEFAULT_THREADS
+from memexdb.embedding.local_minilm import LocalMiniLM
 from memexdb.service import EMBEDDER_THREADS
 
 BENCH = Path(__file__).resolve().parent
@@ -166,16 +169,20 @@ def seed(url: str, rng: random.Random) -> float:
 @dataclass
 class EmbedderRate:
     batch: int
+    onnx_threads: int
     texts: int
     seconds: float
     texts_per_s: float
     loadavg_1m: float
 
 
-def embedder_rate(batch: int, budget_s: float, rng: random.Random) -> EmbedderRate:
+def embedder_rate(
+    batch: int, budget_s: float, rng: random.Random, threads: int | None = None
+) -> EmbedderRate:
     """Raw embedder.embed throughput on unique texts of the workload's length mix, for
-    `budget_s` seconds after a few untimed batches; no service code in between."""
-    embedder = build_embedder("minilm")
+    `budget_s` seconds after a few untimed batches; no service code in between. The
+    embedder is build_embedder("minilm") (2 ONNX threads), or LocalMiniLM(threads=...)."""
+    embedder = build_embedder("minilm") if threads is None else LocalMiniLM(threads=threads)
     texts = Texts("unique", rng, start=10_000_000)
     for _ in range(EMBED_WARMUP_BATCHES):
         embedder.embed([texts.mixed() for _ in range(batch)])
@@ -187,7 +194,22 @@ def embedder_rate(batch: int, budget_s: float, rng: random.Random) -> EmbedderRa
         embedder.embed(chunk)
         elapsed += time.perf_counter() - start
         done += batch
-    return EmbedderRate(batch, done, elapsed, done / elapsed, os.getloadavg()[0])
+    used = DEFAULT_THREADS if threads is None else threads
+    return EmbedderRate(batch, used, done, elapsed, done / elapsed, os.getloadavg()[0])
+
+
+def raw_rates(when: str, budget_s: float, rng: random.Random) -> dict[str, EmbedderRate]:
+    """The target's baseline (build_embedder("minilm"), batch 32), then the same model
+    with one ONNX thread, as each service worker runs it (for context)."""
+    rates = {
+        when: embedder_rate(EMBED_BATCH, budget_s, rng),
+        f"{when}, 1 ONNX thread": embedder_rate(EMBED_BATCH, budget_s / 2, rng, threads=1),
+    }
+    log(
+        f"raw embedder {when}: {rates[when].texts_per_s:.1f} texts/s"
+        f" ({rates[f'{when}, 1 ONNX thread'].texts_per_s:.1f} with 1 ONNX thread)"
+    )
+    return rates
 
 
 # --- locust runs ---------------------------------------------------------------------
@@ -365,13 +387,14 @@ def cpu_table(results: Sequence[RunResult]) -> str:
 
 def embedder_table(rates: dict[str, EmbedderRate]) -> str:
     lines = [
-        "| raw embedder (in-process, unique texts) | batch | texts | seconds | texts/s | load 1m |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| raw embedder (in-process, unique texts) | ONNX threads | batch | texts | seconds"
+        " | texts/s | load 1m |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for label, r in rates.items():
         lines.append(
-            f"| {label} | {r.batch} | {r.texts:,} | {r.seconds:.1f} | {r.texts_per_s:.1f}"
-            f" | {r.loadavg_1m:.1f} |"
+            f"| {label} | {r.onnx_threads} | {r.batch} | {r.texts:,} | {r.seconds:.1f}"
+            f" | {r.texts_per_s:.1f} | {r.loadavg_1m:.1f} |"
         )
     return "\n".join(lines)
 
@@ -380,7 +403,11 @@ def verdict(
     results: Sequence[RunResult], rates: dict[str, EmbedderRate], users: int
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    batch32 = [r.texts_per_s for r in rates.values() if r.batch == EMBED_BATCH]
+    batch32 = [
+        r.texts_per_s
+        for r in rates.values()
+        if r.batch == EMBED_BATCH and r.onnx_threads == DEFAULT_THREADS
+    ]
     raw = max(batch32) if batch32 else float("nan")
     sat = next((r for r in results if r.spec.name == "saturation"), None)
     if sat is not None:
@@ -452,6 +479,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=BENCH / "out", help="JSON folder")
     parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args(argv)
+    if importlib.util.find_spec("locust") is None:
+        parser.error('locust is not installed: pip install -e ".[bench]"')
     runs = [r for r in args.runs.split(",") if r]
     if not runs or any(r not in ALL_RUNS for r in runs):
         parser.error(f"--runs takes a comma-separated subset of {','.join(ALL_RUNS)}")
@@ -520,15 +549,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"seeded {SEED_MEMORIES} memories over {AGENTS} agents x {USERS_PER_AGENT} users"
                 f" in {seconds:.1f} s"
             )
-            rates["before the load"] = embedder_rate(EMBED_BATCH, args.embedder_seconds, rng)
-            rates["before the load, batch 1"] = embedder_rate(1, args.embedder_seconds / 3, rng)
-            log(f"raw embedder before: {rates['before the load'].texts_per_s:.1f} texts/s")
+            rates |= raw_rates("before the load", args.embedder_seconds, rng)
             pids = {"service": svc.proc.pid, "postgres": postmaster_pid(server)}
             for spec in specs(args):
                 before = count_memories(server.dsn)
                 results.append(run_locust(spec, svc, pids, args, workdir, before))
-            rates["after the load"] = embedder_rate(EMBED_BATCH, args.embedder_seconds, rng)
-            log(f"raw embedder after: {rates['after the load'].texts_per_s:.1f} texts/s")
+            rates |= raw_rates("after the load", args.embedder_seconds, rng)
     runtime = time.perf_counter() - started
     v = verdict(results, rates, args.users)
     print()
