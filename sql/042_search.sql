@@ -41,6 +41,12 @@ returns setof memex.search_hit
 language plpgsql
 volatile
 set search_path = pg_catalog, public, pg_temp
+-- One generic plan per statement, reused by every call: planning the ranking query anew
+-- for each call was half of a small tenant's search (0.58 -> 0.27 ms of backend CPU,
+-- bench/RESULTS.md "Load test"). Nothing here gains from the caller's values: the exact
+-- branch is a tenant index scan whatever the tenant, and the ANN candidates are planned
+-- per tenant inside memex._candidates_ann (force_custom_plan).
+set plan_cache_mode = force_generic_plan
 as $$
 declare
     v_now      timestamptz := coalesce(p_now, now());
