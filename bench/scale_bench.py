@@ -679,7 +679,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--ef-search", default="40,100,400", help="hnsw_ef_search values besides null"
     )
     parser.add_argument(
-        "--ivfflat-lists", default="1000,2000,4000", help="lists,... or auto (rows/1000)"
+        "--ivfflat-lists", default="auto,1000", help="lists,... or auto (indexed rows / 1000)"
     )
     parser.add_argument("--probes", default="5,10,20", help="ivfflat_probes values besides null")
     parser.add_argument("--ann-candidates", default="100,400", help="besides 200, each index")

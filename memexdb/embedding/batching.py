@@ -8,9 +8,9 @@ it finishes, so batches grow with load. The model never runs on the event loop.
 
 The default wait is 0: a batch takes what was queued in the same event-loop iteration,
 so an idle service adds no delay, and under load batches form while the model runs.
-(The former 2 ms wait added 2-3 ms to each request of a lightly loaded service:
-bench/RESULTS.md, "Load test".) A longer wait suits models with a large fixed cost
-per call, such as a remote embeddings API.
+(A wait can only delay a lone request; the former 2 ms made no measurable difference
+under load: bench/RESULTS.md, "Load test".) A longer wait suits models with a large
+fixed cost per call, such as a remote embeddings API.
 """
 
 import asyncio
