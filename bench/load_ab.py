@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
-import json
 import os
 import random
 import shlex
@@ -39,26 +38,29 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psycopg
+from harness import (
+    embedded_server,
+    free_port,
+    log,
+    run_main,
+    stop_process,
+    wait_healthy,
+    write_json,
+)
 from load_test import (
     BENCH,
     EMBED_BATCH,
     RunSpec,
     Service,
-    embedded_server,
     embedder_rate,
-    free_port,
-    log,
     postmaster_pid,
     run_locust,
     seed,
     stack_facts,
-    stop_process,
-    wait_healthy,
 )
 from machine import machine_facts
 
@@ -134,7 +136,7 @@ def service(server: EmbeddedPostgres, config: Config, log_path: Path) -> Iterato
         proc = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
     svc = Service(f"http://127.0.0.1:{port}", proc, log_path)
     try:
-        wait_healthy(svc)
+        wait_healthy(svc.url, proc, log_path)
         yield svc
     finally:
         stop_process(proc)
@@ -148,7 +150,7 @@ def one_round(
     with service(server, config, workdir / "service.log") as svc:
         before = embedder_rate(EMBED_BATCH, args.embedder_seconds, rng)
         pids = {"service": svc.proc.pid, "postgres": postmaster_pid(server)}
-        runs = {}
+        runs: dict[str, dict[str, Any]] = {}
         for spec in (
             RunSpec("one user", 1, "unique", (0.0, 0.0)),
             RunSpec("realistic-unique", args.users, "unique", (0.1, 0.3)),
@@ -250,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{key}: {value}")
     rng = random.Random(args.seed)
     rounds: list[dict[str, Any]] = []
-    with embedded_server() as server:
+    with embedded_server("load") as server:
         with service(server, CONFIGS[-1], server.data_dir.parent / "seed.log") as svc:
             seed(svc.url, rng)
         chosen = [c for c in CONFIGS if c.key in args.configs]
@@ -272,15 +274,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "config": {k: v for k, v in vars(args).items() if k != "out"},
         "rounds": rounds,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"load_ab-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps(report, indent=2, default=str))
-    print(f"JSON: {path}")
+    print(f"JSON: {write_json(args.out, 'load_ab', report)}")
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        sys.exit(130)
+    run_main(main)

@@ -21,22 +21,26 @@ import json
 import os
 import random
 import shlex
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import numpy as np
 import psycopg
+from harness import (
+    embedded_server,
+    free_port,
+    log,
+    run_main,
+    stop_process,
+    wait_healthy,
+    write_json,
+)
 from load_workload import (
     AGENTS,
     SEARCH_NAME,
@@ -48,7 +52,7 @@ from load_workload import (
 )
 from machine import machine_facts
 
-from memexdb.embedded import EmbeddedPostgres, install_signal_handlers
+from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import build_embedder
 from memexdb.embedding.fastembed_model import DEFAULT_THREADS
 from memexdb.embedding.local_minilm import LocalMiniLM
@@ -60,7 +64,6 @@ LOCUSTFILE = BENCH / "locustfile.py"
 SEED_BATCH = 250
 EMBED_BATCH = 32
 EMBED_WARMUP_BATCHES = 3
-SERVICE_START_TIMEOUT_S = 180.0
 LOCUST_GRACE_S = 60.0  # on top of the run time, before a hung Locust is killed
 TARGET_RATIO = 0.8
 TARGET_P99_MS = 100.0
@@ -70,34 +73,8 @@ ALL_RUNS = ("realistic", "realistic-unique", "saturation")
 # --- processes ---------------------------------------------------------------------
 
 
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-@contextlib.contextmanager
-def embedded_server() -> Iterator[EmbeddedPostgres]:
-    """A private embedded PostgreSQL in a fresh /var/tmp folder, removed afterwards."""
-    root = Path(tempfile.mkdtemp(prefix="memexdb-load-", dir="/var/tmp"))
-    root.chmod(0o755)  # our own folder; the server's OS user must traverse it as root
-    server = EmbeddedPostgres(root / "pg")
-    try:
-        server.start()
-        install_signal_handlers(server)  # SIGTERM/SIGHUP: stop, then SystemExit
-        yield server
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
-
-
 def postmaster_pid(server: EmbeddedPostgres) -> int:
     return int((server.pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -119,35 +96,10 @@ def service(dsn: str, workers: int, extra_env: dict[str, str], log_path: Path) -
         proc = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
     svc = Service(f"http://127.0.0.1:{port}", proc, log_path)
     try:
-        wait_healthy(svc)
+        wait_healthy(svc.url, proc, log_path)
         yield svc
     finally:
         stop_process(proc)
-
-
-def wait_healthy(svc: Service) -> None:
-    deadline = time.monotonic() + SERVICE_START_TIMEOUT_S
-    with httpx.Client(base_url=svc.url, timeout=10) as client:
-        while time.monotonic() < deadline:
-            if svc.proc.poll() is not None:
-                raise RuntimeError(
-                    f"service exited with {svc.proc.returncode}:\n{svc.log_path.read_text()}"
-                )
-            with contextlib.suppress(httpx.TransportError):
-                if client.get("/health").status_code == 200:
-                    return
-            time.sleep(0.25)
-    raise RuntimeError(f"service not healthy after {SERVICE_START_TIMEOUT_S:.0f} s")
-
-
-def stop_process(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 # --- seeding and the raw embedder --------------------------------------------------
@@ -538,7 +490,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rng = random.Random(args.seed)
     results: list[RunResult] = []
     rates: dict[str, EmbedderRate] = {}
-    with embedded_server() as server:
+    with embedded_server("load") as server:
         workdir = server.data_dir.parent
         with psycopg.connect(server.dsn) as conn:
             row = conn.execute("show server_version").fetchone()
@@ -572,15 +524,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "verdict": v,
         "runtime_seconds": runtime,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"load_test-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps(report, indent=2, default=str))
-    print(f"JSON: {path}")
+    print(f"JSON: {write_json(args.out, 'load_test', report)}")
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        sys.exit(130)
+    run_main(main)

@@ -17,17 +17,14 @@ bench/README.md for what is measured and bench/RESULTS.md for the latest figures
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
 import re
 import shlex
-import shutil
 import sys
-import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -35,12 +32,13 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from harness import Latency, embedded_server, log, run_main, write_json
 from machine import machine_facts
 from pgvector.psycopg import register_vector
 from psycopg.conninfo import make_conninfo
 
 import memexdb
-from memexdb.embedded import EmbeddedPostgres, install_signal_handlers
+from memexdb.embedded import EmbeddedPostgres
 
 REPO = Path(__file__).resolve().parents[1]
 DIM = 384
@@ -74,28 +72,6 @@ LOAD_SETTINGS_ENV = "MEMEX_SCALE_BENCH_SERVER"
 
 
 # --- statistics --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Latency:
-    """Client-side latency summary in milliseconds."""
-
-    n: int
-    p50_ms: float
-    p95_ms: float
-    p99_ms: float
-    mean_ms: float
-    max_ms: float
-
-    @classmethod
-    def of(cls, seconds: Sequence[float]) -> Latency:
-        ms = np.asarray(seconds, dtype=np.float64) * 1000.0
-        p50, p95, p99 = np.percentile(ms, [50, 95, 99])
-        return cls(len(ms), float(p50), float(p95), float(p99), float(ms.mean()), float(ms.max()))
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
 # --- synthetic data ----------------------------------------------------------------
@@ -197,21 +173,6 @@ class Synth:
 
 
 # --- server and database -----------------------------------------------------------
-
-
-@contextlib.contextmanager
-def embedded_server() -> Iterator[EmbeddedPostgres]:
-    """A private embedded PostgreSQL in a fresh /var/tmp folder, removed afterwards."""
-    root = Path(tempfile.mkdtemp(prefix="memexdb-scale-", dir="/var/tmp"))
-    root.chmod(0o755)  # our own folder; the server's OS user must traverse it as root
-    server = EmbeddedPostgres(root / "pg")
-    try:
-        server.start()
-        install_signal_handlers(server)  # SIGTERM/SIGHUP: stop, then SystemExit
-        yield server
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def tune_server(server: EmbeddedPostgres, settings: dict[str, str]) -> dict[str, str]:
@@ -654,13 +615,6 @@ def targets_line(cells: Sequence[Cell]) -> str:
     return "\n".join(out)
 
 
-def write_json(out_dir: Path, report: dict[str, Any]) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"scale_bench-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps(report, indent=2, default=str))
-    return path
-
-
 # --- main --------------------------------------------------------------------------
 
 
@@ -743,7 +697,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes: dict[str, int] = {}
     report: dict[str, Any] = {"command": command, "machine": facts, "config": vars(args)}
     try:
-        with embedded_server() as server:
+        with embedded_server("scale") as server:
             report["server"] = tune_server(
                 server,
                 {
@@ -801,7 +755,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             cells=[asdict(c) for c in cells],
             runtime_seconds=runtime,
         )
-        print(f"JSON: {write_json(args.out, report)}")
+        print(f"JSON: {write_json(args.out, 'scale_bench', report)}")
     return 0
 
 
@@ -884,11 +838,11 @@ def measure_ann(
                 conn, big_work.limit(args.slow_queries), config.label, knob, "ANN", variants
             )
         if value is None:  # memex.search's own choice: also the other depths
-            for name, values, default_value in (
+            for name, depths, default_value in (
                 ("ann_candidates", ints(args.ann_candidates), 200),
                 ("ann_recent_candidates", ints(args.recent_candidates), 5000),
             ):
-                for depth in values:
+                for depth in depths:
                     set_setting(conn, name, depth)
                     try:
                         cells += run_cells(
@@ -901,7 +855,4 @@ def measure_ann(
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        sys.exit(130)
+    run_main(main)

@@ -12,18 +12,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import os
 import platform
 import re
 import shlex
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -35,13 +30,23 @@ from typing import Any, TypeVar
 import httpx
 import numpy as np
 import psycopg
-from machine import machine_facts  # bench/machine.py: the script's folder is on sys.path
+from harness import (  # bench/harness.py: the script's folder is on sys.path
+    Latency,
+    embedded_server,
+    free_port,
+    log,
+    run_main,
+    stop_process,
+    wait_healthy,
+    write_json,
+)
+from machine import machine_facts
 from pgvector.psycopg import register_vector
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
 import memexdb
-from memexdb.embedded import EmbeddedPostgres, install_signal_handlers
+from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import Embedder, build_embedder
 
 T = TypeVar("T")
@@ -73,29 +78,10 @@ SERVICE_BATCH = 250
 SERVICE_QUERIES = 200
 SERVICE_ROUNDS = 4
 BLOCK_WARMUP = 5
-SERVICE_START_TIMEOUT_S = 180.0
 HTTP_TIMEOUT_S = 120.0
 
 
 # --- statistics --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Latency:
-    """Client-side latency summary in milliseconds."""
-
-    n: int
-    p50_ms: float
-    p95_ms: float
-    p99_ms: float
-    mean_ms: float
-    max_ms: float
-
-    @classmethod
-    def of(cls, seconds: Sequence[float]) -> Latency:
-        ms = np.asarray(seconds, dtype=np.float64) * 1000.0
-        p50, p95, p99 = np.percentile(ms, [50, 95, 99])
-        return cls(len(ms), float(p50), float(p95), float(p99), float(ms.mean()), float(ms.max()))
 
 
 def timed(fn: Callable[..., T], *args: Any) -> tuple[float, T]:
@@ -175,21 +161,6 @@ class Synth:
 
 
 # --- database ----------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def embedded_server() -> Iterator[EmbeddedPostgres]:
-    """A private embedded PostgreSQL in a fresh /var/tmp folder, removed afterwards."""
-    root = Path(tempfile.mkdtemp(prefix="memexdb-bench-", dir="/var/tmp"))
-    root.chmod(0o755)  # our own folder; the server's OS user must traverse it as root
-    server = EmbeddedPostgres(root / "pg")
-    try:
-        server.start()
-        install_signal_handlers(server)  # SIGTERM/SIGHUP: stop, then SystemExit
-        yield server
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def create_database(server: EmbeddedPostgres, name: str) -> str:
@@ -527,13 +498,6 @@ def query_texts(n: int) -> list[str]:
     return texts[:n]
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @contextlib.contextmanager
 def service(dsn: str, log_path: Path) -> Iterator[httpx.Client]:
     """`memexdb serve` in a subprocess on a free port; stopped (by pid) on exit."""
@@ -551,32 +515,10 @@ def service(dsn: str, log_path: Path) -> Iterator[httpx.Client]:
         )
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=HTTP_TIMEOUT_S) as client:
-            wait_healthy(client, proc, log_path)
+            wait_healthy(f"http://127.0.0.1:{port}", proc, log_path)
             yield client
     finally:
         stop_process(proc)
-
-
-def wait_healthy(client: httpx.Client, proc: subprocess.Popen[bytes], log_path: Path) -> None:
-    deadline = time.monotonic() + SERVICE_START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"service exited with {proc.returncode}:\n{log_path.read_text()}")
-        with contextlib.suppress(httpx.TransportError):
-            if client.get("/health").status_code == 200:
-                return
-        time.sleep(0.25)
-    raise RuntimeError(f"service not healthy after {SERVICE_START_TIMEOUT_S:.0f} s")
-
-
-def stop_process(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 def load_service_tenant(client: httpx.Client, synth: Synth, user_id: str) -> float:
@@ -700,10 +642,6 @@ def service_result(
 # --- reporting ---------------------------------------------------------------------
 
 
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
 def run_facts(dsn: str) -> dict[str, Any]:
     """bench/machine.py's facts plus the server's versions and the working tree's state."""
     with psycopg.connect(dsn) as conn:
@@ -816,13 +754,6 @@ def claim_line(cases: Sequence[SearchCase]) -> str:
     )
 
 
-def write_json(out_dir: Path, report: dict[str, Any]) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"search_bench-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps(report, indent=2, default=str))
-    return path
-
-
 # --- main --------------------------------------------------------------------------
 
 
@@ -853,7 +784,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     command = shlex.join(sys.orig_argv)
     synth = Synth(args.seed)
-    with embedded_server() as server:
+    with embedded_server("bench") as server:
         facts = run_facts(server.dsn)
         print(f"command: {command}")
         for key, value in facts.items():
@@ -872,12 +803,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "service": asdict(svc),
         "runtime_seconds": runtime,
     }
-    print(f"JSON: {write_json(args.out, report)}")
+    print(f"JSON: {write_json(args.out, 'search_bench', report)}")
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        sys.exit(130)
+    run_main(main)

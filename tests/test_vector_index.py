@@ -68,6 +68,14 @@ def session_settings(conn: psycopg.Connection, depth: int = 200) -> dict[str, st
 
 def scans(conn: psycopg.Connection, query: np.ndarray, agent: str) -> set[str]:
     """Indexes on memex.memories that one memex.search call scanned (auto_explain)."""
+    found = re.findall(
+        r"(?:Scan using|Index Scan on) (memories_\w+)", "\n".join(plans(conn, query, agent))
+    )
+    return set(found)
+
+
+def plans(conn: psycopg.Connection, query: np.ndarray, agent: str) -> list[str]:
+    """The plans of every statement one memex.search call ran (auto_explain)."""
     notices: list[str] = []
     conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
     with conn.transaction():
@@ -76,7 +84,7 @@ def scans(conn: psycopg.Connection, query: np.ndarray, agent: str) -> set[str]:
         conn.execute("set local auto_explain.log_nested_statements = on")
         conn.execute("set local auto_explain.log_level = notice")
         search(conn, query, agent=agent, user="u")
-    return set(re.findall(r"(?:Scan using|Index Scan on) (memories_\w+)", "\n".join(notices)))
+    return notices
 
 
 def test_migrate_records_the_default_and_configuring_it_again_is_a_no_op(
@@ -213,19 +221,6 @@ def test_every_kind_keeps_recall_on_the_ann_path(conn: psycopg.Connection) -> No
             assert index in used, used
         assert recall(conn, tenant, "big", queries, 1.0) >= 0.95, kind
         assert recall(conn, tenant, "big", queries, 0.7) >= 0.95, kind
-
-
-def plans(conn: psycopg.Connection, query: np.ndarray, agent: str) -> list[str]:
-    """The plans of every statement one memex.search call ran (auto_explain)."""
-    notices: list[str] = []
-    conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
-    with conn.transaction():
-        conn.execute("load 'auto_explain'")
-        conn.execute("set local auto_explain.log_min_duration = 0")
-        conn.execute("set local auto_explain.log_nested_statements = on")
-        conn.execute("set local auto_explain.log_level = notice")
-        search(conn, query, agent=agent, user="u")
-    return notices
 
 
 def test_ann_candidates_are_planned_for_their_tenant_every_time(conn: psycopg.Connection) -> None:
