@@ -56,6 +56,7 @@ __all__ = [
     "DataDirInUseError",
     "EmbeddedPostgres",
     "EmbeddedPostgresError",
+    "ServerOwner",
     "default_data_dir",
     "install_signal_handlers",
 ]
@@ -79,12 +80,13 @@ class EmbeddedPostgresError(RuntimeError):
 class DataDirInUseError(EmbeddedPostgresError):
     """Another live process owns the server running on this data dir."""
 
-    def __init__(self, data_dir: Path, pid: int) -> None:
+    def __init__(self, data_dir: Path, owner: ServerOwner) -> None:
         super().__init__(
-            f"data dir {data_dir} in use by pid {pid}; stop that memexdb process or "
+            f"data dir {data_dir} in use by pid {owner.pid}; stop that memexdb process or "
             "choose another MEMEX_DATA_DIR"
         )
-        self.pid = pid
+        self.owner = owner
+        self.pid = owner.pid
 
 
 def _bundled_pginstall() -> Path:
@@ -246,15 +248,17 @@ def _pginstall_for(acct: _Account, src: Path, cache: Path) -> Path:
 
 
 @dataclass(frozen=True)
-class _Owner:
+class ServerOwner:
+    """The process that started a data dir's server (from its owner.json)."""
+
     pid: int
     create_time: float
 
     @classmethod
-    def me(cls) -> _Owner:
+    def me(cls) -> ServerOwner:
         return cls(os.getpid(), psutil.Process().create_time())
 
-    def same(self, other: _Owner) -> bool:
+    def same(self, other: ServerOwner) -> bool:
         return self.pid == other.pid and abs(self.create_time - other.create_time) < 0.05
 
     def alive(self) -> bool:
@@ -387,11 +391,11 @@ class EmbeddedPostgres:
         _ensure_parents(self.data_dir, acct)
         _claim_dir(self.data_dir, acct)
         with self._locked():
-            me = _Owner.me()
+            me = ServerOwner.me()
             owner = self._read_owner()
             mine = owner is not None and owner.same(me)
             if owner is not None and not mine and owner.alive():
-                raise DataDirInUseError(self.data_dir, owner.pid)
+                raise DataDirInUseError(self.data_dir, owner)
             if not mine or _postmaster(self.pgdata) is None:
                 # the owner died (stop its orphaned server, don't adopt it) or our
                 # postmaster died (its backends may linger): clear the way, then launch
@@ -469,14 +473,14 @@ class EmbeddedPostgres:
                     os.close(self._lock_fd)  # closing releases the flock
                     self._lock_fd = -1
 
-    def _read_owner(self) -> _Owner | None:
+    def _read_owner(self) -> ServerOwner | None:
         try:
             raw = json.loads((self.data_dir / "owner.json").read_text())
-            return _Owner(int(raw["pid"]), float(raw["create_time"]))
+            return ServerOwner(int(raw["pid"]), float(raw["create_time"]))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def _write_owner(self, owner: _Owner) -> None:
+    def _write_owner(self, owner: ServerOwner) -> None:
         tmp = self.data_dir / "owner.json.tmp"
         tmp.write_text(json.dumps({"pid": owner.pid, "create_time": owner.create_time}))
         tmp.replace(self.data_dir / "owner.json")
@@ -509,7 +513,7 @@ class EmbeddedPostgres:
             out.seek(0)
             return rc, out.read()
 
-    def _launch(self, acct: _Account, me: _Owner) -> None:
+    def _launch(self, acct: _Account, me: ServerOwner) -> None:
         bindir = _pginstall_for(
             acct, _bundled_pginstall(), ROOT_BASE / f"pginstall-{BUNDLE_VERSION}"
         )

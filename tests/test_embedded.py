@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
@@ -26,6 +27,7 @@ from memexdb.embedded import (
     _pginstall_for,
     _service_account,
 )
+from memexdb.mcp import stdio
 
 REPO = Path(__file__).resolve().parents[1]
 IS_ROOT = os.geteuid() == 0
@@ -180,6 +182,46 @@ def test_live_owner_is_an_error_and_sigterm_stops_it(root: Path) -> None:
         child.send_signal(signal.SIGTERM)
         assert child.wait(timeout=30) == 128 + signal.SIGTERM
     wait_no_server(root, timeout=1)
+
+
+async def test_takeover_cut_short_by_the_client_still_records_the_server(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`memexdb mcp` takes a shared server over when its owner ends. The client may leave
+    (cancelling the watcher) while start() still runs in its thread, since the pool
+    reconnects as soon as the server accepts: the server it launched must still be known,
+    so that it is stopped on exit rather than left running."""
+    monkeypatch.setattr(stdio, "TAKEOVER_CHECK_SECONDS", 0.01)
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    data = root / "pg18"
+    with spawn(data) as child:
+        assert child.stdout is not None
+        assert child.stdout.readline().startswith("ok ")
+        with pytest.raises(DataDirInUseError) as in_use:
+            EmbeddedPostgres(data).start()
+        shared = stdio.SharedServer(EmbeddedPostgres(data), in_use.value.owner)
+        (old,) = postmasters(root)
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=30) == 128 + signal.SIGTERM
+    wait_no_server(root, timeout=5)
+
+    watcher = asyncio.create_task(shared.take_over_when_orphaned())
+    try:
+        for _ in range(12_000):  # 60 s at most
+            if postmasters(root):
+                break
+            await asyncio.sleep(0.005)
+        assert not shared.taken_over, "start() returned before the test could cut it short"
+        watcher.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await watcher
+        assert shared.taken_over
+        assert postmasters(root) not in ([], [old])
+    finally:
+        shared.server.stop()
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    wait_no_server(root)
 
 
 def test_concurrent_starts_do_not_race(root: Path) -> None:

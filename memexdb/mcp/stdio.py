@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import anyio
-import psutil
 import psycopg
 
 from memexdb.client import AsyncMemex
@@ -32,6 +31,7 @@ from memexdb.embedded import (
     DataDirInUseError,
     EmbeddedPostgres,
     EmbeddedPostgresError,
+    ServerOwner,
     install_signal_handlers,
 )
 from memexdb.embedding import build_embedder
@@ -81,7 +81,7 @@ class SharedServer:
     """The embedded server of another live process, used until that process ends."""
 
     server: EmbeddedPostgres
-    owner_pid: int
+    owner: ServerOwner
     taken_over: bool = False
 
     async def take_over_when_orphaned(self) -> None:
@@ -89,19 +89,33 @@ class SharedServer:
         way out); the connection pool reconnects by itself."""
         while not self.taken_over:
             await asyncio.sleep(TAKEOVER_CHECK_SECONDS)
-            if psutil.pid_exists(self.owner_pid):
+            if self.owner.alive():
                 continue
+            # The pool reconnects as soon as the server accepts, before start() returns, so
+            # a client may finish and leave (cancelling this task) mid-start. The start
+            # runs on in its thread regardless: wait for it, so the server it launches is
+            # recorded and stopped on exit instead of left running.
+            attempt = asyncio.ensure_future(self._start())
             try:
-                await asyncio.to_thread(self.server.start)
-            except DataDirInUseError as exc:  # another client's `memexdb mcp` was first
-                self.owner_pid = exc.pid
-                continue
-            except EmbeddedPostgresError:
-                log.warning("could not start the embedded PostgreSQL; retrying", exc_info=True)
-                continue
-            self.taken_over = True
-            install_signal_handlers(self.server)  # stop it on SIGTERM, as database() does
-            log.info("pid %s ended: now running the embedded PostgreSQL", self.owner_pid)
+                await asyncio.shield(attempt)
+            except asyncio.CancelledError:
+                while not attempt.done():
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await asyncio.shield(attempt)
+                raise
+
+    async def _start(self) -> None:
+        try:
+            await asyncio.to_thread(self.server.start)
+        except DataDirInUseError as exc:  # another client's `memexdb mcp` was first
+            self.owner = exc.owner
+            return
+        except EmbeddedPostgresError:
+            log.warning("could not start the embedded PostgreSQL; retrying", exc_info=True)
+            return
+        self.taken_over = True
+        install_signal_handlers(self.server)  # stop it on SIGTERM, as database() does
+        log.info("pid %s ended: now running the embedded PostgreSQL", self.owner.pid)
 
 
 @contextlib.contextmanager
@@ -114,7 +128,7 @@ def stdio_database(settings: Settings) -> Iterator[tuple[str, SharedServer | Non
         try:
             dsn = stack.enter_context(database(settings))
         except DataDirInUseError as exc:
-            shared = SharedServer(embedded_server(settings), exc.pid)
+            shared = SharedServer(embedded_server(settings), exc.owner)
             dsn = shared.server.dsn
             log.info("using the embedded PostgreSQL of pid %s in %s", exc.pid, dsn)
             _wait_until_accepting(dsn, SHARED_SERVER_WAIT_SECONDS)
