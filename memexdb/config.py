@@ -32,6 +32,9 @@ class Settings:
     rate_limit_store_per_minute: int | None = None
     rate_limit_search_per_minute: int | None = None
     maintenance_interval_seconds: int = 60
+    allowed_hosts: str | None = None
+    allowed_origins: str | None = None
+    mcp_relay_dir: Path | None = None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -48,4 +51,8 @@ class Settings:
             rate_limit_store_per_minute=_opt_int("MEMEX_RATE_LIMIT_STORE_PER_MINUTE"),
             rate_limit_search_per_minute=_opt_int("MEMEX_RATE_LIMIT_SEARCH_PER_MINUTE"),
             maintenance_interval_seconds=_int("MEMEX_MAINTENANCE_INTERVAL_SECONDS", 60),
+            allowed_hosts=os.environ.get("MEMEX_ALLOWED_HOSTS") or None,
+            allowed_origins=os.environ.get("MEMEX_ALLOWED_ORIGINS") or None,
+            # Set by `memexdb serve --workers N` for its workers, not by users.
+            mcp_relay_dir=Path(relay) if (relay := os.environ.get("MEMEX_MCP_RELAY_DIR")) else None,
         )

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -19,8 +17,9 @@ from memexdb.embedding import Embedder, build_embedder
 from memexdb.embedding.local_minilm import LocalMiniLM
 from memexdb.errors import SetupError
 from memexdb.mcp import build_mcp_server
-from memexdb.mcp.http import McpTransports, WorkerHeader, transport_security_from_env
+from memexdb.mcp.http import McpTransports, WorkerHeader, transport_security_for
 from memexdb.rest import create_app
+from memexdb.rest.host_guard import RestHostGuard
 
 # ONNX Runtime threads per worker process for the bundled model (more cores: --workers).
 # Two intra-op threads that share the cores with Postgres and the event loop spin and
@@ -61,9 +60,8 @@ def app_from_env() -> Starlette:
         client: AsyncMemex = rest.state.memex
         return client
 
-    security = transport_security_from_env(settings.host)
-    relay = os.environ.get("MEMEX_MCP_RELAY_DIR")  # set by `memexdb serve --workers N`
-    mcp = McpTransports(build_mcp_server(memex), security, Path(relay) if relay else None)
+    security = transport_security_for(settings)
+    mcp = McpTransports(build_mcp_server(memex), security, settings.mcp_relay_dir)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -71,7 +69,7 @@ def app_from_env() -> Starlette:
             yield
 
     return Starlette(
-        routes=[*mcp.routes, Mount("", app=rest)],
+        routes=[*mcp.routes, Mount("", app=RestHostGuard(rest, security))],
         middleware=[Middleware(WorkerHeader)],
         lifespan=lifespan,
     )

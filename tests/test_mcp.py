@@ -276,6 +276,8 @@ def test_http_endpoints(service: Service) -> None:
 
 
 def test_dns_rebinding_protection(service: Service) -> None:
+    """MCP and REST answer only requests naming this machine (Host) from its own pages
+    (Origin): a web page re-pointing its name at 127.0.0.1 reads no memories."""
     init = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -301,6 +303,21 @@ def test_dns_rebinding_protection(service: Service) -> None:
             {**accept, "host": f"localhost:{service.port}", "origin": "http://localhost:3000"},
         ):
             assert http.post("/mcp", json=init, headers=ok).status_code == 200
+
+        # The REST API shares the rules, with its typed JSON errors; /health stays open
+        # to probes that address the machine by an IP of its own.
+        who = {"agent_id": "rebind", "user_id": "victim"}
+        search = {**who, "query": "passwords"}
+        refused = http.get("/v1/memories/count", params=who, headers={"host": "evil.example"})
+        assert refused.status_code == 421
+        assert refused.json()["error"]["code"] == "host_not_allowed"
+        refused = http.post("/v1/memories/search", json=search, headers=evil_origin)
+        assert refused.status_code == 403
+        assert refused.json()["error"]["code"] == "origin_not_allowed"
+        assert http.get("/docs", headers={"host": "evil.example"}).status_code == 421
+        assert http.get("/health", headers={"host": "10.1.2.3:8000"}).status_code == 200
+        local = {"host": f"localhost:{service.port}", "origin": "http://localhost:3000"}
+        assert http.post("/v1/memories/search", json=search, headers=local).status_code == 200
     assert "Traceback" not in service.output()
 
 

@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memexdb.config import Settings
 from memexdb.mcp.relay import SseMessageRelay
 from memexdb.mcp.server import MemexMCP
 
@@ -71,15 +72,15 @@ def transport_security(
     )
 
 
-def transport_security_from_env(host: str) -> TransportSecuritySettings:
-    """`transport_security` with MEMEX_ALLOWED_HOSTS / MEMEX_ALLOWED_ORIGINS."""
-    security = transport_security(
-        host, os.environ.get("MEMEX_ALLOWED_HOSTS"), os.environ.get("MEMEX_ALLOWED_ORIGINS")
-    )
-    if host in _WILDCARD_HOSTS and "MEMEX_ALLOWED_HOSTS" not in os.environ:
+def transport_security_for(settings: Settings) -> TransportSecuritySettings:
+    """`transport_security` with the service's MEMEX_ALLOWED_HOSTS / MEMEX_ALLOWED_ORIGINS
+    (they guard the REST API too)."""
+    host = settings.host
+    security = transport_security(host, settings.allowed_hosts, settings.allowed_origins)
+    if host in _WILDCARD_HOSTS and settings.allowed_hosts is None:
         log.warning(
-            "listening on %s, but MCP only accepts Host headers naming this machine's "
-            "loopback; set MEMEX_ALLOWED_HOSTS (e.g. myhost:*) for remote MCP clients",
+            "listening on %s, but only Host headers naming this machine's loopback are "
+            "accepted; set MEMEX_ALLOWED_HOSTS (e.g. myhost:*) for remote clients",
             host or "all interfaces",
         )
     return security

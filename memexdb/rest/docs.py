@@ -34,6 +34,8 @@ def _reply(description: str, model: str | None = None) -> dict[str, Any]:
 
 
 _ERRORS = {
+    "403": _reply("Browser Origin not allowed (MEMEX_ALLOWED_ORIGINS)", "ErrorResponse"),
+    "421": _reply("Host not allowed (MEMEX_ALLOWED_HOSTS)", "ErrorResponse"),
     "422": _reply("Invalid input; `error.fields` names each bad field", "ErrorResponse"),
     "429": _reply("Rate limited; see the Retry-After header", "ErrorResponse"),
     "503": _reply("Database unavailable", "ErrorResponse"),

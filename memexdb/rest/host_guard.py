@@ -1,0 +1,47 @@
+"""DNS-rebinding protection for the REST API: a web page that points its own host name at
+127.0.0.1 must not reach the memories of a service on the visitor's machine. The rules and
+settings are the MCP endpoints' (MEMEX_ALLOWED_HOSTS / MEMEX_ALLOWED_ORIGINS); refusals
+are the REST API's typed JSON errors."""
+
+from __future__ import annotations
+
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from memexdb.rest.errors import error_response
+
+# Liveness probes (a container platform's, by pod IP) carry no tenant data.
+OPEN_PATHS = frozenset({"/health"})
+
+
+class RestHostGuard:
+    """Answer 421 `host_not_allowed` to a foreign Host and 403 `origin_not_allowed` to a
+    foreign browser Origin, before the request reaches a route."""
+
+    def __init__(self, app: ASGIApp, security: TransportSecuritySettings) -> None:
+        self.app = app
+        self._check = TransportSecurityMiddleware(security)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in OPEN_PATHS:
+            request = Request(scope, receive)
+            refused = await self._check.validate_request(request, is_post=False)
+            if refused is not None:
+                if refused.status_code == 421:
+                    host = request.headers.get("host", "")
+                    response = error_response(
+                        421,
+                        "host_not_allowed",
+                        f"Host {host!r} is not allowed; add it to MEMEX_ALLOWED_HOSTS",
+                    )
+                else:
+                    origin = request.headers.get("origin", "")
+                    response = error_response(
+                        403,
+                        "origin_not_allowed",
+                        f"Origin {origin!r} is not allowed; add it to MEMEX_ALLOWED_ORIGINS",
+                    )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
