@@ -62,6 +62,18 @@ def embedded_server(prefix: str) -> Iterator[EmbeddedPostgres]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def run_maintenance(conn: Any, max_calls: int = 1000) -> None:
+    """memex.maintenance() until it has nothing left to move into the ANN index (it moves
+    at most one tenant per call), as the service's scheduler calls it."""
+    for _ in range(max_calls):
+        row = conn.execute(
+            "select tenants_indexed, memories_indexed from memex.maintenance()"
+        ).fetchone()
+        if tuple(row) == (0, 0):
+            return
+    raise RuntimeError(f"memex.maintenance() still moving rows after {max_calls} calls")
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

@@ -36,6 +36,7 @@ from harness import (  # bench/harness.py: the script's folder is on sys.path
     free_port,
     log,
     run_main,
+    run_maintenance,
     stop_process,
     wait_healthy,
     write_json,
@@ -219,7 +220,7 @@ def load(conn: psycopg.Connection[Any], synth: Synth, tenants: list[Tenant]) -> 
     for name, _ in indexes:
         conn.execute(f'drop index memex."{name}"')
     insert_s = timed(store_all, conn, synth, rows)[0]
-    conn.execute("select memex.maintenance()")
+    run_maintenance(conn)
     conn.execute(f"set maintenance_work_mem = '{INDEX_BUILD_MEMORY}'")
     conn.execute(f"set statement_timeout = {INDEX_BUILD_TIMEOUT_MS}")
     index_s = sum(timed(conn.execute, definition)[0] for _, definition in indexes)

@@ -56,8 +56,8 @@ from memex.rate_limit_hit(p_key => %(key)s, p_limit => %(limit)s,
 """
 
 MAINTENANCE = (
-    "select expired_memories_deleted, rate_limit_rows_deleted, tenants_indexed"
-    " from memex.maintenance()"
+    "select expired_memories_deleted, rate_limit_rows_deleted, tenants_indexed,"
+    " memories_indexed from memex.maintenance()"
 )
 
 EMBEDDING_DIMS = "select memex.embedding_dims()"

@@ -94,7 +94,8 @@ class MaintenanceResult:
 
     expired_memories_deleted: int
     rate_limit_rows_deleted: int
-    tenants_indexed: int  # tenants moved into the ANN index (memex.index_tenant)
+    tenants_indexed: int  # tenants that finished moving into the ANN index (0 or 1)
+    memories_indexed: int  # rows moved into the ANN index; > 0: more may be waiting
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,13 @@
 -- memex.maintenance: periodic housekeeping, run every minute by pg_cron where the server
 -- has it and otherwise by the memexdb service's own scheduler. Deletes memories past
 -- their expires_at and rate-limit rows whose windows have passed, and moves tenants that
--- have grown past settings.exact_scan_max_rows into the ANN index (memex.index_tenant),
--- largest first, for up to ~10 s per call (at least one tenant), so that one call
--- never holds tenants' inserts for long. Safe to run anywhere, any number of times,
--- concurrently (a tenant locked by another call is skipped).
+-- have grown past settings.exact_scan_max_rows into the ANN index, largest first, in
+-- steps of settings.index_batch_rows (memex._index_tenant_step) for up to ~10 s per
+-- call; a large tenant carries on in the next call. The step that finishes a tenant
+-- locks its row (its inserts wait) until this call commits, so the call returns right
+-- after it: at most one tenant per call. A call that moved anything tells a scheduler to
+-- call again soon. Safe to run anywhere, any number of times, concurrently (a tenant
+-- another call is moving is skipped).
 create or replace function memex.maintenance()
 returns memex.maintenance_result
 language plpgsql
@@ -14,7 +17,9 @@ as $$
 declare
     v_result  memex.maintenance_result;
     v_started timestamptz := clock_timestamp();
+    v_batch   integer := memex._setting('index_batch_rows', '1000')::integer;
     v_tenant  record;
+    v_step    record;
 begin
     delete from memex.memories m where m.expires_at <= now();
     get diagnostics v_result.expired_memories_deleted = row_count;
@@ -22,17 +27,26 @@ begin
     get diagnostics v_result.rate_limit_rows_deleted = row_count;
 
     v_result.tenants_indexed := 0;
+    v_result.memories_indexed := 0;
     for v_tenant in
         select t.agent_id, t.user_id from memex.tenants t
         where not t.ann
           and t.memory_count > memex._setting('exact_scan_max_rows', '10000')::bigint
         order by t.memory_count desc
-        for update skip locked
     loop
-        exit when v_result.tenants_indexed > 0
-                  and clock_timestamp() - v_started > interval '10 seconds';
-        perform memex.index_tenant(v_tenant.agent_id, v_tenant.user_id);
-        v_result.tenants_indexed := v_result.tenants_indexed + 1;
+        -- not a row lock on the tenant: that would hold its inserts for the whole call
+        continue when not pg_try_advisory_xact_lock(
+            hashtext('memex.index_tenant'), hashtext(v_tenant.agent_id || '/' || v_tenant.user_id));
+        loop
+            v_step := memex._index_tenant_step(v_tenant.agent_id, v_tenant.user_id, v_batch);
+            v_result.memories_indexed := v_result.memories_indexed + v_step.moved;
+            if v_step.finished then
+                v_result.tenants_indexed := 1;
+                return v_result;
+            end if;
+            exit when clock_timestamp() - v_started > interval '10 seconds';
+        end loop;
+        exit when clock_timestamp() - v_started > interval '10 seconds';
     end loop;
     return v_result;
 end

@@ -108,6 +108,54 @@ def test_an_insert_racing_the_move_ends_up_in_the_index(conn: psycopg.Connection
     assert in_index(conn, "race") == (23, 23)
 
 
+def test_maintenance_moves_a_tenant_in_steps_that_do_not_hold_its_inserts(
+    conn: psycopg.Connection, dsn: str
+) -> None:
+    set_setting(conn, "exact_scan_max_rows", "100")
+    set_setting(conn, "index_batch_rows", "50")
+    rng = np.random.default_rng(4)
+    load_tenant(conn, rng, "steps", 230)
+
+    def top_ids() -> list[object]:
+        return [hit["id"] for hit in search(conn, unit((1, 1.0)), agent="steps", user="u")]
+
+    expected = top_ids()
+    with psycopg.connect(dsn) as mover, mover.transaction():
+        step = mover.execute("select * from memex._index_tenant_step('steps', 'u', 50)")
+        assert step.fetchone() == (50, False)
+    # Searches stay exact whatever part of the tenant has moved ...
+    assert in_index(conn, "steps") == (50, 230)
+    assert top_ids() == expected
+    with psycopg.connect(dsn) as mover, mover.transaction():
+        step = mover.execute("select * from memex._index_tenant_step('steps', 'u', 50)")
+        assert step.fetchone() == (50, False)
+        # ... and a step holds no lock on the tenant: an insert goes through at once.
+        with psycopg.connect(dsn, autocommit=True, options="-c lock_timeout=2s") as other:
+            load_tenant(other, rng, "steps", 2)
+    assert in_index(conn, "steps") == (100, 232)
+    assert tenant_ann(conn, "steps") is False
+
+    assert index_grown_tenants(conn) == 1
+    assert in_index(conn, "steps") == (232, 232)
+    assert tenant_ann(conn, "steps") is True
+
+
+def test_concurrent_maintenance_skips_the_tenant_another_call_moves(
+    conn: psycopg.Connection, dsn: str
+) -> None:
+    set_setting(conn, "exact_scan_max_rows", "100")
+    load_tenant(conn, np.random.default_rng(5), "busy", 150)
+    with psycopg.connect(dsn) as first, first.transaction():
+        moved = first.execute("select tenants_indexed, memories_indexed from memex.maintenance()")
+        assert moved.fetchone() == (1, 150)
+        with psycopg.connect(dsn, autocommit=True, options="-c lock_timeout=2s") as second:
+            again = second.execute(
+                "select tenants_indexed, memories_indexed from memex.maintenance()"
+            )
+            assert again.fetchone() == (0, 0)  # skipped at once, not waiting for the first
+    assert in_index(conn, "busy") == (150, 150)
+
+
 @pytest.mark.parametrize("agent", ["", "x" * 129])
 def test_index_tenant_validates_the_tenant(conn: psycopg.Connection, agent: str) -> None:
     with pytest.raises(psycopg.Error) as info:

@@ -38,6 +38,7 @@ from memexdb.types import Memory, MemoryType, NewMemory, SearchHit
 log = logging.getLogger("memexdb.rest")
 Body = TypeVar("Body", bound=BaseModel)
 MAX_BODY_BYTES = 16 * 1024 * 1024
+MAINTENANCE_FOLLOW_UP_SECONDS = 1.0  # next maintenance call while a tenant is being moved
 
 
 class TenantQuery(BaseModel):
@@ -232,12 +233,24 @@ def routes() -> list[BaseRoute]:
 
 async def _maintenance_loop(memex: AsyncMemex, interval: float) -> None:
     # The service's own scheduler for memex.maintenance(), for servers without pg_cron.
+    # While a grown tenant is being moved into the ANN index (in ~10 s calls), the next
+    # call follows after a short pause that lets the tenant's waiting inserts through.
+    delay = interval
     while True:
-        await asyncio.sleep(interval)
+        await asyncio.sleep(delay)
+        delay = interval
         try:
-            await memex.maintenance()
+            result = await memex.maintenance()
         except Exception:
             log.warning("memex.maintenance() failed; retrying in %ss", interval, exc_info=True)
+            continue
+        if result.memories_indexed or result.tenants_indexed:
+            log.info(
+                "maintenance moved %d memories into the ANN index (%d tenant(s) done)",
+                result.memories_indexed,
+                result.tenants_indexed,
+            )
+            delay = min(interval, MAINTENANCE_FOLLOW_UP_SECONDS)
 
 
 def create_app(
