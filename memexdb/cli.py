@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -36,16 +37,25 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         # ... and the listen host, which the MCP endpoints accept in Host headers.
         os.environ["MEMEX_HOST"] = args.host
         log.info("memexdb %s serving on http://%s:%s", __version__, args.host, args.port)
-        uvicorn.run(
-            "memexdb.service:app_from_env",
-            factory=True,
-            host=args.host,
-            port=args.port,
-            workers=args.workers,
-            log_level=args.log_level,
-            # Keep-alive timeouts of load balancers are typically 60 s.
-            timeout_keep_alive=65,
-        )
+        try:
+            uvicorn.run(
+                "memexdb.service:app_from_env",
+                factory=True,
+                host=args.host,
+                port=args.port,
+                workers=args.workers,
+                log_level=args.log_level,
+                # Keep-alive timeouts of load balancers are typically 60 s.
+                timeout_keep_alive=65,
+            )
+        except SystemExit as exc:
+            # One worker: after its graceful shutdown uvicorn raises the SIGTERM again, and
+            # database()'s handler stops PostgreSQL and exits 143. A stop that was asked
+            # for and completed is a success (exit 0, as with several workers), which is
+            # what service managers expect.
+            if exc.code != 128 + signal.SIGTERM:
+                raise
+            log.info("stopped on SIGTERM")
     return 0
 
 
