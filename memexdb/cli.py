@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import psycopg
 import uvicorn
 
-from memexdb import __version__
+from memexdb import __version__, queries
 from memexdb.config import Settings
 from memexdb.embedded import EmbeddedPostgresError
 from memexdb.errors import MemexError
@@ -80,22 +80,22 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
     print(f"memexdb {__version__}; database: {where}")
     try:
         with psycopg.connect(dsn, connect_timeout=3) as conn:
-            version = conn.execute("show server_version").fetchone()
+            version = conn.execute(queries.SERVER_VERSION).fetchone()
             print(f"server: PostgreSQL {version[0] if version else '?'}")
-            row = conn.execute(
-                "select version_num from memex.alembic_version"
-                " where to_regclass('memex.alembic_version') is not null"
-            ).fetchone()
+            row = conn.execute(queries.SCHEMA_REVISION).fetchone()
             revision = row[0] if row else None
             print(
                 f"schema revision: {revision or 'not migrated'} (this release: {head_revision()})"
             )
             if revision:
-                stats = conn.execute(
-                    "select count(*), coalesce(sum(memory_count), 0) from memex.tenants"
-                ).fetchone()
+                stats = conn.execute(queries.TENANT_STATS).fetchone()
                 assert stats is not None
-                print(f"tenants: {stats[0]}, memories: {stats[1]}")
+                tenants, memories, indexed, waiting = stats
+                print(f"tenants: {tenants}, memories: {memories}")
+                print(
+                    f"ANN index: {indexed} tenant(s) in it, {waiting} grown past"
+                    " exact_scan_max_rows and waiting for memex.maintenance()"
+                )
     except psycopg.OperationalError:
         print("database: not reachable (is `memexdb serve` running?)")
         return 1

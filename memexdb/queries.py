@@ -68,3 +68,19 @@ on conflict (name) do update set value = excluded.value, updated_at = now()
 """
 
 PING = "select 1"
+
+# `memexdb status`
+SERVER_VERSION = "show server_version"
+SCHEMA_REVISION = (
+    "select version_num from memex.alembic_version"
+    " where to_regclass('memex.alembic_version') is not null"
+)
+TENANT_STATS = """
+select count(*) as tenants,
+       coalesce(sum(memory_count), 0) as memories,
+       count(*) filter (where ann) as indexed,
+       count(*) filter (where not ann and memory_count > coalesce(
+           (select (value #>> '{}')::bigint from memex.settings
+            where name = 'exact_scan_max_rows'), 10000)) as waiting
+from memex.tenants
+"""

@@ -238,6 +238,24 @@ def test_commands_against_database_url(pg_server: EmbeddedPostgres, tmp_path: Pa
         assert "tenants: 0, memories: 0" in out, out
         assert dsn not in out  # a URL may carry a password: never echo it
         assert not unused.exists()
+
+        # It shows the ANN index's state: tenants in it, and grown ones still waiting.
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(
+                "insert into memex.settings (name, value) values ('exact_scan_max_rows', '2')"
+                " on conflict (name) do update set value = excluded.value"
+            )
+            for n in range(3):
+                conn.execute(
+                    "select memex.store('grown', 'u', %s,"
+                    " array_fill(0.1::real, array[384])::vector, 'test')",
+                    (f"memory {n}",),
+                )
+            conn.execute("select memex.index_tenant('imports', 'u')")
+        code, out = run_cli(["status"], env, timeout=60)
+        assert code == 0, out
+        assert "tenants: 2, memories: 3" in out, out
+        assert "ANN index: 1 tenant(s) in it, 1 grown past" in out, out
     finally:
         drop_database(pg_server, dsn)
 
