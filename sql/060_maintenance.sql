@@ -17,7 +17,7 @@ as $$
 declare
     v_result  memex.maintenance_result;
     v_started timestamptz := clock_timestamp();
-    v_batch   integer := memex._setting('index_batch_rows', '1000')::integer;
+    v_batch   integer := greatest(memex._setting('index_batch_rows', '1000')::integer, 1);
     v_tenant  record;
     v_step    record;
 begin
