@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import shutil
 import signal
@@ -205,19 +206,22 @@ async def test_takeover_cut_short_by_the_client_still_records_the_server(
         assert child.wait(timeout=30) == 128 + signal.SIGTERM
     wait_no_server(root, timeout=5)
 
+    # Hold the data dir's lock: the watcher's start() waits for it in its thread.
+    lock = os.open(data / "lock", os.O_RDWR)
+    fcntl.flock(lock, fcntl.LOCK_EX)
     watcher = asyncio.create_task(shared.take_over_when_orphaned())
     try:
-        for _ in range(12_000):  # 60 s at most
-            if postmasters(root):
-                break
-            await asyncio.sleep(0.005)
-        assert not shared.taken_over, "start() returned before the test could cut it short"
-        watcher.cancel()
+        await asyncio.sleep(0.5)  # the watcher, checking every 10 ms, is inside start()
+        watcher.cancel()  # the client leaves ...
+        os.close(lock)  # ... and start() goes on to launch the server
+        lock = -1
         with pytest.raises(asyncio.CancelledError):
             await watcher
         assert shared.taken_over
         assert postmasters(root) not in ([], [old])
     finally:
+        if lock >= 0:
+            os.close(lock)
         shared.server.stop()
         for sig, handler in saved.items():
             signal.signal(sig, handler)
