@@ -32,6 +32,7 @@ import fcntl
 import hashlib
 import importlib.util
 import json
+import logging
 import os
 import pwd
 import shutil
@@ -406,19 +407,22 @@ class EmbeddedPostgres:
         return self.dsn
 
     def stop(self) -> None:
-        if not self._active:
-            return
-        with self._locked():
-            owner = self._read_owner()
-            if not self._active or owner is None or owner.pid != os.getpid():
-                self._active = False
+        # The mutex first: a stop from a signal handler waits for a start() running in
+        # another thread (a takeover) and then stops what it started.
+        with self._mutex:
+            if not self._active:
                 return
-            _terminate(self.pgdata)
-            (self.data_dir / "owner.json").unlink(missing_ok=True)
-            if self.socket_dir != self.data_dir:
-                with contextlib.suppress(OSError):
-                    self.socket_dir.rmdir()  # private runtime dir, empty after shutdown
-            self._active = False
+            with self._locked():
+                owner = self._read_owner()
+                if not self._active or owner is None or owner.pid != os.getpid():
+                    self._active = False
+                    return
+                _terminate(self.pgdata)
+                (self.data_dir / "owner.json").unlink(missing_ok=True)
+                if self.socket_dir != self.data_dir:
+                    with contextlib.suppress(OSError):
+                        self.socket_dir.rmdir()  # private runtime dir, empty after shutdown
+                self._active = False
         if self._atexit_registered:
             atexit.unregister(self.stop)
             self._atexit_registered = False
@@ -624,17 +628,24 @@ class EmbeddedPostgres:
             return "(no log)"
 
 
-def install_signal_handlers(
-    pg: EmbeddedPostgres, signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGHUP)
-) -> None:
-    """Stop `pg` on SIGTERM/SIGHUP, then exit with 128+signum. Python's default for these
+def install_signal_handlers(pg: EmbeddedPostgres | None, *, exit_at_once: bool = False) -> None:
+    """Stop `pg` (if any) on SIGTERM/SIGHUP, then exit with 128+signum. Python's default for these
     signals kills the process without running atexit, which would orphan the server
     (pg_ctl daemonises it, so it never sees the terminal's signals). SIGINT already
-    raises KeyboardInterrupt, so atexit/finally handle it. Main thread only."""
+    raises KeyboardInterrupt, so atexit/finally handle it. Main thread only.
+
+    `exit_at_once` (SIGINT too) ends the process right after the stop instead of raising
+    SystemExit: for a process with a thread that cannot be joined, such as a stdio
+    server's reader blocked on an open stdin, which would otherwise keep it alive."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        pg.stop()
+        if pg is not None:
+            pg.stop()
+        if exit_at_once:
+            logging.shutdown()
+            os._exit(128 + signum)
         raise SystemExit(128 + signum)
 
+    signals = (signal.SIGTERM, signal.SIGHUP) + ((signal.SIGINT,) if exit_at_once else ())
     for sig in signals:
         signal.signal(sig, handler)

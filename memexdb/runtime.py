@@ -38,9 +38,10 @@ def apply_settings(dsn: str, settings: Settings) -> None:
 
 
 @contextlib.contextmanager
-def database(settings: Settings) -> Iterator[str]:
+def database(settings: Settings, *, exit_at_once_on_signal: bool = False) -> Iterator[str]:
     """Yield the DSN of a migrated database; an embedded server started here is stopped
-    on exit (also when the body raises, e.g. KeyboardInterrupt)."""
+    on exit (also when the body raises, e.g. KeyboardInterrupt, and on SIGTERM; see
+    install_signal_handlers for `exit_at_once_on_signal`)."""
     server = None
     if settings.database_url:
         dsn = settings.database_url
@@ -51,7 +52,7 @@ def database(settings: Settings) -> Iterator[str]:
         if threading.current_thread() is threading.main_thread():
             # SIGTERM would otherwise kill us without running `finally`; uvicorn restores
             # this handler and re-raises the signal after its graceful shutdown.
-            install_signal_handlers(server)
+            install_signal_handlers(server, exit_at_once=exit_at_once_on_signal)
     try:
         revision = migrate(dsn)
         log.info("database at revision %s", revision)

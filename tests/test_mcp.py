@@ -11,6 +11,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -32,7 +33,15 @@ from memexdb.embedded import EmbeddedPostgres
 from memexdb.mcp import Caller, Tenant, build_mcp_server
 from memexdb.mcp.http import McpTransports, transport_security
 from tests.conftest import drop_database, new_database, scratch_dir
-from tests.live_service import MEMEXDB, REPO, Service, cli_args, kill_postgres, wait_no_postgres
+from tests.live_service import (
+    MEMEXDB,
+    REPO,
+    Service,
+    cli_args,
+    kill_postgres,
+    service_env,
+    wait_no_postgres,
+)
 from tests.test_mcp_support import (
     MEMORIES,
     QUERY,
@@ -107,6 +116,44 @@ async def test_stdio_on_embedded_default(data_dir: Path, tmp_path: Path) -> None
     assert wait_no_postgres(data_dir) == []
 
 
+@pytest.mark.parametrize(
+    ("sig", "embedded"),
+    [(signal.SIGTERM, True), (signal.SIGINT, True), (signal.SIGINT, False)],
+)
+def test_stdio_signal_stops_it_while_stdin_is_open(
+    data_dir: Path, dsn: str, tmp_path: Path, sig: signal.Signals, embedded: bool
+) -> None:
+    """A client (or a terminal's Ctrl-C) may signal `memexdb mcp` without closing stdin:
+    it stops its PostgreSQL and exits at once, although the SDK's stdin reader thread is
+    still blocked on a read."""
+    log_path = tmp_path / "stderr.log"
+    where = {"MEMEX_DATA_DIR": str(data_dir)} if embedded else {"MEMEX_DATABASE_URL": dsn}
+    env = service_env(**where)
+    with (
+        log_path.open("w") as errlog,
+        subprocess.Popen(
+            cli_args("mcp"),
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=errlog,
+        ) as proc,
+    ):
+        try:
+            for _ in range(1200):  # 120 s at most
+                if "ready on stdio" in log_path.read_text() or proc.poll() is not None:
+                    break
+                time.sleep(0.1)
+            assert "ready on stdio" in log_path.read_text(), log_path.read_text()[-3000:]
+            proc.send_signal(sig)
+            assert proc.wait(timeout=30) == 128 + sig, log_path.read_text()[-3000:]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert wait_no_postgres(data_dir) == [], log_path.read_text()[-3000:]
+    assert "Traceback" not in log_path.read_text()
+
+
 async def test_stdio_shares_and_then_takes_over_a_running_services_server(
     data_dir: Path, tmp_path: Path
 ) -> None:
@@ -131,6 +178,14 @@ async def test_stdio_shares_and_then_takes_over_a_running_services_server(
                 await asyncio.sleep(0.5)
             assert result.structured_content == {**who, "memory_type": None, "count": 1}, result
             await call(c, "store_memory", **who, content="Carol's train was late on Tuesday")
+            # The pool reconnects as soon as the server accepts, before the takeover has
+            # finished; a client that left now would make the SDK signal the process if
+            # finishing it and stopping the server took longer than its 2 s grace period.
+            log_path = tmp_path / "stderr.log"
+            for _ in range(600):  # 30 s at most
+                if "now running the embedded PostgreSQL" in log_path.read_text():
+                    break
+                await asyncio.sleep(0.05)
     log = (tmp_path / "stderr.log").read_text()
     assert "now running the embedded PostgreSQL" in log, log[-3000:]
     assert wait_no_postgres(data_dir) == [], log[-3000:]  # it stopped what it took over

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -114,7 +115,6 @@ class SharedServer:
             log.warning("could not start the embedded PostgreSQL; retrying", exc_info=True)
             return
         self.taken_over = True
-        install_signal_handlers(self.server)  # stop it on SIGTERM, as database() does
         log.info("pid %s ended: now running the embedded PostgreSQL", self.owner.pid)
 
 
@@ -126,9 +126,17 @@ def stdio_database(settings: Settings) -> Iterator[tuple[str, SharedServer | Non
     with contextlib.ExitStack() as stack:
         shared = None
         try:
-            dsn = stack.enter_context(database(settings))
+            # The SDK's stdin reader thread cannot be joined while the client keeps stdin
+            # open: on a signal, stop the server and end the process at once.
+            dsn = stack.enter_context(database(settings, exit_at_once_on_signal=True))
+            if settings.database_url and threading.current_thread() is threading.main_thread():
+                install_signal_handlers(None, exit_at_once=True)  # no server of ours to stop
         except DataDirInUseError as exc:
             shared = SharedServer(embedded_server(settings), exc.owner)
+            # A signal stops a server this process has taken over, as above; during a
+            # takeover's start() the stop waits for that start to finish.
+            if threading.current_thread() is threading.main_thread():
+                install_signal_handlers(shared.server, exit_at_once=True)
             dsn = shared.server.dsn
             log.info("using the embedded PostgreSQL of pid %s in %s", exc.pid, dsn)
             _wait_until_accepting(dsn, SHARED_SERVER_WAIT_SECONDS)
