@@ -87,6 +87,10 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
             print(
                 f"schema revision: {revision or 'not migrated'} (this release: {head_revision()})"
             )
+            if revision and revision != head_revision():
+                # Older schemas lack what the counts read (e.g. tenants.ann before 0005).
+                print("the schema differs from this release's: `memexdb migrate` upgrades it")
+                return 1
             if revision:
                 stats = conn.execute(queries.TENANT_STATS).fetchone()
                 assert stats is not None

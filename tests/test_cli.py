@@ -256,6 +256,14 @@ def test_commands_against_database_url(pg_server: EmbeddedPostgres, tmp_path: Pa
         assert code == 0, out
         assert "tenants: 2, memories: 3" in out, out
         assert "ANN index: 1 tenant(s) in it, 1 grown past" in out, out
+
+        # A schema of an older release (as after upgrading the package): a hint, not a
+        # traceback from counts that read newer columns.
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("update memex.alembic_version set version_num = '0004'")
+        code, out = run_cli(["status"], env, timeout=60)
+        assert code == 1 and "`memexdb migrate` upgrades it" in out, out
+        assert "Traceback" not in out, out
     finally:
         drop_database(pg_server, dsn)
 
