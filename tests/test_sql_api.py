@@ -202,6 +202,22 @@ def test_expired_memories_vanish_and_maintenance_deletes_them(conn: psycopg.Conn
     assert conn.execute("select count(*) from memex.memories").fetchone() == (1,)
 
 
+def test_the_embedding_of_a_long_memory_stays_in_its_row(conn: psycopg.Connection) -> None:
+    """Storage main: when a row passes the TOAST threshold, its content and tsvector move
+    out, not the vector that every similarity reads (pgvector's default, external, would
+    move the vector first)."""
+    words = " ".join(f"word{i}" for i in range(400))  # ~3,600 characters
+    stored = store(conn, words, unit((1, 1.0)))
+    row = conn.execute(
+        "select pg_column_toast_chunk_id(embedding) is null,"
+        # the row did pass the threshold: something else was compressed or moved out
+        " pg_column_toast_chunk_id(tsv) is not null or pg_column_compression(content) is not null"
+        " from memex.memories where id = %s",
+        (stored["id"],),
+    ).fetchone()
+    assert row == (True, True)
+
+
 def test_text_mode_is_bm25_over_any_query_term(conn: psycopg.Connection) -> None:
     store(conn, "The deploy key lives in the vault under ops/deploy", unit((3, 1.0)))
     store(conn, "Lunch was pasta", angled(0.9))
