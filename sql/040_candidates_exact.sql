@@ -2,7 +2,9 @@
 -- BM25 score: the exact, brute-force candidate set. memex.search uses it for tenants up
 -- to settings.exact_scan_max_rows, where a scan through the (agent_id, user_id,
 -- created_at) index is fast and recall is 1.0 by construction. BM25 statistics (document
--- frequencies, mean length) come from the same scan, so they are exact for the tenant.
+-- frequencies, mean length) come from the same scan, so they are exact for the tenant;
+-- only memories holding a query term have their tsvector unnested (a 10k-memory tenant of
+-- paragraphs: hybrid search 218 -> 84 ms, bench/RESULTS.md "Paragraph-sized memories").
 create or replace function memex._candidates_exact(
     p_agent_id text,
     p_user_id text,
@@ -28,12 +30,18 @@ as $$
           and (p_memory_types is null or m.memory_type = any (p_memory_types))
           and (p_embedding_model is null or m.embedding_model = p_embedding_model)
     ),
+    any_term as (
+        select array_to_string(array(select quote_literal(t) from unnest(p_terms) t), ' | ')::tsquery
+            as q
+        where cardinality(p_terms) > 0
+    ),
     occurrences as (
-        -- one row per (memory, query term) it holds
+        -- one row per (memory, query term) it holds; only memories holding a query term
+        -- are unnested
         select l.id, t.lexeme, coalesce(cardinality(t.positions), 1) as tf,
                length(l.tsv) as dl
-        from live l cross join lateral unnest(l.tsv) t
-        where cardinality(p_terms) > 0 and t.lexeme = any (p_terms)
+        from live l cross join any_term a cross join lateral unnest(l.tsv) t
+        where l.tsv @@ a.q and t.lexeme = any (p_terms)
     ),
     stats as (
         select count(*)::double precision as n, avg(length(l.tsv)) as avgdl from live l
