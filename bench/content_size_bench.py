@@ -1,0 +1,194 @@
+"""memex.search on a tenant of paragraph-sized memories, before and after the changes for
+them, in the same run.
+
+The other benchmarks store short texts. A memory of a paragraph (~400 characters and
+up) with its tsvector passes PostgreSQL's 2 kB TOAST threshold, which changes what a
+search reads. Configurations, each on its own database with the same data:
+
+- "before": the embedding column with pgvector's default storage (external: the vector is
+  the first value moved out of the row) and, with --baseline-sql, that file's
+  memex._candidates_exact (e.g. the one before BM25 skipped non-matching memories);
+- "+ storage main" (with --baseline-sql only): storage main, the baseline function;
+- "now": the schema and functions as migrated.
+
+    mkdir -p /tmp/old && git show 13029bc:sql/040_candidates_exact.sql > /tmp/old/040.sql
+    python bench/content_size_bench.py --baseline-sql /tmp/old/040.sql
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+from harness import Latency, embedded_server, log, run_main, write_json
+from machine import machine_facts
+from pgvector.psycopg import register_vector
+from psycopg.conninfo import make_conninfo
+
+import memexdb
+
+DIMS = 384
+VOCABULARY = 3000  # distinct words of the synthetic texts
+COPY = (
+    "copy memex.memories (agent_id, user_id, content, embedding, embedding_model)"
+    " from stdin (format binary)"
+)
+VECTOR_SEARCH = (
+    "select id from memex.search(p_agent_id => 'bench', p_user_id => 'u',"
+    " p_query_embedding => %s, p_top_k => 10, p_alpha => %s)"
+)
+HYBRID_SEARCH = (
+    "select id from memex.search(p_agent_id => 'bench', p_user_id => 'u',"
+    " p_query_embedding => %s, p_top_k => 10, p_alpha => 1, p_mode => 'hybrid',"
+    " p_query_text => %s)"
+)
+
+
+def unit_rows(rng: np.random.Generator, n: int) -> np.ndarray:
+    v = rng.standard_normal((n, DIMS)).astype(np.float32)
+    unit: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return unit
+
+
+def texts(rng: np.random.Generator, n: int, chars: int) -> list[str]:
+    words = [f"word{i}" for i in range(VOCABULARY)]
+    return [" ".join(rng.choice(words, size=chars // 5 + 1))[:chars] for _ in range(n)]
+
+
+def prepare(admin_dsn: str, name: str, storage: str, function_sql: str | None) -> str:
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(f"create database {name}")
+    dsn = make_conninfo(admin_dsn, dbname=name)
+    memexdb.migrate(dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"alter table memex.memories alter column embedding set storage {storage}")
+        if function_sql is not None:
+            conn.execute(function_sql)
+    return dsn
+
+
+def load(dsn: str, contents: list[str], vectors: np.ndarray) -> dict[str, Any]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        register_vector(conn)
+        with conn.cursor() as cur, cur.copy(COPY) as copy:
+            copy.set_types(["text", "text", "text", "vector", "text"])
+            for content, vector in zip(contents, vectors, strict=True):
+                copy.write_row(("bench", "u", content, vector, "synthetic"))
+        conn.execute("vacuum (analyze) memex.memories")
+        row = conn.execute(
+            "select pg_relation_size('memex.memories'),"
+            " pg_relation_size((select reltoastrelid from pg_class"
+            "                   where oid = 'memex.memories'::regclass)),"
+            " count(*) filter (where pg_column_toast_chunk_id(embedding) is not null)"
+            " from memex.memories"
+        ).fetchone()
+    assert row is not None
+    return {"heap_bytes": row[0], "toast_bytes": row[1], "embeddings_out_of_line": row[2]}
+
+
+def measure(
+    dsns: dict[str, str], queries: np.ndarray, terms: list[str], rounds: int
+) -> dict[str, dict[str, Latency]]:
+    """Interleaved round by round, so a busy neighbour slows every configuration alike."""
+    cases = {"vector, alpha 0.7": 0.7, "vector, alpha 1": 1.0, "hybrid, alpha 1": None}
+    seconds: dict[str, dict[str, list[float]]] = {c: {n: [] for n in dsns} for c in cases}
+    conns = {n: psycopg.connect(d, autocommit=True, prepare_threshold=0) for n, d in dsns.items()}
+    try:
+        for conn in conns.values():
+            register_vector(conn)
+            conn.execute(VECTOR_SEARCH, (queries[0], 0.7)).fetchall()  # warm the caches
+        for _ in range(rounds):
+            for case, alpha in cases.items():
+                for name, conn in conns.items():
+                    for q, text in zip(queries, terms, strict=True):
+                        started = time.perf_counter()
+                        if alpha is None:
+                            conn.execute(HYBRID_SEARCH, (q, text)).fetchall()
+                        else:
+                            conn.execute(VECTOR_SEARCH, (q, alpha)).fetchall()
+                        seconds[case][name].append(time.perf_counter() - started)
+    finally:
+        for conn in conns.values():
+            conn.close()
+    return {c: {n: Latency.of(s) for n, s in per.items()} for c, per in seconds.items()}
+
+
+def table(results: dict[str, dict[str, Latency]], baseline: str) -> str:
+    lines = [
+        "| search | configuration | n | p50 ms | p99 ms | p50 vs before |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for case, per in results.items():
+        for name, lat in per.items():
+            ratio = lat.p50_ms / per[baseline].p50_ms
+            lines.append(
+                f"| {case} | {name} | {lat.n} | {lat.p50_ms:.2f} | {lat.p99_ms:.2f} | {ratio:.2f} |"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=10_000, help="memories of the tenant")
+    parser.add_argument("--chars", type=int, default=500, help="characters per memory")
+    parser.add_argument("--queries", type=int, default=40, help="queries per case and round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--baseline-sql", type=Path, help="an older 040_candidates_exact.sql")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
+    args = parser.parse_args(argv)
+    command = shlex.join(sys.orig_argv)
+    facts = machine_facts()
+    print(f"command: {command}")
+    for key, value in facts.items():
+        print(f"{key}: {value}")
+
+    rng = np.random.default_rng(args.seed)
+    contents = texts(rng, args.rows, args.chars)
+    vectors = unit_rows(rng, args.rows)
+    queries = unit_rows(rng, args.queries)
+    terms = [" ".join(rng.choice([f"word{i}" for i in range(VOCABULARY)], 3)) for _ in queries]
+    baseline = args.baseline_sql.read_text() if args.baseline_sql else None
+    configs: dict[str, tuple[str, str | None]] = {"before": ("external", baseline)}
+    if baseline is not None:
+        configs["+ storage main"] = ("main", baseline)
+    configs["now"] = ("main", None)
+    started = time.perf_counter()
+    with embedded_server("content-size") as server:
+        dsns, layouts = {}, {}
+        for n, (name, (storage, sql)) in enumerate(configs.items()):
+            dsns[name] = prepare(server.dsn, f"content_{n}", storage, sql)
+            layouts[name] = load(dsns[name], contents, vectors)
+            log(f"{name}: loaded {args.rows:,} memories of {args.chars} characters")
+        results = measure(dsns, queries, terms, args.rounds)
+    runtime = time.perf_counter() - started
+    print()
+    print("| configuration | heap MiB | TOAST MiB | embeddings out of line |\n|---|---:|---:|---:|")
+    for name, lay in layouts.items():
+        print(
+            f"| {name} | {lay['heap_bytes'] / 2**20:.1f} | {lay['toast_bytes'] / 2**20:.1f} |"
+            f" {lay['embeddings_out_of_line']:,} |"
+        )
+    print()
+    print(table(results, "before"))
+    print(f"\ntotal runtime: {runtime:.0f} s")
+    report = {
+        "command": command,
+        "machine": facts,
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "layouts": layouts,
+        "results": {c: {n: lat.__dict__ for n, lat in per.items()} for c, per in results.items()},
+    }
+    log(f"wrote {write_json(args.out, 'content_size', report)}")
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main)
