@@ -79,8 +79,7 @@ TENANT_STATS = """
 select count(*) as tenants,
        coalesce(sum(memory_count), 0) as memories,
        count(*) filter (where ann) as indexed,
-       count(*) filter (where not ann and memory_count > coalesce(
-           (select (value #>> '{}')::bigint from memex.settings
-            where name = 'exact_scan_max_rows'), 10000)) as waiting
+       count(*) filter (where not ann and memory_count
+                        > memex._setting('exact_scan_max_rows', '10000')::bigint) as waiting
 from memex.tenants
 """

@@ -4,7 +4,7 @@
 -- created_at) index is fast and recall is 1.0 by construction. BM25 statistics (document
 -- frequencies, mean length) come from the same scan, so they are exact for the tenant;
 -- only memories holding a query term have their tsvector unnested (a 10k-memory tenant of
--- paragraphs: hybrid search 218 -> 84 ms, bench/RESULTS.md "Paragraph-sized memories").
+-- paragraphs: hybrid search 166 -> 68 ms, bench/RESULTS.md "Paragraph-sized memories").
 create or replace function memex._candidates_exact(
     p_agent_id text,
     p_user_id text,
@@ -31,9 +31,7 @@ as $$
           and (p_embedding_model is null or m.embedding_model = p_embedding_model)
     ),
     any_term as (
-        select array_to_string(array(select quote_literal(t) from unnest(p_terms) t), ' | ')::tsquery
-            as q
-        where cardinality(p_terms) > 0
+        select memex._any_term_query(p_terms) as q where cardinality(p_terms) > 0
     ),
     occurrences as (
         -- one row per (memory, query term) it holds; only memories holding a query term

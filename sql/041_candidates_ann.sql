@@ -40,9 +40,7 @@ as $$
           and (p_embedding_model is null or m.embedding_model = p_embedding_model)
     ),
     any_term as (
-        select array_to_string(array(select quote_literal(t) from unnest(p_terms) t), ' | ')::tsquery
-            as q
-        where cardinality(p_terms) > 0
+        select memex._any_term_query(p_terms) as q where cardinality(p_terms) > 0
     ),
     picked as (
         -- Each branch carries the columns the ranking needs from the rows its index scan

@@ -5,8 +5,9 @@ threshold, the embedding (1,540 bytes at 384 dimensions) is the first value move
 line, and every similarity computed from the heap then fetches it from the TOAST table.
 A memory of a paragraph (~400 characters) with its tsvector already passes the threshold.
 With storage main the content and tsvector are compressed or moved out instead, and the
-vector stays in the row: an exact search over a 10,000-memory tenant of 500-character
-memories took 34.5 -> 14.3 ms (bench/RESULTS.md, "Paragraph-sized memories").
+vector stays in the row: an exact vector search over a 10,000-memory tenant of
+500-character memories took 27.6 -> 15.1-17.1 ms (bench/RESULTS.md, "Paragraph-sized
+memories").
 
 Only rows written from now on are stored this way; existing rows keep their layout until
 they are rewritten (e.g. VACUUM FULL or pg_repack), which this revision does not force.
