@@ -18,8 +18,6 @@ search reads. Configurations, each on its own database with the same data:
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,14 +25,19 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from harness import Latency, embedded_server, log, run_main, write_json
+from harness import (
+    Latency,
+    create_database,
+    embedded_server,
+    log,
+    print_header,
+    run_main,
+    unit_vectors,
+    write_json,
+)
 from machine import machine_facts
 from pgvector.psycopg import register_vector
-from psycopg.conninfo import make_conninfo
 
-import memexdb
-
-DIMS = 384
 VOCABULARY = 3000  # distinct words of the synthetic texts
 COPY = (
     "copy memex.memories (agent_id, user_id, content, embedding, embedding_model)"
@@ -51,22 +54,13 @@ HYBRID_SEARCH = (
 )
 
 
-def unit_rows(rng: np.random.Generator, n: int) -> np.ndarray:
-    v = rng.standard_normal((n, DIMS)).astype(np.float32)
-    unit: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
-    return unit
-
-
 def texts(rng: np.random.Generator, n: int, chars: int) -> list[str]:
     words = [f"word{i}" for i in range(VOCABULARY)]
     return [" ".join(rng.choice(words, size=chars // 5 + 1))[:chars] for _ in range(n)]
 
 
 def prepare(admin_dsn: str, name: str, storage: str, function_sql: str | None) -> str:
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(f"create database {name}")
-    dsn = make_conninfo(admin_dsn, dbname=name)
-    memexdb.migrate(dsn)
+    dsn = create_database(admin_dsn, name)
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(f"alter table memex.memories alter column embedding set storage {storage}")
         if function_sql is not None:
@@ -144,16 +138,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
     args = parser.parse_args(argv)
-    command = shlex.join(sys.orig_argv)
     facts = machine_facts()
-    print(f"command: {command}")
-    for key, value in facts.items():
-        print(f"{key}: {value}")
+    command = print_header(facts)
 
     rng = np.random.default_rng(args.seed)
     contents = texts(rng, args.rows, args.chars)
-    vectors = unit_rows(rng, args.rows)
-    queries = unit_rows(rng, args.queries)
+    vectors = unit_vectors(rng, args.rows)
+    queries = unit_vectors(rng, args.queries)
     terms = [" ".join(rng.choice([f"word{i}" for i in range(VOCABULARY)], 3)) for _ in queries]
     baseline = args.baseline_sql.read_text() if args.baseline_sql else None
     configs: dict[str, tuple[str, str | None]] = {"before": ("external", baseline)}

@@ -1,10 +1,12 @@
-"""What every benchmark script needs around its measurements: a private embedded server,
-the service's process, latency summaries, log lines and the JSON report."""
+"""What every benchmark script needs around its measurements: a private embedded server
+and databases on it, the service's process, latency summaries, log lines, the header
+and the JSON report."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import shutil
 import signal
 import socket
@@ -19,7 +21,10 @@ from typing import Any
 
 import httpx
 import numpy as np
+import psycopg
+from psycopg.conninfo import make_conninfo
 
+import memexdb
 from memexdb.embedded import EmbeddedPostgres, install_signal_handlers
 
 SERVICE_START_TIMEOUT_S = 180.0
@@ -41,6 +46,31 @@ class Latency:
         ms = np.asarray(seconds, dtype=np.float64) * 1000.0
         p50, p95, p99 = np.percentile(ms, [50, 95, 99])
         return cls(len(ms), float(p50), float(p95), float(p99), float(ms.mean()), float(ms.max()))
+
+
+def print_header(facts: dict[str, Any]) -> str:
+    """Print the exact command and the machine facts; returns the command."""
+    command = shlex.join(sys.orig_argv)
+    print(f"command: {command}")
+    for key, value in facts.items():
+        print(f"{key}: {value}")
+    return command
+
+
+def unit_vectors(rng: np.random.Generator, n: int, dims: int = 384) -> np.ndarray:
+    """n random unit vectors (float32), as the schema's vector(384) holds them."""
+    v = rng.standard_normal((n, dims)).astype(np.float32)
+    unit: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return unit
+
+
+def create_database(admin_dsn: str, name: str) -> str:
+    """A new, migrated database on the server of `admin_dsn`; returns its DSN."""
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(f"create database {name}")
+    dsn = make_conninfo(admin_dsn, dbname=name)
+    memexdb.migrate(dsn)
+    return dsn
 
 
 def log(message: str) -> None:

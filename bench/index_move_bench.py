@@ -17,8 +17,6 @@ memex.store and records each call's latency.
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -27,15 +25,20 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from harness import Latency, embedded_server, log, run_main, write_json
+from harness import (
+    Latency,
+    create_database,
+    embedded_server,
+    log,
+    print_header,
+    run_main,
+    unit_vectors,
+    write_json,
+)
 from machine import machine_facts
 from pgvector.psycopg import register_vector
-from psycopg.conninfo import make_conninfo
-
-import memexdb
 
 AGENT, USER = "bench", "grower"
-DIMS = 384
 INSERT_PAUSE_S = 0.02
 FOLLOW_UP_S = 1.0  # memexdb.rest.app.MAINTENANCE_FOLLOW_UP_SECONDS
 MAX_MAINTENANCE_CALLS = 500
@@ -46,18 +49,9 @@ COPY = (
 STORE = "select id from memex.store(%s, %s, %s, %s, 'synthetic')"
 
 
-def unit_vectors(rng: np.random.Generator, n: int) -> np.ndarray:
-    v = rng.standard_normal((n, DIMS)).astype(np.float32)
-    unit: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
-    return unit
-
-
 def fresh_database(admin_dsn: str, name: str, rows: int, batch: int) -> str:
     """A migrated database whose tenant (AGENT, USER) has `rows` memories, none indexed."""
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(f"create database {name}")
-    dsn = make_conninfo(admin_dsn, dbname=name)
-    memexdb.migrate(dsn)
+    dsn = create_database(admin_dsn, name)
     vectors = unit_vectors(np.random.default_rng(7), rows)
     with psycopg.connect(dsn, autocommit=True) as conn:
         register_vector(conn)
@@ -163,11 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=1000, help="settings.index_batch_rows")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
     args = parser.parse_args(argv)
-    command = shlex.join(sys.orig_argv)
     facts = machine_facts()
-    print(f"command: {command}")
-    for key, value in facts.items():
-        print(f"{key}: {value}")
+    command = print_header(facts)
     results = []
     with embedded_server("index-move") as server:
         for n, mode in enumerate(("one statement", "steps")):

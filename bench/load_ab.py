@@ -31,7 +31,6 @@ import contextlib
 import importlib.util
 import os
 import random
-import shlex
 import statistics
 import subprocess
 import sys
@@ -46,6 +45,7 @@ from harness import (
     embedded_server,
     free_port,
     log,
+    print_header,
     run_main,
     stop_process,
     wait_healthy,
@@ -244,12 +244,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
-    command = shlex.join(sys.orig_argv)
     facts = {**machine_facts(), **stack_facts(1)}
     facts["loadavg_at_start"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"command: {command}")
-    for key, value in facts.items():
-        print(f"{key}: {value}")
+    command = print_header(facts)
     rng = random.Random(args.seed)
     rounds: list[dict[str, Any]] = []
     with embedded_server("load") as server:

@@ -36,6 +36,7 @@ from harness import (
     embedded_server,
     free_port,
     log,
+    print_header,
     run_main,
     stop_process,
     wait_healthy,
@@ -481,12 +482,9 @@ def specs(args: argparse.Namespace) -> list[RunSpec]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
-    command = shlex.join(sys.orig_argv)
     facts = {**machine_facts(), **stack_facts(args.workers)}
     facts["loadavg_at_start"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"command: {command}")
-    for key, value in facts.items():
-        print(f"{key}: {value}")
+    command = print_header(facts)
     rng = random.Random(args.seed)
     results: list[RunResult] = []
     rates: dict[str, EmbedderRate] = {}

@@ -21,8 +21,6 @@ import json
 import math
 import os
 import re
-import shlex
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -32,12 +30,18 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from harness import Latency, embedded_server, log, run_main, write_json
+from harness import (
+    Latency,
+    create_database,
+    embedded_server,
+    log,
+    print_header,
+    run_main,
+    write_json,
+)
 from machine import machine_facts
 from pgvector.psycopg import register_vector
-from psycopg.conninfo import make_conninfo
 
-import memexdb
 from memexdb.embedded import EmbeddedPostgres
 
 REPO = Path(__file__).resolve().parents[1]
@@ -188,11 +192,9 @@ def tune_server(server: EmbeddedPostgres, settings: dict[str, str]) -> dict[str,
         return shown
 
 
-def create_database(server: EmbeddedPostgres, name: str) -> str:
-    with psycopg.connect(server.dsn, autocommit=True) as conn:
-        conn.execute(f"create database {name}")
-    dsn = make_conninfo(server.dsn, dbname=name)
-    memexdb.migrate(dsn)
+def create_prewarmed_database(server: EmbeddedPostgres, name: str) -> str:
+    """harness.create_database with pg_prewarm, which the timed rounds use."""
+    dsn = create_database(server.dsn, name)
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("create extension if not exists pg_prewarm")
     return dsn
@@ -677,11 +679,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
-    command = shlex.join(sys.orig_argv)
     facts: dict[str, Any] = machine_facts()
-    print(f"command: {command}")
-    for key, value in facts.items():
-        print(f"{key}: {value}")
+    command = print_header(facts)
     synth = Synth(args.seed, args.data)
     small = [synth.tenant(f"t{i:04d}", args.tenant_size) for i in range(args.tenants)]
     big = synth.tenant("big", args.big_tenant)
@@ -708,7 +707,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "checkpoint_timeout": "1h",
                 },
             )
-            dsn = create_database(server, "scale")
+            dsn = create_prewarmed_database(server, "scale")
             with connect(dsn) as conn:
                 facts["postgresql"] = scalar(conn, "show server_version")
                 facts["pgvector"] = scalar(

@@ -16,7 +16,6 @@ import math
 import os
 import platform
 import re
-import shlex
 import subprocess
 import sys
 import time
@@ -30,11 +29,13 @@ from typing import Any, TypeVar
 import httpx
 import numpy as np
 import psycopg
-from harness import (  # bench/harness.py: the script's folder is on sys.path
+from harness import (
     Latency,
+    create_database,
     embedded_server,
     free_port,
     log,
+    print_header,  # bench/harness.py: the script's folder is on sys.path
     run_main,
     run_maintenance,
     stop_process,
@@ -43,10 +44,8 @@ from harness import (  # bench/harness.py: the script's folder is on sys.path
 )
 from machine import machine_facts
 from pgvector.psycopg import register_vector
-from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
-import memexdb
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import Embedder, build_embedder
 
@@ -162,15 +161,6 @@ class Synth:
 
 
 # --- database ----------------------------------------------------------------------
-
-
-def create_database(server: EmbeddedPostgres, name: str) -> str:
-    """A new, migrated database on `server`; returns its DSN."""
-    with psycopg.connect(server.dsn, autocommit=True) as conn:
-        conn.execute(f"create database {name}")
-    dsn = make_conninfo(server.dsn, dbname=name)
-    memexdb.migrate(dsn)
-    return dsn
 
 
 def connect(dsn: str) -> psycopg.Connection[Any]:
@@ -408,7 +398,7 @@ def tenant_cases(
     loads: list[dict[str, Any]] = []
     sizes = sorted(set(args.sizes))
     for size in sizes:
-        dsn = create_database(server, f"bench_n{size}")
+        dsn = create_database(server.dsn, f"bench_n{size}")
         per_tenant = size // args.tenants
         tenants = [synth.tenant(f"t{i:04d}", per_tenant) for i in range(args.tenants)]
         with connect(dsn) as conn:
@@ -571,7 +561,7 @@ def service_case(server: EmbeddedPostgres, synth: Synth, log_path: Path) -> Serv
     """Service search vs raw embedder vs memex.search SQL for the same texts: SERVICE_ROUNDS
     rounds of three back-to-back blocks, so a busy neighbour on the machine, whenever it
     runs, slows all three alike, while each block keeps its own caches warm."""
-    dsn = create_database(server, "bench_service")
+    dsn = create_database(server.dsn, "bench_service")
     user_id = "service"
     per_round = BLOCK_WARMUP + SERVICE_QUERIES // SERVICE_ROUNDS
     texts = query_texts(per_round * SERVICE_ROUNDS)
@@ -783,13 +773,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
-    command = shlex.join(sys.orig_argv)
     synth = Synth(args.seed)
     with embedded_server("bench") as server:
         facts = run_facts(server.dsn)
-        print(f"command: {command}")
-        for key, value in facts.items():
-            print(f"{key}: {value}")
+        command = print_header(facts)
         cases, loads = tenant_cases(server, args, synth)
         svc = service_case(server, synth, server.data_dir.parent / "service.log")
     runtime = time.perf_counter() - started
