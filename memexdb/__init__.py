@@ -12,7 +12,8 @@ from memexdb.errors import (
     SetupError,
 )
 from memexdb.migrations import migrate
-from memexdb.types import Memory, MemoryType, NewMemory, SearchHit, SearchMode
+from memexdb.params import NewMemory
+from memexdb.types import Memory, MemoryType, SearchHit, SearchMode
 
 __all__ = [
     "AsyncMemex",

@@ -3,13 +3,11 @@ named arguments, so the SQL API (sql/*.sql) is the only place with logic."""
 
 from __future__ import annotations
 
-_MEMORY_FIELDS = (
-    "id, agent_id, user_id, memory_type, content, importance, metadata, embedding_model,"
-    " created_at, updated_at, expires_at"
-)
+# Results are read by column name (psycopg class_row) into the dataclasses of
+# memexdb.types, which mirror the SQL result types: `select *` lists no column here.
 
-STORE = f"""
-select {_MEMORY_FIELDS} from memex.store(
+STORE = """
+select * from memex.store(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_content => %(content)s,
     p_embedding => %(embedding)s, p_embedding_model => %(embedding_model)s,
     p_memory_type => %(memory_type)s::text::memex.memory_type,
@@ -17,8 +15,8 @@ select {_MEMORY_FIELDS} from memex.store(
     p_expires_at => %(expires_at)s, p_created_at => %(created_at)s)
 """
 
-STORE_MANY = f"""
-select {_MEMORY_FIELDS} from memex.store_many(
+STORE_MANY = """
+select * from memex.store_many(
     p_agent_ids => %(agent_ids)s, p_user_ids => %(user_ids)s, p_contents => %(contents)s,
     p_embeddings => %(embeddings)s, p_embedding_model => %(embedding_model)s,
     p_memory_types => %(memory_types)s::text[]::memex.memory_type[],
@@ -27,9 +25,7 @@ select {_MEMORY_FIELDS} from memex.store_many(
 """
 
 SEARCH = """
-select id, agent_id, user_id, memory_type, content, importance, metadata, created_at,
-       expires_at, similarity, text_rank, relevance, recency, score
-from memex.search(
+select * from memex.search(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
     p_query_embedding => %(query_embedding)s, p_top_k => %(top_k)s, p_alpha => %(alpha)s,
     p_half_life_days => %(half_life_days)s,
@@ -39,14 +35,14 @@ from memex.search(
     p_context_weight => %(context_weight)s)
 """
 
-FORGET = f"""
-select {_MEMORY_FIELDS}
-from memex.forget(p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_id => %(id)s)
+FORGET = """
+select * from memex.forget(p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_id => %(id)s)
 """
 
 COUNT = """
 select memex.count(p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
-                   p_memory_type => %(memory_type)s::text::memex.memory_type)
+                   p_memory_type => %(memory_type)s::text::memex.memory_type,
+                   p_embedding_model => %(embedding_model)s)
 """
 
 RATE_LIMIT_HIT = """
@@ -55,16 +51,14 @@ from memex.rate_limit_hit(p_key => %(key)s, p_limit => %(limit)s,
                           p_window_seconds => %(window_seconds)s)
 """
 
-MAINTENANCE = (
-    "select expired_memories_deleted, rate_limit_rows_deleted, tenants_indexed,"
-    " memories_indexed from memex.maintenance()"
-)
+MAINTENANCE = "select * from memex.maintenance()"
 
 EMBEDDING_DIMS = "select memex.embedding_dims()"
 
 SET_SETTING = """
 insert into memex.settings (name, value) values (%(name)s, %(value)s)
 on conflict (name) do update set value = excluded.value, updated_at = now()
+returning name
 """
 
 PING = "select 1"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,7 +19,7 @@ class MemoryType(enum.StrEnum):
 
 
 class SearchMode(enum.StrEnum):
-    """vector: cosine similarity; text: full-text rank; hybrid: both, fused by RRF."""
+    """vector: cosine similarity; text: BM25 full-text rank; hybrid: a linear blend of both."""
 
     VECTOR = "vector"
     TEXT = "text"
@@ -65,20 +64,6 @@ class SearchHit:
 
 
 @dataclass(frozen=True, slots=True)
-class NewMemory:
-    """One item of a batch store."""
-
-    agent_id: str
-    user_id: str
-    content: str
-    memory_type: MemoryType = MemoryType.EPISODIC
-    importance: float = 1.0
-    metadata: dict[str, Any] | None = None
-    expires_at: datetime | None = None
-    created_at: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class RateLimitResult:
     """Result of memex.rate_limit_hit."""
 
@@ -96,16 +81,3 @@ class MaintenanceResult:
     rate_limit_rows_deleted: int
     tenants_indexed: int  # tenants that finished moving into the ANN index (0 or 1)
     memories_indexed: int  # rows moved into the ANN index; > 0: more may be waiting
-
-
-@dataclass(frozen=True, slots=True)
-class SearchOptions:
-    """The ranking knobs of one search (see memex.search)."""
-
-    top_k: int = 10
-    alpha: float = 0.7
-    half_life_days: float = 30.0
-    memory_types: Sequence[MemoryType | str] | None = None
-    mode: SearchMode | str = SearchMode.VECTOR
-    now: datetime | None = None
-    context_weight: float | None = None

@@ -19,6 +19,9 @@ begin
     if p_content is null or length(p_content) not between 1 and 32768 then
         perform memex._invalid('content', 'must be 1 to 32768 characters');
     end if;
+    if btrim(p_content, E' \t\n\r\f\x0b') = '' then
+        perform memex._invalid('content', 'must contain a non-whitespace character');
+    end if;
     if p_embedding is null then
         perform memex._invalid('embedding', 'is required');
     end if;
@@ -30,11 +33,16 @@ begin
     if p_embedding_model is null or p_embedding_model = '' then
         perform memex._invalid('embedding_model', 'is required');
     end if;
-    if p_importance is null or p_importance not between 0 and 2 then
-        perform memex._invalid('importance', 'must be between 0 and 2');
+    -- importance is stored as real: a positive value below 1e-6 would underflow it
+    if p_importance is null or p_importance not between 0 and 2
+       or (p_importance > 0 and p_importance < 1e-6) then
+        perform memex._invalid('importance', 'must be 0 or between 0.000001 and 2');
     end if;
     if p_metadata is not null and jsonb_typeof(p_metadata) <> 'object' then
         perform memex._invalid('metadata', 'must be a JSON object');
+    end if;
+    if octet_length(p_metadata::text) > 65536 then
+        perform memex._invalid('metadata', 'must be at most 65536 bytes of JSON');
     end if;
 end
 $$;

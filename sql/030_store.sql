@@ -32,9 +32,7 @@ begin
         (p_agent_id, p_user_id, coalesce(p_memory_type, 'episodic'), p_content, p_embedding,
          p_embedding_model, p_importance, coalesce(p_metadata, '{}'), p_expires_at,
          coalesce(p_created_at, now()), now())
-    returning m.id, m.agent_id, m.user_id, m.memory_type, m.content, m.importance,
-              m.metadata, m.embedding_model, m.created_at, m.updated_at, m.expires_at
-    into v_result;
+    returning (memex._memory_record(m)).* into v_result;
     return v_result;
 end
 $$;

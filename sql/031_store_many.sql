@@ -73,12 +73,9 @@ begin
                coalesce(p_metadata[it.ord], '{}'), p_expires_at[it.ord],
                coalesce(p_created_at[it.ord], now()), now()
         from items it
-        returning m.id, m.agent_id, m.user_id, m.memory_type, m.content, m.importance,
-                  m.metadata, m.embedding_model, m.created_at, m.updated_at, m.expires_at
+        returning m.id, memex._memory_record(m) as record
     )
-    select ins.id, ins.agent_id, ins.user_id, ins.memory_type, ins.content,
-           ins.importance::double precision, ins.metadata, ins.embedding_model,
-           ins.created_at, ins.updated_at, ins.expires_at
+    select (ins.record).*
     from inserted ins join items it on it.id = ins.id
     order by it.ord;
 end

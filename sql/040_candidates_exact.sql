@@ -22,13 +22,8 @@ as $$
     with live as materialized (
         select m.id, m.importance::double precision as importance, m.created_at,
                1 - (m.embedding <=> p_query_embedding) as similarity, m.tsv
-        from memex.memories m
-        where m.agent_id = p_agent_id
-          and m.user_id = p_user_id
-          and m.archived_at is null
-          and (m.expires_at is null or m.expires_at > p_now)
-          and (p_memory_types is null or m.memory_type = any (p_memory_types))
-          and (p_embedding_model is null or m.embedding_model = p_embedding_model)
+        from memex._live_memories(p_agent_id, p_user_id, p_memory_types, p_embedding_model,
+                                  p_now) m
     ),
     any_term as (
         select memex._any_term_query(p_terms) as q where cardinality(p_terms) > 0

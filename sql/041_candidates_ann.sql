@@ -31,13 +31,8 @@ set search_path = pg_catalog, public, pg_temp
 set plan_cache_mode = force_custom_plan
 as $$
     with live as not materialized (
-        select m.* from memex.memories m
-        where m.agent_id = p_agent_id
-          and m.user_id = p_user_id
-          and m.archived_at is null
-          and (m.expires_at is null or m.expires_at > p_now)
-          and (p_memory_types is null or m.memory_type = any (p_memory_types))
-          and (p_embedding_model is null or m.embedding_model = p_embedding_model)
+        select m.* from memex._live_memories(p_agent_id, p_user_id, p_memory_types,
+                                             p_embedding_model, p_now) m
     ),
     any_term as (
         select memex._any_term_query(p_terms) as q where cardinality(p_terms) > 0

@@ -62,14 +62,15 @@ declare
     v_saved    text[];
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);
-    if p_top_k is null or p_top_k not between 1 and 1000 then
-        perform memex._invalid('top_k', 'must be between 1 and 1000');
+    if p_top_k is null or p_top_k not between 1 and 100 then
+        perform memex._invalid('top_k', 'must be between 1 and 100');
     end if;
     if p_alpha is null or p_alpha not between 0 and 1 then
         perform memex._invalid('alpha', 'must be between 0 and 1');
     end if;
-    if p_half_life_days is null or p_half_life_days <= 0 or p_half_life_days = 'infinity' then
-        perform memex._invalid('half_life_days', 'must be a positive number of days');
+    -- a shorter half-life would overflow the decay's exponent (ln 2 / half-life * age)
+    if p_half_life_days is null or p_half_life_days not between 0.001 and 36500 then
+        perform memex._invalid('half_life_days', 'must be between 0.001 and 36500 days');
     end if;
     if p_mode is null or p_mode not in ('vector', 'text', 'hybrid') then
         perform memex._invalid('mode', 'must be one of vector, text, hybrid');
@@ -87,8 +88,11 @@ begin
         p_query_embedding := null;
     end if;
     if p_mode <> 'vector' then
-        if coalesce(btrim(p_query_text), '') = '' then
+        if coalesce(btrim(p_query_text, E' \t\n\r\f\x0b'), '') = '' then
             perform memex._invalid('query_text', 'is required in mode ' || p_mode);
+        end if;
+        if length(p_query_text) > 8000 then
+            perform memex._invalid('query_text', 'must be at most 8000 characters');
         end if;
         v_terms := memex._query_terms(p_query_text);
     end if;
@@ -140,14 +144,9 @@ begin
                 from (
                     select m.id, m.importance::double precision as importance, m.created_at,
                            1 - (m.embedding <=> p_query_embedding) as similarity
-                    from memex.memories m
+                    from memex._live_memories(p_agent_id, p_user_id, p_memory_types,
+                                              p_embedding_model, v_now) m
                     where v_exact
-                      and m.agent_id = p_agent_id
-                      and m.user_id = p_user_id
-                      and m.archived_at is null
-                      and (m.expires_at is null or m.expires_at > v_now)
-                      and (p_memory_types is null or m.memory_type = any (p_memory_types))
-                      and (p_embedding_model is null or m.embedding_model = p_embedding_model)
                     union all
                     select a.id, a.importance, a.created_at, a.similarity
                     from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,

@@ -13,9 +13,7 @@ begin
     perform memex._check_tenant(p_agent_id, p_user_id);
     delete from memex.memories m
     where m.id = p_id and m.agent_id = p_agent_id and m.user_id = p_user_id
-    returning m.id, m.agent_id, m.user_id, m.memory_type, m.content, m.importance,
-              m.metadata, m.embedding_model, m.created_at, m.updated_at, m.expires_at
-    into v_result;
+    returning (memex._memory_record(m)).* into v_result;
     if v_result.id is null then
         raise exception 'memory % not found', p_id using errcode = 'MX404';
     end if;

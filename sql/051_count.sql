@@ -1,9 +1,14 @@
--- memex.count: number of live (unexpired, unarchived) memories of a tenant, optionally
--- of one memory type.
+-- memex.count: number of live memories of a tenant (memex._live_memories: unarchived,
+-- unexpired at p_now), optionally of one memory type and one embedding model (the
+-- memories a search with that model can find).
+drop function if exists memex.count(text, text, memex.memory_type);
+
 create or replace function memex.count(
     p_agent_id text,
     p_user_id text,
-    p_memory_type memex.memory_type default null
+    p_memory_type memex.memory_type default null,
+    p_embedding_model text default null,
+    p_now timestamptz default null
 )
 returns bigint
 language plpgsql
@@ -13,15 +18,14 @@ as $$
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);
     return (
-        select count(*) from memex.memories m
-        where m.agent_id = p_agent_id
-          and m.user_id = p_user_id
-          and m.archived_at is null
-          and (m.expires_at is null or m.expires_at > now())
-          and (p_memory_type is null or m.memory_type = p_memory_type)
+        select count(*)
+        from memex._live_memories(p_agent_id, p_user_id,
+                                  case when p_memory_type is null then null
+                                       else array[p_memory_type] end,
+                                  p_embedding_model, coalesce(p_now, now()))
     );
 end
 $$;
 
-comment on function memex.count(text, text, memex.memory_type) is
-    'Count live memories of tenant (agent_id, user_id), optionally of one type.';
+comment on function memex.count(text, text, memex.memory_type, text, timestamptz) is
+    'Count live memories of tenant (agent_id, user_id), optionally of one type and model.';

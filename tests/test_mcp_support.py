@@ -128,7 +128,9 @@ async def exercise(client: Client, who: dict[str, str]) -> None:
     search_args = tools["search_memories"].input_schema["properties"]
     assert (search_args["top_k"]["minimum"], search_args["top_k"]["maximum"]) == (1, 100)
     assert (search_args["alpha"]["minimum"], search_args["alpha"]["maximum"]) == (0, 1)
-    assert search_args["half_life_days"]["exclusiveMinimum"] == 0
+    assert search_args["half_life_days"]["minimum"] == 0.001
+    assert search_args["mode"]["enum"] == ["vector", "text", "hybrid"]
+    assert {"memory_types", "context_weight"} <= set(search_args)
     store_args = tools["store_memory"].input_schema["properties"]
     assert store_args["memory_type"]["enum"] == ["episodic", "semantic", "procedural"]
     assert store_args["content"]["maxLength"] == 32768
@@ -187,7 +189,8 @@ async def exercise_errors(client: Client, who: dict[str, str]) -> None:
         ("store_memory", {**who, "content": "x", "importance": 3}, "importance"),
         ("store_memory", {**who, "content": ""}, "content"),
         ("store_memory", {**who, "content": "x" * 32769}, "content"),
-        ("store_memory", {**who, "content": "   "}, "invalid argument content"),
+        ("store_memory", {**who, "content": "   "}, "content: must contain a non-whitespace"),
+        ("store_memory", {**who, "content": "a\x00b"}, "content: must not contain NUL"),
         ("store_memory", {**who, "content": "x", "metadata": [1, 2]}, "metadata"),
         ("count_memories", {**who, "agent_id": ""}, "agent_id"),
         ("count_memories", {**who, "user_id": "u" * 129}, "user_id"),

@@ -247,9 +247,10 @@ def test_text_search_of_only_stop_words_is_not_an_error(live: Live) -> None:
 
 
 def test_search_of_an_empty_tenant(live: Live) -> None:
-    r = live.http.post(SEARCH, json={**tenant(), "query": "anything at all"})
+    who = tenant()
+    r = live.http.post(SEARCH, json={**who, "query": "anything at all"})
     assert r.status_code == 200, r.text
-    assert r.json() == {"results": [], "query": "anything at all", "total": 0}
+    assert r.json() == {**who, "results": [], "query": "anything at all", "total": 0}
 
 
 def test_delete(live: Live) -> None:
@@ -369,7 +370,9 @@ def test_openapi_document(live: Live) -> None:
     # request schemas describe the limits the server enforces
     create = schemas["MemoryCreate"]
     assert set(create["required"]) == {"agent_id", "user_id", "content"}
-    assert create["properties"]["importance"]["maximum"] == 2.0
+    assert {"type": "number", "minimum": 1e-6, "maximum": 2.0} in create["properties"][
+        "importance"
+    ]["anyOf"]
 
 
 def test_swagger_ui_is_served_locally(live: Live) -> None:
@@ -525,8 +528,6 @@ def test_count_validation(live: Live, params: dict[str, str], fields: list[str])
 @pytest.mark.parametrize(
     ("memory_id", "params", "fields"),
     [
-        ("not-a-uuid", A, ["id"]),
-        ("12345", A, ["id"]),
         (ANY_ID, {"agent_id": "a"}, ["user_id"]),
         (ANY_ID, {"user_id": "u"}, ["agent_id"]),
         (ANY_ID, {}, ["agent_id", "user_id"]),

@@ -14,20 +14,47 @@ import inspect
 import logging
 import math
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Annotated, Any, TypeVar
-from uuid import UUID
+from typing import Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from memexdb import __version__
 from memexdb.client import AsyncMemex
 from memexdb.errors import DatabaseUnavailable, InvalidArgument, MemexError, NotFound, RateLimited
-from memexdb.mcp.models import Count, Deleted, Hit, MemoryTypeName, SearchResults, StoredMemory
 from memexdb.mcp.tenant import ArgumentTenant, Caller, Tenant, TenantResolver
-from memexdb.types import MemoryType
+from memexdb.params import (
+    DEFAULT_ALPHA,
+    DEFAULT_HALF_LIFE_DAYS,
+    DEFAULT_IMPORTANCE,
+    DEFAULT_MEMORY_TYPE,
+    DEFAULT_MODE,
+    DEFAULT_TOP_K,
+    AgentId,
+    Alpha,
+    Content,
+    ContextWeight,
+    CountResponse,
+    Deleted,
+    HalfLifeDays,
+    Importance,
+    Kind,
+    MemoryId,
+    MemoryOut,
+    MemoryTypeFilter,
+    MemoryTypes,
+    Metadata,
+    Mode,
+    Query,
+    SearchResponse,
+    SearchResult,
+    TopK,
+    UserId,
+    field_errors,
+    type_filter,
+)
 
 log = logging.getLogger("memexdb.mcp")
 _Fn = TypeVar("_Fn", bound=Callable[..., Any])
@@ -41,28 +68,6 @@ Long-term memory for this agent. Store facts, events and procedures worth keepin
 store_memory; before answering, recall what is relevant with search_memories (results are
 ranked by relevance, recency and importance, best first). Memories belong to a tenant:
 always pass the same agent_id (who you are) and user_id (whom the memory is about)."""
-
-AgentId = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=128,
-        description="Your agent's id; memories are private to (agent_id, user_id).",
-    ),
-]
-UserId = Annotated[
-    str,
-    Field(
-        min_length=1, max_length=128, description="The user the memories are about or belong to."
-    ),
-]
-KindArg = Annotated[
-    MemoryTypeName,
-    Field(
-        description="semantic: facts and preferences; episodic: events and conversations; "
-        "procedural: how to do things."
-    ),
-]
 
 
 class MemexMCP(MCPServer[Any]):
@@ -84,10 +89,7 @@ class MemexMCP(MCPServer[Any]):
 
 
 def _describe(tool: str, exc: ValidationError) -> str:
-    problems = [
-        f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
-        for err in exc.errors(include_url=False)
-    ]
+    problems = [f"{e.field}: {e.message}" for e in field_errors(exc)]
     return f"Error executing tool {tool}: invalid arguments: " + "; ".join(problems)
 
 
@@ -154,29 +156,12 @@ def build_mcp_server(
     async def store_memory(
         agent_id: AgentId,
         user_id: UserId,
-        content: Annotated[
-            str,
-            Field(
-                min_length=1,
-                max_length=32768,
-                description="The memory, as a self-contained sentence or short passage.",
-            ),
-        ],
+        content: Content,
         ctx: Context[Any, Any],
-        memory_type: KindArg = "episodic",
-        importance: Annotated[
-            float,
-            Field(
-                ge=0.0,
-                le=2.0,
-                allow_inf_nan=False,
-                description="0 to 2; scales the memory's score (1 = normal, 2 = twice as strong).",
-            ),
-        ] = 1.0,
-        metadata: Annotated[
-            dict[str, Any] | None, Field(description="Optional JSON object kept with the memory.")
-        ] = None,
-    ) -> StoredMemory:
+        memory_type: Kind = DEFAULT_MEMORY_TYPE,
+        importance: Importance = DEFAULT_IMPORTANCE,
+        metadata: Metadata = None,
+    ) -> MemoryOut:
         """Remember something for later: store one memory (a fact, an event or a procedure)
         for the tenant (agent_id, user_id). Returns the stored memory with its id."""
         async with _tool_errors():
@@ -185,47 +170,26 @@ def build_mcp_server(
                 tenant.agent_id,
                 tenant.user_id,
                 content,
-                memory_type=MemoryType(memory_type),
+                memory_type=memory_type,
                 importance=importance,
                 metadata=metadata,
             )
-        return StoredMemory.of(memory)
+        return MemoryOut.model_validate(memory)
 
     @tool(ToolAnnotations(title="Search memories", read_only_hint=True, open_world_hint=False))
     async def search_memories(
         agent_id: AgentId,
         user_id: UserId,
-        query: Annotated[
-            str,
-            Field(min_length=1, max_length=8000, description="What to recall, in plain words."),
-        ],
+        query: Query,
         ctx: Context[Any, Any],
-        top_k: Annotated[
-            int, Field(ge=1, le=100, description="How many memories to return (1 to 100).")
-        ] = 10,
-        alpha: Annotated[
-            float,
-            Field(
-                ge=0.0,
-                le=1.0,
-                allow_inf_nan=False,
-                description="Weight of relevance against recency: 1 = relevance only, "
-                "0 = newest first.",
-            ),
-        ] = 0.7,
-        memory_type: Annotated[
-            MemoryTypeName | None, Field(description="Only memories of this type.")
-        ] = None,
-        half_life_days: Annotated[
-            float,
-            Field(
-                gt=0.0,
-                le=36500.0,
-                allow_inf_nan=False,
-                description="Age in days at which recency has halved.",
-            ),
-        ] = 30.0,
-    ) -> SearchResults:
+        top_k: TopK = DEFAULT_TOP_K,
+        alpha: Alpha = DEFAULT_ALPHA,
+        memory_type: MemoryTypeFilter = None,
+        half_life_days: HalfLifeDays = DEFAULT_HALF_LIFE_DAYS,
+        memory_types: MemoryTypes = None,
+        mode: Mode = DEFAULT_MODE,
+        context_weight: ContextWeight = None,
+    ) -> SearchResponse:
         """Recall the tenant's memories most relevant to `query`, best first. Each result
         carries its score and the parts of it: score = (alpha * relevance + (1 - alpha) *
         recency) * importance."""
@@ -238,10 +202,12 @@ def build_mcp_server(
                 top_k=top_k,
                 alpha=alpha,
                 half_life_days=half_life_days,
-                memory_types=[MemoryType(memory_type)] if memory_type else None,
+                memory_types=type_filter(memory_type, memory_types),
+                mode=mode,
+                context_weight=context_weight,
             )
-        results = [Hit.of(h) for h in hits]
-        return SearchResults(
+        results = [SearchResult.model_validate(h) for h in hits]
+        return SearchResponse(
             agent_id=tenant.agent_id,
             user_id=tenant.user_id,
             query=query,
@@ -253,7 +219,7 @@ def build_mcp_server(
     async def delete_memory(
         agent_id: AgentId,
         user_id: UserId,
-        id: Annotated[UUID, Field(description="The id of the memory, as returned by the tools.")],
+        id: MemoryId,
         ctx: Context[Any, Any],
     ) -> Deleted:
         """Forget one memory of the tenant by its id. Fails if the id is not one of this
@@ -261,24 +227,20 @@ def build_mcp_server(
         async with _tool_errors():
             tenant = await tenant_of(agent_id, user_id, ctx)
             memory = await get_memex().forget(tenant.agent_id, tenant.user_id, id)
-        return Deleted(deleted=StoredMemory.of(memory))
+        return Deleted(deleted=MemoryOut.model_validate(memory))
 
     @tool(ToolAnnotations(title="Count memories", read_only_hint=True, open_world_hint=False))
     async def count_memories(
         agent_id: AgentId,
         user_id: UserId,
         ctx: Context[Any, Any],
-        memory_type: Annotated[
-            MemoryTypeName | None, Field(description="Count only memories of this type.")
-        ] = None,
-    ) -> Count:
+        memory_type: MemoryTypeFilter = None,
+    ) -> CountResponse:
         """Count the tenant's live memories (optionally of one type)."""
         async with _tool_errors():
             tenant = await tenant_of(agent_id, user_id, ctx)
-            count = await get_memex().count(
-                tenant.agent_id, tenant.user_id, MemoryType(memory_type) if memory_type else None
-            )
-        return Count(
+            count = await get_memex().count(tenant.agent_id, tenant.user_id, memory_type)
+        return CountResponse(
             agent_id=tenant.agent_id, user_id=tenant.user_id, memory_type=memory_type, count=count
         )
 

@@ -1,16 +1,19 @@
-"""The Starlette application: request parsing, one AsyncMemex call, response shaping."""
+"""The Starlette application: request parsing, one AsyncMemex call, response shaping.
+
+Each operation is declared once in ENDPOINTS (memexdb.rest.endpoint): the routes and the
+OpenAPI document (memexdb.rest.docs) are both built from that table, and bodies and
+answers are the models of memexdb.params.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
-from uuid import UUID
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -20,31 +23,27 @@ from starlette.routing import BaseRoute, Route
 from memexdb import __version__
 from memexdb.client import AsyncMemex
 from memexdb.errors import DatabaseUnavailable
-from memexdb.rest import docs
-from memexdb.rest.errors import HANDLERS, BadRequestBody
-from memexdb.rest.schemas import (
+from memexdb.params import (
+    CountQuery,
     CountResponse,
     HealthResponse,
     MemoryBatchCreate,
     MemoryBatchResponse,
     MemoryCreate,
-    MemoryResponse,
+    MemoryOut,
     MemorySearchRequest,
-    MemorySearchResponse,
+    SearchResponse,
     SearchResult,
+    TenantQuery,
 )
-from memexdb.types import Memory, MemoryType, NewMemory, SearchHit
+from memexdb.rest import docs
+from memexdb.rest.endpoint import Endpoint, Reply
+from memexdb.rest.errors import HANDLERS
 
 log = logging.getLogger("memexdb.rest")
-Body = TypeVar("Body", bound=BaseModel)
+Model = TypeVar("Model", bound=BaseModel)
 MAX_BODY_BYTES = 16 * 1024 * 1024
 MAINTENANCE_FOLLOW_UP_SECONDS = 1.0  # next maintenance call while a tenant is being moved
-
-
-class TenantQuery(BaseModel):
-    agent_id: str
-    user_id: str
-    memory_type: MemoryType | None = None
 
 
 def _memex(request: Request) -> AsyncMemex:
@@ -52,115 +51,41 @@ def _memex(request: Request) -> AsyncMemex:
     return memex
 
 
-async def _parse(request: Request, model: type[Body]) -> Body:
+async def _body(request: Request, model: type[Model]) -> Model:
     if int(request.headers.get("content-length") or 0) > MAX_BODY_BYTES:
         raise HTTPException(413, f"request body larger than {MAX_BODY_BYTES} bytes")
     raw = await request.body()
     if len(raw) > MAX_BODY_BYTES:
         raise HTTPException(413, f"request body larger than {MAX_BODY_BYTES} bytes")
-    try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BadRequestBody("request body is not valid JSON") from exc
-    if not isinstance(data, dict):
-        raise BadRequestBody("request body must be a JSON object")
-    return model.model_validate(data)
+    # JSON mode: strict JSON types (a date is a string, not a number), and malformed or
+    # too deeply nested JSON is a validation error of the field "body".
+    return model.model_validate_json(raw)
 
 
-def _tenant_query(request: Request) -> TenantQuery:
+def _query(request: Request, model: type[Model]) -> Model:
     # Query parameters are validated like bodies: the same 422 naming each bad field.
-    params = dict(request.query_params)
-    for name in ("agent_id", "user_id"):
-        if name in params and not 1 <= len(params[name]) <= 128:
-            raise ValidationError.from_exception_data(
-                "TenantQuery",
-                [
-                    {
-                        "type": "string_too_long" if params[name] else "string_too_short",
-                        "loc": (name,),
-                        "input": params[name],
-                        "ctx": {"max_length": 128, "min_length": 1},
-                    }
-                ],
-            )
-    return TenantQuery.model_validate(params)
+    return model.model_validate(dict(request.query_params))
 
 
 def _json(model: BaseModel, status: int = 200) -> JSONResponse:
     return JSONResponse(model.model_dump(mode="json"), status_code=status)
 
 
-def _memory_response(memory: Memory) -> MemoryResponse:
-    return MemoryResponse(
-        id=memory.id,
-        agent_id=memory.agent_id,
-        user_id=memory.user_id,
-        content=memory.content,
-        importance=memory.importance,
-        memory_type=memory.memory_type,
-        metadata=memory.metadata,
-        created_at=memory.created_at,
-        expires_at=memory.expires_at,
-    )
-
-
-def _search_result(hit: SearchHit) -> SearchResult:
-    return SearchResult(
-        id=hit.id,
-        agent_id=hit.agent_id,
-        user_id=hit.user_id,
-        content=hit.content,
-        importance=hit.importance,
-        memory_type=hit.memory_type,
-        metadata=hit.metadata,
-        created_at=hit.created_at,
-        expires_at=hit.expires_at,
-        score=hit.score,
-        similarity=hit.similarity,
-        text_rank=hit.text_rank,
-        relevance=hit.relevance,
-        recency=hit.recency,
-    )
-
-
-def _new_memory(body: MemoryCreate) -> NewMemory:
-    return NewMemory(
-        agent_id=body.agent_id,
-        user_id=body.user_id,
-        content=body.content,
-        memory_type=body.memory_type,
-        importance=body.importance,
-        metadata=body.metadata,
-        expires_at=body.expires_at,
-        created_at=body.created_at,
-    )
-
-
 async def create_memory(request: Request) -> Response:
-    body = await _parse(request, MemoryCreate)
-    memory = await _memex(request).store(
-        body.agent_id,
-        body.user_id,
-        body.content,
-        memory_type=body.memory_type,
-        importance=body.importance,
-        metadata=body.metadata,
-        expires_at=body.expires_at,
-        created_at=body.created_at,
-    )
-    return _json(_memory_response(memory), 201)
+    body = await _body(request, MemoryCreate)
+    memory = await _memex(request).store(**body.model_dump())
+    return _json(MemoryOut.model_validate(memory), 201)
 
 
 async def create_memories_batch(request: Request) -> Response:
-    body = await _parse(request, MemoryBatchCreate)
-    stored = await _memex(request).store_many([_new_memory(m) for m in body.memories])
-    memories = [_memory_response(m) for m in stored]
+    body = await _body(request, MemoryBatchCreate)
+    stored = await _memex(request).store_many(body.memories)
+    memories = [MemoryOut.model_validate(m) for m in stored]
     return _json(MemoryBatchResponse(memories=memories, total=len(memories)), 201)
 
 
 async def search_memories(request: Request) -> Response:
-    body = await _parse(request, MemorySearchRequest)
-    types = body.memory_types or ([body.memory_type] if body.memory_type else None)
+    body = await _body(request, MemorySearchRequest)
     hits = await _memex(request).search(
         body.agent_id,
         body.user_id,
@@ -168,45 +93,32 @@ async def search_memories(request: Request) -> Response:
         top_k=body.top_k,
         alpha=body.alpha,
         half_life_days=body.half_life_days,
-        memory_types=types,
+        memory_types=body.types(),
         mode=body.mode,
         context_weight=body.context_weight,
     )
-    results = [_search_result(h) for h in hits]
-    return _json(MemorySearchResponse(results=results, query=body.query, total=len(results)))
+    results = [SearchResult.model_validate(h) for h in hits]
+    return _json(
+        SearchResponse(
+            agent_id=body.agent_id,
+            user_id=body.user_id,
+            query=body.query,
+            total=len(results),
+            results=results,
+        )
+    )
 
 
 async def delete_memory(request: Request) -> Response:
-    tenant = _tenant_query(request)
-    try:
-        memory_id = UUID(request.path_params["memory_id"])
-    except ValueError as exc:
-        raise ValidationError.from_exception_data(
-            "path",
-            [
-                {
-                    "type": "uuid_parsing",
-                    "loc": ("id",),
-                    "input": request.path_params["memory_id"],
-                    "ctx": {"error": "invalid"},
-                }
-            ],
-        ) from exc
-    await _memex(request).forget(tenant.agent_id, tenant.user_id, memory_id)
+    tenant = _query(request, TenantQuery)
+    await _memex(request).forget(tenant.agent_id, tenant.user_id, request.path_params["memory_id"])
     return Response(status_code=204)
 
 
 async def count_memories(request: Request) -> Response:
-    tenant = _tenant_query(request)
-    count = await _memex(request).count(tenant.agent_id, tenant.user_id, tenant.memory_type)
-    return _json(
-        CountResponse(
-            agent_id=tenant.agent_id,
-            user_id=tenant.user_id,
-            memory_type=tenant.memory_type,
-            count=count,
-        )
-    )
+    query = _query(request, CountQuery)
+    count = await _memex(request).count(query.agent_id, query.user_id, query.memory_type)
+    return _json(CountResponse(**query.model_dump(), count=count))
 
 
 async def health(request: Request) -> Response:
@@ -219,15 +131,64 @@ async def health(request: Request) -> Response:
     return _json(HealthResponse(status="ok", db="ok", version=__version__))
 
 
+ENDPOINTS = (
+    Endpoint(
+        "POST",
+        "/v1/memories",
+        create_memory,
+        "Store a memory",
+        Reply(201, "Stored", MemoryOut),
+        body=MemoryCreate,
+    ),
+    Endpoint(
+        "POST",
+        "/v1/memories/batch",
+        create_memories_batch,
+        "Store up to 1000 memories in one statement (imports)",
+        Reply(201, "Stored, in input order", MemoryBatchResponse),
+        body=MemoryBatchCreate,
+    ),
+    Endpoint(
+        "POST",
+        "/v1/memories/search",
+        search_memories,
+        "Search a tenant's memories (relevance + recency + importance)",
+        Reply(200, "Ranked results", SearchResponse),
+        body=MemorySearchRequest,
+    ),
+    Endpoint(
+        "GET",
+        "/v1/memories/count",
+        count_memories,
+        "Count a tenant's live memories",
+        Reply(200, "Count", CountResponse),
+        query=CountQuery,
+    ),
+    Endpoint(
+        "DELETE",
+        "/v1/memories/{memory_id:uuid}",
+        delete_memory,
+        "Delete one memory of the tenant",
+        Reply(204, "Deleted"),
+        query=TenantQuery,
+        path_params={"memory_id": {"type": "string", "format": "uuid"}},
+        errors=(Reply(404, "No such memory for this tenant (or an id that is not a UUID)"),),
+    ),
+    Endpoint(
+        "GET",
+        "/health",
+        health,
+        "200 when the database answers, 503 otherwise",
+        Reply(200, "Healthy", HealthResponse),
+        errors=(Reply(503, "Database unreachable", HealthResponse),),
+    ),
+)
+
+
 def routes() -> list[BaseRoute]:
     return [
-        Route("/v1/memories", create_memory, methods=["POST"]),
-        Route("/v1/memories/batch", create_memories_batch, methods=["POST"]),
-        Route("/v1/memories/search", search_memories, methods=["POST"]),
-        Route("/v1/memories/count", count_memories, methods=["GET"]),
-        Route("/v1/memories/{memory_id}", delete_memory, methods=["DELETE"]),
-        Route("/health", health, methods=["GET"]),
-        *docs.routes(),
+        *(Route(e.path, e.handler, methods=[e.method]) for e in ENDPOINTS),
+        *docs.routes(ENDPOINTS),
     ]
 
 

@@ -14,133 +14,81 @@ from starlette.staticfiles import StaticFiles
 from swagger_ui_bundle import swagger_ui_path
 
 from memexdb import __version__
-from memexdb.rest import schemas as s
+from memexdb.params import ErrorResponse
+from memexdb.rest.endpoint import Endpoint, Reply
 
 _REF = "#/components/schemas/{model}"
 
-
-def _body(model: str) -> dict[str, Any]:
-    return {
-        "required": True,
-        "content": {"application/json": {"schema": {"$ref": _REF.format(model=model)}}},
-    }
-
-
-def _reply(description: str, model: str | None = None) -> dict[str, Any]:
-    reply: dict[str, Any] = {"description": description}
-    if model:
-        reply["content"] = {"application/json": {"schema": {"$ref": _REF.format(model=model)}}}
-    return reply
+# Answers every operation may give (host and origin checks, validation, limits, outages).
+COMMON_ERRORS = (
+    Reply(403, "Browser Origin not allowed (MEMEX_ALLOWED_ORIGINS)", ErrorResponse),
+    Reply(421, "Host not allowed (MEMEX_ALLOWED_HOSTS)", ErrorResponse),
+    Reply(422, "Invalid input; `error.fields` names each bad field", ErrorResponse),
+    Reply(429, "Rate limited; see the Retry-After header", ErrorResponse),
+    Reply(503, "Database unavailable", ErrorResponse),
+)
 
 
-_ERRORS = {
-    "403": _reply("Browser Origin not allowed (MEMEX_ALLOWED_ORIGINS)", "ErrorResponse"),
-    "421": _reply("Host not allowed (MEMEX_ALLOWED_HOSTS)", "ErrorResponse"),
-    "422": _reply("Invalid input; `error.fields` names each bad field", "ErrorResponse"),
-    "429": _reply("Rate limited; see the Retry-After header", "ErrorResponse"),
-    "503": _reply("Database unavailable", "ErrorResponse"),
-}
+def _content(model: type[BaseModel]) -> dict[str, Any]:
+    return {"application/json": {"schema": {"$ref": _REF.format(model=model.__name__)}}}
 
 
-def _query(name: str, required: bool, schema: dict[str, Any]) -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": required, "schema": schema}
+def _reply(reply: Reply) -> dict[str, Any]:
+    described: dict[str, Any] = {"description": reply.description}
+    if reply.model is not None:
+        described["content"] = _content(reply.model)
+    return described
 
 
-_TENANT = [
-    _query("agent_id", True, {"type": "string", "minLength": 1, "maxLength": 128}),
-    _query("user_id", True, {"type": "string", "minLength": 1, "maxLength": 128}),
-]
+def _operation(endpoint: Endpoint, definitions: dict[str, Any]) -> dict[str, Any]:
+    operation: dict[str, Any] = {"summary": endpoint.summary}
+    parameters = [
+        {"name": name, "in": "path", "required": True, "schema": schema}
+        for name, schema in endpoint.path_params.items()
+    ]
+    if endpoint.query is not None:
+        schema = definitions[endpoint.query.__name__]
+        parameters += [
+            {
+                "name": name,
+                "in": "query",
+                "required": name in schema.get("required", []),
+                "schema": prop,
+            }
+            for name, prop in schema["properties"].items()
+        ]
+    if parameters:
+        operation["parameters"] = parameters
+    replies = [endpoint.ok, *endpoint.errors]
+    if endpoint.body is not None:
+        operation["requestBody"] = {"required": True, "content": _content(endpoint.body)}
+        replies.append(Reply(413, "Request body larger than 16 MiB", ErrorResponse))
+    if endpoint.path != "/health":
+        replies += [e for e in COMMON_ERRORS if e.status not in {r.status for r in replies}]
+    operation["responses"] = {str(r.status): _reply(r) for r in replies}
+    return operation
 
 
 @functools.cache
-def openapi_document() -> dict[str, Any]:
-    models: list[type[BaseModel]] = [
-        s.MemoryCreate,
-        s.MemoryBatchCreate,
-        s.MemoryResponse,
-        s.MemoryBatchResponse,
-        s.MemorySearchRequest,
-        s.MemorySearchResponse,
-        s.CountResponse,
-        s.HealthResponse,
-        s.ErrorResponse,
-    ]
-    modes: list[tuple[type[BaseModel], JsonSchemaMode]] = [
-        (m, "validation" if m.__name__.endswith(("Create", "Request")) else "serialization")
-        for m in models
-    ]
-    _, definitions = models_json_schema(
-        modes,
-        ref_template=_REF,
-    )
-    paths: dict[str, Any] = {
-        "/v1/memories": {
-            "post": {
-                "summary": "Store a memory",
-                "requestBody": _body("MemoryCreate"),
-                "responses": {"201": _reply("Stored", "MemoryResponse"), **_ERRORS},
-            }
-        },
-        "/v1/memories/batch": {
-            "post": {
-                "summary": "Store up to 1000 memories in one statement (imports)",
-                "requestBody": _body("MemoryBatchCreate"),
-                "responses": {
-                    "201": _reply("Stored, in input order", "MemoryBatchResponse"),
-                    **_ERRORS,
-                },
-            }
-        },
-        "/v1/memories/search": {
-            "post": {
-                "summary": "Search a tenant's memories (relevance + recency + importance)",
-                "requestBody": _body("MemorySearchRequest"),
-                "responses": {"200": _reply("Ranked results", "MemorySearchResponse"), **_ERRORS},
-            }
-        },
-        "/v1/memories/count": {
-            "get": {
-                "summary": "Count a tenant's live memories",
-                "parameters": [
-                    *_TENANT,
-                    _query(
-                        "memory_type",
-                        False,
-                        {"type": "string", "enum": ["episodic", "semantic", "procedural"]},
-                    ),
-                ],
-                "responses": {"200": _reply("Count", "CountResponse"), **_ERRORS},
-            }
-        },
-        "/v1/memories/{memory_id}": {
-            "delete": {
-                "summary": "Delete one memory of the tenant",
-                "parameters": [
-                    {
-                        "name": "memory_id",
-                        "in": "path",
-                        "required": True,
-                        "schema": {"type": "string", "format": "uuid"},
-                    },
-                    *_TENANT,
-                ],
-                "responses": {
-                    "204": _reply("Deleted"),
-                    "404": _reply("No such memory for this tenant", "ErrorResponse"),
-                    **_ERRORS,
-                },
-            }
-        },
-        "/health": {
-            "get": {
-                "summary": "200 when the database answers, 503 otherwise",
-                "responses": {
-                    "200": _reply("Healthy", "HealthResponse"),
-                    "503": _reply("Database unreachable", "HealthResponse"),
-                },
-            }
-        },
-    }
+def openapi_document(endpoints: tuple[Endpoint, ...]) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of `endpoints`, schemas from their pydantic models."""
+    models: dict[type[BaseModel], JsonSchemaMode] = {ErrorResponse: "serialization"}
+    for e in endpoints:
+        for request_model in (e.body, e.query):
+            if request_model is not None:
+                models[request_model] = "validation"
+        for reply in (e.ok, *e.errors):
+            if reply.model is not None:
+                models.setdefault(reply.model, "serialization")
+    _, schema = models_json_schema(list(models.items()), ref_template=_REF)
+    definitions: dict[str, Any] = schema.get("$defs", {})
+    paths: dict[str, Any] = {}
+    for e in endpoints:
+        paths.setdefault(e.openapi_path, {})[e.method.lower()] = _operation(e, definitions)
+    for e in endpoints:
+        if e.query is not None and e.body is None:
+            # query-string models appear as parameters, not as schemas of their own
+            definitions.pop(e.query.__name__, None)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -149,12 +97,15 @@ def openapi_document() -> dict[str, Any]:
             "description": "Postgres-native persistent memory for AI agents.",
         },
         "paths": paths,
-        "components": {"schemas": definitions.get("$defs", {})},
+        "components": {"schemas": definitions},
     }
 
 
-async def openapi(request: Request) -> Response:
-    return JSONResponse(openapi_document())
+def _openapi(endpoints: tuple[Endpoint, ...]) -> Route:
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(openapi_document(endpoints))
+
+    return Route("/openapi.json", openapi, methods=["GET"])
 
 
 _SWAGGER_PAGE = """<!doctype html>
@@ -170,9 +121,9 @@ async def swagger(request: Request) -> Response:
     return HTMLResponse(_SWAGGER_PAGE)
 
 
-def routes() -> list[BaseRoute]:
+def routes(endpoints: tuple[Endpoint, ...]) -> list[BaseRoute]:
     return [
-        Route("/openapi.json", openapi, methods=["GET"]),
+        _openapi(endpoints),
         Route("/docs", swagger, methods=["GET"]),
         Mount("/docs/static", app=StaticFiles(directory=swagger_ui_path), name="swagger"),
     ]

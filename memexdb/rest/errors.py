@@ -12,17 +12,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from memexdb.errors import DatabaseUnavailable, InvalidArgument, MemexError, NotFound, RateLimited
-from memexdb.rest.schemas import ErrorBody, ErrorResponse, FieldError
+from memexdb.params import ErrorBody, ErrorResponse, FieldError, field_errors
 
 log = logging.getLogger("memexdb.rest")
-
-
-class BadRequestBody(Exception):
-    """The body is not JSON (or not a JSON object)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 def error_response(
@@ -44,26 +36,10 @@ def error_response(
     return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
 
 
-def _field_name(loc: tuple[int | str, ...]) -> str:
-    name = ""
-    for part in loc:
-        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
-    return name or "body"
-
-
 async def on_validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ValidationError)
-    fields = [
-        FieldError(field=_field_name(tuple(e["loc"])), message=e["msg"]) for e in exc.errors()
-    ]
+    fields = field_errors(exc)
     return error_response(422, "invalid_argument", f"{len(fields)} invalid field(s)", fields)
-
-
-async def on_bad_body(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, BadRequestBody)
-    return error_response(
-        422, "invalid_argument", exc.message, [FieldError(field="body", message=exc.message)]
-    )
 
 
 async def on_memex_error(request: Request, exc: Exception) -> Response:
@@ -106,7 +82,6 @@ async def on_unexpected(request: Request, exc: Exception) -> Response:
 
 HANDLERS = {
     ValidationError: on_validation_error,
-    BadRequestBody: on_bad_body,
     MemexError: on_memex_error,
     HTTPException: on_http_error,
     Exception: on_unexpected,

@@ -1,0 +1,45 @@
+"""One declaration per REST operation: the route the app serves and the operation the
+OpenAPI document describes are both built from it, so the two cannot drift."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+from starlette.requests import Request
+from starlette.responses import Response
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A documented response: status, description and body model (None: no body)."""
+
+    status: int
+    description: str
+    model: type[BaseModel] | None = None
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity: the OpenAPI document is cached
+class Endpoint:
+    """An operation: method + Starlette path (with convertors, e.g. `{memory_id:uuid}`),
+    its handler, and what it reads (JSON body, query string) and answers."""
+
+    method: str
+    path: str
+    handler: Handler
+    summary: str
+    ok: Reply
+    body: type[BaseModel] | None = None
+    query: type[BaseModel] | None = None
+    # Path parameters: name -> JSON schema.
+    path_params: dict[str, dict[str, str]] = field(default_factory=dict)
+    errors: tuple[Reply, ...] = ()
+
+    @property
+    def openapi_path(self) -> str:
+        """The path as OpenAPI writes it: `{memory_id}` without the convertor."""
+        return re.sub(r"\{(\w+):\w+\}", r"{\1}", self.path)

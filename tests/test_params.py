@@ -1,0 +1,265 @@
+"""The API's defaults and bounds are defined once in Python (memexdb.params) and once in
+SQL (the memex.* functions' argument defaults and checks): these tests hold the two
+together, so neither layer can drift. Each bound is tried on both sides of its edge, in
+SQL (as a non-Python caller would) and against the pydantic models the frontends use."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+import pytest
+from pgvector.psycopg import register_vector
+from psycopg.types.json import Jsonb
+from pydantic import BaseModel, ValidationError
+
+from memexdb import params
+from memexdb.params import MemoryCreate, MemorySearchRequest
+from tests.sqlapi import unit
+
+VEC = unit((0, 1.0))
+WHO = {"agent_id": "a", "user_id": "u"}
+
+
+def _defaults(conn: psycopg.Connection, function: str) -> dict[str, str]:
+    """Argument name -> default expression, as pg_proc declares them."""
+    row = conn.execute(
+        "select pg_get_function_arguments(p.oid) from pg_proc p where p.oid = %s::regproc",
+        (function,),
+    ).fetchone()
+    assert row is not None
+    found = {}
+    for arg in row[0].split(", p_"):
+        match = re.match(r"(?:p_)?(\w+) .*? DEFAULT (.+)$", arg)
+        if match:
+            found[match.group(1)] = match.group(2)
+    return found
+
+
+def _sql_literal(expression: str) -> str:
+    # '0.7'::double precision -> 0.7, 'vector'::text -> vector
+    return re.sub(r"^'?(.*?)'?(::[\w. ]+)?$", r"\1", expression)
+
+
+def test_search_defaults_match(conn: psycopg.Connection) -> None:
+    declared = _defaults(conn, "memex.search")
+    assert float(_sql_literal(declared["top_k"])) == params.DEFAULT_TOP_K
+    assert float(_sql_literal(declared["alpha"])) == params.DEFAULT_ALPHA
+    assert float(_sql_literal(declared["half_life_days"])) == params.DEFAULT_HALF_LIFE_DAYS
+    assert _sql_literal(declared["mode"]) == params.DEFAULT_MODE.value
+    assert declared["context_weight"] == "NULL::double precision"
+    request = MemorySearchRequest(**WHO, query="q")
+    assert (request.top_k, request.alpha, request.half_life_days, request.mode) == (
+        params.DEFAULT_TOP_K,
+        params.DEFAULT_ALPHA,
+        params.DEFAULT_HALF_LIFE_DAYS,
+        params.DEFAULT_MODE,
+    )
+
+
+def test_store_defaults_match(conn: psycopg.Connection) -> None:
+    declared = _defaults(conn, "memex.store")
+    assert _sql_literal(declared["memory_type"]) == params.DEFAULT_MEMORY_TYPE.value
+    assert float(_sql_literal(declared["importance"])) == params.DEFAULT_IMPORTANCE
+    assert _sql_literal(declared["metadata"]) == "{}"
+    # store_many's items default the same way (coalesce inside the function)
+    body = conn.execute("select prosrc from pg_proc where oid = 'memex.store_many'::regproc")
+    source = body.fetchone()
+    assert source is not None
+    assert f"coalesce(p_memory_types[it.ord], '{params.DEFAULT_MEMORY_TYPE.value}')" in source[0]
+    assert f"coalesce(p_importances[it.ord], {params.DEFAULT_IMPORTANCE})" in source[0]
+    item = MemoryCreate(**WHO, content="x")
+    assert (item.memory_type, item.importance) == (
+        params.DEFAULT_MEMORY_TYPE,
+        params.DEFAULT_IMPORTANCE,
+    )
+
+
+# --- bounds: each value is tried in SQL and against the frontends' model -------------------
+
+
+def _store(conn: psycopg.Connection, **item: Any) -> None:
+    values = {**WHO, "content": "x", "importance": 1.0, "metadata": {}, **item}
+    conn.execute(
+        "select memex.store(%s, %s, %s, %s, 'm', 'episodic', %s, %s)",
+        (
+            values["agent_id"],
+            values["user_id"],
+            values["content"],
+            VEC,
+            values["importance"],
+            Jsonb(values["metadata"]),
+        ),
+    )
+
+
+def _search(conn: psycopg.Connection, **options: Any) -> None:
+    values = {**WHO, "query": "q", "top_k": 10, "half_life_days": 30.0, **options}
+    conn.execute(
+        "select * from memex.search(%s, %s, %s, p_top_k => %s, p_half_life_days => %s,"
+        " p_query_text => %s, p_mode => 'hybrid')",
+        (
+            values["agent_id"],
+            values["user_id"],
+            VEC,
+            values["top_k"],
+            values["half_life_days"],
+            values["query"],
+        ),
+    )
+
+
+def _metadata_of_size(size: int) -> dict[str, str]:
+    # {"k": "xxx…"}: 9 bytes of JSON around the value
+    return {"k": "x" * (size - len('{"k": ""}'))}
+
+
+SqlCall = Callable[[psycopg.Connection], None]
+Case = tuple[str, SqlCall, type[BaseModel], dict[str, Any], bool]
+
+CASES: list[Case] = [
+    # (name, SQL call, model, model fields, valid?)
+    *[
+        (
+            f"{field} {n} chars",
+            lambda c, f=field, n=n: _store(c, **{f: "a" * n}),
+            MemoryCreate,
+            {**WHO, "content": "x", field: "a" * n},
+            ok,
+        )
+        for field in ("agent_id", "user_id")
+        for n, ok in ((params.TENANT_ID_MAX_CHARS, True), (params.TENANT_ID_MAX_CHARS + 1, False))
+    ],
+    *[
+        (
+            f"content {n} chars",
+            lambda c, n=n: _store(c, content="a" * n),
+            MemoryCreate,
+            {**WHO, "content": "a" * n},
+            ok,
+        )
+        for n, ok in ((params.CONTENT_MAX_CHARS, True), (params.CONTENT_MAX_CHARS + 1, False))
+    ],
+    *[
+        (
+            f"content {text!r}",
+            lambda c, t=text: _store(c, content=t),
+            MemoryCreate,
+            {**WHO, "content": text},
+            ok,
+        )
+        for text, ok in ((" \t\n\r\f\v", False), ("\u00a0", True), (" x ", True))
+    ],
+    *[
+        (
+            f"importance {value}",
+            lambda c, v=value: _store(c, importance=v),
+            MemoryCreate,
+            {**WHO, "content": "x", "importance": value},
+            ok,
+        )
+        for value, ok in (
+            (0.0, True),
+            (params.IMPORTANCE_MIN_POSITIVE, True),
+            (params.IMPORTANCE_MIN_POSITIVE / 2, False),
+            (1e-155, False),
+            (params.IMPORTANCE_MAX, True),
+            (params.IMPORTANCE_MAX + 1e-9, False),
+            (-1e-9, False),
+        )
+    ],
+    *[
+        (
+            f"metadata of {size} bytes",
+            lambda c, s=size: _store(c, metadata=_metadata_of_size(s)),
+            MemoryCreate,
+            {**WHO, "content": "x", "metadata": _metadata_of_size(size)},
+            ok,
+        )
+        for size, ok in ((params.METADATA_MAX_BYTES, True), (params.METADATA_MAX_BYTES + 1, False))
+    ],
+    *[
+        (
+            f"top_k {k}",
+            lambda c, k=k: _search(c, top_k=k),
+            MemorySearchRequest,
+            {**WHO, "query": "q", "top_k": k},
+            ok,
+        )
+        for k, ok in (
+            (1, True),
+            (0, False),
+            (params.TOP_K_MAX, True),
+            (params.TOP_K_MAX + 1, False),
+        )
+    ],
+    *[
+        (
+            f"half_life_days {days}",
+            lambda c, d=days: _search(c, half_life_days=d),
+            MemorySearchRequest,
+            {**WHO, "query": "q", "half_life_days": days},
+            ok,
+        )
+        for days, ok in (
+            (params.HALF_LIFE_MIN_DAYS, True),
+            (params.HALF_LIFE_MIN_DAYS / 2, False),
+            (5e-324, False),
+            (params.HALF_LIFE_MAX_DAYS, True),
+            (params.HALF_LIFE_MAX_DAYS * 1.001, False),
+        )
+    ],
+    *[
+        (
+            f"query {n} chars",
+            lambda c, n=n: _search(c, query="a" * n),
+            MemorySearchRequest,
+            {**WHO, "query": "a" * n},
+            ok,
+        )
+        for n, ok in ((params.QUERY_MAX_CHARS, True), (params.QUERY_MAX_CHARS + 1, False))
+    ],
+]
+
+
+@pytest.mark.parametrize(
+    ("sql_call", "model", "fields", "valid"),
+    [case[1:] for case in CASES],
+    ids=[case[0] for case in CASES],
+)
+def test_bound_is_the_same_in_sql_and_python(
+    conn: psycopg.Connection,
+    sql_call: SqlCall,
+    model: type[BaseModel],
+    fields: dict[str, Any],
+    valid: bool,
+) -> None:
+    register_vector(conn)
+    if valid:
+        sql_call(conn)
+        model.model_validate(fields)
+    else:
+        with pytest.raises(psycopg.Error) as sql_error:
+            sql_call(conn)
+        assert sql_error.value.sqlstate == "MX422", sql_error.value
+        with pytest.raises(ValidationError):
+            model.model_validate(fields)
+
+
+def test_python_refuses_what_postgres_text_cannot_hold() -> None:
+    # NUL never reaches SQL (psycopg refuses it); the models name the field instead.
+    for fields in (
+        {**WHO, "content": "a\x00b"},
+        {**WHO, "agent_id": "a\x00", "content": "x"},
+        {**WHO, "content": "x", "metadata": {"k\x00": 1}},
+        {**WHO, "content": "x", "metadata": {"k": ["a", {"b": "\x00"}]}},
+    ):
+        with pytest.raises(ValidationError, match="NUL"):
+            MemoryCreate.model_validate(fields)
+    deep: Any = "leaf"
+    for _ in range(params.METADATA_MAX_DEPTH + 1):
+        deep = {"k": deep}
+    with pytest.raises(ValidationError, match="nest deeper"):
+        MemoryCreate.model_validate({**WHO, "content": "x", "metadata": deep})
