@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 from datetime import UTC, datetime
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 from uuid import UUID
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     Strict,
     ValidationError,
     WithJsonSchema,
 )
+from typing_extensions import TypeAliasType
 
 from memexdb.errors import InvalidArgument
 from memexdb.types import MemoryType, SearchMode
@@ -65,24 +68,32 @@ def _not_blank(value: str) -> str:
     return _no_nul(value)
 
 
-def _depth_and_nul(value: Any, depth: int = 0) -> None:
+def _json_value(value: Any, depth: int) -> None:
     if depth > METADATA_MAX_DEPTH:
         raise ValueError(f"must not nest deeper than {METADATA_MAX_DEPTH} levels")
     if isinstance(value, str):
         _no_nul(value)
     elif isinstance(value, dict):
         for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError("must have string keys")
             _no_nul(key)
-            _depth_and_nul(item, depth + 1)
+            _json_value(item, depth + 1)
     elif isinstance(value, list):
         for item in value:
-            _depth_and_nul(item, depth + 1)
+            _json_value(item, depth + 1)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("must not hold NaN or infinite numbers")
+    elif value is not None and not isinstance(value, bool | int | float):
+        raise ValueError("must hold only JSON values")
 
 
-def _check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    _depth_and_nul(value)
+def _check_metadata(value: Any) -> Any:
+    # Before the type's own validation, so that a bad value anywhere inside is one clear
+    # error of the field rather than one per member of the recursive union.
+    if not isinstance(value, dict):
+        return value  # None, or not an object: the type check says so
+    _json_value(value, 0)
     # Measured as Postgres writes jsonb as text (", " and ": "), as memex._check_memory does.
     size = len(json.dumps(value, ensure_ascii=False).encode())
     if size > METADATA_MAX_BYTES:
@@ -159,6 +170,7 @@ _KIND = (
 Kind = Annotated[MemoryType, _enum(MemoryType, _KIND)]
 Importance = Annotated[
     float,
+    Strict(),
     Field(
         ge=0.0,
         le=IMPORTANCE_MAX,
@@ -178,25 +190,53 @@ Importance = Annotated[
         }
     ),
 ]
+# The schema of metadata's strings: no NUL (jsonb cannot hold \u0000); _check_metadata
+# enforces it. As an object key the pattern sits under allOf, so the schema says
+# propertyNames rather than patternProperties (which would leave other keys unconstrained).
+_MetadataString = Annotated[str, WithJsonSchema({"type": "string", "pattern": _NO_NUL})]
+_MetadataKey = Annotated[str, WithJsonSchema({"type": "string", "allOf": [{"pattern": _NO_NUL}]})]
+if TYPE_CHECKING:
+    MetadataValue = Any
+else:
+    MetadataValue = TypeAliasType(
+        "MetadataValue",
+        _MetadataString
+        | Annotated[bool, Strict()]
+        | int
+        | float
+        | list["MetadataValue"]
+        | dict[_MetadataKey, "MetadataValue"]
+        | None,
+    )
 Metadata = Annotated[
-    dict[str, Any] | None,
+    dict[_MetadataKey, MetadataValue] | None,
     Field(
         description=f"Optional JSON object kept with the memory (at most {METADATA_MAX_BYTES}"
         f" bytes as JSON text, nested at most {METADATA_MAX_DEPTH} levels, no NUL"
         " characters)."
     ),
-    AfterValidator(_check_metadata),
+    BeforeValidator(_check_metadata),
 ]
 Timestamp = Annotated[
     datetime | None,
     Strict(),  # an ISO 8601 string: a bare number is not a date
     AfterValidator(_utc),
 ]
+def _integral(value: Any) -> Any:
+    # JSON Schema counts 3.0 as an integer; strict mode (below) would refuse it.
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 TopK = Annotated[
-    int, Field(ge=1, le=TOP_K_MAX, description=f"How many memories to return (1 to {TOP_K_MAX}).")
+    int,
+    # Strict: JSON true or "3" is not an integer (pydantic's lax mode would take both).
+    Strict(),
+    BeforeValidator(_integral),
+    Field(ge=1, le=TOP_K_MAX, description=f"How many memories to return (1 to {TOP_K_MAX})."),
 ]
 Alpha = Annotated[
     float,
+    Strict(),
     Field(
         ge=0.0,
         le=1.0,
@@ -206,6 +246,7 @@ Alpha = Annotated[
 ]
 HalfLifeDays = Annotated[
     float,
+    Strict(),
     Field(
         ge=HALF_LIFE_MIN_DAYS,
         le=HALF_LIFE_MAX_DAYS,
@@ -221,7 +262,7 @@ Mode = Annotated[
     ),
 ]
 ContextWeight = Annotated[
-    float | None,
+    Annotated[float, Strict()] | None,
     Field(
         ge=0.0,
         le=1.0,

@@ -99,6 +99,10 @@ begin
     if p_context_weight is not null and p_context_weight not between 0 and 1 then
         perform memex._invalid('context_weight', 'must be between 0 and 1');
     end if;
+    -- Weights to 6 decimals: a subnormal weight (5e-324) times a relevance would make
+    -- Postgres raise an underflow error instead of ranking.
+    p_alpha := round(p_alpha::numeric, 6)::double precision;
+    p_context_weight := round(p_context_weight::numeric, 6)::double precision;
     v_context := coalesce(p_context_weight,
                           case when p_mode = 'vector' then 0
                                else memex._setting('context_weight', '0.5')::double precision end);

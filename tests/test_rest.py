@@ -71,6 +71,13 @@ def live(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[Live]:
         shutil.rmtree(log.parent, ignore_errors=True)
 
 
+def _nested(levels: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(levels):
+        value = {"k": value}
+    return value
+
+
 def tenant() -> dict[str, str]:
     tag = uuid.uuid4().hex[:10]
     return {"agent_id": f"agent-{tag}", "user_id": f"user-{tag}"}
@@ -594,6 +601,10 @@ def test_unknown_route_is_json_404(live: Live, path: str) -> None:
         ("POST", "/health"),
         ("GET", f"{STORE}/{ANY_ID}"),
         ("PATCH", f"{STORE}/{ANY_ID}"),
+        # sibling routes are not ids: DELETE of them is a wrong method, not a bad id
+        ("DELETE", SEARCH),
+        ("DELETE", COUNT),
+        ("DELETE", BATCH),
     ],
 )
 def test_wrong_method_is_json_405(live: Live, method: str, path: str) -> None:
@@ -606,6 +617,68 @@ def test_405_names_the_allowed_methods(live: Live) -> None:
     r = live.http.get(STORE)
     assert r.status_code == 405
     assert "POST" in r.headers.get("allow", ""), dict(r.headers)
+
+
+# --- inputs that once answered 500 (found by fuzzing the OpenAPI document) ---------------
+
+DEEP = '{"k": ' * 1000 + "1" + "}" * 1000
+
+
+@pytest.mark.parametrize(
+    ("path", "raw", "field"),
+    [
+        (STORE, json.dumps({**A, "content": "a\x00b"}), "content"),
+        (STORE, json.dumps({**OK, "agent_id": "a\x00"}), "agent_id"),
+        (STORE, json.dumps({**OK, "metadata": {"k\x00": 1}}), "metadata"),
+        (STORE, json.dumps({**OK, "metadata": {"k": ["\x00"]}}), "metadata"),
+        (SEARCH, json.dumps({**A, "query": "\x00"}), "query"),
+        (STORE, json.dumps({**OK, "importance": 1e-155}), "importance"),
+        (STORE, json.dumps({**OK, "importance": False}), "importance"),
+        (SEARCH, json.dumps({**A, "query": "q", "half_life_days": 1e-300}), "half_life_days"),
+        (SEARCH, json.dumps({**A, "query": "q", "half_life_days": 5e-324}), "half_life_days"),
+        (SEARCH, json.dumps({**A, "query": "q", "top_k": True}), "top_k"),
+        (STORE, json.dumps({**OK, "created_at": 0}), "created_at"),
+        (STORE, f'{{"agent_id": "a", "user_id": "u", "content": "x", "metadata": {DEEP}}}', "body"),
+        (STORE, json.dumps({**OK, "metadata": _nested(40)}), "metadata"),
+    ],
+)
+def test_bad_input_is_422_and_the_connection_stays(
+    live: Live, path: str, raw: str, field: str
+) -> None:
+    with client(live.service.base_url) as http:  # one keep-alive connection
+        assert_invalid(http.post(path, content=raw.encode()), field)
+        assert http.get("/health").status_code == 200
+
+
+def test_bad_query_strings_are_422(live: Live) -> None:
+    assert_invalid(live.http.get(COUNT, params={**A, "agent_id": "a\x00"}), "agent_id")
+    assert_invalid(
+        live.http.delete(f"{STORE}/{ANY_ID}", params={**A, "user_id": "\x00"}), "user_id"
+    )
+
+
+def test_timestamps_with_any_offset_are_stored_in_utc(live: Live) -> None:
+    who = tenant()
+    item = {**who, "content": "back-dated", "created_at": "2020-01-01T00:00:00+20:00"}
+    r = live.http.post(BATCH, json={"memories": [item, {**item, "created_at": "2020-01-01T00:00"}]})
+    assert r.status_code == 201, r.text
+    assert [m["created_at"] for m in r.json()["memories"]] == [
+        "2019-12-31T04:00:00Z",
+        "2020-01-01T00:00:00Z",  # naive: UTC
+    ]
+    assert (
+        store(live.http, who, "single", created_at="2020-01-01T00:00:00-23:30")["created_at"]
+        == "2020-01-01T23:30:00Z"
+    )
+
+
+def test_tiny_weights_rank_instead_of_failing(live: Live) -> None:
+    who = tenant()
+    store(live.http, who, DOG, importance=1e-6)
+    for body in ({"alpha": 5e-324}, {"context_weight": 5e-324, "mode": "hybrid"}):
+        r = live.http.post(SEARCH, json={**who, "query": "puppy", **body})
+        assert r.status_code == 200, r.text
+        assert r.json()["total"] == 1
 
 
 # --- rate limiting ------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -38,7 +39,7 @@ from memexdb.params import (
 )
 from memexdb.rest import docs
 from memexdb.rest.endpoint import Endpoint, Reply
-from memexdb.rest.errors import HANDLERS
+from memexdb.rest.errors import HANDLERS, CatchAll
 
 log = logging.getLogger("memexdb.rest")
 Model = TypeVar("Model", bound=BaseModel)
@@ -240,6 +241,7 @@ def create_app(
 
     return Starlette(
         routes=routes(),
+        middleware=[Middleware(CatchAll)],
         exception_handlers=dict(HANDLERS),
         lifespan=lifespan,
     )

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memexdb.errors import DatabaseUnavailable, InvalidArgument, MemexError, NotFound, RateLimited
 from memexdb.params import ErrorBody, ErrorResponse, FieldError, field_errors
@@ -75,14 +76,39 @@ async def on_http_error(request: Request, exc: Exception) -> Response:
     )
 
 
-async def on_unexpected(request: Request, exc: Exception) -> Response:
-    log.exception("unhandled error on %s %s", request.method, request.url.path)
-    return error_response(500, "internal_error", "internal server error")
+class CatchAll:
+    """ASGI middleware, the last line: an exception no handler took becomes a JSON 500,
+    logged once, on a connection that stays open. (An `Exception` handler would run in
+    Starlette's ServerErrorMiddleware, which re-raises: uvicorn then logged the error a
+    second time and dropped the keep-alive connection.)"""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception:
+            log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
+            if started:  # too late for an error response: end the connection
+                raise
+            await error_response(500, "internal_error", "internal server error")(
+                scope, receive, send
+            )
 
 
 HANDLERS = {
     ValidationError: on_validation_error,
     MemexError: on_memex_error,
     HTTPException: on_http_error,
-    Exception: on_unexpected,
 }
