@@ -8,13 +8,12 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import BaseRoute, Mount, Route
-from starlette.staticfiles import StaticFiles
-from swagger_ui_bundle import swagger_ui_path
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
 
 from memexdb import __version__
 from memexdb.rest import schemas as s
+from memexdb.rest import ui
 
 _REF = "#/components/schemas/{model}"
 
@@ -157,22 +156,5 @@ async def openapi(request: Request) -> Response:
     return JSONResponse(openapi_document())
 
 
-_SWAGGER_PAGE = """<!doctype html>
-<html><head><meta charset="utf-8"><title>memexdb API</title>
-<link rel="stylesheet" href="/docs/static/swagger-ui.css"></head>
-<body><div id="swagger-ui"></div>
-<script src="/docs/static/swagger-ui-bundle.js"></script>
-<script>window.ui = SwaggerUIBundle({url: "/openapi.json", dom_id: "#swagger-ui"});</script>
-</body></html>"""
-
-
-async def swagger(request: Request) -> Response:
-    return HTMLResponse(_SWAGGER_PAGE)
-
-
 def routes() -> list[BaseRoute]:
-    return [
-        Route("/openapi.json", openapi, methods=["GET"]),
-        Route("/docs", swagger, methods=["GET"]),
-        Mount("/docs/static", app=StaticFiles(directory=swagger_ui_path), name="swagger"),
-    ]
+    return [Route("/openapi.json", openapi, methods=["GET"]), *ui.routes()]
