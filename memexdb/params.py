@@ -222,6 +222,8 @@ Timestamp = Annotated[
     Strict(),  # an ISO 8601 string: a bare number is not a date
     AfterValidator(_utc),
 ]
+
+
 def _integral(value: Any) -> Any:
     # JSON Schema counts 3.0 as an integer; strict mode (below) would refuse it.
     return int(value) if isinstance(value, float) and value.is_integer() else value

@@ -1,5 +1,6 @@
 """Shared fixtures: one embedded PostgreSQL (real server, real pgvector) per test session,
-a migrated template database, a fresh database per test, and the real embedding model."""
+a migrated template database, a fresh database per test (both made and dropped by
+pytest-postgresql's DatabaseJanitor), and the real embedding model."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from pytest_postgresql.janitor import DatabaseJanitor
 
 from memexdb import AsyncMemex, Memex, migrate
 from memexdb.embedded import EmbeddedPostgres
@@ -44,34 +47,48 @@ def db_dsn(server: EmbeddedPostgres, name: str) -> str:
     return make_conninfo(server.dsn, dbname=name)
 
 
+def janitor(server: EmbeddedPostgres, name: str, **options: Any) -> DatabaseJanitor:
+    """pytest-postgresql's janitor for database `name` on our embedded server (its own
+    `postgresql_proc` refuses to run postgres as root, so the session's server is ours)."""
+    params = conninfo_to_dict(server.dsn)
+    return DatabaseJanitor(
+        user=str(params["user"]),
+        host=str(params["host"]),
+        port=str(params["port"]),
+        password=None,  # the embedded server trusts its own unix socket
+        dbname=name,
+        maintenance_dbname=str(params["dbname"]),
+        connection_timeout=30,
+        **options,
+    )
+
+
 @pytest.fixture(scope="session")
-def template_db(pg_server: EmbeddedPostgres) -> str:
-    with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
-        conn.execute(f"create database {TEMPLATE}")
-    migrate(db_dsn(pg_server, TEMPLATE))
-    return TEMPLATE
+def template_db(pg_server: EmbeddedPostgres) -> Iterator[str]:
+    """The database every test database is cloned from, migrated once per session."""
+    with janitor(pg_server, TEMPLATE, as_template=True):
+        migrate(db_dsn(pg_server, TEMPLATE))
+        yield TEMPLATE
 
 
 def new_database(server: EmbeddedPostgres) -> str:
     """A fresh, migrated database cloned from the template; returns its DSN."""
     name = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server.dsn, autocommit=True) as conn:
-        conn.execute(f"create database {name} template {TEMPLATE}")
+    janitor(server, name, template_dbname=TEMPLATE).init()
     return db_dsn(server, name)
 
 
 def drop_database(server: EmbeddedPostgres, dsn: str) -> None:
-    name = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
-    with psycopg.connect(server.dsn, autocommit=True) as conn:
-        conn.execute(f"drop database if exists {name} with (force)")
+    """Drop the database of `dsn` (if it exists), ending any session still using it."""
+    janitor(server, str(conninfo_to_dict(dsn)["dbname"])).drop()
 
 
 @pytest.fixture
 def dsn(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[str]:
     """DSN of a fresh migrated database for this test only."""
-    url = new_database(pg_server)
-    yield url
-    drop_database(pg_server, url)
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with janitor(pg_server, name, template_dbname=template_db):
+        yield db_dsn(pg_server, name)
 
 
 @pytest.fixture

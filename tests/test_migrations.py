@@ -16,18 +16,15 @@ from memexdb import migrate
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.migrations import _alembic_config, head_revision, pgvector_problem
 from memexdb.resources import alembic_dir
-from tests.conftest import drop_database
+from tests.conftest import db_dsn, drop_database, janitor
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _empty_database(server: EmbeddedPostgres) -> str:
-    from tests.conftest import db_dsn
-
     name = f"m_{threading.get_ident() % 10**9}_{id(server) % 10**6}"
-    with psycopg.connect(server.dsn, autocommit=True) as conn:
-        conn.execute(f"drop database if exists {name} with (force)")
-        conn.execute(f"create database {name}")
+    janitor(server, name).drop()
+    janitor(server, name).init()
     return db_dsn(server, name)
 
 

@@ -1,4 +1,5 @@
-"""OpenAPI document (built from the pydantic schemas) and Swagger UI served locally."""
+"""The OpenAPI document, built from the endpoint table and the pydantic models; the UI
+that renders it is memexdb.rest.ui."""
 
 from __future__ import annotations
 
@@ -8,13 +9,12 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import BaseRoute, Mount, Route
-from starlette.staticfiles import StaticFiles
-from swagger_ui_bundle import swagger_ui_path
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
 
 from memexdb import __version__
 from memexdb.params import ErrorResponse
+from memexdb.rest import ui
 from memexdb.rest.endpoint import Endpoint, Reply
 
 _REF = "#/components/schemas/{model}"
@@ -108,22 +108,5 @@ def _openapi(endpoints: tuple[Endpoint, ...]) -> Route:
     return Route("/openapi.json", openapi, methods=["GET"])
 
 
-_SWAGGER_PAGE = """<!doctype html>
-<html><head><meta charset="utf-8"><title>memexdb API</title>
-<link rel="stylesheet" href="/docs/static/swagger-ui.css"></head>
-<body><div id="swagger-ui"></div>
-<script src="/docs/static/swagger-ui-bundle.js"></script>
-<script>window.ui = SwaggerUIBundle({url: "/openapi.json", dom_id: "#swagger-ui"});</script>
-</body></html>"""
-
-
-async def swagger(request: Request) -> Response:
-    return HTMLResponse(_SWAGGER_PAGE)
-
-
 def routes(endpoints: tuple[Endpoint, ...]) -> list[BaseRoute]:
-    return [
-        _openapi(endpoints),
-        Route("/docs", swagger, methods=["GET"]),
-        Mount("/docs/static", app=StaticFiles(directory=swagger_ui_path), name="swagger"),
-    ]
+    return [_openapi(endpoints), *ui.routes()]
