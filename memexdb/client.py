@@ -30,6 +30,10 @@ from memexdb.errors import InvalidArgument, SetupError, translate
 from memexdb.params import MemoryCreate, MemorySearchRequest, validated
 from memexdb.types import MaintenanceResult, Memory, MemoryType, SearchHit, SearchMode
 
+# Vectors of recently embedded texts kept per client (~1.5 KiB each at 384-d: ~6 MiB):
+# agents repeat queries and contents (bench/RESULTS.md, "Load test").
+EMBEDDING_CACHE_ENTRIES = 4096
+
 
 def _store_params(items: Sequence[MemoryCreate], embeddings: np.ndarray, model: str) -> Any:
     return {
@@ -81,7 +85,9 @@ class AsyncMemex:
             embedder = build_embedder("minilm")
         owns = not isinstance(embedder, BatchingEmbedder)
         batching = (
-            embedder if isinstance(embedder, BatchingEmbedder) else BatchingEmbedder(embedder)
+            embedder
+            if isinstance(embedder, BatchingEmbedder)
+            else BatchingEmbedder(embedder, cache_entries=EMBEDDING_CACHE_ENTRIES)
         )
         pool = async_pool(dsn, min_size=min_size, max_size=max_size)
         try:

@@ -29,6 +29,7 @@ from memexdb.embedding import (
     build_embedder,
     local_minilm,
 )
+from memexdb.embedding.cache import EmbeddingCache
 
 PROJECT_ROOT = Path(local_minilm.__file__).parents[2]  # for subprocesses
 SENTENCES = [f"Memory number {i} is about topic {i % 7} and item {i * 13}" for i in range(70)]
@@ -525,3 +526,33 @@ def test_batcher_rejects_bad_settings(minilm: Embedder) -> None:
         BatchingEmbedder(minilm, max_batch=0)
     with pytest.raises(ValueError, match="max_wait_ms"):
         BatchingEmbedder(minilm, max_wait_ms=-1)
+
+
+# --- the cache of repeated texts -----------------------------------------------------------
+
+
+async def test_repeated_texts_are_embedded_once(minilm: Embedder) -> None:
+    counting = CountingEmbedder(minilm)
+    texts = SENTENCES[:4]
+    async with BatchingEmbedder(counting, max_batch=32, cache_entries=3) as batcher:
+        # the same text twice in one batch: one model input
+        first = await asyncio.gather(*(batcher.embed_one(t) for t in [*texts, texts[0]]))
+        assert counting.batch_sizes == [4]
+        again = await batcher.embed_one(texts[3])  # cached (the last 3 are kept)
+        assert counting.batch_sizes == [4]
+        evicted = await batcher.embed_one(texts[0])  # least recently used: gone
+        assert counting.batch_sizes == [4, 1]
+        many = await batcher.embed_many([texts[0], "new text", texts[0]])
+        assert counting.batch_sizes == [4, 1, 1]
+    reference = minilm.embed([*texts, "new text"])
+    np.testing.assert_allclose(np.stack(first[:4]), reference[:4], atol=1e-6)
+    np.testing.assert_array_equal(first[4], first[0])
+    np.testing.assert_array_equal(again, first[3])
+    np.testing.assert_allclose(evicted, reference[0], atol=1e-6)
+    np.testing.assert_allclose(many, reference[[0, 4, 0]], atol=1e-6)
+    assert not again.flags.writeable  # a caller cannot change what others will get
+
+
+def test_cache_rejects_bad_settings() -> None:
+    with pytest.raises(ValueError, match="entries"):
+        EmbeddingCache(0)
