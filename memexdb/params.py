@@ -231,10 +231,11 @@ def _integral(value: Any) -> Any:
 
 TopK = Annotated[
     int,
+    # Before the validator, or the schema shows the bounds as unknown keywords (ge/le).
+    Field(ge=1, le=TOP_K_MAX, description=f"How many memories to return (1 to {TOP_K_MAX})."),
     # Strict: JSON true or "3" is not an integer (pydantic's lax mode would take both).
     Strict(),
     BeforeValidator(_integral),
-    Field(ge=1, le=TOP_K_MAX, description=f"How many memories to return (1 to {TOP_K_MAX})."),
 ]
 Alpha = Annotated[
     float,
