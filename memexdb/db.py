@@ -10,6 +10,7 @@ from pgvector.psycopg import register_vector, register_vector_async
 from psycopg.types.enum import EnumInfo, register_enum
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from memexdb.errors import DatabaseUnavailable
 from memexdb.types import MemoryType
 
 
@@ -54,9 +55,52 @@ def _check_sync(conn: psycopg.Connection) -> None:
         ConnectionPool.check_connection(conn)
 
 
-def async_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> AsyncConnectionPool:
+class Availability:
+    """What this process knows of its database: down from a failed probe until one
+    succeeds (memexdb.runtime.watch probes it). Requests that arrive meanwhile fail at
+    once rather than each waiting out the pool's timeout for a server that is gone."""
+
+    def __init__(self) -> None:
+        self.down_since: float | None = None
+
+    @property
+    def down(self) -> bool:
+        return self.down_since is not None
+
+    def mark_down(self) -> bool:
+        """Record an outage; True if it was up until now."""
+        if self.down_since is not None:
+            return False
+        self.down_since = monotonic()
+        return True
+
+    def mark_up(self) -> float | None:
+        """Record that it answers again; how long it was down (None: it was up)."""
+        since, self.down_since = self.down_since, None
+        return None if since is None else monotonic() - since
+
+
+class FailFastAsyncPool(AsyncConnectionPool):
+    """A pool that refuses at once (DatabaseUnavailable) while `availability` says the
+    database is down."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.availability = Availability()
+
+    # `timeout`: the signature of the method it overrides
+    async def getconn(
+        self,
+        timeout: float | None = None,  # noqa: ASYNC109
+    ) -> psycopg.AsyncConnection[Any]:
+        if self.availability.down:
+            raise DatabaseUnavailable("database is unavailable")
+        return await super().getconn(timeout)
+
+
+def async_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> FailFastAsyncPool:
     """An unopened async pool (open it with ``await pool.open(wait=True)``)."""
-    return AsyncConnectionPool(
+    return FailFastAsyncPool(
         dsn,
         min_size=min_size,
         max_size=max_size,

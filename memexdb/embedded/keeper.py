@@ -10,10 +10,12 @@ one process starts it. Clients reconnect by themselves once it accepts again.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 
 from memexdb.embedded.errors import EmbeddedPostgresError
+from memexdb.embedded.ownership import ServerOwner
 from memexdb.embedded.server import EmbeddedPostgres
 
 log = logging.getLogger("memexdb.embedded")
@@ -31,6 +33,7 @@ class ServerKeeper:
         self.server = server
         self.interval = interval
         self.restarts = 0
+        self._other_owner: ServerOwner | None = server.other_owner()
         self._closing = threading.Event()
         self._thread = threading.Thread(target=self._run, name="memexdb-keeper", daemon=True)
 
@@ -45,7 +48,9 @@ class ServerKeeper:
 
     def check(self) -> bool:
         """One look; True when it started the server."""
-        owner = self.server.other_owner()
+        owner = self.server.recorded_owner()
+        if owner is not None and owner.pid != os.getpid():
+            self._other_owner = owner  # an owner that stops cleanly removes its record
         started = time.monotonic()
         try:
             restarted = self.server.ensure_running()
@@ -55,8 +60,9 @@ class ServerKeeper:
         if restarted:
             self.restarts += 1
             took = time.monotonic() - started
-            if owner is not None:
-                log.info("pid %s ended: now running the embedded PostgreSQL", owner.pid)
+            if self._other_owner is not None:
+                pid, self._other_owner = self._other_owner.pid, None
+                log.info("pid %s ended: now running the embedded PostgreSQL", pid)
             else:
                 log.warning(
                     "the embedded PostgreSQL had stopped (crash or kill); restarted it in %.1f s",

@@ -130,6 +130,10 @@ class EmbeddedPostgres:
             self._ensure_database()
         return self.dsn
 
+    def recorded_owner(self) -> ServerOwner | None:
+        """The process owner.json names (alive or not); None when no server was started."""
+        return self._owner_file.read()
+
     def other_owner(self) -> ServerOwner | None:
         """The live process other than this one that runs this data dir's server, if any
         (a look without the lock: start() decides under it)."""
