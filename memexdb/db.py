@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from time import monotonic
 from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector, register_vector_async
 from psycopg.types.enum import EnumInfo, register_enum
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from memexdb.errors import DatabaseUnavailable
 from memexdb.types import MemoryType
@@ -58,10 +59,12 @@ def _check_sync(conn: psycopg.Connection) -> None:
 class Availability:
     """What this process knows of its database: down from a failed probe until one
     succeeds (memexdb.runtime.watch probes it). Requests that arrive meanwhile fail at
-    once rather than each waiting out the pool's timeout for a server that is gone."""
+    once rather than each waiting out the pool's timeout for a server that is gone. A
+    broken connection makes the database `suspected`: the watch probes it at once."""
 
     def __init__(self) -> None:
         self.down_since: float | None = None
+        self.suspected = asyncio.Event()
 
     @property
     def down(self) -> bool:
@@ -80,22 +83,46 @@ class Availability:
         return None if since is None else monotonic() - since
 
 
+# A request waits for a connection in slices this long, and gives up between two slices
+# once the database is known to be down: a request already waiting when the server went
+# away answers within a slice of the outage being noticed, not after the whole timeout.
+WAIT_SLICE_S = 0.25
+
+
 class FailFastAsyncPool(AsyncConnectionPool):
     """A pool that refuses at once (DatabaseUnavailable) while `availability` says the
     database is down."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
         self.availability = Availability()
+        super().__init__(*args, check=self._check_or_suspect, **kwargs)
+
+    async def _check_or_suspect(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        try:
+            await _check_async(conn)
+        except Exception:
+            self.availability.suspected.set()
+            raise
 
     # `timeout`: the signature of the method it overrides
     async def getconn(
         self,
         timeout: float | None = None,  # noqa: ASYNC109
     ) -> psycopg.AsyncConnection[Any]:
-        if self.availability.down:
-            raise DatabaseUnavailable("database is unavailable")
-        return await super().getconn(timeout)
+        deadline = monotonic() + (self.timeout if timeout is None else timeout)
+        while True:
+            if self.availability.down:
+                raise DatabaseUnavailable("database is unavailable")
+            try:
+                return await super().getconn(min(WAIT_SLICE_S, deadline - monotonic()))
+            except PoolTimeout:
+                if monotonic() >= deadline - 0.001:
+                    raise
+
+    async def putconn(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        if conn.broken:
+            self.availability.suspected.set()
+        await super().putconn(conn)
 
 
 def async_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> FailFastAsyncPool:
@@ -110,8 +137,7 @@ def async_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> FailFastAs
         # Retry a lost server every few seconds instead of backing off to minutes.
         reconnect_timeout=5.0,
         # A restarted server must not leave broken connections behind: idle ones are
-        # checked before they are handed out (see TRUSTED_FOR_S).
-        check=_check_async,
+        # checked before they are handed out (see TRUSTED_FOR_S and _check_or_suspect).
     )
 
 

@@ -135,8 +135,10 @@ def open_database(
     for as long as the body runs."""
     on_main_thread = threading.current_thread() is threading.main_thread()
     if settings.database_url:
-        if exit_at_once_on_signal and on_main_thread:
-            install_signal_handlers(None, exit_at_once=True)
+        if attach is not Attach.LOOK and on_main_thread:
+            # No server of ours to stop; SIGTERM still ends the process through `finally`
+            # (and uvicorn's graceful shutdown) rather than killing it outright.
+            install_signal_handlers(None, exit_at_once=exit_at_once_on_signal)
         database = Database(settings.database_url)
     else:
         server = embedded_server(settings)

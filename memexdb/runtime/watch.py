@@ -45,7 +45,11 @@ class DatabaseWatch:
                         await self._refresh_pool()
                 elif availability.mark_down():
                     log.warning("the database is unreachable: answering 503 until it is back")
-                await asyncio.sleep(DOWN_INTERVAL if availability.down else UP_INTERVAL)
+                interval = DOWN_INTERVAL if availability.down else UP_INTERVAL
+                # A request that met a broken connection asks for a probe at once.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(availability.suspected.wait(), interval)
+                availability.suspected.clear()
         finally:
             await self._close()
 
