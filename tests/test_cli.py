@@ -206,6 +206,7 @@ def test_second_serve_on_the_same_data_dir_is_refused(shared_data_dir: Path) -> 
         code, out = run_cli(["serve", "--port", str(free_port())], embedded_env(data_dir))
         assert code != 0, out
         assert "in use" in out and str(data_dir) in out, out
+        assert "starting embedded PostgreSQL" not in out, out  # it never tried
         assert "Traceback" not in out, out
         with client(service.base_url) as http:  # the first one is unharmed
             assert count(http, {"agent_id": "nobody", "user_id": "u"}) == 0
