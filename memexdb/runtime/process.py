@@ -28,6 +28,9 @@ def default_jobs(settings: Settings) -> list[Job]:
 
 @dataclass
 class Runtime:
+    """A process's open client (`memex`, for the frontends), its database watch and its
+    job runner; `Runtime.open(settings, dsn)` runs them until exit."""
+
     memex: AsyncMemex
     watch: DatabaseWatch
     jobs: JobRunner
