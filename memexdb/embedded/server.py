@@ -95,6 +95,7 @@ class EmbeddedPostgres:
         self._active = False  # this instance launched (or is launching) the server
         self._wanted = False  # this process uses the server (see ensure_running)
         self._owner: ServerOwner | None = None
+        self.launches = 0  # servers this instance launched
         self._atexit_registered = False
 
     # -- public API --
@@ -163,11 +164,12 @@ class EmbeddedPostgres:
                     return False
             elif owner is not None and owner.alive():
                 return False
+            launches = self.launches
             try:
-                self.start()
+                self.start()  # decides again under the lock: a look may have misread
             except DataDirInUseError:  # another process was first
                 return False
-            return True
+            return self.launches > launches
 
     def stop(self) -> None:
         # The mutex first: a stop from a signal handler waits for a start() running in
@@ -251,6 +253,7 @@ class EmbeddedPostgres:
         bindir = pginstall_for(acct, bundled_pginstall(), ROOT_BASE / f"pginstall-{BUNDLE_VERSION}")
         bindir = bindir / "bin"
         # claim ownership before launching, so a crash mid-start is recognisable
+        self.launches += 1
         self._owner_file.write(me)
         self._active = True
         if not self._atexit_registered:
