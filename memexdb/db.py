@@ -158,8 +158,10 @@ def async_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> FailFastAs
         open=False,
         configure=_configure_async,
         timeout=5.0,
-        # Retry a lost server every few seconds instead of backing off to minutes.
-        reconnect_timeout=5.0,
+        # Give up replacing lost connections soon (a retry after ~1 s, then no more): while
+        # the database is down the watch keeps requests off the pool, and once it is back
+        # the next request opens a connection at once instead of waiting out a backoff.
+        reconnect_timeout=2.0,
         # A restarted server must not leave broken connections behind: idle ones are
         # checked before they are handed out (see TRUSTED_FOR_S and _check_or_suspect).
     )

@@ -125,6 +125,9 @@ def test_serve_heals_a_killed_embedded_postmaster(data_dir: Path, workers: int) 
         service.wait_healthy()
         with client(service.base_url) as http:
             assert healthy_everywhere(http)
+            # Every worker's job runner has tried the jobs lock by now: one holds it.
+            time.sleep(1.0)
+            assert service.output().count("runs the scheduled jobs") == 1, service.output()
             assert http.post("/v1/memories", json={**who, "content": DOG}).status_code == 201
 
             with start_blocked(data_dir):
