@@ -37,7 +37,7 @@ from tests.live_service import (
     wait_no_postgres,
     wait_until,
 )
-from tests.test_mcp_support import call, connected, stdio_client_of, stdio_params
+from tests.test_mcp_support import call, connected, serve, stdio_client_of, stdio_params
 
 FAIL_FAST_SECONDS = 1.0  # "at once": the pool's timeout, which it used to wait, is 5 s
 DOWN_NOTICED_SECONDS = 10.0
@@ -243,3 +243,31 @@ async def test_mcp_stdio_heals_a_killed_embedded_postmaster(data_dir: Path, tmp_
     log = log_path.read_text()
     assert "restarted it in" in log, log[-3000:]
     assert wait_no_postgres(data_dir) == [], log[-3000:]
+
+
+async def test_mcp_stdio_sharing_a_services_server_reconnects_after_its_restart(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """`memexdb mcp` next to `memexdb serve` on one data dir: the service owns the server
+    and restarts it after kill -9; the stdio process only reconnects (exactly one process
+    restarts it)."""
+    who = {"agent_id": "heal-shared", "user_id": "u"}
+    env = {"MEMEX_DATA_DIR": str(data_dir)}
+    log_path = tmp_path / "stderr.log"
+    with serve(tmp_path, **env) as service, log_path.open("w") as errlog:
+        async with connected(stdio_client_of(stdio_params(env), errlog)) as c:
+            await call(c, "store_memory", **who, content=DOG)
+            kill_postmaster(data_dir / "pgdata")
+            deadline = time.monotonic() + RECOVERY_SECONDS
+            while True:
+                result = await c.call_tool("count_memories", who)
+                if not result.is_error or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.05)
+            assert result.structured_content == {**who, "memory_type": None, "count": 1}, result
+            await call(c, "store_memory", **who, content=TAX)
+        assert wait_until(lambda: "restarted it in" in service.output(), timeout=10.0)
+    log = log_path.read_text()
+    assert "using the embedded PostgreSQL of pid" in log, log[-3000:]
+    assert "restarted it in" not in log and "now running" not in log, log[-3000:]
+    assert wait_no_postgres(data_dir) == []
