@@ -27,6 +27,7 @@ log = logging.getLogger("memexdb.jobs")
 JOBS_LOCK_KEY = 0x6D656D65786A6F62  # "memexjob"; memexdb.migrations locks another key
 RETRY_SECONDS = 5.0
 CONNECT_TIMEOUT_SECONDS = 5
+CHECK_TIMEOUT_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -87,15 +88,15 @@ class JobRunner:
                     self.dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS
                 ) as conn:
                     await self._lead_when_possible(conn)
-            except psycopg.Error as exc:  # the database went away: try again later
-                log.debug("jobs lock connection failed: %s", exc)
+            except (psycopg.Error, TimeoutError) as exc:  # the database went away
+                log.debug("jobs lock connection failed: %r", exc)
             finally:
                 self.leading = False
             await asyncio.sleep(self.retry_seconds)
 
     async def _lead_when_possible(self, conn: psycopg.AsyncConnection) -> None:
         while True:
-            if await _try_lock(conn):
+            if await asyncio.wait_for(_try_lock(conn), CHECK_TIMEOUT_SECONDS):
                 break
             await asyncio.sleep(self.retry_seconds)
         self.leading = True
@@ -104,9 +105,10 @@ class JobRunner:
         tasks = [asyncio.create_task(_run_job(job, self.memex)) for job in self.jobs]
         try:
             # The session holds the lock: while it answers, no other process runs jobs.
+            # One that stops answering (a network partition) may have lost it already.
             while True:
                 await asyncio.sleep(self.retry_seconds)
-                await conn.execute("select 1")
+                await asyncio.wait_for(conn.execute("select 1"), CHECK_TIMEOUT_SECONDS)
         finally:
             for task in tasks:
                 task.cancel()
