@@ -58,7 +58,7 @@ from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import build_embedder
 from memexdb.embedding.fastembed_model import DEFAULT_THREADS
 from memexdb.embedding.local_minilm import LocalMiniLM
-from memexdb.service import EMBEDDER_THREADS
+from memexdb.runtime.embedder import EMBEDDER_THREADS
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel
 from starlette.applications import Starlette
@@ -44,7 +44,6 @@ from memexdb.rest.errors import HANDLERS, CatchAll
 log = logging.getLogger("memexdb.rest")
 Model = TypeVar("Model", bound=BaseModel)
 MAX_BODY_BYTES = 16 * 1024 * 1024
-MAINTENANCE_FOLLOW_UP_SECONDS = 1.0  # next maintenance call while a tenant is being moved
 
 
 def _memex(request: Request) -> AsyncMemex:
@@ -193,51 +192,17 @@ def routes() -> list[BaseRoute]:
     ]
 
 
-async def _maintenance_loop(memex: AsyncMemex, interval: float) -> None:
-    # The service's own scheduler for memex.maintenance(), for servers without pg_cron.
-    # While a grown tenant is being moved into the ANN index (in ~10 s calls), the next
-    # call follows after a short pause that lets the tenant's waiting inserts through.
-    delay = interval
-    while True:
-        await asyncio.sleep(delay)
-        delay = interval
-        try:
-            result = await memex.maintenance()
-        except Exception:
-            log.warning("memex.maintenance() failed; retrying in %ss", interval, exc_info=True)
-            continue
-        if result.memories_indexed or result.tenants_indexed:
-            log.info(
-                "maintenance moved %d memories into the ANN index (%d tenant(s) done)",
-                result.memories_indexed,
-                result.tenants_indexed,
-            )
-            delay = min(interval, MAINTENANCE_FOLLOW_UP_SECONDS)
-
-
 def create_app(
-    connect: Callable[[], Any],
-    *,
-    maintenance_interval: float | None = 60.0,
+    connect: Callable[[], contextlib.AbstractAsyncContextManager[AsyncMemex]],
 ) -> Starlette:
-    """The REST app. `connect` is an async callable returning an open AsyncMemex; the app
-    owns it for its lifespan (and closes it on shutdown)."""
+    """The REST app. `connect()` opens the AsyncMemex the app uses for its lifespan
+    (memexdb.service passes the process's runtime, which also runs the scheduled jobs)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        memex: AsyncMemex = await connect()
-        app.state.memex = memex
-        task = None
-        if maintenance_interval:
-            task = asyncio.create_task(_maintenance_loop(memex, maintenance_interval))
-        try:
+        async with connect() as memex:
+            app.state.memex = memex
             yield
-        finally:
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-            await memex.aclose()
 
     return Starlette(
         routes=routes(),

@@ -1,0 +1,117 @@
+"""Scheduled jobs, run by one process per database.
+
+Every memexdb process (each uvicorn worker, each `memexdb mcp`) runs a JobRunner; the one
+whose dedicated connection holds a session-level advisory lock runs the jobs, the others
+try to take the lock every `retry_seconds`. The lock goes with its session: when that
+process ends, is killed, or loses its connection (a database restart), another process
+takes over within `retry_seconds`. (A pooler in transaction mode between memexdb and
+PostgreSQL would break session locks: point MEMEX_DATABASE_URL at PostgreSQL itself.)
+
+To add a job: a Job(name, interval, run) in memexdb.runtime.process.default_jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+import psycopg
+
+from memexdb.client import AsyncMemex
+
+log = logging.getLogger("memexdb.jobs")
+
+JOBS_LOCK_KEY = 0x6D656D65786A6F62  # "memexjob"; memexdb.migrations locks another key
+RETRY_SECONDS = 5.0
+CONNECT_TIMEOUT_SECONDS = 5
+CHECK_TIMEOUT_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Job:
+    """`run` every `interval` seconds (the first run one interval after start). A run
+    may return a shorter delay before the next one, e.g. while work is left over; an
+    exception is logged and the job runs again after its interval."""
+
+    name: str
+    interval: float
+    run: Callable[[AsyncMemex], Awaitable[float | None]]
+
+
+async def _run_job(job: Job, memex: AsyncMemex) -> None:
+    delay = job.interval
+    while True:
+        await asyncio.sleep(delay)
+        delay = job.interval
+        try:
+            follow_up = await job.run(memex)
+        except Exception:
+            log.warning("job %s failed; next run in %ss", job.name, job.interval, exc_info=True)
+            continue
+        if follow_up is not None:
+            delay = min(job.interval, follow_up)
+
+
+async def _try_lock(conn: psycopg.AsyncConnection) -> bool:
+    cur = await conn.execute("select pg_try_advisory_lock(%s)", (JOBS_LOCK_KEY,))
+    row = await cur.fetchone()
+    return bool(row and row[0])
+
+
+class JobRunner:
+    """Runs `jobs` in this process while it holds the database's jobs lock."""
+
+    def __init__(
+        self,
+        dsn: str,
+        memex: AsyncMemex,
+        jobs: Sequence[Job],
+        *,
+        retry_seconds: float = RETRY_SECONDS,
+    ) -> None:
+        self.dsn = dsn
+        self.memex = memex
+        self.jobs = list(jobs)
+        self.retry_seconds = retry_seconds
+        self.leading = False
+
+    async def run(self) -> None:
+        """Forever (cancel to stop; the lock is released with the connection)."""
+        if not self.jobs:
+            return
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(
+                    self.dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS
+                ) as conn:
+                    await self._lead_when_possible(conn)
+            except (psycopg.Error, TimeoutError) as exc:  # the database went away
+                log.debug("jobs lock connection failed: %r", exc)
+            finally:
+                self.leading = False
+            await asyncio.sleep(self.retry_seconds)
+
+    async def _lead_when_possible(self, conn: psycopg.AsyncConnection) -> None:
+        while True:
+            if await asyncio.wait_for(_try_lock(conn), CHECK_TIMEOUT_SECONDS):
+                break
+            await asyncio.sleep(self.retry_seconds)
+        self.leading = True
+        names = ", ".join(job.name for job in self.jobs)
+        log.info("this process runs the scheduled jobs of its database (%s)", names)
+        tasks = [asyncio.create_task(_run_job(job, self.memex)) for job in self.jobs]
+        try:
+            # The session holds the lock: while it answers, no other process runs jobs.
+            # One that stops answering (a network partition) may have lost it already.
+            while True:
+                await asyncio.sleep(self.retry_seconds)
+                await asyncio.wait_for(conn.execute("select 1"), CHECK_TIMEOUT_SECONDS)
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
