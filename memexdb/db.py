@@ -7,9 +7,9 @@ from time import monotonic
 from typing import Any
 
 import psycopg
-from pgvector.psycopg import register_vector, register_vector_async
+from pgvector.psycopg import register_vector_async
 from psycopg.types.enum import EnumInfo, register_enum
-from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from memexdb.errors import DatabaseUnavailable
 from memexdb.types import MemoryType
@@ -21,14 +21,6 @@ async def _configure_async(conn: psycopg.AsyncConnection) -> None:
     if info is not None:
         register_enum(info, conn, MemoryType, mapping={m: m.value for m in MemoryType})
     await conn.set_autocommit(True)
-
-
-def _configure_sync(conn: psycopg.Connection) -> None:
-    register_vector(conn)
-    info = EnumInfo.fetch(conn, "memex.memory_type")
-    if info is not None:
-        register_enum(info, conn, MemoryType, mapping={m: m.value for m in MemoryType})
-    conn.autocommit = True
 
 
 # A connection handed out this recently is handed out again without the round trip of a
@@ -49,11 +41,6 @@ def _recently_used(conn: Any) -> bool:
 async def _check_async(conn: psycopg.AsyncConnection) -> None:
     if not _recently_used(conn):
         await AsyncConnectionPool.check_connection(conn)
-
-
-def _check_sync(conn: psycopg.Connection) -> None:
-    if not _recently_used(conn):
-        ConnectionPool.check_connection(conn)
 
 
 class Availability:
@@ -164,19 +151,4 @@ def async_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> FailFastAs
         reconnect_timeout=2.0,
         # A restarted server must not leave broken connections behind: idle ones are
         # checked before they are handed out (see TRUSTED_FOR_S and _check_or_suspect).
-    )
-
-
-def sync_pool(dsn: str, *, min_size: int = 1, max_size: int = 4) -> ConnectionPool:
-    """An unopened sync pool (open it with ``pool.open(wait=True)``)."""
-    return ConnectionPool(
-        dsn,
-        min_size=min_size,
-        max_size=max_size,
-        open=False,
-        configure=_configure_sync,
-        timeout=5.0,
-        # Retry a lost server every few seconds instead of backing off to minutes.
-        reconnect_timeout=5.0,
-        check=_check_sync,
     )

@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from memexdb import db
 from memexdb.errors import DatabaseUnavailable
@@ -21,18 +21,13 @@ from memexdb.errors import DatabaseUnavailable
 def checks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Records each real check (a round trip) the pools make."""
     made: list[str] = []
-    real_async, real_sync = AsyncConnectionPool.check_connection, ConnectionPool.check_connection
+    real_async = AsyncConnectionPool.check_connection
 
     async def counted_async(conn: Any) -> None:
         made.append("async")
         await real_async(conn)
 
-    def counted_sync(conn: Any) -> None:
-        made.append("sync")
-        real_sync(conn)
-
     monkeypatch.setattr(AsyncConnectionPool, "check_connection", staticmethod(counted_async))
-    monkeypatch.setattr(ConnectionPool, "check_connection", staticmethod(counted_sync))
     yield made
 
 
@@ -62,23 +57,6 @@ async def test_async_pool_checks_only_idle_connections(dsn: str, checks: list[st
             assert conn.info.backend_pid != first_pid
         assert checks[:2] == ["async", "async"]
         assert pool.availability.suspected.is_set()  # the watch (if any) probes at once
-
-
-def test_sync_pool_checks_only_idle_connections(dsn: str, checks: list[str]) -> None:
-    with db.sync_pool(dsn, min_size=1, max_size=1) as pool:
-        with pool.connection() as conn:
-            first_pid = conn.info.backend_pid
-        for _ in range(5):
-            with pool.connection() as conn:
-                assert conn.execute("select 1").fetchone() == (1,)
-        assert checks == ["sync"]
-
-        _age(conn)
-        _terminate(dsn, first_pid)
-        with pool.connection() as conn:
-            assert conn.execute("select 1").fetchone() == (1,)
-            assert conn.info.backend_pid != first_pid
-        assert checks[:2] == ["sync", "sync"]
 
 
 async def test_async_pool_fails_at_once_while_the_database_is_known_down(dsn: str) -> None:
