@@ -16,8 +16,8 @@ from typing import Any
 import psycopg
 import uvicorn
 
-from memexdb import __version__, queries
-from memexdb.config import Settings, SettingsError, env_name
+from memexdb import __version__, cli_keys, queries
+from memexdb.config import Settings, SettingsError, env_name, listens_on_loopback_only
 from memexdb.embedded import EmbeddedPostgresError
 from memexdb.errors import MemexError
 from memexdb.migrations import head_revision
@@ -38,6 +38,16 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             relay = tempfile.mkdtemp(prefix="memexdb-mcp-")
             cleanup.callback(shutil.rmtree, relay, ignore_errors=True)
             os.environ["MEMEX_MCP_RELAY_DIR"] = relay
+        if not listens_on_loopback_only(args.host) and not _has_live_keys(database.dsn):
+            print(
+                f"memexdb: refusing to serve on {args.host} without API keys: anyone who "
+                "can reach it could read and delete every memory. Create a key first:\n"
+                "  memexdb keys create --access admin --name operator\n"
+                "then serve again (every request then needs Authorization: Bearer <key>),"
+                " or serve on 127.0.0.1.",
+                file=sys.stderr,
+            )
+            return 2
         # Workers (and the app factory) read the DSN from the environment.
         os.environ["MEMEX_DATABASE_URL"] = database.dsn
         # ... and the listen host, which the MCP endpoints accept in Host headers.
@@ -69,6 +79,12 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     from memexdb.mcp.stdio import run_stdio
 
     return run_stdio(settings)
+
+
+def _has_live_keys(dsn: str) -> bool:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(queries.LIVE_KEYS).fetchone()
+    return bool(row and row[0])
 
 
 def _migrate(args: argparse.Namespace, settings: Settings) -> int:
@@ -134,6 +150,11 @@ def _dsn(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _keys(args: argparse.Namespace, settings: Settings) -> int:
+    with open_database(settings, Attach.SHARE, keep_running=False) as database:
+        return cli_keys.run(args, database.dsn)
+
+
 def _option_help(settings: Settings, field: str) -> str:
     info = Settings.model_fields[field]
     return f"{info.description} (default: {getattr(settings, field)}; env {env_name(field)})"
@@ -196,6 +217,7 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
         "under `memexdb serve`) or MEMEX_DATABASE_URL. For example: "
         "export MEMEX_DATABASE_URL=$(memexdb dsn)",
     )
+    cli_keys.add_parser(sub)
     return parser
 
 
@@ -217,6 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "migrate": _migrate,
         "status": _status,
         "dsn": _dsn,
+        "keys": _keys,
     }
     try:
         return commands[args.command](args, settings)

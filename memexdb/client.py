@@ -13,6 +13,7 @@ import asyncio
 import functools
 import threading
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
 from uuid import UUID
@@ -28,7 +29,18 @@ from memexdb.db import async_pool
 from memexdb.embedding import BatchingEmbedder, Embedder, build_embedder
 from memexdb.errors import InvalidArgument, SetupError, translate
 from memexdb.params import MemoryCreate, MemorySearchRequest, validated
-from memexdb.types import MaintenanceResult, Memory, MemoryType, SearchHit, SearchMode
+from memexdb.types import (
+    Access,
+    ApiKey,
+    AuditEvent,
+    CreatedKey,
+    MaintenanceResult,
+    Memory,
+    MemoryType,
+    RevokedKey,
+    SearchHit,
+    SearchMode,
+)
 
 # Vectors of recently embedded texts kept per client (~1.5 KiB each at 384-d: ~6 MiB):
 # agents repeat queries and contents (bench/RESULTS.md, "Load test").
@@ -60,16 +72,64 @@ def _check_dims(dims: int | None, embedder: Embedder) -> None:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """Who a client acts as. The service's connections are memex_app: before each call,
+    in the same transaction, memex._enter sets the caller from `key` (or refuses it), or
+    memex._enter_operator makes it the operator (`operator` names who, e.g. "cli"); SQL
+    then enforces the caller's scope (memex._authorize and row-level security). A
+    connection as a role bound with memex.bind_sql_role enters nothing: Postgres knows
+    its tenant from the login."""
+
+    key: str | None = None
+    # refuse calls without a key even while the database has none (a service that
+    # listens beyond loopback)
+    require_key: bool = False
+    operator: str | None = None
+
+
 class AsyncMemex:
-    """Async client: `await AsyncMemex.connect(dsn)`, then store/search/forget/count."""
+    """Async client: `await AsyncMemex.connect(dsn)`, then store/search/forget/count.
+
+    `with_key(key)` and `as_operator(name)` return clients of the same pool and embedder
+    that act as someone else (see Credentials)."""
 
     def __init__(
-        self, pool: AsyncConnectionPool, embedder: BatchingEmbedder, *, owns_embedder: bool = False
+        self,
+        pool: AsyncConnectionPool,
+        embedder: BatchingEmbedder,
+        *,
+        owns_embedder: bool = False,
+        credentials: Credentials = Credentials(),
+        enters: bool = True,
+        owns_pool: bool = True,
     ) -> None:
         self.pool = pool
         self.embedder = embedder
         self.model_id = embedder.model_id
+        self.credentials = credentials
         self._owns_embedder = owns_embedder
+        self._owns_pool = owns_pool
+        self._enters = enters
+
+    def _acting_as(self, credentials: Credentials) -> AsyncMemex:
+        return AsyncMemex(
+            self.pool,
+            self.embedder,
+            credentials=credentials,
+            enters=self._enters,
+            owns_pool=False,
+        )
+
+    def with_key(self, key: str | None) -> AsyncMemex:
+        """This client acting with API key `key` (None: no key, which an open loopback
+        database without keys accepts)."""
+        return self._acting_as(replace(self.credentials, key=key, operator=None))
+
+    def as_operator(self, name: str) -> AsyncMemex:
+        """This client acting as the operator (every tenant, admin): the command line and
+        scheduled jobs, which hold the database credentials themselves."""
+        return self._acting_as(replace(self.credentials, key=None, operator=name))
 
     @classmethod
     async def connect(
@@ -79,8 +139,13 @@ class AsyncMemex:
         embedder: Embedder | BatchingEmbedder | None = None,
         min_size: int = 1,
         max_size: int = 10,
+        key: str | None = None,
+        require_key: bool = False,
     ) -> AsyncMemex:
-        """Open a pool on a migrated database and check the embedder fits its schema."""
+        """Open a pool on a migrated database and check the embedder fits its schema.
+
+        `key` is the API key calls are made with; `require_key` refuses calls without
+        one even while the database has no keys."""
         if embedder is None:
             embedder = build_embedder("minilm")
         owns = not isinstance(embedder, BatchingEmbedder)
@@ -98,16 +163,24 @@ class AsyncMemex:
                     dims = await (await cur.execute(queries.EMBEDDING_DIMS)).fetchone()
                 except psycopg.errors.UndefinedFunction:
                     dims = None
+                enters = bool(await (await cur.execute(queries.ENTERS_CALLER)).fetchone())
             _check_dims(dims, batching.embedder)
         except BaseException as exc:
             await pool.close()
             if owns:
                 await batching.aclose()
             raise translate(exc) from exc
-        return cls(pool, batching, owns_embedder=owns)
+        return cls(
+            pool,
+            batching,
+            owns_embedder=owns,
+            credentials=Credentials(key=key, require_key=require_key),
+            enters=enters,
+        )
 
     async def aclose(self) -> None:
-        await self.pool.close()
+        if self._owns_pool:
+            await self.pool.close()
         if self._owns_embedder:
             await self.embedder.aclose()
 
@@ -118,15 +191,32 @@ class AsyncMemex:
         await self.aclose()
 
     async def _fetch(
-        self, row_type: type[Any] | None, sql: str, values: dict[str, Any] | None = None
+        self,
+        row_type: type[Any] | None,
+        sql: str,
+        values: dict[str, Any] | None = None,
+        *,
+        enter: bool = True,
     ) -> list[Any]:
+        factory = class_row(row_type) if row_type else scalar_row
         try:
             async with self.pool.connection() as conn:
-                factory = class_row(row_type) if row_type else scalar_row
                 cur = conn.cursor(row_factory=factory)
-                return await (await cur.execute(sql, values)).fetchall()
+                if not (enter and self._enters):
+                    return await (await cur.execute(sql, values)).fetchall()
+                # BEGIN, the caller, the call and COMMIT go out together: one round trip.
+                async with conn.pipeline(), conn.transaction():
+                    await conn.execute(*self._entry())
+                    await cur.execute(sql, values)
+                return await cur.fetchall()
         except Exception as exc:
             raise translate(exc) from exc
+
+    def _entry(self) -> tuple[str, dict[str, Any]]:
+        who = self.credentials
+        if who.operator is not None:
+            return queries.ENTER_OPERATOR, {"actor": who.operator}
+        return queries.ENTER, {"key": who.key, "require_key": who.require_key}
 
     async def store(
         self,
@@ -248,7 +338,7 @@ class AsyncMemex:
 
     async def ping(self) -> None:
         """Raise DatabaseUnavailable unless the database answers."""
-        await self._fetch(None, queries.PING)
+        await self._fetch(None, queries.PING, enter=False)
 
     async def maintenance(self) -> MaintenanceResult:
         """Run memex.maintenance(): delete expired memories and stale rate-limit rows, and
@@ -259,6 +349,46 @@ class AsyncMemex:
     async def set_setting(self, name: str, value: Any) -> None:
         """Write an operator setting (memex.settings), e.g. rate_limit_store_per_minute."""
         await self._fetch(None, queries.SET_SETTING, {"name": name, "value": Jsonb(value)})
+
+    async def create_key(
+        self,
+        access: Access | str,
+        *,
+        agent_id: str | None = None,
+        user_ids: Sequence[str] | None = None,
+        name: str = "",
+        expires_at: datetime | None = None,
+    ) -> CreatedKey:
+        """Create an API key (admin callers only, within their own scope); its token is
+        in the result, and nowhere else ever again."""
+        request = validated(
+            params.KeyCreate,
+            access=access,
+            agent_id=agent_id,
+            user_ids=list(user_ids) if user_ids is not None else None,
+            name=name,
+            expires_at=expires_at,
+        )
+        values = {**request.model_dump(), "access": str(request.access)}
+        rows: list[CreatedKey] = await self._fetch(CreatedKey, queries.CREATE_KEY, values)
+        return rows[0]
+
+    async def list_keys(self, agent_id: str | None = None) -> list[ApiKey]:
+        """The API keys this (admin) caller may manage, newest first, without secrets."""
+        query = validated(params.KeysQuery, agent_id=agent_id)
+        return await self._fetch(ApiKey, queries.LIST_KEYS, query.model_dump())
+
+    async def revoke_key(self, key: str) -> RevokedKey:
+        """Revoke an API key by id or prefix; NotFound outside this caller's scope."""
+        rows: list[RevokedKey] = await self._fetch(RevokedKey, queries.REVOKE_KEY, {"key": key})
+        return rows[0]
+
+    async def audit_events(
+        self, limit: int = params.DEFAULT_AUDIT_LIMIT, before: int | None = None
+    ) -> list[AuditEvent]:
+        """The audit log within this (admin) caller's scope, newest first."""
+        query = validated(params.AuditQuery, limit=limit, before=before)
+        return await self._fetch(AuditEvent, queries.AUDIT_EVENTS, query.model_dump())
 
 
 _P = ParamSpec("_P")
@@ -299,25 +429,46 @@ def _blocking(
 class Memex:
     """Synchronous client with the same methods as AsyncMemex (`Memex.connect(dsn)`)."""
 
-    def __init__(self, client: AsyncMemex, loop: _LoopThread) -> None:
+    def __init__(self, client: AsyncMemex, loop: _LoopThread, *, owns_loop: bool = True) -> None:
         self._async = client
         self._loop = loop
+        self._owns_loop = owns_loop
         self.model_id = client.model_id
 
     @classmethod
     def connect(
-        cls, dsn: str, *, embedder: Embedder | BatchingEmbedder | None = None, max_size: int = 4
+        cls,
+        dsn: str,
+        *,
+        embedder: Embedder | BatchingEmbedder | None = None,
+        max_size: int = 4,
+        key: str | None = None,
+        require_key: bool = False,
     ) -> Memex:
         """Open a pool on a migrated database and check the embedder fits its schema."""
         loop = _LoopThread()
         try:
-            client = loop.run(AsyncMemex.connect(dsn, embedder=embedder, max_size=max_size))
+            client = loop.run(
+                AsyncMemex.connect(
+                    dsn, embedder=embedder, max_size=max_size, key=key, require_key=require_key
+                )
+            )
         except BaseException:
             loop.stop()
             raise
         return cls(client, loop)
 
+    def with_key(self, key: str | None) -> Memex:
+        """This client acting with API key `key` (see AsyncMemex.with_key)."""
+        return Memex(self._async.with_key(key), self._loop, owns_loop=False)
+
+    def as_operator(self, name: str) -> Memex:
+        """This client acting as the operator (see AsyncMemex.as_operator)."""
+        return Memex(self._async.as_operator(name), self._loop, owns_loop=False)
+
     def close(self) -> None:
+        if not self._owns_loop:
+            return
         try:
             self._loop.run(self._async.aclose())
         finally:
@@ -337,3 +488,7 @@ class Memex:
     ping = _blocking(AsyncMemex.ping)
     maintenance = _blocking(AsyncMemex.maintenance)
     set_setting = _blocking(AsyncMemex.set_setting)
+    create_key = _blocking(AsyncMemex.create_key)
+    list_keys = _blocking(AsyncMemex.list_keys)
+    revoke_key = _blocking(AsyncMemex.revoke_key)
+    audit_events = _blocking(AsyncMemex.audit_events)

@@ -6,6 +6,7 @@ table say about it; the CLI's options default to these values (one definition).
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Any, Literal
 
@@ -63,7 +64,16 @@ class Settings(BaseSettings):
         None, description="comma-separated browser Origin values REST and MCP accept"
     )
     # Set by `memexdb serve --workers N` for its workers, not by users.
+    api_key: str | None = Field(
+        None,
+        description="API key that `memexdb mcp` (stdio) acts with once the database has keys",
+    )
     mcp_relay_dir: Path | None = None
+
+    @property
+    def loopback_only(self) -> bool:
+        """True when `host` is a loopback address: only this machine can connect."""
+        return listens_on_loopback_only(self.host)
 
     @field_validator("data_dir")
     @classmethod
@@ -82,6 +92,17 @@ class Settings(BaseSettings):
             return cls()
         except ValidationError as exc:
             raise SettingsError(_describe(exc)) from None
+
+
+def listens_on_loopback_only(host: str) -> bool:
+    """Whether a server bound to `host` is reachable from this machine only (127.0.0.0/8,
+    ::1, localhost). Wildcards (0.0.0.0, ::, empty) and other names are not."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _describe(exc: ValidationError) -> str:

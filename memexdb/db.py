@@ -14,6 +14,15 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from memexdb.errors import DatabaseUnavailable
 from memexdb.types import MemoryType
 
+# The service acts as memex_app, never as the login role: a superuser or the tables' owner
+# would see past row-level security. A login role that cannot (a SQL role bound to one
+# tenant) stays itself. Databases not yet migrated have no memex_app.
+_ACT_AS_APP = """
+select set_config('role', 'memex_app', false)
+where case when exists (select from pg_roles where rolname = 'memex_app')
+           then pg_has_role('memex_app', 'member') else false end
+"""
+
 
 async def _configure_async(conn: psycopg.AsyncConnection) -> None:
     await register_vector_async(conn)
@@ -21,6 +30,7 @@ async def _configure_async(conn: psycopg.AsyncConnection) -> None:
     if info is not None:
         register_enum(info, conn, MemoryType, mapping={m: m.value for m in MemoryType})
     await conn.set_autocommit(True)
+    await conn.execute(_ACT_AS_APP)
 
 
 # A connection handed out this recently is handed out again without the round trip of a

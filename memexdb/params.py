@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import json
 import math
+import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 from uuid import UUID
@@ -27,7 +28,7 @@ from pydantic import (
 from typing_extensions import TypeAliasType
 
 from memexdb.errors import InvalidArgument
-from memexdb.types import MemoryType, SearchMode
+from memexdb.types import Access, MemoryType, SearchMode
 
 # Bounds (sql/: memex._check_tenant, memex._check_memory, memex.search).
 TENANT_ID_MAX_CHARS = 128
@@ -222,6 +223,13 @@ Timestamp = Annotated[
     Strict(),  # an ISO 8601 string: a bare number is not a date
     AfterValidator(_utc),
 ]
+
+
+def _query_integer(value: Any) -> Any:
+    # A query string's integer arrives as text: decimal digits only (no "1e3", "true").
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,19}", value):
+        return int(value)
+    return _integral(value)
 
 
 def _integral(value: Any) -> Any:
@@ -482,3 +490,123 @@ def validated(model: type[_Model], **values: Any) -> _Model:
         return model.model_validate(values)
     except ValidationError as exc:
         raise invalid_argument(exc) from None
+
+
+# --- API keys and the audit log (memex.create_key, list_keys, revoke_key, audit_events) ---
+
+KEY_NAME_MAX_CHARS = 200
+KEY_USERS_MAX = 1000
+AUDIT_LIMIT_MAX = 1000
+DEFAULT_AUDIT_LIMIT = 100
+
+KeyAccess = Annotated[Access, _enum(Access, Access.__doc__ or "")]
+KeyName = Annotated[
+    str,
+    Field(
+        max_length=KEY_NAME_MAX_CHARS,
+        description="A label for people (who holds the key).",
+        json_schema_extra={"pattern": _NO_NUL},
+    ),
+    _NoNul,
+]
+
+
+class KeyCreate(_Request):
+    """A key to create: its access and scope. The token comes back once."""
+
+    access: KeyAccess
+    agent_id: Annotated[
+        AgentId | None,
+        Field(description="The agent the key may act for; omit for every agent (operator keys)."),
+    ] = None
+    user_ids: Annotated[
+        list[UserId] | None,
+        Field(
+            min_length=1,
+            max_length=KEY_USERS_MAX,
+            description="Only these users of the agent (default: all of them).",
+        ),
+    ] = None
+    name: KeyName = ""
+    expires_at: Annotated[
+        Timestamp, Field(description="The key stops working at this time (UTC if naive).")
+    ] = None
+
+
+class KeysQuery(_Request):
+    """Query string of GET /v1/admin/keys."""
+
+    agent_id: Annotated[AgentId | None, Field(description="Only this agent's keys.")] = None
+
+
+class AuditQuery(_Request):
+    """Query string of GET /v1/admin/audit."""
+
+    limit: Annotated[
+        int,
+        Field(ge=1, le=AUDIT_LIMIT_MAX, description=f"Entries per page (1 to {AUDIT_LIMIT_MAX})."),
+        Strict(),
+        BeforeValidator(_query_integer),
+    ] = DEFAULT_AUDIT_LIMIT
+    before: Annotated[
+        int | None,
+        Field(ge=1, le=2**63 - 1, description="Entries older than this id (the next page)."),
+        Strict(),
+        BeforeValidator(_query_integer),
+    ] = None
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+class _KeyScopeOut(_Out):
+    id: UUID
+    prefix: str = Field(description="Identifies the key in lists and logs (not a secret).")
+    name: str
+    agent_id: str | None
+    user_ids: list[str] | None
+    access: Access
+    created_at: datetime
+    expires_at: datetime | None
+
+
+class KeyCreatedOut(_KeyScopeOut):
+    """The new key. `token` is the secret, shown this once: store it now."""
+
+    token: str
+
+
+class KeyOut(_KeyScopeOut):
+    """An API key (never its secret)."""
+
+    created_by: str
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+
+
+class KeyList(BaseModel):
+    keys: list[KeyOut]
+
+
+class KeyRevokedOut(_Out):
+    id: UUID
+    prefix: str
+    agent_id: str | None
+    access: Access
+    revoked_at: datetime
+
+
+class AuditEventOut(_Out):
+    id: int
+    at: datetime
+    actor: str
+    action: str
+    agent_id: str | None
+    user_id: str | None
+    details: dict[str, Any]
+
+
+class AuditList(BaseModel):
+    events: list[AuditEventOut]
+    next_before: int | None = Field(description="Pass as `before` for older entries.")

@@ -53,10 +53,17 @@ from memex.rate_limit_hit(p_key => %(key)s, p_limit => %(limit)s,
 
 MAINTENANCE = "select * from memex.maintenance()"
 
+# The caller of the transaction (memexdb.client.Credentials).
+ENTER = "select memex._enter(p_token => %(key)s, p_require_key => %(require_key)s)"
+ENTER_OPERATOR = "select memex._enter_operator(p_actor => %(actor)s)"
+# true when this connection acts as memex_app and so must enter a caller per transaction
+ENTERS_CALLER = "select current_user = 'memex_app'"
+
 EMBEDDING_DIMS = "select memex.embedding_dims()"
 
 SET_SETTING = """
-insert into memex.settings (name, value) values (%(name)s, %(value)s)
+insert into memex.settings (name, value)
+select %(name)s, %(value)s from memex._authorize(null, null, 'admin')
 on conflict (name) do update set value = excluded.value, updated_at = now()
 returning name
 """
@@ -76,4 +83,22 @@ select count(*) as tenants,
        count(*) filter (where not ann and memory_count
                         > memex._setting('exact_scan_max_rows', '10000')::bigint) as waiting
 from memex.tenants
+"""
+
+CREATE_KEY = """
+select * from memex.create_key(
+    p_access => %(access)s, p_agent_id => %(agent_id)s, p_user_ids => %(user_ids)s,
+    p_name => %(name)s, p_expires_at => %(expires_at)s)
+"""
+
+LIST_KEYS = "select * from memex.list_keys(p_agent_id => %(agent_id)s)"
+
+REVOKE_KEY = "select * from memex.revoke_key(p_key => %(key)s)"
+
+AUDIT_EVENTS = "select * from memex.audit_events(p_limit => %(limit)s, p_before => %(before)s)"
+
+# Whether the database has a key that works (memexdb serve beyond loopback needs one).
+LIVE_KEYS = """
+select exists (select from memex.api_keys
+               where revoked_at is null and (expires_at is null or expires_at > now()))
 """

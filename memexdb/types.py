@@ -26,6 +26,15 @@ class SearchMode(enum.StrEnum):
     HYBRID = "hybrid"
 
 
+class Access(enum.StrEnum):
+    """What an API key may do: read (search, count, list, get, export); write (also store,
+    update, delete, erase, import); admin (also manage keys and read the audit log)."""
+
+    READ = "read"
+    WRITE = "write"
+    ADMIN = "admin"
+
+
 @dataclass(frozen=True, slots=True)
 class Memory:
     """A stored memory (SQL type memex.memory_record)."""
@@ -81,3 +90,57 @@ class MaintenanceResult:
     rate_limit_rows_deleted: int
     tenants_indexed: int  # tenants that finished moving into the ANN index (0 or 1)
     memories_indexed: int  # rows moved into the ANN index; > 0: more may be waiting
+
+
+@dataclass(frozen=True, slots=True)
+class KeyScope:
+    """What every view of an API key shows: which key, and what it may reach."""
+
+    id: UUID
+    prefix: str
+    name: str
+    agent_id: str | None
+    user_ids: list[str] | None
+    access: str
+    created_at: datetime
+    expires_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedKey(KeyScope):
+    """A new API key (memex.create_key): `token` is shown this once."""
+
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey(KeyScope):
+    """An API key as memex.list_keys shows it (never its secret)."""
+
+    created_by: str
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class RevokedKey:
+    """The key memex.revoke_key revoked."""
+
+    id: UUID
+    prefix: str
+    agent_id: str | None
+    access: str
+    revoked_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEvent:
+    """One entry of memex.audit_log."""
+
+    id: int
+    at: datetime
+    actor: str
+    action: str
+    agent_id: str | None
+    user_id: str | None
+    details: dict[str, Any]

@@ -22,6 +22,7 @@ as $$
 declare
     v_n     integer := coalesce(cardinality(p_contents), 0);
     v_agent text;
+    v_user  text;
     v_i     integer;
 begin
     if v_n = 0 then
@@ -53,6 +54,10 @@ begin
         end;
     end loop;
 
+    for v_agent, v_user in select distinct a, u from unnest(p_agent_ids, p_user_ids) t(a, u)
+                          order by 1, 2 loop
+        perform memex._authorize(v_agent, v_user, 'write');
+    end loop;
     for v_agent in select distinct a from unnest(p_agent_ids) a order by 1 loop
         perform memex._enforce_rate_limit('store', v_agent);
     end loop;

@@ -106,6 +106,7 @@ begin
     v_context := coalesce(p_context_weight,
                           case when p_mode = 'vector' then 0
                                else memex._setting('context_weight', '0.5')::double precision end);
+    perform memex._authorize(p_agent_id, p_user_id, 'read');
     perform memex._enforce_rate_limit('search', p_agent_id);
 
     -- Tenants in the ANN index (memex.index_tenant; memex.maintenance moves tenants in

@@ -11,6 +11,8 @@ declare
     v_result memex.memory_record;
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);
+    perform memex._authorize(p_agent_id, p_user_id, 'write');
+    perform memex._enforce_rate_limit('store', p_agent_id);
     delete from memex.memories m
     where m.id = p_id and m.agent_id = p_agent_id and m.user_id = p_user_id
     returning (memex._memory_record(m)).* into v_result;

@@ -17,6 +17,7 @@ set search_path = pg_catalog, public, pg_temp
 as $$
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);
+    perform memex._authorize(p_agent_id, p_user_id, 'read');
     return (
         select count(*)
         from memex._live_memories(p_agent_id, p_user_id,

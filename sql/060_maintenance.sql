@@ -12,6 +12,7 @@ create or replace function memex.maintenance()
 returns memex.maintenance_result
 language plpgsql
 volatile
+security definer
 set search_path = pg_catalog, public, pg_temp
 as $$
 declare
@@ -21,6 +22,7 @@ declare
     v_tenant  record;
     v_step    record;
 begin
+    perform memex._authorize(null, null, 'admin');  -- every tenant: operator, pg_cron, jobs
     delete from memex.memories m where m.expires_at <= now();
     get diagnostics v_result.expired_memories_deleted = row_count;
     delete from memex.rate_limits r where r.expires_at <= clock_timestamp();

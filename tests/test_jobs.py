@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+import psycopg
+
 from memexdb import AsyncMemex
 from memexdb.runtime import Job, JobRunner
 from memexdb.runtime.maintenance import maintenance_job
@@ -95,7 +97,9 @@ async def test_the_maintenance_job_deletes_expired_memories(dsn: str, amemex: As
     task = asyncio.create_task(runner.run())
 
     async def expired_rows() -> int:
-        async with amemex.pool.connection() as conn:
+        # as the database owner: the pool's connections are memex_app, and see nothing
+        # without a caller
+        async with await psycopg.AsyncConnection.connect(dsn) as conn:
             cur = await conn.execute("select count(*) from memex.memories where agent_id = 'jobs'")
             row = await cur.fetchone()
             return int(row[0]) if row else -1

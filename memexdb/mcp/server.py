@@ -22,8 +22,17 @@ from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import ValidationError
 
 from memexdb import __version__
+from memexdb.bearer import bearer_key
 from memexdb.client import AsyncMemex
-from memexdb.errors import DatabaseUnavailable, InvalidArgument, MemexError, NotFound, RateLimited
+from memexdb.errors import (
+    DatabaseUnavailable,
+    Forbidden,
+    InvalidArgument,
+    MemexError,
+    NotFound,
+    RateLimited,
+    Unauthenticated,
+)
 from memexdb.mcp.tenant import ArgumentTenant, Caller, Tenant, TenantResolver
 from memexdb.params import (
     DEFAULT_ALPHA,
@@ -103,6 +112,10 @@ def _message(exc: MemexError) -> str:
         return f"invalid argument {exc.field}: {exc.message}"
     if isinstance(exc, NotFound):
         return "memory not found for this agent_id and user_id"
+    if isinstance(exc, Unauthenticated):
+        return f"not authenticated: {exc}"
+    if isinstance(exc, Forbidden):
+        return f"permission denied: {exc}"
     if isinstance(exc, RateLimited):
         return f"rate limit exceeded; retry in {max(1, math.ceil(exc.retry_after))} s"
     if isinstance(exc, DatabaseUnavailable):
@@ -149,6 +162,13 @@ def build_mcp_server(
 
         return register
 
+    def client(ctx: Context[Any, Any]) -> AsyncMemex:
+        # Over HTTP the caller's API key (Authorization: Bearer), checked in SQL per call;
+        # over stdio the process's own client (MEMEX_API_KEY, if the database needs one).
+        headers: Mapping[str, str] | None = ctx.headers
+        memex = get_memex()
+        return memex if headers is None else memex.with_key(bearer_key(headers))
+
     async def tenant_of(agent_id: str, user_id: str, ctx: Context[Any, Any]) -> Tenant:
         return await resolver.resolve(agent_id, user_id, _caller(ctx))
 
@@ -166,7 +186,7 @@ def build_mcp_server(
         for the tenant (agent_id, user_id). Returns the stored memory with its id."""
         async with _tool_errors():
             tenant = await tenant_of(agent_id, user_id, ctx)
-            memory = await get_memex().store(
+            memory = await client(ctx).store(
                 tenant.agent_id,
                 tenant.user_id,
                 content,
@@ -195,7 +215,7 @@ def build_mcp_server(
         recency) * importance."""
         async with _tool_errors():
             tenant = await tenant_of(agent_id, user_id, ctx)
-            hits = await get_memex().search(
+            hits = await client(ctx).search(
                 tenant.agent_id,
                 tenant.user_id,
                 query,
@@ -226,7 +246,7 @@ def build_mcp_server(
         tenant's memories."""
         async with _tool_errors():
             tenant = await tenant_of(agent_id, user_id, ctx)
-            memory = await get_memex().forget(tenant.agent_id, tenant.user_id, id)
+            memory = await client(ctx).forget(tenant.agent_id, tenant.user_id, id)
         return Deleted(deleted=MemoryOut.model_validate(memory))
 
     @tool(ToolAnnotations(title="Count memories", read_only_hint=True, open_world_hint=False))
@@ -239,7 +259,7 @@ def build_mcp_server(
         """Count the tenant's live memories (optionally of one type)."""
         async with _tool_errors():
             tenant = await tenant_of(agent_id, user_id, ctx)
-            count = await get_memex().count(tenant.agent_id, tenant.user_id, memory_type)
+            count = await client(ctx).count(tenant.agent_id, tenant.user_id, memory_type)
         return CountResponse(
             agent_id=tenant.agent_id, user_id=tenant.user_id, memory_type=memory_type, count=count
         )

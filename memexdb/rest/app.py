@@ -11,14 +11,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import TypeVar
 
-from pydantic import BaseModel
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from memexdb import __version__
@@ -37,56 +34,30 @@ from memexdb.params import (
     SearchResult,
     TenantQuery,
 )
-from memexdb.rest import docs
+from memexdb.rest import admin, docs
 from memexdb.rest.endpoint import Endpoint, Reply
 from memexdb.rest.errors import HANDLERS, CatchAll
+from memexdb.rest.parsing import body_of, json_of, memex_of, query_of
 
 log = logging.getLogger("memexdb.rest")
-Model = TypeVar("Model", bound=BaseModel)
-MAX_BODY_BYTES = 16 * 1024 * 1024
-
-
-def _memex(request: Request) -> AsyncMemex:
-    memex: AsyncMemex = request.app.state.memex
-    return memex
-
-
-async def _body(request: Request, model: type[Model]) -> Model:
-    if int(request.headers.get("content-length") or 0) > MAX_BODY_BYTES:
-        raise HTTPException(413, f"request body larger than {MAX_BODY_BYTES} bytes")
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise HTTPException(413, f"request body larger than {MAX_BODY_BYTES} bytes")
-    # JSON mode: strict JSON types (a date is a string, not a number), and malformed or
-    # too deeply nested JSON is a validation error of the field "body".
-    return model.model_validate_json(raw)
-
-
-def _query(request: Request, model: type[Model]) -> Model:
-    # Query parameters are validated like bodies: the same 422 naming each bad field.
-    return model.model_validate(dict(request.query_params))
-
-
-def _json(model: BaseModel, status: int = 200) -> JSONResponse:
-    return JSONResponse(model.model_dump(mode="json"), status_code=status)
 
 
 async def create_memory(request: Request) -> Response:
-    body = await _body(request, MemoryCreate)
-    memory = await _memex(request).store(**body.model_dump())
-    return _json(MemoryOut.model_validate(memory), 201)
+    body = await body_of(request, MemoryCreate)
+    memory = await memex_of(request).store(**body.model_dump())
+    return json_of(MemoryOut.model_validate(memory), 201)
 
 
 async def create_memories_batch(request: Request) -> Response:
-    body = await _body(request, MemoryBatchCreate)
-    stored = await _memex(request).store_many(body.memories)
+    body = await body_of(request, MemoryBatchCreate)
+    stored = await memex_of(request).store_many(body.memories)
     memories = [MemoryOut.model_validate(m) for m in stored]
-    return _json(MemoryBatchResponse(memories=memories, total=len(memories)), 201)
+    return json_of(MemoryBatchResponse(memories=memories, total=len(memories)), 201)
 
 
 async def search_memories(request: Request) -> Response:
-    body = await _body(request, MemorySearchRequest)
-    hits = await _memex(request).search(
+    body = await body_of(request, MemorySearchRequest)
+    hits = await memex_of(request).search(
         body.agent_id,
         body.user_id,
         body.query,
@@ -98,7 +69,7 @@ async def search_memories(request: Request) -> Response:
         context_weight=body.context_weight,
     )
     results = [SearchResult.model_validate(h) for h in hits]
-    return _json(
+    return json_of(
         SearchResponse(
             agent_id=body.agent_id,
             user_id=body.user_id,
@@ -110,25 +81,27 @@ async def search_memories(request: Request) -> Response:
 
 
 async def delete_memory(request: Request) -> Response:
-    tenant = _query(request, TenantQuery)
-    await _memex(request).forget(tenant.agent_id, tenant.user_id, request.path_params["memory_id"])
+    tenant = query_of(request, TenantQuery)
+    await memex_of(request).forget(
+        tenant.agent_id, tenant.user_id, request.path_params["memory_id"]
+    )
     return Response(status_code=204)
 
 
 async def count_memories(request: Request) -> Response:
-    query = _query(request, CountQuery)
-    count = await _memex(request).count(query.agent_id, query.user_id, query.memory_type)
-    return _json(CountResponse(**query.model_dump(), count=count))
+    query = query_of(request, CountQuery)
+    count = await memex_of(request).count(query.agent_id, query.user_id, query.memory_type)
+    return json_of(CountResponse(**query.model_dump(), count=count))
 
 
 async def health(request: Request) -> Response:
     try:
-        await asyncio.wait_for(_memex(request).ping(), timeout=2.0)
+        await asyncio.wait_for(request.app.state.memex.ping(), timeout=2.0)
     except (DatabaseUnavailable, TimeoutError):
-        return _json(
+        return json_of(
             HealthResponse(status="unavailable", db="unreachable", version=__version__), 503
         )
-    return _json(HealthResponse(status="ok", db="ok", version=__version__))
+    return json_of(HealthResponse(status="ok", db="ok", version=__version__))
 
 
 ENDPOINTS = (
@@ -182,14 +155,26 @@ ENDPOINTS = (
         Reply(200, "Healthy", HealthResponse),
         errors=(Reply(503, "Database unreachable", HealthResponse),),
     ),
+    *admin.ENDPOINTS,
 )
 
 
+def _route(path: str, endpoints: list[Endpoint]) -> Route:
+    """One route per path, whatever its methods: a 405 then lists every method the path
+    has in its Allow header (a route per method would list its own only)."""
+    handlers = {e.method: e.handler for e in endpoints}
+
+    async def dispatch(request: Request) -> Response:
+        return await handlers[request.method](request)
+
+    return Route(path, dispatch, methods=list(handlers))
+
+
 def routes() -> list[BaseRoute]:
-    return [
-        *(Route(e.path, e.handler, methods=[e.method]) for e in ENDPOINTS),
-        *docs.routes(ENDPOINTS),
-    ]
+    by_path: dict[str, list[Endpoint]] = {}
+    for e in ENDPOINTS:
+        by_path.setdefault(e.path, []).append(e)
+    return [*(_route(p, es) for p, es in by_path.items()), *docs.routes(ENDPOINTS)]
 
 
 def create_app(

@@ -21,7 +21,13 @@ _REF = "#/components/schemas/{model}"
 
 # Answers every operation may give (host and origin checks, validation, limits, outages).
 COMMON_ERRORS = (
-    Reply(403, "Browser Origin not allowed (MEMEX_ALLOWED_ORIGINS)", ErrorResponse),
+    Reply(401, "No API key where one is required, or not a valid one", ErrorResponse),
+    Reply(
+        403,
+        "The key may not do this (another agent or user, too little access), or a"
+        " browser Origin not allowed (MEMEX_ALLOWED_ORIGINS)",
+        ErrorResponse,
+    ),
     Reply(421, "Host not allowed (MEMEX_ALLOWED_HOSTS)", ErrorResponse),
     Reply(422, "Invalid input; `error.fields` names each bad field", ErrorResponse),
     Reply(429, "Rate limited; see the Retry-After header", ErrorResponse),
@@ -66,6 +72,9 @@ def _operation(endpoint: Endpoint, definitions: dict[str, Any]) -> dict[str, Any
     if endpoint.path != "/health":
         replies += [e for e in COMMON_ERRORS if e.status not in {r.status for r in replies}]
     operation["responses"] = {str(r.status): _reply(r) for r in replies}
+    if endpoint.path != "/health":
+        # a key, or none on a loopback service whose database has no keys yet
+        operation["security"] = [{"bearer": []}, {}]
     return operation
 
 
@@ -97,7 +106,16 @@ def openapi_document(endpoints: tuple[Endpoint, ...]) -> dict[str, Any]:
             "description": "Postgres-native persistent memory for AI agents.",
         },
         "paths": paths,
-        "components": {"schemas": definitions},
+        "components": {
+            "schemas": definitions,
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "An API key from `memexdb keys create` (mxk_...).",
+                }
+            },
+        },
     }
 
 

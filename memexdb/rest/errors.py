@@ -12,7 +12,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memexdb.errors import DatabaseUnavailable, InvalidArgument, MemexError, NotFound, RateLimited
+from memexdb.errors import (
+    DatabaseUnavailable,
+    Forbidden,
+    InvalidArgument,
+    MemexError,
+    NotFound,
+    RateLimited,
+    Unauthenticated,
+)
 from memexdb.params import ErrorBody, ErrorResponse, FieldError, field_errors
 
 log = logging.getLogger("memexdb.rest")
@@ -53,6 +61,12 @@ async def on_memex_error(request: Request, exc: Exception) -> Response:
         )
     if isinstance(exc, NotFound):
         return error_response(404, exc.code, "memory not found for this agent_id and user_id")
+    if isinstance(exc, Unauthenticated):
+        return error_response(
+            401, exc.code, str(exc), headers={"WWW-Authenticate": 'Bearer realm="memexdb"'}
+        )
+    if isinstance(exc, Forbidden):
+        return error_response(403, exc.code, str(exc))
     if isinstance(exc, RateLimited):
         return error_response(429, exc.code, "rate limit exceeded", retry_after=exc.retry_after)
     if isinstance(exc, DatabaseUnavailable):

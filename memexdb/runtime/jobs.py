@@ -73,7 +73,8 @@ class JobRunner:
         retry_seconds: float = RETRY_SECONDS,
     ) -> None:
         self.dsn = dsn
-        self.memex = memex
+        # Scheduled jobs act for every tenant: as the operator.
+        self.memex = memex.as_operator("jobs")
         self.jobs = list(jobs)
         self.retry_seconds = retry_seconds
         self.leading = False

@@ -48,8 +48,13 @@ class Runtime:
         """Connect to the (migrated) database at `dsn` and run the watch and the jobs
         until exit."""
         # Passing the plain embedder makes the client own (and close) its batcher.
+        # Beyond loopback every call needs a key, even while the database has none.
         memex = await AsyncMemex.connect(
-            dsn, embedder=embedder_for(settings), max_size=pool_size or settings.pool_size
+            dsn,
+            embedder=embedder_for(settings),
+            max_size=pool_size or settings.pool_size,
+            key=settings.api_key,
+            require_key=not settings.loopback_only,
         )
         async with memex:
             pool = memex.pool
