@@ -20,6 +20,7 @@ from uuid import UUID
 
 import numpy as np
 import psycopg
+from psycopg.pq import TransactionStatus
 from psycopg.rows import class_row, scalar_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
@@ -41,6 +42,8 @@ from memexdb.types import (
     SearchHit,
     SearchMode,
 )
+
+_OPEN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 
 # Vectors of recently embedded texts kept per client (~1.5 KiB each at 384-d: ~6 MiB):
 # agents repeat queries and contents (bench/RESULTS.md, "Load test").
@@ -204,10 +207,19 @@ class AsyncMemex:
                 cur = conn.cursor(row_factory=factory)
                 if not (enter and self._enters):
                     return await (await cur.execute(sql, values)).fetchall()
-                # BEGIN, the caller, the call and COMMIT go out together: one round trip.
-                async with conn.pipeline(), conn.transaction():
-                    await conn.execute(*self._entry())
-                    await cur.execute(sql, values)
+                try:
+                    # BEGIN, the caller, the call and COMMIT go out together: one round
+                    # trip (plain statements: conn.transaction() would add a second).
+                    async with conn.pipeline():
+                        await conn.execute("begin")
+                        await conn.execute(*self._entry())
+                        await cur.execute(sql, values)
+                        await conn.execute("commit")
+                except BaseException:
+                    # an error skips the rest of the pipeline, the COMMIT included
+                    if conn.info.transaction_status in _OPEN_TRANSACTION:
+                        await conn.rollback()
+                    raise
                 return await cur.fetchall()
         except Exception as exc:
             raise translate(exc) from exc

@@ -16,7 +16,8 @@ security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_parts  text[];
+    v_prefix text := substr(p_token, 5, 12);
+    v_secret text := substr(p_token, 18);
     v_key    memex.api_keys;
     v_caller jsonb;
 begin
@@ -33,14 +34,16 @@ begin
         end if;
         v_caller := '{"all": true, "access": "admin", "actor": "open"}';
     else
-        v_parts := regexp_match(p_token, '^mxk_([0-9a-f]{12})_([0-9a-f]{64})$');
-        if v_parts is null then
+        -- mxk_<12 hex>_<64 hex>, checked without a regular expression (a third of the
+        -- function's time when it had one)
+        if length(p_token) <> 81 or left(p_token, 4) <> 'mxk_' or substr(p_token, 17, 1) <> '_'
+           or translate(v_prefix || v_secret, '0123456789abcdef', '') <> '' then
             raise exception 'malformed API key (expected mxk_<12 hex>_<64 hex>)'
                 using errcode = '28000';
         end if;
-        select * into v_key from memex.api_keys k where k.prefix = v_parts[1];
+        select * into v_key from memex.api_keys k where k.prefix = v_prefix;
         if not found or not memex._digest_equal(
-                sha256(v_key.salt || convert_to(v_parts[2], 'UTF8')), v_key.secret_hash) then
+                sha256(v_key.salt || convert_to(v_secret, 'UTF8')), v_key.secret_hash) then
             raise exception 'invalid API key' using errcode = '28000';
         end if;
         if v_key.revoked_at is not null then
