@@ -27,11 +27,15 @@ from memexdb.errors import DatabaseUnavailable
 from memexdb.params import (
     CountQuery,
     CountResponse,
+    ErasedResponse,
     HealthResponse,
+    ListQuery,
     MemoryBatchCreate,
     MemoryBatchResponse,
     MemoryCreate,
     MemoryOut,
+    MemoryPage,
+    MemoryPatch,
     MemorySearchRequest,
     SearchResponse,
     SearchResult,
@@ -96,6 +100,7 @@ async def search_memories(request: Request) -> Response:
         memory_types=body.types(),
         mode=body.mode,
         context_weight=body.context_weight,
+        metadata=body.metadata,
     )
     results = [SearchResult.model_validate(h) for h in hits]
     return _json(
@@ -117,8 +122,37 @@ async def delete_memory(request: Request) -> Response:
 
 async def count_memories(request: Request) -> Response:
     query = _query(request, CountQuery)
-    count = await _memex(request).count(query.agent_id, query.user_id, query.memory_type)
-    return _json(CountResponse(**query.model_dump(), count=count))
+    count = await _memex(request).count(
+        query.agent_id, query.user_id, query.memory_type, metadata=query.metadata
+    )
+    return _json(CountResponse(**query.model_dump(exclude={"metadata"}), count=count))
+
+
+async def list_memories(request: Request) -> Response:
+    query = _query(request, ListQuery)
+    page = await _memex(request).list_memories(**query.model_dump())
+    memories = [MemoryOut.model_validate(m) for m in page.memories]
+    return _json(MemoryPage(memories=memories, next_cursor=page.next_cursor))
+
+
+async def get_memory(request: Request) -> Response:
+    tenant = _query(request, TenantQuery)
+    memory = await _memex(request).get(
+        tenant.agent_id, tenant.user_id, request.path_params["memory_id"]
+    )
+    return _json(MemoryOut.model_validate(memory))
+
+
+async def update_memory(request: Request) -> Response:
+    patch = await _body(request, MemoryPatch)
+    memory = await _memex(request).update_patch(request.path_params["memory_id"], patch)
+    return _json(MemoryOut.model_validate(memory))
+
+
+async def erase_user(request: Request) -> Response:
+    tenant = _query(request, TenantQuery)
+    deleted = await _memex(request).erase_user(tenant.agent_id, tenant.user_id)
+    return _json(ErasedResponse(**tenant.model_dump(), deleted=deleted))
 
 
 async def health(request: Request) -> Response:
@@ -130,6 +164,9 @@ async def health(request: Request) -> Response:
         )
     return _json(HealthResponse(status="ok", db="ok", version=__version__))
 
+
+_MEMORY_ID = {"memory_id": {"type": "string", "format": "uuid"}}
+_NOT_FOUND = Reply(404, "No such live memory for this tenant (or an id that is not a UUID)")
 
 ENDPOINTS = (
     Endpoint(
@@ -171,8 +208,44 @@ ENDPOINTS = (
         "Delete one memory of the tenant",
         Reply(204, "Deleted"),
         query=TenantQuery,
-        path_params={"memory_id": {"type": "string", "format": "uuid"}},
+        path_params=_MEMORY_ID,
         errors=(Reply(404, "No such memory for this tenant (or an id that is not a UUID)"),),
+    ),
+    Endpoint(
+        "GET",
+        "/v1/memories",
+        list_memories,
+        "List a tenant's live memories, newest first, a page at a time",
+        Reply(200, "A page of memories and the cursor of the next one", MemoryPage),
+        query=ListQuery,
+    ),
+    Endpoint(
+        "GET",
+        "/v1/memories/{memory_id:uuid}",
+        get_memory,
+        "Get one memory of the tenant",
+        Reply(200, "The memory", MemoryOut),
+        query=TenantQuery,
+        path_params=_MEMORY_ID,
+        errors=(_NOT_FOUND,),
+    ),
+    Endpoint(
+        "PATCH",
+        "/v1/memories/{memory_id:uuid}",
+        update_memory,
+        "Change fields of one memory of the tenant (a new content is embedded again)",
+        Reply(200, "The memory as changed", MemoryOut),
+        body=MemoryPatch,
+        path_params=_MEMORY_ID,
+        errors=(_NOT_FOUND,),
+    ),
+    Endpoint(
+        "DELETE",
+        "/v1/memories",
+        erase_user,
+        "Erase a user: delete every row of the tenant in every table",
+        Reply(200, "Rows deleted per table", ErasedResponse),
+        query=TenantQuery,
     ),
     Endpoint(
         "GET",
@@ -185,9 +258,24 @@ ENDPOINTS = (
 )
 
 
+def _route(path: str, endpoints: list[Endpoint]) -> Route:
+    # One route per path, so that a 405 names every method of the path in its Allow header.
+    handlers = {e.method: e.handler for e in endpoints}
+    if "GET" in handlers:
+        handlers.setdefault("HEAD", handlers["GET"])
+
+    async def dispatch(request: Request) -> Response:
+        return await handlers[request.method](request)
+
+    return Route(path, dispatch, methods=list(handlers))
+
+
 def routes() -> list[BaseRoute]:
+    by_path: dict[str, list[Endpoint]] = {}
+    for e in ENDPOINTS:
+        by_path.setdefault(e.path, []).append(e)
     return [
-        *(Route(e.path, e.handler, methods=[e.method]) for e in ENDPOINTS),
+        *(_route(path, endpoints) for path, endpoints in by_path.items()),
         *docs.routes(ENDPOINTS),
     ]
 

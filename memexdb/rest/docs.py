@@ -48,12 +48,18 @@ def _operation(endpoint: Endpoint, definitions: dict[str, Any]) -> dict[str, Any
     ]
     if endpoint.query is not None:
         schema = definitions[endpoint.query.__name__]
+        json_fields: frozenset[str] = getattr(endpoint.query, "json_fields", frozenset())
         parameters += [
             {
                 "name": name,
                 "in": "query",
                 "required": name in schema.get("required", []),
-                "schema": prop,
+                # a JSON value in the query string (?metadata={"k":1}): content, not schema
+                **(
+                    {"content": {"application/json": {"schema": prop}}}
+                    if name in json_fields
+                    else {"schema": prop}
+                ),
             }
             for name, prop in schema["properties"].items()
         ]
