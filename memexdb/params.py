@@ -456,6 +456,18 @@ class ListQuery(_JsonQuery):
     metadata: MetadataQuery = None
 
 
+class ExportQuery(_Request):
+    """Query string of GET /v1/export: an agent's memories, or one user's."""
+
+    agent_id: AgentId
+    user_id: Annotated[
+        UserId | None, Field(description="Only this user's memories (default: every user's).")
+    ] = None
+    embeddings: Annotated[
+        bool, Field(description="Include each memory's embedding (384 numbers by default).")
+    ] = False
+
+
 _PATCH_FIELDS = ("content", "importance", "metadata", "memory_type", "expires_at")
 
 

@@ -34,7 +34,7 @@ STORE = "/v1/memories"
 BATCH = "/v1/memories/batch"
 SEARCH = "/v1/memories/search"
 COUNT = "/v1/memories/count"
-PATHS = {STORE, BATCH, SEARCH, COUNT, "/v1/memories/{memory_id}", "/health"}
+PATHS = {STORE, BATCH, SEARCH, COUNT, "/v1/memories/{memory_id}", "/v1/export", "/health"}
 
 DOG = "I adopted a golden retriever puppy and named him Max."
 TAX = "The quarterly tax report for the accounting firm is due on April 15."
@@ -925,3 +925,21 @@ def test_search_metadata_filter_applies_before_ranking(live: Live) -> None:
     assert [r["id"] for r in results] == [tagged["id"]]
     bad = error_of(live.http.post(SEARCH, json={**body, "metadata": "kind=work"}), 422)
     assert [f["field"] for f in bad["fields"]] == ["metadata"]
+
+
+def test_export_streams_json_lines(live: Live) -> None:
+    who = _tenant()
+    stored = _stored(live, who, [DOG, TAX], metadata={"k": [1, "ü"]})
+    r = live.http.get("/v1/export", params=who)
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"].startswith("application/x-ndjson")
+    lines = [json.loads(line) for line in r.text.splitlines()]
+    assert sorted(line["id"] for line in lines) == sorted(m["id"] for m in stored)
+    assert all(line["metadata"] == {"k": [1, "ü"]} and "embedding" not in line for line in lines)
+    with_vectors = live.http.get("/v1/export", params={**who, "embeddings": "true"})
+    assert [len(json.loads(x)["embedding"]) for x in with_vectors.text.splitlines()] == [384] * 2
+    everyone = live.http.get("/v1/export", params={"agent_id": who["agent_id"]}).text
+    assert len(everyone.splitlines()) >= 2
+    assert live.http.get("/v1/export", params=_tenant()).text == ""
+    error = error_of(live.http.get("/v1/export", params={"user_id": "u"}), 422)
+    assert [f["field"] for f in error["fields"]] == ["agent_id"]

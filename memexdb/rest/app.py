@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import TypeVar
@@ -18,7 +19,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from memexdb import __version__
@@ -28,6 +29,8 @@ from memexdb.params import (
     CountQuery,
     CountResponse,
     ErasedResponse,
+    ExportedMemory,
+    ExportQuery,
     HealthResponse,
     ListQuery,
     MemoryBatchCreate,
@@ -155,6 +158,22 @@ async def erase_user(request: Request) -> Response:
     return _json(ErasedResponse(**tenant.model_dump(), deleted=deleted))
 
 
+async def export_memories(request: Request) -> Response:
+    query = _query(request, ExportQuery)
+    records = aiter(_memex(request).export(**query.model_dump()))
+    # The first page is read before the answer starts, so that its errors are JSON answers.
+    first = await anext(records, None)
+
+    async def lines() -> AsyncIterator[str]:
+        if first is None:
+            return
+        yield json.dumps(first, ensure_ascii=False) + "\n"
+        async for record in records:
+            yield json.dumps(record, ensure_ascii=False) + "\n"
+
+    return StreamingResponse(lines(), media_type="application/x-ndjson")
+
+
 async def health(request: Request) -> Response:
     try:
         await asyncio.wait_for(_memex(request).ping(), timeout=2.0)
@@ -246,6 +265,19 @@ ENDPOINTS = (
         "Erase a user: delete every row of the tenant in every table",
         Reply(200, "Rows deleted per table", ErasedResponse),
         query=TenantQuery,
+    ),
+    Endpoint(
+        "GET",
+        "/v1/export",
+        export_memories,
+        "Export an agent's (or one user's) memories as JSON Lines, oldest first per user",
+        Reply(
+            200,
+            "One memory per line (`memexdb import` reads it back)",
+            ExportedMemory,
+            media_type="application/x-ndjson",
+        ),
+        query=ExportQuery,
     ),
     Endpoint(
         "GET",

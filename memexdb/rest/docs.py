@@ -29,14 +29,14 @@ COMMON_ERRORS = (
 )
 
 
-def _content(model: type[BaseModel]) -> dict[str, Any]:
-    return {"application/json": {"schema": {"$ref": _REF.format(model=model.__name__)}}}
+def _content(model: type[BaseModel], media_type: str = "application/json") -> dict[str, Any]:
+    return {media_type: {"schema": {"$ref": _REF.format(model=model.__name__)}}}
 
 
 def _reply(reply: Reply) -> dict[str, Any]:
     described: dict[str, Any] = {"description": reply.description}
     if reply.model is not None:
-        described["content"] = _content(reply.model)
+        described["content"] = _content(reply.model, reply.media_type)
     return described
 
 
