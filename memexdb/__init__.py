@@ -13,15 +13,17 @@ from memexdb.errors import (
 )
 from memexdb.migrations import migrate
 from memexdb.params import NewMemory
-from memexdb.types import Memory, MemoryType, SearchHit, SearchMode
+from memexdb.types import ImportResult, Memory, MemoryPage, MemoryType, SearchHit, SearchMode
 
 __all__ = [
     "AsyncMemex",
     "DatabaseUnavailable",
+    "ImportResult",
     "InvalidArgument",
     "Memex",
     "MemexError",
     "Memory",
+    "MemoryPage",
     "MemoryType",
     "NewMemory",
     "NotFound",

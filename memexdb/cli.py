@@ -1,27 +1,32 @@
-"""`memexdb` command line: serve, mcp, migrate, status, dsn."""
+"""`memexdb` command line: serve, mcp, migrate, status, dsn, export, import."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import IO, Any
 
 import psycopg
 import uvicorn
+from tqdm import tqdm
 
 from memexdb import __version__, cli_keys, queries
+from memexdb.client import Memex
 from memexdb.config import Settings, SettingsError, env_name, listens_on_loopback_only
 from memexdb.embedded import EmbeddedPostgresError
-from memexdb.errors import MemexError
+from memexdb.errors import InvalidArgument, MemexError
 from memexdb.migrations import head_revision
 from memexdb.runtime import Attach, Database, open_database
+from memexdb.runtime.embedder import embedder_for
 
 log = logging.getLogger("memexdb")
 
@@ -155,6 +160,94 @@ def _keys(args: argparse.Namespace, settings: Settings) -> int:
         return cli_keys.run(args, database.dsn)
 
 
+@contextlib.contextmanager
+def _client(settings: Settings) -> Iterator[Memex]:
+    # A running `memexdb serve` keeps its server: export and import use it, as migrate does.
+    with (
+        open_database(settings, Attach.SHARE, keep_running=False) as database,
+        Memex.connect(database.dsn, embedder=embedder_for(settings)) as memex,
+    ):
+        # The command line holds the database credentials: it acts as the operator.
+        yield memex.as_operator("cli")
+
+
+def _progress(args: argparse.Namespace, total: int | None = None) -> tqdm[Any]:
+    return tqdm(
+        total=total, unit=" memories", file=sys.stderr, disable=args.quiet, dynamic_ncols=True
+    )
+
+
+def _export(args: argparse.Namespace, settings: Settings) -> int:
+    with (
+        _client(settings) as memex,
+        contextlib.ExitStack() as files,
+        _progress(args) as bar,
+    ):
+        out: IO[str] = (
+            files.enter_context(open(args.output, "w", encoding="utf-8"))
+            if args.output not in (None, "-")
+            else sys.stdout
+        )
+        n = 0
+        for record in memex.export(args.agent_id, args.user_id, embeddings=args.embeddings):
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            n += 1
+            bar.update()
+    print(f"exported {n} memories", file=sys.stderr)
+    return 0
+
+
+def _records(lines: IO[str]) -> Iterator[dict[str, Any]]:
+    # Line n holds record n - 1 (memories[n - 1] in the Python API's errors).
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            raise InvalidArgument(f"line {number}", "is empty (one JSON object per line)")
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise InvalidArgument(f"line {number}", f"is not JSON: {exc}") from None
+        if not isinstance(record, dict):
+            raise InvalidArgument(f"line {number}", "is not a JSON object")
+        yield record
+
+
+def _import(args: argparse.Namespace, settings: Settings) -> int:
+    total = None
+    if args.file != "-":
+        with open(args.file, encoding="utf-8") as counting:
+            total = sum(1 for _ in counting)
+    with (
+        contextlib.ExitStack() as files,
+        _client(settings) as memex,
+        _progress(args, total) as bar,
+    ):
+        lines: IO[str] = (
+            files.enter_context(open(args.file, encoding="utf-8"))
+            if args.file != "-"
+            else sys.stdin
+        )
+
+        def counted() -> Iterator[dict[str, Any]]:
+            for record in _records(lines):
+                bar.update()
+                yield record
+
+        try:
+            result = memex.import_memories(counted())
+        except InvalidArgument as exc:
+            match = re.fullmatch(r"memories\[(\d+)\]\.?(.*)", exc.field)
+            if match is None:
+                raise
+            where = f"line {int(match.group(1)) + 1}"
+            raise InvalidArgument(f"{where} {match.group(2)}".strip(), exc.message) from None
+    print(
+        f"imported {result.imported} memories, skipped {result.skipped} (their id exists"
+        f" already), embedded {result.reembedded} again",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def _option_help(settings: Settings, field: str) -> str:
     info = Settings.model_fields[field]
     return f"{info.description} (default: {getattr(settings, field)}; env {env_name(field)})"
@@ -218,6 +311,35 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
         "export MEMEX_DATABASE_URL=$(memexdb dsn)",
     )
     cli_keys.add_parser(sub)
+    export = sub.add_parser(
+        "export",
+        help="write an agent's (or one user's) memories as JSON Lines",
+        description="Write the live memories of an agent, or of one of its users, as JSON "
+        "Lines: one object per memory with every field (id, agent_id, user_id, memory_type, "
+        "content, importance, metadata, created_at, updated_at, expires_at, "
+        "embedding_model, and with --embeddings the embedding), oldest first per user. "
+        "`memexdb import` reads it back.",
+    )
+    export.add_argument("--agent-id", required=True, help="the agent whose memories to export")
+    export.add_argument("--user-id", help="only this user's memories (default: every user)")
+    export.add_argument(
+        "--embeddings",
+        action="store_true",
+        help="include each memory's vector (an import with the same model then embeds nothing)",
+    )
+    export.add_argument("-o", "--output", help="file to write (default: standard output)")
+    export.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    imports = sub.add_parser(
+        "import",
+        help="read memories from a JSON Lines export, keeping ids and timestamps",
+        description="Insert the memories of a `memexdb export` file (or - for standard "
+        "input), keeping their ids and timestamps, 500 per statement. A memory without an "
+        "embedding, or with one from another model than MEMEX_EMBEDDER's, is embedded "
+        "again. An id that exists already is skipped (and counted), never overwritten, so "
+        "an import that stopped part-way can be run again.",
+    )
+    imports.add_argument("file", help="the JSON Lines file (- for standard input)")
+    imports.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     return parser
 
 
@@ -240,10 +362,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "status": _status,
         "dsn": _dsn,
         "keys": _keys,
+        "export": _export,
+        "import": _import,
     }
     try:
         return commands[args.command](args, settings)
+    except InvalidArgument as exc:
+        print(f"memexdb: invalid {exc.field}: {exc.message}", file=sys.stderr)
+        return 2
     except (MemexError, EmbeddedPostgresError) as exc:
+        print(f"memexdb: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
         print(f"memexdb: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

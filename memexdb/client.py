@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -24,19 +25,33 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import class_row, scalar_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
+from pydantic import ValidationError
 
 from memexdb import params, queries
 from memexdb.db import async_pool
 from memexdb.embedding import BatchingEmbedder, Embedder, build_embedder
 from memexdb.errors import InvalidArgument, SetupError, translate
-from memexdb.params import MemoryCreate, MemorySearchRequest, validated
+from memexdb.params import (
+    ExportedMemory,
+    ListQuery,
+    MemoryCreate,
+    MemoryPatch,
+    MemorySearchRequest,
+    decode_cursor,
+    encode_cursor,
+    validated,
+)
 from memexdb.types import (
     Access,
     ApiKey,
     AuditEvent,
     CreatedKey,
+    ErasedRows,
+    ExportRow,
+    ImportResult,
     MaintenanceResult,
     Memory,
+    MemoryPage,
     MemoryType,
     RevokedKey,
     SearchHit,
@@ -50,7 +65,11 @@ _OPEN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 EMBEDDING_CACHE_ENTRIES = 4096
 
 
-def _store_params(items: Sequence[MemoryCreate], embeddings: np.ndarray, model: str) -> Any:
+def _store_params(
+    items: Sequence[MemoryCreate | ExportedMemory],
+    embeddings: np.ndarray | Sequence[np.ndarray],
+    model: str,
+) -> Any:
     return {
         "agent_ids": [i.agent_id for i in items],
         "user_ids": [i.user_id for i in items],
@@ -63,6 +82,13 @@ def _store_params(items: Sequence[MemoryCreate], embeddings: np.ndarray, model: 
         "expires_at": [i.expires_at for i in items],
         "created_at": [i.created_at for i in items],
     }
+
+
+def _jsonb(value: dict[str, Any] | None) -> Jsonb | None:
+    return Jsonb(value) if value is not None else None
+
+
+_ExportCursor = tuple[str, datetime, UUID] | None
 
 
 def _check_dims(dims: int | None, embedder: Embedder) -> None:
@@ -289,8 +315,11 @@ class AsyncMemex:
         mode: SearchMode | str = params.DEFAULT_MODE,
         now: datetime | None = None,
         context_weight: float | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> list[SearchHit]:
-        """Rank the tenant's memories for `query`; see memex.search for the formula."""
+        """Rank the tenant's memories for `query`; see memex.search for the formula.
+        `metadata` keeps only memories whose metadata contains that object, before
+        ranking."""
         request = validated(
             MemorySearchRequest,
             agent_id=agent_id,
@@ -302,6 +331,7 @@ class AsyncMemex:
             memory_types=list(memory_types) if memory_types is not None else None,
             mode=mode,
             context_weight=context_weight,
+            metadata=metadata,
         )
         embedding = (
             None
@@ -322,31 +352,271 @@ class AsyncMemex:
                 "mode": str(request.mode),
                 "now": now,
                 "context_weight": request.context_weight,
+                "metadata": _jsonb(request.metadata),
             },
         )
 
-    async def forget(self, agent_id: str, user_id: str, memory_id: UUID) -> Memory:
-        """Delete one memory of the tenant; raises NotFound if it is not theirs."""
+    async def _by_id(self, sql: str, agent_id: str, user_id: str, memory_id: UUID) -> Memory:
         tenant = validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
         rows: list[Memory] = await self._fetch(
-            Memory, queries.FORGET, {**tenant.model_dump(), "id": memory_id}
+            Memory, sql, {**tenant.model_dump(), "id": memory_id}
         )
         return rows[0]
 
+    async def forget(self, agent_id: str, user_id: str, memory_id: UUID) -> Memory:
+        """Delete one memory of the tenant; raises NotFound if it is not theirs."""
+        return await self._by_id(queries.FORGET, agent_id, user_id, memory_id)
+
     async def count(
-        self, agent_id: str, user_id: str, memory_type: MemoryType | str | None = None
+        self,
+        agent_id: str,
+        user_id: str,
+        memory_type: MemoryType | str | None = None,
+        *,
+        metadata: dict[str, Any] | None = None,
     ) -> int:
-        """Number of live memories of the tenant (optionally of one type) that a search
-        with this client's embedding model can find."""
+        """Number of live memories of the tenant (optionally of one type, and whose
+        metadata contains `metadata`) that a search with this client's embedding model
+        can find."""
         query = validated(
-            params.CountQuery, agent_id=agent_id, user_id=user_id, memory_type=memory_type
+            params.CountQuery,
+            agent_id=agent_id,
+            user_id=user_id,
+            memory_type=memory_type,
+            metadata=metadata,
         )
         values = {
             **query.model_dump(include={"agent_id", "user_id"}),
             "memory_type": str(query.memory_type) if query.memory_type else None,
             "embedding_model": self.model_id,
+            "metadata": _jsonb(query.metadata),
         }
         return int((await self._fetch(None, queries.COUNT, values))[0])
+
+    async def get(self, agent_id: str, user_id: str, memory_id: UUID) -> Memory:
+        """One live memory of the tenant by id; raises NotFound if it is not theirs."""
+        return await self._by_id(queries.GET_MEMORY, agent_id, user_id, memory_id)
+
+    async def list_memories(
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        limit: int = params.DEFAULT_LIST_LIMIT,
+        cursor: str | None = None,
+        memory_type: MemoryType | str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> MemoryPage:
+        """A page of the tenant's live memories, newest first. Pass the page's
+        `next_cursor` as `cursor` for the next page (None: there is none). Filters: one
+        type, created_after <= created_at < created_before, metadata containment."""
+        query = validated(
+            ListQuery,
+            agent_id=agent_id,
+            user_id=user_id,
+            limit=limit,
+            cursor=cursor,
+            memory_type=memory_type,
+            created_after=created_after,
+            created_before=created_before,
+            metadata=metadata,
+        )
+        after = decode_cursor(query.cursor) if query.cursor else (None, None)
+        rows: list[Memory] = await self._fetch(
+            Memory,
+            queries.LIST_MEMORIES,
+            {
+                **query.model_dump(include={"agent_id", "user_id", "limit"}),
+                "cursor_created_at": after[0],
+                "cursor_id": after[1],
+                "memory_type": str(query.memory_type) if query.memory_type else None,
+                "created_after": query.created_after,
+                "created_before": query.created_before,
+                "metadata": _jsonb(query.metadata),
+            },
+        )
+        last = rows[-1] if len(rows) == query.limit else None
+        return MemoryPage(rows, encode_cursor(last.created_at, last.id) if last else None)
+
+    async def update(
+        self,
+        agent_id: str,
+        user_id: str,
+        memory_id: UUID,
+        *,
+        content: str | None = None,
+        importance: float | None = None,
+        metadata: dict[str, Any] | None = None,
+        memory_type: MemoryType | str | None = None,
+        expires_at: datetime | None = None,
+        clear_expires_at: bool = False,
+    ) -> Memory:
+        """Change the given fields of one live memory of the tenant (None: unchanged) and
+        return it. A new `content` is embedded again; `metadata` replaces the whole
+        object; `clear_expires_at` removes the expiry. Raises NotFound if the id is not
+        theirs, InvalidArgument if nothing would change."""
+        given: dict[str, Any] = {
+            name: value
+            for name, value in (
+                ("content", content),
+                ("importance", importance),
+                ("metadata", metadata),
+                ("memory_type", memory_type),
+                ("expires_at", expires_at),
+            )
+            if value is not None
+        }
+        if clear_expires_at:
+            if expires_at is not None:
+                raise InvalidArgument("expires_at", "cannot be set and cleared at once")
+            given["expires_at"] = None
+        if not given:
+            raise InvalidArgument("patch", "must change at least one field")
+        patch = validated(MemoryPatch, agent_id=agent_id, user_id=user_id, **given)
+        return await self._update(memory_id, patch)
+
+    async def _update(self, memory_id: UUID, patch: MemoryPatch) -> Memory:
+        embedding = (
+            await self.embedder.embed_one(patch.content) if patch.content is not None else None
+        )
+        rows: list[Memory] = await self._fetch(
+            Memory,
+            queries.UPDATE_MEMORY,
+            {
+                **patch.model_dump(include={"agent_id", "user_id", "content", "importance"}),
+                "id": memory_id,
+                "embedding": embedding,
+                "embedding_model": self.model_id if embedding is not None else None,
+                "metadata": _jsonb(patch.metadata),
+                "memory_type": str(patch.memory_type) if patch.memory_type else None,
+                "expires_at": patch.expires_at,
+                "clear_expires_at": patch.clear_expires_at,
+            },
+        )
+        return rows[0]
+
+    async def update_patch(self, memory_id: UUID, patch: MemoryPatch) -> Memory:
+        """`update` from a validated MemoryPatch (the REST body of PATCH /v1/memories/{id})."""
+        return await self._update(memory_id, patch)
+
+    async def erase_user(self, agent_id: str, user_id: str) -> dict[str, int]:
+        """Delete everything of tenant (agent_id, user_id) in every table (archived and
+        expired memories too); returns the rows deleted per table."""
+        tenant = validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
+        rows: list[ErasedRows] = await self._fetch(
+            ErasedRows, queries.ERASE_USER, tenant.model_dump()
+        )
+        return {row.table_name: row.deleted for row in rows}
+
+    async def export_page(
+        self,
+        agent_id: str,
+        user_id: str | None = None,
+        *,
+        embeddings: bool = False,
+        after: _ExportCursor = None,
+        limit: int = params.DEFAULT_EXPORT_BATCH,
+    ) -> tuple[list[ExportRow], _ExportCursor]:
+        """One page of an export (see `export`) and the `after` of the next page (None:
+        this was the last)."""
+        validated(params.TenantQuery, agent_id=agent_id, user_id=user_id or "-")
+        rows: list[ExportRow] = await self._fetch(
+            ExportRow,
+            queries.EXPORT_MEMORIES,
+            {
+                "agent_id": agent_id,
+                "user_id": user_id,
+                "embeddings": embeddings,
+                "after_user_id": after[0] if after else None,
+                "after_created_at": after[1] if after else None,
+                "after_id": after[2] if after else None,
+                "limit": limit,
+            },
+        )
+        last = rows[-1] if len(rows) == limit else None
+        return rows, ((last.user_id, last.created_at, last.id) if last else None)
+
+    async def export(
+        self,
+        agent_id: str,
+        user_id: str | None = None,
+        *,
+        embeddings: bool = False,
+        batch_size: int = params.DEFAULT_EXPORT_BATCH,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Every live memory of the agent's user (or of all its users), oldest first per
+        user, as JSON-ready dicts (one line of `memexdb export` each), read
+        `batch_size` at a time; with `embeddings`, each carries its vector."""
+        after: _ExportCursor = None
+        while True:
+            rows, after = await self.export_page(
+                agent_id, user_id, embeddings=embeddings, after=after, limit=batch_size
+            )
+            for row in rows:
+                yield row.to_json()
+            if after is None:
+                return
+
+    async def import_memories(
+        self, records: Iterable[dict[str, Any]], *, batch_size: int = params.DEFAULT_EXPORT_BATCH
+    ) -> ImportResult:
+        """Insert exported memories (dicts as `export` yields them) keeping their ids and
+        timestamps, `batch_size` per statement. A memory without an embedding, or with one
+        from another model than this client's, is embedded again; an id that exists
+        already is skipped. Each batch commits on its own: re-running an import that
+        failed part-way skips what it had already inserted."""
+        imported = skipped = reembedded = 0
+        batch: list[ExportedMemory] = []
+        for n, record in enumerate(records):
+            try:
+                batch.append(ExportedMemory.model_validate(record))
+            except ValidationError as exc:
+                error = params.invalid_argument(exc)
+                raise InvalidArgument(f"memories[{n}].{error.field}", error.message) from None
+            if len(batch) == batch_size:
+                done, again = await self._import_batch(batch, n + 1 - len(batch))
+                imported, skipped = imported + done, skipped + len(batch) - done
+                reembedded += again
+                batch = []
+        if batch:
+            done, again = await self._import_batch(batch, imported + skipped)
+            imported, skipped = imported + done, skipped + len(batch) - done
+            reembedded += again
+        return ImportResult(imported, skipped, reembedded)
+
+    async def _import_batch(self, batch: list[ExportedMemory], start: int) -> tuple[int, int]:
+        try:
+            return await self._insert_batch(batch)
+        except InvalidArgument as exc:  # memories[i] of the batch: name the record
+            match = re.fullmatch(r"memories\[(\d+)\](.*)", exc.field)
+            if match is None:
+                raise
+            field = f"memories[{start + int(match.group(1))}]{match.group(2)}"
+            raise InvalidArgument(field, exc.message) from None
+
+    async def _insert_batch(self, batch: list[ExportedMemory]) -> tuple[int, int]:
+        stale = [
+            i
+            for i, m in enumerate(batch)
+            if m.embedding is None or m.embedding_model != self.model_id
+        ]
+        vectors = [np.asarray(m.embedding or (), dtype=np.float32) for m in batch]
+        if stale:
+            fresh = await self.embedder.embed_many([batch[i].content for i in stale])
+            for i, vector in zip(stale, fresh, strict=True):
+                vectors[i] = vector
+        rows = await self._fetch(
+            Memory,
+            queries.IMPORT_MEMORIES,
+            {
+                **_store_params(batch, vectors, self.model_id),
+                "ids": [m.id for m in batch],
+                "updated_at": [m.updated_at for m in batch],
+            },
+        )
+        return len(rows), len(stale)
 
     async def ping(self) -> None:
         """Raise DatabaseUnavailable unless the database answers."""
@@ -497,6 +767,32 @@ class Memex:
     search = _blocking(AsyncMemex.search)
     forget = _blocking(AsyncMemex.forget)
     count = _blocking(AsyncMemex.count)
+    get = _blocking(AsyncMemex.get)
+    list_memories = _blocking(AsyncMemex.list_memories)
+    update = _blocking(AsyncMemex.update)
+    update_patch = _blocking(AsyncMemex.update_patch)
+    erase_user = _blocking(AsyncMemex.erase_user)
+    export_page = _blocking(AsyncMemex.export_page)
+    import_memories = _blocking(AsyncMemex.import_memories)
+
+    def export(
+        self,
+        agent_id: str,
+        user_id: str | None = None,
+        *,
+        embeddings: bool = False,
+        batch_size: int = params.DEFAULT_EXPORT_BATCH,
+    ) -> Iterator[dict[str, Any]]:
+        """AsyncMemex.export for synchronous code: an iterator of JSON-ready dicts."""
+        after: _ExportCursor = None
+        while True:
+            rows, after = self.export_page(
+                agent_id, user_id, embeddings=embeddings, after=after, limit=batch_size
+            )
+            yield from (row.to_json() for row in rows)
+            if after is None:
+                return
+
     ping = _blocking(AsyncMemex.ping)
     maintenance = _blocking(AsyncMemex.maintenance)
     set_setting = _blocking(AsyncMemex.set_setting)

@@ -11,8 +11,8 @@ import enum
 import json
 import math
 import re
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 from uuid import UUID
 
 from pydantic import (
@@ -24,6 +24,7 @@ from pydantic import (
     Strict,
     ValidationError,
     WithJsonSchema,
+    model_validator,
 )
 from typing_extensions import TypeAliasType
 
@@ -42,6 +43,7 @@ IMPORTANCE_MIN_POSITIVE = 1e-6  # importance is a real: smaller positive values 
 METADATA_MAX_BYTES = 65536  # of JSON text, as Postgres writes jsonb
 METADATA_MAX_DEPTH = 32  # nested objects/arrays; checked before Postgres sees the value
 BATCH_MAX_ITEMS = 1000  # per REST request (a body size limit; SQL and Python take more)
+LIST_LIMIT_MAX = 1000  # memories per page of memex.list_memories / memex.export_memories
 
 # Defaults (the same as the SQL functions' argument defaults).
 DEFAULT_TOP_K = 10
@@ -50,6 +52,8 @@ DEFAULT_HALF_LIFE_DAYS = 30.0
 DEFAULT_MODE = SearchMode.VECTOR
 DEFAULT_MEMORY_TYPE = MemoryType.EPISODIC
 DEFAULT_IMPORTANCE = 1.0
+DEFAULT_LIST_LIMIT = 50
+DEFAULT_EXPORT_BATCH = 500  # memories per page of an export and per statement of an import
 
 # What SQL trims as whitespace (btrim with these characters); Postgres text cannot hold NUL.
 _BLANK = " \t\n\r\f\v"
@@ -291,6 +295,71 @@ MemoryTypes = Annotated[
     Field(min_length=1, description="Only memories of these types."),
 ]
 MemoryId = Annotated[UUID, Field(description="The id of the memory, as returned by the API.")]
+MetadataFilter = Annotated[
+    Metadata,
+    Field(
+        description="Only memories whose metadata contains this JSON object"
+        ' (`metadata @> filter`: {"project": "x"} matches {"project": "x", "tag": 1}).'
+    ),
+]
+
+
+def _json_text(value: Any) -> Any:
+    # A query string's JSON value (?metadata={"k":1}); Python callers pass the object.
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise ValueError("must be a JSON object") from None
+    return value
+
+
+MetadataQuery = Annotated[MetadataFilter, BeforeValidator(_json_text)]
+ListLimit = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=LIST_LIMIT_MAX,
+        description=f"Memories per page (1 to {LIST_LIMIT_MAX}, default {DEFAULT_LIST_LIMIT}).",
+    ),
+    BeforeValidator(_integral),
+]
+QueryTimestamp = Annotated[datetime | None, AfterValidator(_utc)]
+
+# A page cursor: the (created_at, id) of the last memory of a page, written as
+# "<microseconds since 1970 UTC>.<id as 32 hex digits>". Every string of that pattern is a
+# valid cursor (16 digits reach beyond year 2200 either way), so the schema says exactly
+# what the API accepts; clients treat it as opaque.
+_CURSOR = r"^-?[0-9]{1,16}\.[0-9a-f]{32}$"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def encode_cursor(created_at: datetime, memory_id: UUID) -> str:
+    """The cursor after a memory: opaque to clients."""
+    micros = (created_at - _EPOCH) // timedelta(microseconds=1)
+    return f"{micros}.{memory_id.hex}"
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
+    """(created_at, id) of a cursor made by encode_cursor."""
+    micros, hex_id = cursor.split(".")
+    return _EPOCH + timedelta(microseconds=int(micros)), UUID(hex=hex_id)
+
+
+def _cursor(value: str | None) -> str | None:
+    if value is not None and not re.fullmatch(_CURSOR, value):
+        raise ValueError("is not a cursor this API returned (next_cursor of a page)")
+    return value
+
+
+Cursor = Annotated[
+    str | None,
+    Field(
+        description="next_cursor of the previous page (opaque); absent for the first page.",
+        json_schema_extra={"pattern": _CURSOR},
+    ),
+    AfterValidator(_cursor),
+]
 
 
 def type_filter(
@@ -354,6 +423,7 @@ class MemorySearchRequest(_Request):
     memory_types: MemoryTypes = None
     mode: Mode = DEFAULT_MODE
     context_weight: ContextWeight = None
+    metadata: MetadataFilter = None
 
     def types(self) -> list[MemoryType] | None:
         return type_filter(self.memory_type, self.memory_types)
@@ -366,10 +436,89 @@ class TenantQuery(_Request):
     user_id: UserId
 
 
-class CountQuery(TenantQuery):
+class _JsonQuery(TenantQuery):
+    # Query parameters whose value is JSON text (the OpenAPI document says so).
+    json_fields: ClassVar[frozenset[str]] = frozenset({"metadata"})
+
+
+class CountQuery(_JsonQuery):
     """Query string of GET /v1/memories/count."""
 
     memory_type: MemoryTypeFilter = None
+    metadata: MetadataQuery = None
+
+
+class ListQuery(_JsonQuery):
+    """Query string of GET /v1/memories: a page of a tenant's memories, newest first."""
+
+    limit: ListLimit = DEFAULT_LIST_LIMIT
+    cursor: Cursor = None
+    memory_type: MemoryTypeFilter = None
+    created_after: Annotated[
+        QueryTimestamp, Field(description="Only memories created at or after this (ISO 8601).")
+    ] = None
+    created_before: Annotated[
+        QueryTimestamp, Field(description="Only memories created before this (ISO 8601).")
+    ] = None
+    metadata: MetadataQuery = None
+
+
+class ExportQuery(_Request):
+    """Query string of GET /v1/export: an agent's memories, or one user's."""
+
+    agent_id: AgentId
+    user_id: Annotated[
+        UserId | None, Field(description="Only this user's memories (default: every user's).")
+    ] = None
+    embeddings: Annotated[
+        bool, Field(description="Include each memory's embedding (384 numbers by default).")
+    ] = False
+
+
+_PATCH_FIELDS = ("content", "importance", "metadata", "memory_type", "expires_at")
+
+
+def _patch_schema(schema: dict[str, Any]) -> None:
+    # At least one field to change; only expires_at may be null (null removes the expiry).
+    schema["anyOf"] = [{"required": [f]} for f in _PATCH_FIELDS]
+    for name in _PATCH_FIELDS[:-1]:
+        prop = schema["properties"][name]
+        options = [o for o in prop.pop("anyOf") if o != {"type": "null"}]
+        prop.pop("default", None)
+        prop.update(options[0])
+
+
+class MemoryPatch(_Request):
+    """The fields of a memory to change: at least one; a field left out keeps its value.
+    `expires_at: null` removes the expiry; a new `content` is embedded again."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_patch_schema)
+
+    agent_id: AgentId
+    user_id: UserId
+    content: Content | None = None
+    importance: Importance | None = None
+    metadata: Annotated[
+        Metadata, Field(description="Replaces the whole metadata object (at most 64 KiB as JSON).")
+    ] = None
+    memory_type: Kind | None = None
+    expires_at: Annotated[
+        Timestamp, Field(description="A new expiry (UTC if naive); null removes it.")
+    ] = None
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> MemoryPatch:
+        given = self.model_fields_set & set(_PATCH_FIELDS)
+        if not given:
+            raise ValueError(f"must change at least one of {', '.join(_PATCH_FIELDS)}")
+        for name in given - {"expires_at"}:
+            if getattr(self, name) is None:
+                raise ValueError(f"{name} may not be null (leave it out to keep it)")
+        return self
+
+    @property
+    def clear_expires_at(self) -> bool:
+        return "expires_at" in self.model_fields_set and self.expires_at is None
 
 
 class MemoryOut(BaseModel):
@@ -385,7 +534,9 @@ class MemoryOut(BaseModel):
     importance: float
     metadata: dict[str, Any]
     created_at: datetime
+    updated_at: datetime | None = Field(default=None, description="last change (not in search)")
     expires_at: datetime | None = None
+    embedding_model: str | None = Field(default=None, description="not in search results")
     score: float | None = Field(default=None, description="null here; set in search results")
 
 
@@ -422,6 +573,41 @@ class CountResponse(BaseModel):
     user_id: str
     memory_type: MemoryType | None = None
     count: int
+
+
+class MemoryPage(BaseModel):
+    """A page of memories, newest first; pass next_cursor as `cursor` for the next one
+    (null: this page is the last; a full page may be followed by an empty one)."""
+
+    memories: list[MemoryOut]
+    next_cursor: str | None
+
+
+class ErasedResponse(BaseModel):
+    """Everything of tenant (agent_id, user_id) deleted: rows per table."""
+
+    agent_id: str
+    user_id: str
+    deleted: dict[str, int]
+
+
+class ExportedMemory(BaseModel):
+    """One line of an export (JSON Lines): every field of a memory, the embedding optional."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: UUID
+    agent_id: AgentId
+    user_id: UserId
+    memory_type: Kind = DEFAULT_MEMORY_TYPE
+    content: Content
+    importance: Importance = DEFAULT_IMPORTANCE
+    metadata: Metadata = None
+    created_at: QueryTimestamp = None
+    updated_at: QueryTimestamp = None
+    expires_at: QueryTimestamp = None
+    embedding_model: str | None = None
+    embedding: list[float] | None = None
 
 
 class Deleted(BaseModel):

@@ -32,7 +32,7 @@ select * from memex.search(
     p_memory_types => %(memory_types)s::text[]::memex.memory_type[],
     p_query_text => %(query_text)s, p_mode => %(mode)s,
     p_embedding_model => %(embedding_model)s, p_now => %(now)s,
-    p_context_weight => %(context_weight)s)
+    p_context_weight => %(context_weight)s, p_metadata => %(metadata)s)
 """
 
 FORGET = """
@@ -42,7 +42,7 @@ select * from memex.forget(p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
 COUNT = """
 select memex.count(p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
                    p_memory_type => %(memory_type)s::text::memex.memory_type,
-                   p_embedding_model => %(embedding_model)s)
+                   p_embedding_model => %(embedding_model)s, p_metadata => %(metadata)s)
 """
 
 RATE_LIMIT_HIT = """
@@ -101,4 +101,51 @@ AUDIT_EVENTS = "select * from memex.audit_events(p_limit => %(limit)s, p_before 
 LIVE_KEYS = """
 select exists (select from memex.api_keys
                where revoked_at is null and (expires_at is null or expires_at > now()))
+"""
+
+GET_MEMORY = """
+select * from memex.get_memory(p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
+                               p_id => %(id)s)
+"""
+
+LIST_MEMORIES = """
+select * from memex.list_memories(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_limit => %(limit)s,
+    p_cursor_created_at => %(cursor_created_at)s, p_cursor_id => %(cursor_id)s,
+    p_memory_type => %(memory_type)s::text::memex.memory_type,
+    p_created_after => %(created_after)s, p_created_before => %(created_before)s,
+    p_metadata => %(metadata)s)
+"""
+
+UPDATE_MEMORY = """
+select * from memex.update_memory(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_id => %(id)s,
+    p_content => %(content)s, p_embedding => %(embedding)s,
+    p_embedding_model => %(embedding_model)s, p_importance => %(importance)s,
+    p_metadata => %(metadata)s, p_memory_type => %(memory_type)s::text::memex.memory_type,
+    p_expires_at => %(expires_at)s, p_clear_expires_at => %(clear_expires_at)s)
+"""
+
+ERASE_USER = """
+select table_name, deleted
+from memex.erase_user(p_agent_id => %(agent_id)s, p_user_id => %(user_id)s)
+"""
+
+EXPORT_MEMORIES = """
+select * from memex.export_memories(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
+    p_include_embeddings => %(embeddings)s, p_after_user_id => %(after_user_id)s,
+    p_after_created_at => %(after_created_at)s, p_after_id => %(after_id)s,
+    p_limit => %(limit)s)
+"""
+
+IMPORT_MEMORIES = """
+select * from memex.import_memories(
+    p_ids => %(ids)s::uuid[], p_agent_ids => %(agent_ids)s, p_user_ids => %(user_ids)s,
+    p_contents => %(contents)s, p_embeddings => %(embeddings)s,
+    p_embedding_model => %(embedding_model)s,
+    p_memory_types => %(memory_types)s::text[]::memex.memory_type[],
+    p_importances => %(importances)s, p_metadata => %(metadata)s::jsonb[],
+    p_created_at => %(created_at)s::timestamptz[], p_updated_at => %(updated_at)s::timestamptz[],
+    p_expires_at => %(expires_at)s::timestamptz[])
 """

@@ -144,3 +144,59 @@ class AuditEvent:
     agent_id: str | None
     user_id: str | None
     details: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPage:
+    """A page of memex.list_memories, newest first; `next_cursor` (None: the last page)
+    is the `cursor` argument of the next call."""
+
+    memories: list[Memory]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ExportRow(Memory):
+    """A row of memex.export_memories: every field of a memory, the embedding optional."""
+
+    embedding: Any  # the vector (pgvector's Vector or a numpy array), or None
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as one line of an export (JSON Lines): timestamps in ISO 8601 with
+        their microseconds, the embedding as a list of floats, present only if exported."""
+        record: dict[str, Any] = {
+            "id": str(self.id),
+            "agent_id": self.agent_id,
+            "user_id": self.user_id,
+            "memory_type": str(self.memory_type),
+            "content": self.content,
+            "importance": self.importance,
+            "metadata": self.metadata,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
+            "embedding_model": self.embedding_model,
+        }
+        if self.embedding is not None:
+            vector = self.embedding
+            values = vector.to_list() if hasattr(vector, "to_list") else list(vector)
+            record["embedding"] = [float(x) for x in values]
+        return record
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    """What memexdb import did: memories inserted, skipped (their id existed already) and
+    embedded again (no embedding, or one from another model)."""
+
+    imported: int
+    skipped: int
+    reembedded: int
+
+
+@dataclass(frozen=True, slots=True)
+class ErasedRows:
+    """One row of memex.erase_user: a table and the rows of the user deleted from it."""
+
+    table_name: str
+    deleted: int

@@ -22,7 +22,8 @@ grant execute on all functions in schema memex to memex_app;
 -- The tenant API.
 grant execute on function
     memex.store, memex.store_many, memex.search, memex.forget, memex.count,
-    memex.embedding_dims
+    memex.embedding_dims, memex.get_memory, memex.list_memories, memex.update_memory,
+    memex.erase_user, memex.export_memories, memex.import_memories
     to memex_tenant;
 -- The helpers it runs with its caller's rights.
 grant execute on function
@@ -31,5 +32,6 @@ grant execute on function
     memex._any_term_query, memex._live_memories, memex._candidates_exact,
     memex._candidates_ann, memex._vector_index_settings, memex._enforce_rate_limit,
     memex._authorize, memex._caller, memex._caller_all, memex._caller_agent,
-    memex._caller_users, memex._caller_writes, memex._binding, memex._actor
+    memex._caller_users, memex._caller_writes, memex._binding, memex._actor,
+    memex._check_metadata, memex._check_memories, memex._audit
     to memex_tenant;

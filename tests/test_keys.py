@@ -308,7 +308,7 @@ def test_grants(conn: psycopg.Connection) -> None:
     tenant = {name for name, t, _, _ in rows if t}
     assert tenant >= TENANT_API
     assert not (OPERATOR_ONLY & tenant)
-    assert not {"_enter", "_enter_operator", "_audit", "_index_tenant_step"} & tenant
+    assert not {"_enter", "_enter_operator", "_index_tenant_step"} & tenant
     tables = conn.execute(
         """
         select c.relname, r.rolname, string_agg(a.privilege_type, ',' order by a.privilege_type)

@@ -16,7 +16,7 @@ from psycopg.types.json import Jsonb
 from pydantic import BaseModel, ValidationError
 
 from memexdb import params
-from memexdb.params import MemoryCreate, MemorySearchRequest
+from memexdb.params import ListQuery, MemoryCreate, MemorySearchRequest
 from tests.sqlapi import unit
 
 VEC = unit((0, 1.0))
@@ -64,8 +64,8 @@ def test_store_defaults_match(conn: psycopg.Connection) -> None:
     assert _sql_literal(declared["memory_type"]) == params.DEFAULT_MEMORY_TYPE.value
     assert float(_sql_literal(declared["importance"])) == params.DEFAULT_IMPORTANCE
     assert _sql_literal(declared["metadata"]) == "{}"
-    # store_many's items default the same way (coalesce inside the function)
-    body = conn.execute("select prosrc from pg_proc where oid = 'memex.store_many'::regproc")
+    # store_many's items (inserted by memex.import_memories) default the same way
+    body = conn.execute("select prosrc from pg_proc where oid = 'memex.import_memories'::regproc")
     source = body.fetchone()
     assert source is not None
     assert f"coalesce(p_memory_types[it.ord], '{params.DEFAULT_MEMORY_TYPE.value}')" in source[0]
@@ -75,6 +75,15 @@ def test_store_defaults_match(conn: psycopg.Connection) -> None:
         params.DEFAULT_MEMORY_TYPE,
         params.DEFAULT_IMPORTANCE,
     )
+
+
+def test_list_and_export_defaults_match(conn: psycopg.Connection) -> None:
+    declared = _defaults(conn, "memex.list_memories")
+    assert int(declared["limit"]) == params.DEFAULT_LIST_LIMIT
+    assert ListQuery(**WHO).limit == params.DEFAULT_LIST_LIMIT
+    declared = _defaults(conn, "memex.export_memories")
+    assert int(declared["limit"]) == params.DEFAULT_EXPORT_BATCH
+    assert params.DEFAULT_EXPORT_BATCH <= params.LIST_LIMIT_MAX
 
 
 # --- bounds: each value is tried in SQL and against the frontends' model -------------------
@@ -109,6 +118,11 @@ def _search(conn: psycopg.Connection, **options: Any) -> None:
             values["query"],
         ),
     )
+
+
+def _list(conn: psycopg.Connection, limit: int) -> None:
+    conn.execute("select * from memex.list_memories('a', 'u', %s)", (limit,))
+    conn.execute("select * from memex.export_memories('a', 'u', p_limit => %s)", (limit,))
 
 
 def _metadata_of_size(size: int) -> dict[str, str]:
@@ -220,6 +234,21 @@ CASES: list[Case] = [
             ok,
         )
         for n, ok in ((params.QUERY_MAX_CHARS, True), (params.QUERY_MAX_CHARS + 1, False))
+    ],
+    *[
+        (
+            f"list limit {n}",
+            lambda c, n=n: _list(c, n),
+            ListQuery,
+            {**WHO, "limit": n},
+            ok,
+        )
+        for n, ok in (
+            (1, True),
+            (0, False),
+            (params.LIST_LIMIT_MAX, True),
+            (params.LIST_LIMIT_MAX + 1, False),
+        )
     ],
 ]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import shutil
 import signal
 import uuid
@@ -55,9 +56,11 @@ KEYS: dict[str, dict[str, Any] | None] = {
     "admin_a": {"access": "admin", "agent_id": "A"},
 }
 
-READS = ("search", "count")
-WRITES = ("store", "delete")
+READS = ("search", "count", "list", "get", "export")
+# erase last: an erase that is allowed empties the tenant, which is then written again
+WRITES = ("store", "update", "delete", "erase")
 OPERATIONS = READS + WRITES
+BY_ID = {"get", "update", "delete"}
 
 
 @dataclass(frozen=True)
@@ -93,9 +96,15 @@ class Outcome:
 @dataclass
 class World:
     dsn: str
-    tokens: dict[str, str | None]
+    operator: Memex  # writes the tenants' memories (again, after an allowed erase)
+    tokens: dict[str, str | None] = field(default_factory=dict)
     ids: dict[tuple[str, str], list[uuid.UUID]] = field(default_factory=dict)
     tally: dict[str, int] = field(default_factory=dict)
+
+    def seed(self, agent: str, user: str) -> None:
+        self.ids[agent, user] = [
+            self.operator.store(agent, user, f"{content(agent, user)} ({i})").id for i in range(10)
+        ]
 
 
 def _create_keys(dsn: str) -> dict[str, str | None]:
@@ -121,23 +130,16 @@ def _create_keys(dsn: str) -> dict[str, str | None]:
     return tokens
 
 
-def _seed(dsn: str, embedder: Embedder) -> dict[tuple[str, str], list[uuid.UUID]]:
-    ids: dict[tuple[str, str], list[uuid.UUID]] = {}
-    with Memex.connect(dsn, embedder=embedder) as memex:
-        operator = memex.as_operator("seed")
-        for agent, user in sorted(TENANTS):
-            ids[agent, user] = [
-                operator.store(agent, user, f"{content(agent, user)} ({i})").id for i in range(10)
-            ]
-    return ids
-
-
 @pytest.fixture(scope="module")
 def world(pg_server: EmbeddedPostgres, template_db: str, embedder: Embedder) -> Iterator[World]:
     dsn = new_database(pg_server)
     try:
-        ids = _seed(dsn, embedder)  # before the keys: the database is open until then
-        yield World(dsn, _create_keys(dsn), ids)
+        with Memex.connect(dsn, embedder=embedder) as memex:
+            world = World(dsn, memex.as_operator("seed"))
+            for tenant in sorted(TENANTS):
+                world.seed(*tenant)
+            world.tokens = _create_keys(dsn)
+            yield world
     finally:
         drop_database(pg_server, dsn)
 
@@ -176,23 +178,32 @@ def _judge(world: World, entry: str, attempt: Attempt, op: str, outcome: Outcome
 Do = Callable[[str, tuple[str, str], str | None], Awaitable[Outcome]]
 
 
-async def _matrix_one(world: World, entry: str, attempt: Attempt, do: Do) -> None:
+async def _matrix_one(
+    world: World, entry: str, attempt: Attempt, do: Do, supported: tuple[str, ...] = OPERATIONS
+) -> None:
     """The operations of one attempt through one entry point."""
-    for op in attempt.operations:
-        # a delete targets one of the tenant's memories; a refused one leaves it there
-        target = str(world.ids[attempt.tenant][-1]) if op == "delete" else None
+    for op in (o for o in attempt.operations if o in supported):
+        # by id: one of the tenant's memories (a refused delete leaves it there)
+        target = str(world.ids[attempt.tenant][-1]) if op in BY_ID else None
         outcome = await do(op, attempt.tenant, target)
         _judge(world, entry, attempt, op, outcome)
-        if op == "delete" and outcome.status is None:
+        if outcome.status is None and op == "delete":
             world.ids[attempt.tenant].pop()
+        if outcome.status is None and op == "erase":
+            world.seed(*attempt.tenant)
 
 
-async def _matrix(world: World, entry: str, make: Callable[[str | None], Do]) -> None:
+async def _matrix(
+    world: World,
+    entry: str,
+    make: Callable[[str | None], Do],
+    supported: tuple[str, ...] = OPERATIONS,
+) -> None:
     """Every attempt through one entry point; `make(token)` gives the function that runs
     (operation, tenant, memory id) as the holder of that token."""
     for attempt in ATTEMPTS:
         token = world.tokens[attempt.key] if attempt.key else None
-        await _matrix_one(world, entry, attempt, make(token))
+        await _matrix_one(world, entry, attempt, make(token), supported)
 
 
 # --- REST ---------------------------------------------------------------------------------
@@ -211,10 +222,20 @@ def _rest(service: Service) -> Callable[[str | None], Do]:
                     )
                 elif op == "count":
                     r = await http.get("/v1/memories/count", params=who)
+                elif op == "list":
+                    r = await http.get("/v1/memories", params=who)
+                elif op == "get":
+                    r = await http.get(f"/v1/memories/{target}", params=who)
+                elif op == "export":
+                    r = await http.get("/v1/export", params=who)
                 elif op == "store":
                     r = await http.post("/v1/memories", json={**who, "content": "a new note"})
-                else:
+                elif op == "update":
+                    r = await http.patch(f"/v1/memories/{target}", json={**who, "importance": 1.5})
+                elif op == "delete":
                     r = await http.delete(f"/v1/memories/{target}", params=who)
+                else:
+                    r = await http.delete("/v1/memories", params=who)
             if r.status_code < 300:
                 return Outcome(None, r.text)
             body = r.json()["error"]
@@ -240,9 +261,14 @@ async def test_rest_matrix(world: World, service: Service) -> None:
 MCP_TOOLS = {
     "search": ("search_memories", {"query": "garden gate code"}),
     "count": ("count_memories", {}),
+    "list": ("list_memories", {}),
+    "get": ("get_memory", {}),
     "store": ("store_memory", {"content": "a new note"}),
+    "update": ("update_memory", {"importance": 1.5}),
     "delete": ("delete_memory", {}),
 }
+# erasing a user and exporting are not agent tools
+MCP_OPERATIONS = tuple(op for op in OPERATIONS if op in MCP_TOOLS)
 
 
 def _mcp_outcome(result: Any) -> Outcome:
@@ -289,7 +315,7 @@ async def test_mcp_http_matrix(world: World, service: Service) -> None:
 
             return do
 
-        await _matrix(world, "MCP HTTP", make)
+        await _matrix(world, "MCP HTTP", make, MCP_OPERATIONS)
 
 
 async def test_mcp_stdio_matrix(world: World, tmp_path: Path) -> None:
@@ -300,7 +326,7 @@ async def test_mcp_stdio_matrix(world: World, tmp_path: Path) -> None:
             env["MEMEX_API_KEY"] = world.tokens[attempt.key]
         with (tmp_path / "stderr.log").open("w") as errlog:
             async with connected(stdio_client_of(stdio_params(env), errlog)) as session:
-                await _matrix_one(world, "MCP stdio", attempt, _mcp_do(session))
+                await _matrix_one(world, "MCP stdio", attempt, _mcp_do(session), MCP_OPERATIONS)
 
 
 # --- Python API ---------------------------------------------------------------------------
@@ -317,10 +343,24 @@ def _python(memex: AsyncMemex) -> Callable[[str | None], Do]:
                     return Outcome(None, " ".join(h.content for h in hits))
                 if op == "count":
                     return Outcome(None, str(await client.count(*tenant)))
+                if op == "list":
+                    page = await client.list_memories(*tenant)
+                    return Outcome(None, " ".join(m.content for m in page.memories))
+                if op == "export":
+                    rows = [r async for r in client.export(*tenant)]
+                    return Outcome(None, json.dumps(rows, default=str))
                 if op == "store":
                     return Outcome(None, (await client.store(*tenant, "a new note")).content)
+                if op == "erase":
+                    return Outcome(None, str(await client.erase_user(*tenant)))
                 assert target is not None
-                return Outcome(None, (await client.forget(*tenant, uuid.UUID(target))).content)
+                memory_id = uuid.UUID(target)
+                if op == "get":
+                    return Outcome(None, (await client.get(*tenant, memory_id)).content)
+                if op == "update":
+                    updated = await client.update(*tenant, memory_id, importance=1.5)
+                    return Outcome(None, updated.content)
+                return Outcome(None, (await client.forget(*tenant, memory_id)).content)
             except Unauthenticated as exc:
                 return Outcome(401, str(exc))
             except Forbidden as exc:
@@ -356,6 +396,12 @@ SQL_OPS = {
     "store": "select content from memex.store(%(agent)s, %(user)s, 'a new note', %(vec)s::vector,"
     " 'test-model')",
     "delete": "select content from memex.forget(%(agent)s, %(user)s, %(target)s::uuid)",
+    "list": "select content from memex.list_memories(%(agent)s, %(user)s)",
+    "get": "select content from memex.get_memory(%(agent)s, %(user)s, %(target)s::uuid)",
+    "export": "select content from memex.export_memories(%(agent)s, %(user)s)",
+    "update": "select content from memex.update_memory(%(agent)s, %(user)s, %(target)s::uuid,"
+    " p_importance => 1.5)",
+    "erase": "select table_name || deleted from memex.erase_user(%(agent)s, %(user)s)",
 }
 
 

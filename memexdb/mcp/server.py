@@ -1,4 +1,4 @@
-"""The MCP server: four typed tools over AsyncMemex, the same calls the REST API makes.
+"""The MCP server: typed tools over AsyncMemex, the same calls the REST API makes.
 
 Each tool validates its arguments (pydantic, from the signature), resolves the tenant,
 makes one AsyncMemex call and shapes the result. Failures come back as tool errors
@@ -38,6 +38,7 @@ from memexdb.params import (
     DEFAULT_ALPHA,
     DEFAULT_HALF_LIFE_DAYS,
     DEFAULT_IMPORTANCE,
+    DEFAULT_LIST_LIMIT,
     DEFAULT_MEMORY_TYPE,
     DEFAULT_MODE,
     DEFAULT_TOP_K,
@@ -46,15 +47,19 @@ from memexdb.params import (
     Content,
     ContextWeight,
     CountResponse,
+    Cursor,
     Deleted,
     HalfLifeDays,
     Importance,
     Kind,
+    ListLimit,
     MemoryId,
     MemoryOut,
+    MemoryPage,
     MemoryTypeFilter,
     MemoryTypes,
     Metadata,
+    MetadataFilter,
     Mode,
     Query,
     SearchResponse,
@@ -75,7 +80,8 @@ TOOL_TIMEOUT_SECONDS = 60.0
 INSTRUCTIONS = """\
 Long-term memory for this agent. Store facts, events and procedures worth keeping with
 store_memory; before answering, recall what is relevant with search_memories (results are
-ranked by relevance, recency and importance, best first). Memories belong to a tenant:
+ranked by relevance, recency and importance, best first). Correct a memory that changed
+with update_memory rather than storing a contradicting one. Memories belong to a tenant:
 always pass the same agent_id (who you are) and user_id (whom the memory is about)."""
 
 
@@ -141,7 +147,7 @@ async def _tool_errors() -> AsyncIterator[None]:
 def build_mcp_server(
     get_memex: Callable[[], AsyncMemex], tenants: TenantResolver | None = None
 ) -> MemexMCP:
-    """The MCP server with memexdb's four tools. `get_memex` returns the open client of
+    """The MCP server with memexdb's tools. `get_memex` returns the open client of
     this process (one pool and one embedder, shared with REST); `tenants` decides whose
     memories a call touches (default: the agent_id/user_id arguments)."""
     resolver: TenantResolver = tenants or ArgumentTenant()
@@ -209,6 +215,7 @@ def build_mcp_server(
         memory_types: MemoryTypes = None,
         mode: Mode = DEFAULT_MODE,
         context_weight: ContextWeight = None,
+        metadata: MetadataFilter = None,
     ) -> SearchResponse:
         """Recall the tenant's memories most relevant to `query`, best first. Each result
         carries its score and the parts of it: score = (alpha * relevance + (1 - alpha) *
@@ -225,6 +232,7 @@ def build_mcp_server(
                 memory_types=type_filter(memory_type, memory_types),
                 mode=mode,
                 context_weight=context_weight,
+                metadata=metadata,
             )
         results = [SearchResult.model_validate(h) for h in hits]
         return SearchResponse(
@@ -263,5 +271,80 @@ def build_mcp_server(
         return CountResponse(
             agent_id=tenant.agent_id, user_id=tenant.user_id, memory_type=memory_type, count=count
         )
+
+    @tool(ToolAnnotations(title="Get a memory", read_only_hint=True, open_world_hint=False))
+    async def get_memory(
+        agent_id: AgentId,
+        user_id: UserId,
+        id: MemoryId,
+        ctx: Context[Any, Any],
+    ) -> MemoryOut:
+        """Read one memory of the tenant by its id. Fails if the id is not one of this
+        tenant's live memories."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            memory = await client(ctx).get(tenant.agent_id, tenant.user_id, id)
+        return MemoryOut.model_validate(memory)
+
+    @tool(
+        ToolAnnotations(
+            title="Update a memory",
+            destructive_hint=True,
+            idempotent_hint=True,
+            open_world_hint=False,
+        )
+    )
+    async def update_memory(
+        agent_id: AgentId,
+        user_id: UserId,
+        id: MemoryId,
+        ctx: Context[Any, Any],
+        content: Content | None = None,
+        importance: Importance | None = None,
+        metadata: Metadata = None,
+        memory_type: MemoryTypeFilter = None,
+    ) -> MemoryOut:
+        """Correct one memory of the tenant by its id: give only the fields to change
+        (content, importance, metadata, memory_type; at least one). A new content replaces
+        the old text and is searched by its new meaning; metadata replaces the whole
+        object. Returns the memory as changed."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            memory = await client(ctx).update(
+                tenant.agent_id,
+                tenant.user_id,
+                id,
+                content=content,
+                importance=importance,
+                metadata=metadata,
+                memory_type=memory_type,
+            )
+        return MemoryOut.model_validate(memory)
+
+    @tool(ToolAnnotations(title="List memories", read_only_hint=True, open_world_hint=False))
+    async def list_memories(
+        agent_id: AgentId,
+        user_id: UserId,
+        ctx: Context[Any, Any],
+        limit: ListLimit = DEFAULT_LIST_LIMIT,
+        cursor: Cursor = None,
+        memory_type: MemoryTypeFilter = None,
+        metadata: MetadataFilter = None,
+    ) -> MemoryPage:
+        """List the tenant's memories, newest first, a page at a time (to review them,
+        not to answer a question: search_memories ranks by relevance). Pass next_cursor
+        as cursor for the next page; it is null on the last page."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            page = await client(ctx).list_memories(
+                tenant.agent_id,
+                tenant.user_id,
+                limit=limit,
+                cursor=cursor,
+                memory_type=memory_type,
+                metadata=metadata,
+            )
+        memories = [MemoryOut.model_validate(m) for m in page.memories]
+        return MemoryPage(memories=memories, next_cursor=page.next_cursor)
 
     return server

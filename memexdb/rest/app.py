@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import AsyncIterator, Callable
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from memexdb import __version__
@@ -24,11 +25,17 @@ from memexdb.errors import DatabaseUnavailable
 from memexdb.params import (
     CountQuery,
     CountResponse,
+    ErasedResponse,
+    ExportedMemory,
+    ExportQuery,
     HealthResponse,
+    ListQuery,
     MemoryBatchCreate,
     MemoryBatchResponse,
     MemoryCreate,
     MemoryOut,
+    MemoryPage,
+    MemoryPatch,
     MemorySearchRequest,
     SearchResponse,
     SearchResult,
@@ -67,6 +74,7 @@ async def search_memories(request: Request) -> Response:
         memory_types=body.types(),
         mode=body.mode,
         context_weight=body.context_weight,
+        metadata=body.metadata,
     )
     results = [SearchResult.model_validate(h) for h in hits]
     return json_of(
@@ -90,8 +98,53 @@ async def delete_memory(request: Request) -> Response:
 
 async def count_memories(request: Request) -> Response:
     query = query_of(request, CountQuery)
-    count = await memex_of(request).count(query.agent_id, query.user_id, query.memory_type)
-    return json_of(CountResponse(**query.model_dump(), count=count))
+    count = await memex_of(request).count(
+        query.agent_id, query.user_id, query.memory_type, metadata=query.metadata
+    )
+    return json_of(CountResponse(**query.model_dump(exclude={"metadata"}), count=count))
+
+
+async def list_memories(request: Request) -> Response:
+    query = query_of(request, ListQuery)
+    page = await memex_of(request).list_memories(**query.model_dump())
+    memories = [MemoryOut.model_validate(m) for m in page.memories]
+    return json_of(MemoryPage(memories=memories, next_cursor=page.next_cursor))
+
+
+async def get_memory(request: Request) -> Response:
+    tenant = query_of(request, TenantQuery)
+    memory = await memex_of(request).get(
+        tenant.agent_id, tenant.user_id, request.path_params["memory_id"]
+    )
+    return json_of(MemoryOut.model_validate(memory))
+
+
+async def update_memory(request: Request) -> Response:
+    patch = await body_of(request, MemoryPatch)
+    memory = await memex_of(request).update_patch(request.path_params["memory_id"], patch)
+    return json_of(MemoryOut.model_validate(memory))
+
+
+async def erase_user(request: Request) -> Response:
+    tenant = query_of(request, TenantQuery)
+    deleted = await memex_of(request).erase_user(tenant.agent_id, tenant.user_id)
+    return json_of(ErasedResponse(**tenant.model_dump(), deleted=deleted))
+
+
+async def export_memories(request: Request) -> Response:
+    query = query_of(request, ExportQuery)
+    records = aiter(memex_of(request).export(**query.model_dump()))
+    # The first page is read before the answer starts, so that its errors are JSON answers.
+    first = await anext(records, None)
+
+    async def lines() -> AsyncIterator[str]:
+        if first is None:
+            return
+        yield json.dumps(first, ensure_ascii=False) + "\n"
+        async for record in records:
+            yield json.dumps(record, ensure_ascii=False) + "\n"
+
+    return StreamingResponse(lines(), media_type="application/x-ndjson")
 
 
 async def health(request: Request) -> Response:
@@ -103,6 +156,9 @@ async def health(request: Request) -> Response:
         )
     return json_of(HealthResponse(status="ok", db="ok", version=__version__))
 
+
+_MEMORY_ID = {"memory_id": {"type": "string", "format": "uuid"}}
+_NOT_FOUND = Reply(404, "No such live memory for this tenant (or an id that is not a UUID)")
 
 ENDPOINTS = (
     Endpoint(
@@ -144,8 +200,57 @@ ENDPOINTS = (
         "Delete one memory of the tenant",
         Reply(204, "Deleted"),
         query=TenantQuery,
-        path_params={"memory_id": {"type": "string", "format": "uuid"}},
+        path_params=_MEMORY_ID,
         errors=(Reply(404, "No such memory for this tenant (or an id that is not a UUID)"),),
+    ),
+    Endpoint(
+        "GET",
+        "/v1/memories",
+        list_memories,
+        "List a tenant's live memories, newest first, a page at a time",
+        Reply(200, "A page of memories and the cursor of the next one", MemoryPage),
+        query=ListQuery,
+    ),
+    Endpoint(
+        "GET",
+        "/v1/memories/{memory_id:uuid}",
+        get_memory,
+        "Get one memory of the tenant",
+        Reply(200, "The memory", MemoryOut),
+        query=TenantQuery,
+        path_params=_MEMORY_ID,
+        errors=(_NOT_FOUND,),
+    ),
+    Endpoint(
+        "PATCH",
+        "/v1/memories/{memory_id:uuid}",
+        update_memory,
+        "Change fields of one memory of the tenant (a new content is embedded again)",
+        Reply(200, "The memory as changed", MemoryOut),
+        body=MemoryPatch,
+        path_params=_MEMORY_ID,
+        errors=(_NOT_FOUND,),
+    ),
+    Endpoint(
+        "DELETE",
+        "/v1/memories",
+        erase_user,
+        "Erase a user: delete every row of the tenant in every table",
+        Reply(200, "Rows deleted per table", ErasedResponse),
+        query=TenantQuery,
+    ),
+    Endpoint(
+        "GET",
+        "/v1/export",
+        export_memories,
+        "Export an agent's (or one user's) memories as JSON Lines, oldest first per user",
+        Reply(
+            200,
+            "One memory per line (`memexdb import` reads it back)",
+            ExportedMemory,
+            media_type="application/x-ndjson",
+        ),
+        query=ExportQuery,
     ),
     Endpoint(
         "GET",
@@ -160,9 +265,10 @@ ENDPOINTS = (
 
 
 def _route(path: str, endpoints: list[Endpoint]) -> Route:
-    """One route per path, whatever its methods: a 405 then lists every method the path
-    has in its Allow header (a route per method would list its own only)."""
+    # One route per path, so that a 405 names every method of the path in its Allow header.
     handlers = {e.method: e.handler for e in endpoints}
+    if "GET" in handlers:
+        handlers.setdefault("HEAD", handlers["GET"])
 
     async def dispatch(request: Request) -> Response:
         return await handlers[request.method](request)
@@ -174,7 +280,10 @@ def routes() -> list[BaseRoute]:
     by_path: dict[str, list[Endpoint]] = {}
     for e in ENDPOINTS:
         by_path.setdefault(e.path, []).append(e)
-    return [*(_route(p, es) for p, es in by_path.items()), *docs.routes(ENDPOINTS)]
+    return [
+        *(_route(path, endpoints) for path, endpoints in by_path.items()),
+        *docs.routes(ENDPOINTS),
+    ]
 
 
 def create_app(

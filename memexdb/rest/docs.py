@@ -35,14 +35,14 @@ COMMON_ERRORS = (
 )
 
 
-def _content(model: type[BaseModel]) -> dict[str, Any]:
-    return {"application/json": {"schema": {"$ref": _REF.format(model=model.__name__)}}}
+def _content(model: type[BaseModel], media_type: str = "application/json") -> dict[str, Any]:
+    return {media_type: {"schema": {"$ref": _REF.format(model=model.__name__)}}}
 
 
 def _reply(reply: Reply) -> dict[str, Any]:
     described: dict[str, Any] = {"description": reply.description}
     if reply.model is not None:
-        described["content"] = _content(reply.model)
+        described["content"] = _content(reply.model, reply.media_type)
     return described
 
 
@@ -54,12 +54,18 @@ def _operation(endpoint: Endpoint, definitions: dict[str, Any]) -> dict[str, Any
     ]
     if endpoint.query is not None:
         schema = definitions[endpoint.query.__name__]
+        json_fields: frozenset[str] = getattr(endpoint.query, "json_fields", frozenset())
         parameters += [
             {
                 "name": name,
                 "in": "query",
                 "required": name in schema.get("required", []),
-                "schema": prop,
+                # a JSON value in the query string (?metadata={"k":1}): content, not schema
+                **(
+                    {"content": {"application/json": {"schema": prop}}}
+                    if name in json_fields
+                    else {"schema": prop}
+                ),
             }
             for name, prop in schema["properties"].items()
         ]
