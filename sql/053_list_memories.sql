@@ -37,10 +37,12 @@ begin
                               case when p_memory_type is null then null
                                    else array[p_memory_type] end,
                               null, coalesce(p_now, now()), p_metadata) m
-    where (p_cursor_created_at is null
-           or (m.created_at, m.id) < (p_cursor_created_at, p_cursor_id))
-      and (p_created_after is null or m.created_at >= p_created_after)
-      and (p_created_before is null or m.created_at < p_created_before)
+    -- Bounds on created_at alone, with no "is null or": a generic plan keeps them as the
+    -- range of the tenant index scan, so a deep page does not scan the pages before it.
+    where m.created_at <= coalesce(p_cursor_created_at, 'infinity')
+      and m.created_at >= coalesce(p_created_after, '-infinity')
+      and m.created_at < coalesce(p_created_before, 'infinity')
+      and (p_cursor_id is null or (m.created_at, m.id) < (p_cursor_created_at, p_cursor_id))
     order by m.created_at desc, m.id desc
     limit p_limit;
 end
