@@ -71,7 +71,8 @@ begin
         memory_type = coalesce(p_memory_type, m.memory_type),
         expires_at = case when coalesce(p_clear_expires_at, false) then null
                           else coalesce(p_expires_at, m.expires_at) end,
-        updated_at = now()
+        updated_at = now(),
+        actor = memex._actor()
     where m.id = v_row.id
     returning (memex._memory_record(m)).* into v_result;
     return v_result;

@@ -360,3 +360,39 @@ def test_a_key_that_expired_in_the_past_is_expired_from_the_start(dsn: str) -> N
     ):
         conn.execute("set role memex_app")
         conn.execute("select memex._enter(%s)", (token,))
+
+
+async def test_admin_actions_and_writers_are_recorded(amemex: AsyncMemex, dsn: str) -> None:
+    operator = amemex.as_operator("ops")
+    await operator.set_setting("rate_limit_search_per_minute", 600)
+    await operator.set_setting("rate_limit_search_per_minute", 600)  # no change: no entry
+    created = await operator.create_key("write", agent_id="A")
+    writer = amemex.with_key(created.token)
+    memory = await writer.store("A", "u", "The boiler is serviced every October.")
+    await operator.update("A", "u", memory.id, importance=1.5)
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute(
+            "select actor from memex.memories where id = %s", (memory.id,)
+        ).fetchone() == ("operator:ops",)
+    assert await writer.erase_user("A", "u") == {"memories": 1, "tenants": 1}
+    events = [(e.action, e.actor, e.details) for e in await operator.audit_events(limit=3)]
+    assert events == [
+        ("user.erase", f"key:{created.id}", {"deleted": {"memories": 1, "tenants": 1}}),
+        (
+            "key.create",
+            "operator:ops",
+            {
+                "key": str(created.id),
+                "prefix": created.prefix,
+                "access": "write",
+                "user_ids": None,
+                "expires_at": None,
+                "name": "",
+            },
+        ),
+        (
+            "setting.set",
+            "operator:ops",
+            {"name": "rate_limit_search_per_minute", "old": None, "new": 600},
+        ),
+    ]

@@ -196,6 +196,8 @@ async def exercise(client: Client, who: dict[str, str]) -> None:
     assert changed["updated_at"] > stored[0]["updated_at"]
     tagged = await call(client, "search_memories", **who, query=QUERY, metadata=changed["metadata"])
     assert [r["id"] for r in tagged["results"]] == [stored[0]["id"]]
+    counted = await call(client, "count_memories", **who, metadata=changed["metadata"])
+    assert counted["count"] == 1
 
     deleted = await call(client, "delete_memory", **who, id=stored[1]["id"])
     assert deleted["deleted"]["id"] == stored[1]["id"]

@@ -263,11 +263,15 @@ def build_mcp_server(
         user_id: UserId,
         ctx: Context[Any, Any],
         memory_type: MemoryTypeFilter = None,
+        metadata: MetadataFilter = None,
     ) -> CountResponse:
-        """Count the tenant's live memories (optionally of one type)."""
+        """Count the tenant's live memories (optionally of one type, and only those whose
+        metadata contains the given object)."""
         async with _tool_errors():
             tenant = await tenant_of(agent_id, user_id, ctx)
-            count = await client(ctx).count(tenant.agent_id, tenant.user_id, memory_type)
+            count = await client(ctx).count(
+                tenant.agent_id, tenant.user_id, memory_type, metadata=metadata
+            )
         return CountResponse(
             agent_id=tenant.agent_id, user_id=tenant.user_id, memory_type=memory_type, count=count
         )
