@@ -90,6 +90,7 @@ class MaintenanceResult:
     rate_limit_rows_deleted: int
     tenants_indexed: int  # tenants that finished moving into the ANN index (0 or 1)
     memories_indexed: int  # rows moved into the ANN index; > 0: more may be waiting
+    access_log_rows_deleted: int  # entries older than settings.access_log_retention_days
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,9 @@ as $$
 declare
     v_tables text[] := array[
         'memories',
-        'tenants'
+        'tenants',
+        'file_revisions',
+        'access_log'
     ];
     v_table  text;
     v_count  bigint;

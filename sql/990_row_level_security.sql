@@ -15,7 +15,7 @@ declare
         ' or user_id = any ((select memex._caller_users())::text[]))))';
     v_writes  constant text := '(select memex._caller_writes())';
 begin
-    foreach v_table in array array['memories', 'tenants'] loop
+    foreach v_table in array array['memories', 'tenants', 'file_revisions', 'access_log'] loop
         execute format('alter table memex.%I enable row level security', v_table);
         execute format('alter table memex.%I force row level security', v_table);
         execute format('drop policy if exists tenant_read on memex.%I', v_table);
@@ -31,6 +31,12 @@ begin
         execute format('create policy tenant_delete on memex.%I for delete using (%s and %s)',
                        v_table, v_sees, v_writes);
     end loop;
+    -- Every read is logged, a read-only caller's too: memex._log_access (a security
+    -- definer, the only way in: no role is granted insert) needs the tenant, not write
+    -- access. Permissive policies add up: this one widens inserts of access_log only.
+    drop policy if exists tenant_log on memex.access_log;
+    execute format('create policy tenant_log on memex.access_log for insert with check (%s)',
+                   v_sees);
 end
 $$;
 

@@ -15,6 +15,11 @@ revoke execute on all functions in schema memex from memex_app, memex_tenant;
 grant usage on schema memex to memex_app, memex_tenant;
 grant select, insert, update, delete on memex.memories, memex.tenants
     to memex_app, memex_tenant;
+-- File history is append-only: revisions and access-log entries are written by security
+-- definer functions (memex._record_revision, memex._log_access); callers read them and
+-- erase them with their user (memex.erase_user; the access log's retention is pruned by
+-- memex.maintenance).
+grant select, delete on memex.file_revisions, memex.access_log to memex_app, memex_tenant;
 grant select on memex.settings to memex_app, memex_tenant;
 grant insert, update on memex.settings to memex_app;
 grant execute on all functions in schema memex to memex_app;
@@ -23,7 +28,10 @@ grant execute on all functions in schema memex to memex_app;
 grant execute on function
     memex.store, memex.store_many, memex.search, memex.forget, memex.count,
     memex.embedding_dims, memex.get_memory, memex.list_memories, memex.update_memory,
-    memex.erase_user, memex.export_memories, memex.import_memories
+    memex.erase_user, memex.export_memories, memex.import_memories,
+    memex.list_files, memex.read_file, memex.write_file, memex.preview_patch,
+    memex.patch_file, memex.delete_file, memex.list_revisions, memex.get_revision,
+    memex.restore_revision, memex.access_events, memex.smart_read
     to memex_tenant;
 -- The helpers it runs with its caller's rights.
 grant execute on function
@@ -33,5 +41,7 @@ grant execute on function
     memex._candidates_ann, memex._vector_index_settings, memex._enforce_rate_limit,
     memex._authorize, memex._caller, memex._caller_all, memex._caller_agent,
     memex._caller_users, memex._caller_writes, memex._binding, memex._actor,
-    memex._check_metadata, memex._check_memories, memex._audit
+    memex._check_metadata, memex._check_memories, memex._audit,
+    memex._check_path, memex._log_access, memex._file_revision, memex._lock_file,
+    memex._record_revision, memex._file_record, memex._save_file, memex._apply_patch
     to memex_tenant;
