@@ -4,6 +4,7 @@ __version__ = "0.1.0"
 
 from memexdb.client import AsyncMemex, Memex
 from memexdb.errors import (
+    Conflict,
     DatabaseUnavailable,
     InvalidArgument,
     MemexError,
@@ -17,6 +18,7 @@ from memexdb.types import ImportResult, Memory, MemoryPage, MemoryType, SearchHi
 
 __all__ = [
     "AsyncMemex",
+    "Conflict",
     "DatabaseUnavailable",
     "ImportResult",
     "InvalidArgument",

@@ -10,6 +10,7 @@ or limits anything itself: that is memex.* in SQL.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import functools
 import re
 import threading
@@ -30,7 +31,7 @@ from pydantic import ValidationError
 from memexdb import params, queries
 from memexdb.db import async_pool
 from memexdb.embedding import BatchingEmbedder, Embedder, build_embedder
-from memexdb.errors import InvalidArgument, SetupError, translate
+from memexdb.errors import Conflict, InvalidArgument, SetupError, translate
 from memexdb.params import (
     ExportedMemory,
     ListQuery,
@@ -43,19 +44,25 @@ from memexdb.params import (
 )
 from memexdb.types import (
     Access,
+    AccessEvent,
     ApiKey,
     AuditEvent,
     CreatedKey,
     ErasedRows,
     ExportRow,
+    File,
+    FileEntry,
+    FileRevision,
     ImportResult,
     MaintenanceResult,
     Memory,
     MemoryPage,
     MemoryType,
+    PatchPreview,
     RevokedKey,
     SearchHit,
     SearchMode,
+    SmartRead,
 )
 
 _OPEN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
@@ -672,6 +679,267 @@ class AsyncMemex:
         query = validated(params.AuditQuery, limit=limit, before=before)
         return await self._fetch(AuditEvent, queries.AUDIT_EVENTS, query.model_dump())
 
+    # --- File memory: a file is a memory with a virtual path (see memex.write_file) ---
+
+    async def write_file(
+        self,
+        agent_id: str,
+        user_id: str,
+        path: str,
+        content: str,
+        *,
+        base_revision: int | None = None,
+    ) -> File:
+        """Create or overwrite the file at `path` (embedded, so search ranks it). With
+        `base_revision` (0: the file must not exist), Conflict if the file moved on."""
+        request = validated(
+            params.FileWrite,
+            agent_id=agent_id,
+            user_id=user_id,
+            path=path,
+            content=content,
+            base_revision=base_revision,
+        )
+        embedding = await self.embedder.embed_one(request.content)
+        values = {**request.model_dump(), "embedding": embedding, "embedding_model": self.model_id}
+        return (await self._fetch(File, queries.WRITE_FILE, values))[0]  # type: ignore[no-any-return]
+
+    async def read_file(
+        self,
+        agent_id: str,
+        user_id: str,
+        path: str,
+        *,
+        from_line: int | None = None,
+        to_line: int | None = None,
+        as_of: datetime | None = None,
+    ) -> File:
+        """The file at `path`: whole, lines from_line..to_line (1-based, inclusive), or as
+        it was at `as_of`. NotFound if there is no such file (then)."""
+        query = validated(
+            params.FileReadQuery,
+            agent_id=agent_id,
+            user_id=user_id,
+            path=path,
+            from_line=from_line,
+            to_line=to_line,
+            as_of=as_of,
+        )
+        return (await self._fetch(File, queries.READ_FILE, query.model_dump()))[0]  # type: ignore[no-any-return]
+
+    async def list_files(
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        prefix: str | None = None,
+        limit: int = params.DEFAULT_FILE_LIST_LIMIT,
+        after: str | None = None,
+    ) -> tuple[list[FileEntry], str | None]:
+        """A page of the tenant's files under `prefix`, in path order, and the `after` of
+        the next page (None: this is the last)."""
+        query = validated(
+            params.FileListQuery,
+            agent_id=agent_id,
+            user_id=user_id,
+            prefix=prefix,
+            limit=limit,
+            after=after,
+        )
+        rows: list[FileEntry] = await self._fetch(FileEntry, queries.LIST_FILES, query.model_dump())
+        return rows, (rows[-1].path if len(rows) == query.limit else None)
+
+    async def patch_file(
+        self,
+        agent_id: str,
+        user_id: str,
+        path: str,
+        *,
+        heading: str | None = None,
+        append: str | None = None,
+        old_text: str | None = None,
+        new_text: str | None = None,
+        base_revision: int | None = None,
+    ) -> File:
+        """Append `append` under the markdown `heading` (created if absent; no heading:
+        at the end), or replace the one occurrence of `old_text` with `new_text`
+        (InvalidArgument if it is absent or occurs more than once). The patched content is
+        computed in SQL (memex.preview_patch), embedded, and stored by memex.patch_file if
+        the file has not moved on meanwhile (retried; with `base_revision`, Conflict)."""
+        request = validated(
+            params.FilePatch,
+            agent_id=agent_id,
+            user_id=user_id,
+            path=path,
+            heading=heading,
+            append=append,
+            old_text=old_text,
+            new_text=new_text,
+            base_revision=base_revision,
+        )
+        return await self.patch_request(request)
+
+    async def patch_request(self, request: params.FilePatch) -> File:
+        """`patch_file` from a validated FilePatch (the REST body)."""
+        values = request.model_dump()
+        for attempt in range(3):
+            preview: PatchPreview = (
+                await self._fetch(PatchPreview, queries.PREVIEW_PATCH, values)
+            )[0]
+            embedding = await self.embedder.embed_one(preview.content)
+            base = request.base_revision if request.base_revision is not None else preview.revision
+            try:
+                rows: list[File] = await self._fetch(
+                    File,
+                    queries.PATCH_FILE,
+                    {
+                        **values,
+                        "base_revision": base,
+                        "embedding": embedding,
+                        "embedding_model": self.model_id,
+                    },
+                )
+                return rows[0]
+            except Conflict:
+                if request.base_revision is not None or attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def delete_file(
+        self, agent_id: str, user_id: str, path: str, *, base_revision: int | None = None
+    ) -> File:
+        """Delete the file at `path` (its revisions stay; restore_revision brings it back)
+        and return it as it was, with the number of the delete revision."""
+        query = validated(
+            params.FileDeleteQuery,
+            agent_id=agent_id,
+            user_id=user_id,
+            path=path,
+            base_revision=base_revision,
+        )
+        return (await self._fetch(File, queries.DELETE_FILE, query.model_dump()))[0]  # type: ignore[no-any-return]
+
+    async def list_revisions(
+        self,
+        agent_id: str,
+        user_id: str,
+        path: str,
+        *,
+        limit: int = params.DEFAULT_FILE_LIST_LIMIT,
+        before: int | None = None,
+    ) -> list[FileRevision]:
+        """The revisions of a file, newest first, without content."""
+        query = validated(
+            params.RevisionListQuery,
+            agent_id=agent_id,
+            user_id=user_id,
+            path=path,
+            limit=limit,
+            before=before,
+        )
+        return await self._fetch(FileRevision, queries.LIST_REVISIONS, query.model_dump())
+
+    async def get_revision(
+        self, agent_id: str, user_id: str, path: str, revision: int
+    ) -> FileRevision:
+        """One revision of a file with its content (None for a delete)."""
+        query = validated(
+            params.RevisionQuery, agent_id=agent_id, user_id=user_id, path=path, revision=revision
+        )
+        return (await self._fetch(FileRevision, queries.GET_REVISION, query.model_dump()))[0]  # type: ignore[no-any-return]
+
+    async def diff_revisions(
+        self, agent_id: str, user_id: str, path: str, from_revision: int, to_revision: int
+    ) -> str:
+        """A unified diff from one revision of a file to another (computed in Python with
+        difflib from the two snapshots memex.get_revision returns; a delete is empty)."""
+        validated(
+            params.DiffQuery,
+            agent_id=agent_id,
+            user_id=user_id,
+            path=path,
+            from_revision=from_revision,
+            to_revision=to_revision,
+        )
+        old = await self.get_revision(agent_id, user_id, path, from_revision)
+        new = await self.get_revision(agent_id, user_id, path, to_revision)
+        return "".join(
+            difflib.unified_diff(
+                (old.content or "").splitlines(keepends=True),
+                (new.content or "").splitlines(keepends=True),
+                fromfile=f"{path}@{from_revision}",
+                tofile=f"{path}@{to_revision}",
+            )
+        )
+
+    async def restore_revision(
+        self,
+        agent_id: str,
+        user_id: str,
+        path: str,
+        revision: int,
+        *,
+        base_revision: int | None = None,
+    ) -> File:
+        """Make `revision` of a file its current content again (a new 'restore' revision;
+        also brings back a deleted file)."""
+        request = validated(
+            params.RestoreRequest,
+            agent_id=agent_id,
+            user_id=user_id,
+            path=path,
+            revision=revision,
+            base_revision=base_revision,
+        )
+        old = await self.get_revision(agent_id, user_id, path, request.revision)
+        embedding = await self.embedder.embed_one(old.content) if old.content else None
+        values = {**request.model_dump(), "embedding": embedding, "embedding_model": self.model_id}
+        return (await self._fetch(File, queries.RESTORE_REVISION, values))[0]  # type: ignore[no-any-return]
+
+    async def smart_read(
+        self,
+        agent_id: str,
+        user_id: str,
+        query: str,
+        *,
+        budget: int = params.DEFAULT_SMART_READ_BUDGET,
+    ) -> SmartRead:
+        """One context block of at most `budget` characters from the files and memories
+        most relevant to `query`, each under a header naming its path or id."""
+        request = validated(
+            params.SmartReadRequest, agent_id=agent_id, user_id=user_id, query=query, budget=budget
+        )
+        embedding = await self.embedder.embed_one(request.query)
+        values = {
+            **request.model_dump(),
+            "query_embedding": embedding,
+            "embedding_model": self.model_id,
+        }
+        return (await self._fetch(SmartRead, queries.SMART_READ, values))[0]  # type: ignore[no-any-return]
+
+    async def access_log(
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = params.DEFAULT_ACCESS_LOG_LIMIT,
+        before: int | None = None,
+    ) -> list[AccessEvent]:
+        """The tenant's access log (every read and write of its files), newest first,
+        since <= at < until; `before` (an id) for the next page."""
+        query = validated(
+            params.AccessLogQuery,
+            agent_id=agent_id,
+            user_id=user_id,
+            since=since,
+            until=until,
+            limit=limit,
+            before=before,
+        )
+        return await self._fetch(AccessEvent, queries.ACCESS_EVENTS, query.model_dump())
+
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -800,3 +1068,15 @@ class Memex:
     list_keys = _blocking(AsyncMemex.list_keys)
     revoke_key = _blocking(AsyncMemex.revoke_key)
     audit_events = _blocking(AsyncMemex.audit_events)
+    write_file = _blocking(AsyncMemex.write_file)
+    read_file = _blocking(AsyncMemex.read_file)
+    list_files = _blocking(AsyncMemex.list_files)
+    patch_file = _blocking(AsyncMemex.patch_file)
+    patch_request = _blocking(AsyncMemex.patch_request)
+    delete_file = _blocking(AsyncMemex.delete_file)
+    list_revisions = _blocking(AsyncMemex.list_revisions)
+    get_revision = _blocking(AsyncMemex.get_revision)
+    diff_revisions = _blocking(AsyncMemex.diff_revisions)
+    restore_revision = _blocking(AsyncMemex.restore_revision)
+    smart_read = _blocking(AsyncMemex.smart_read)
+    access_log = _blocking(AsyncMemex.access_log)

@@ -4,6 +4,7 @@
 |----------|--------------------|------|-------------------------------------------|
 | MX422    | InvalidArgument    | 422  | a field is out of range; `field` names it |
 | MX404    | NotFound           | 404  | no such id for this tenant                |
+| MX409    | Conflict           | 409  | the file moved past the base revision     |
 | MX429    | RateLimited        | 429  | over the configured per-minute limit      |
 | 28000    | Unauthenticated    | 401  | no API key, or not a valid one            |
 | 42501    | Forbidden          | 403  | the key may not do this (tenant, access)  |
@@ -39,6 +40,12 @@ class NotFound(MemexError):
     """The id does not exist for this tenant (another tenant's id looks the same)."""
 
     code = "not_found"
+
+
+class Conflict(MemexError):
+    """A write based on a revision of a file that is no longer its current one."""
+
+    code = "conflict"
 
 
 class RateLimited(MemexError):
@@ -109,6 +116,8 @@ def translate(exc: BaseException) -> BaseException:
         return InvalidArgument(field, text)
     if state == "MX404":
         return NotFound(message)
+    if state == "MX409":
+        return Conflict(message)
     if state == "MX429":
         retry = 1.0
         if diag.message_detail:

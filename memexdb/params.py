@@ -629,7 +629,7 @@ class FieldError(BaseModel):
 
 class ErrorBody(BaseModel):
     code: str = Field(
-        description="invalid_argument | not_found | rate_limited | database_unavailable"
+        description="invalid_argument | not_found | conflict | rate_limited | database_unavailable"
         " | payload_too_large | method_not_allowed | host_not_allowed | origin_not_allowed"
         " | internal_error"
     )
@@ -796,3 +796,346 @@ class AuditEventOut(_Out):
 class AuditList(BaseModel):
     events: list[AuditEventOut]
     next_before: int | None = Field(description="Pass as `before` for older entries.")
+
+
+# --- File memory (memex.write_file, read_file, list_files, patch_file, ...) ---
+
+# Bounds (sql/: memex._check_path, memex.read_file, memex.smart_read).
+PATH_MAX_CHARS = 512
+PATH_MAX_SEGMENTS = 16
+PATH_SEGMENT_MAX_CHARS = 128
+LINE_MAX = 1_000_000
+SMART_READ_MIN_BUDGET = 100
+SMART_READ_MAX_BUDGET = 100_000
+DEFAULT_SMART_READ_BUDGET = 4000
+DEFAULT_FILE_LIST_LIMIT = 50
+DEFAULT_ACCESS_LOG_LIMIT = 100
+FILE_PREFIXES = ("user", "agent")
+
+_SEGMENT = r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}"
+_PATH = rf"^(user|agent)(/{_SEGMENT}){{1,{PATH_MAX_SEGMENTS - 1}}}$"
+
+
+def _check_path(value: str) -> str:
+    # The same rule as memex._check_path, with its messages.
+    if not 1 <= len(value) <= PATH_MAX_CHARS:
+        raise ValueError(f"must be 1 to {PATH_MAX_CHARS} characters")
+    if value.startswith("/"):
+        raise ValueError("must be relative (no leading /)")
+    segments = value.split("/")
+    if segments[0] not in FILE_PREFIXES:
+        raise ValueError("must start with user/ or agent/")
+    if not 2 <= len(segments) <= PATH_MAX_SEGMENTS:
+        raise ValueError(f"must have 2 to {PATH_MAX_SEGMENTS} segments (user/<name> at least)")
+    for segment in segments:
+        if segment == "":
+            raise ValueError("must not have empty segments (// or a trailing /)")
+        if segment in (".", ".."):
+            raise ValueError("must not contain . or .. segments")
+        if segment.startswith("."):
+            raise ValueError("must not have hidden segments (starting with .)")
+        if len(segment) > PATH_SEGMENT_MAX_CHARS:
+            raise ValueError(f"segments must be at most {PATH_SEGMENT_MAX_CHARS} characters")
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", segment):
+            raise ValueError("segments may only hold A-Z a-z 0-9 . _ -")
+    return value
+
+
+FilePath = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=PATH_MAX_CHARS,
+        description="A virtual path: user/<...> (the user's files) or agent/<...> (the agent's"
+        " notes for this user), 2 to 16 segments of A-Z a-z 0-9 . _ - (not starting with a"
+        " dot), e.g. user/profile.md.",
+        json_schema_extra={"pattern": _PATH},
+    ),
+    AfterValidator(_check_path),
+]
+PathPrefix = Annotated[
+    str | None,
+    Field(
+        max_length=PATH_MAX_CHARS,
+        description="Only files whose path starts with this (e.g. user/ or agent/notes/).",
+        json_schema_extra={"pattern": "^[A-Za-z0-9._/-]*$"},
+    ),
+]
+FileContent = Annotated[
+    str,
+    _text(CONTENT_MAX_CHARS, f"The whole file (1 to {CONTENT_MAX_CHARS} characters, not blank)."),
+    _NotBlank,
+]
+BaseRevision = Annotated[
+    int | None,
+    Field(
+        ge=0,
+        le=2**31 - 1,
+        description="The revision your change is based on (0: the file must not exist yet);"
+        " refused with 409 if the file has moved on. Omit to overwrite whatever is there.",
+    ),
+    Strict(),
+    BeforeValidator(_integral),
+]
+Revision = Annotated[
+    int,
+    Field(ge=1, le=2**31 - 1, description="A revision number of the file (1 = the first write)."),
+    Strict(),
+    BeforeValidator(_query_integer),
+]
+LineNumber = Annotated[
+    int | None,
+    Field(ge=1, le=LINE_MAX, description="A line number (1-based, inclusive)."),
+    Strict(),
+    BeforeValidator(_query_integer),
+]
+Budget = Annotated[
+    int,
+    Field(
+        ge=SMART_READ_MIN_BUDGET,
+        le=SMART_READ_MAX_BUDGET,
+        description=f"Most characters the context block may hold ({SMART_READ_MIN_BUDGET} to"
+        f" {SMART_READ_MAX_BUDGET}).",
+    ),
+    Strict(),
+    BeforeValidator(_integral),
+]
+PageLimit = Annotated[
+    int,
+    Field(ge=1, le=LIST_LIMIT_MAX, description=f"Entries per page (1 to {LIST_LIMIT_MAX})."),
+    Strict(),
+    BeforeValidator(_query_integer),
+]
+
+
+def _one_patch(model: FilePatch) -> FilePatch:
+    if (model.append is None) == (model.old_text is None):
+        raise ValueError("give either append (with an optional heading) or old_text and new_text")
+    if model.old_text is not None and model.new_text is None:
+        raise ValueError("new_text is required with old_text")
+    if model.old_text is None and (model.new_text is not None):
+        raise ValueError("new_text is only for replacing old_text")
+    if model.old_text is not None and model.heading is not None:
+        raise ValueError("heading is only for append")
+    return model
+
+
+class FileWrite(_Request):
+    """Create or overwrite a file (its content is embedded, so search ranks it)."""
+
+    agent_id: AgentId
+    user_id: UserId
+    path: FilePath
+    content: FileContent
+    base_revision: BaseRevision = None
+
+
+class FilePatch(_Request):
+    """Append under a markdown heading (created if absent), or replace one exact text."""
+
+    agent_id: AgentId
+    user_id: UserId
+    path: FilePath
+    heading: Annotated[
+        str | None,
+        Field(
+            max_length=200,
+            description="The heading to append under, e.g. '## Preferences' (no '#': level 2);"
+            " added at the end of the file if absent. Omit to append at the end.",
+            json_schema_extra={"pattern": _NO_NUL},
+        ),
+        _NoNul,
+    ] = None
+    append: Annotated[
+        str | None,
+        _text(CONTENT_MAX_CHARS, "Text to append (not only whitespace)."),
+        _NotBlank,
+    ] = None
+    old_text: Annotated[
+        str | None,
+        _text(CONTENT_MAX_CHARS, "Exact text to replace: must occur exactly once.", blank=True),
+        _NoNul,
+    ] = None
+    new_text: Annotated[
+        str | None,
+        Field(
+            max_length=CONTENT_MAX_CHARS,
+            description="What old_text becomes.",
+            json_schema_extra={"pattern": _NO_NUL},
+        ),
+        _NoNul,
+    ] = None
+    base_revision: BaseRevision = None
+
+    _check = model_validator(mode="after")(_one_patch)
+
+
+class FileQuery(TenantQuery):
+    """Query string naming one file."""
+
+    path: FilePath
+
+
+class FileReadQuery(FileQuery):
+    """Query string of GET /v1/files/read."""
+
+    from_line: LineNumber = None
+    to_line: LineNumber = None
+    as_of: Annotated[
+        QueryTimestamp, Field(description="The file as it was at this time (ISO 8601).")
+    ] = None
+
+
+class FileDeleteQuery(FileQuery):
+    """Query string of DELETE /v1/files."""
+
+    base_revision: Annotated[BaseRevision, BeforeValidator(_query_integer)] = None
+
+
+class FileListQuery(TenantQuery):
+    """Query string of GET /v1/files: a page of files in path order."""
+
+    prefix: PathPrefix = None
+    limit: PageLimit = DEFAULT_FILE_LIST_LIMIT
+    after: Annotated[FilePath | None, Field(description="The last path of the previous page.")] = (
+        None
+    )
+
+
+class RevisionListQuery(FileQuery):
+    """Query string of GET /v1/files/revisions."""
+
+    limit: PageLimit = DEFAULT_FILE_LIST_LIMIT
+    before: Annotated[
+        int | None,
+        Field(ge=1, le=2**31 - 1, description="Revisions older than this one (the next page)."),
+        Strict(),
+        BeforeValidator(_query_integer),
+    ] = None
+
+
+class RevisionQuery(FileQuery):
+    """Query string of GET /v1/files/revision."""
+
+    revision: Revision
+
+
+class DiffQuery(FileQuery):
+    """Query string of GET /v1/files/diff."""
+
+    from_revision: Revision
+    to_revision: Revision
+
+
+class RestoreRequest(_Request):
+    """Make an earlier revision current again (a new revision)."""
+
+    agent_id: AgentId
+    user_id: UserId
+    path: FilePath
+    revision: Annotated[int, Field(ge=1, le=2**31 - 1), Strict(), BeforeValidator(_integral)]
+    base_revision: BaseRevision = None
+
+
+class SmartReadRequest(_Request):
+    """One bounded context block from the most relevant files and memories."""
+
+    agent_id: AgentId
+    user_id: UserId
+    query: Query
+    budget: Budget = DEFAULT_SMART_READ_BUDGET
+
+
+class AccessLogQuery(TenantQuery):
+    """Query string of GET /v1/access-log."""
+
+    since: Annotated[QueryTimestamp, Field(description="Entries at or after this time.")] = None
+    until: Annotated[QueryTimestamp, Field(description="Entries before this time.")] = None
+    limit: PageLimit = DEFAULT_ACCESS_LOG_LIMIT
+    before: Annotated[
+        int | None,
+        Field(ge=1, le=2**63 - 1, description="Entries older than this id (the next page)."),
+        Strict(),
+        BeforeValidator(_query_integer),
+    ] = None
+
+
+class FileOut(_Out):
+    """A file (its content, or the lines asked for) at its current revision."""
+
+    path: str
+    memory_id: UUID = Field(description="The file is a memory: search returns this id.")
+    revision: int
+    size: int = Field(description="characters of the whole file")
+    line_count: int
+    from_line: int
+    to_line: int
+    content: str
+    created_at: datetime
+    updated_at: datetime
+    actor: str | None
+
+
+class FileEntryOut(_Out):
+    path: str
+    memory_id: UUID
+    revision: int | None
+    size: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class FileList(BaseModel):
+    """A page of files in path order; pass next_after as `after` (null: the last page)."""
+
+    files: list[FileEntryOut]
+    next_after: str | None
+
+
+class RevisionOut(_Out):
+    path: str
+    revision: int
+    operation: str = Field(description="write | patch | delete | restore")
+    actor: str
+    at: datetime
+    size: int
+    memory_id: UUID | None
+    details: dict[str, Any]
+    content: str | None = Field(description="null in lists and for a delete")
+
+
+class RevisionList(BaseModel):
+    revisions: list[RevisionOut]
+    next_before: int | None
+
+
+class DiffOut(BaseModel):
+    """A unified diff between two revisions of a file (computed by difflib)."""
+
+    path: str
+    from_revision: int
+    to_revision: int
+    diff: str
+
+
+class SmartReadOut(_Out):
+    context: str
+    chars: int
+    budget: int
+    sources: list[dict[str, Any]]
+
+
+class AccessEventOut(_Out):
+    id: int
+    at: datetime
+    agent_id: str
+    user_id: str
+    actor: str
+    operation: str
+    target: str | None
+    details: dict[str, Any]
+
+
+class AccessLog(BaseModel):
+    events: list[AccessEventOut]
+    next_before: int | None

@@ -201,3 +201,82 @@ class ErasedRows:
 
     table_name: str
     deleted: int
+
+
+@dataclass(frozen=True, slots=True)
+class File:
+    """A file (SQL type memex.file_record): content is the whole file or the lines asked for."""
+
+    path: str
+    memory_id: UUID
+    revision: int
+    size: int
+    line_count: int
+    from_line: int
+    to_line: int
+    content: str
+    created_at: datetime
+    updated_at: datetime
+    actor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FileEntry:
+    """One file of memex.list_files (SQL type memex.file_entry)."""
+
+    path: str
+    memory_id: UUID
+    revision: int | None
+    size: int
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class FileRevision:
+    """One row of memex.file_revisions (content None in lists and for a delete)."""
+
+    id: int
+    agent_id: str
+    user_id: str
+    path: str
+    memory_id: UUID | None
+    revision: int
+    operation: str
+    actor: str
+    at: datetime
+    content: str | None
+    size: int
+    details: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SmartRead:
+    """memex.smart_read: one context block, its length, the budget and what went in."""
+
+    context: str
+    chars: int
+    budget: int
+    sources: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class AccessEvent:
+    """One entry of memex.access_log."""
+
+    id: int
+    at: datetime
+    agent_id: str
+    user_id: str
+    actor: str
+    operation: str
+    target: str | None
+    details: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PatchPreview:
+    """memex.preview_patch: the file's current revision (0: absent) and patched content."""
+
+    revision: int
+    content: str

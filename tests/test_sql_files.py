@@ -70,7 +70,11 @@ def test_write_read_list_and_search_ranks_files(db: psycopg.Connection) -> None:
     assert got["content"] == "# Profile\n\nName: Alice\nLikes: tea\n"
     assert got["memory_id"] == first["memory_id"]
     lines = read(db, "user/profile.md", from_line=3, to_line=9)
-    assert (lines["content"], lines["from_line"], lines["to_line"]) == ("Name: Alice\nLikes: tea", 3, 4)
+    assert (lines["content"], lines["from_line"], lines["to_line"]) == (
+        "Name: Alice\nLikes: tea",
+        3,
+        4,
+    )
     again = write(db, "user/profile.md", "Name: Alice")
     assert again["revision"] == 2 and again["memory_id"] == first["memory_id"]
     listed = db.execute("select * from memex.list_files('a', 'u')").fetchall()
@@ -187,9 +191,12 @@ def test_revisions_restore_delete_and_as_of(db: psycopg.Connection) -> None:
     with pytest.raises(psycopg.Error) as gone:
         read(db, "user/p.md")
     assert gone.value.sqlstate == "MX404"
-    assert db.execute("select count(*) as n from memex.memories where path is not null").fetchone()[
-        "n"
-    ] == 0
+    assert (
+        db.execute("select count(*) as n from memex.memories where path is not null").fetchone()[
+            "n"
+        ]
+        == 0
+    )
     revisions = db.execute("select * from memex.list_revisions('a', 'u', 'user/p.md')").fetchall()
     assert [(r["revision"], r["operation"], r["size"]) for r in revisions] == [
         (3, "delete", 0),
@@ -226,9 +233,7 @@ def test_revisions_restore_delete_and_as_of(db: psycopg.Connection) -> None:
 def test_smart_read_never_exceeds_its_budget(db: psycopg.Connection) -> None:
     write(db, "user/profile.md", "Alice likes green tea and hiking in the Alps. " * 30)
     write(db, "user/short.md", "Alice's cat is called Miso.")
-    db.execute(
-        "select memex.store('a', 'u', 'Alice drinks tea every morning', %s, 'm')", (VEC,)
-    )
+    db.execute("select memex.store('a', 'u', 'Alice drinks tea every morning', %s, 'm')", (VEC,))
     for budget in (100, 150, 250, 400, 1000, 5000):
         got = db.execute(
             "select * from memex.smart_read('a', 'u', 'What does Alice drink? tea', %s,"
@@ -253,7 +258,9 @@ def test_erase_user_and_retention(db: psycopg.Connection) -> None:
     result = db.execute("select * from memex.maintenance()").fetchone()
     assert result["access_log_rows_deleted"] == 1
     db.execute("insert into memex.settings (name, value) values ('access_log_retention_days', '0')")
-    assert db.execute("select * from memex.maintenance()").fetchone()["access_log_rows_deleted"] == 1
+    assert (
+        db.execute("select * from memex.maintenance()").fetchone()["access_log_rows_deleted"] == 1
+    )
     write(db, "user/r.md", "v1")
     erased = dict(
         (r["table_name"], r["deleted"])

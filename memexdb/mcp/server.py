@@ -14,17 +14,19 @@ import inspect
 import logging
 import math
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from memexdb import __version__
 from memexdb.bearer import bearer_key
 from memexdb.client import AsyncMemex
 from memexdb.errors import (
+    Conflict,
     DatabaseUnavailable,
     Forbidden,
     InvalidArgument,
@@ -36,22 +38,34 @@ from memexdb.errors import (
 from memexdb.mcp.tenant import ArgumentTenant, Caller, Tenant, TenantResolver
 from memexdb.params import (
     DEFAULT_ALPHA,
+    DEFAULT_FILE_LIST_LIMIT,
     DEFAULT_HALF_LIFE_DAYS,
     DEFAULT_IMPORTANCE,
     DEFAULT_LIST_LIMIT,
     DEFAULT_MEMORY_TYPE,
     DEFAULT_MODE,
+    DEFAULT_SMART_READ_BUDGET,
     DEFAULT_TOP_K,
     AgentId,
     Alpha,
+    BaseRevision,
+    Budget,
     Content,
     ContextWeight,
     CountResponse,
     Cursor,
     Deleted,
+    DiffOut,
+    FileContent,
+    FileEntryOut,
+    FileList,
+    FileOut,
+    FilePatch,
+    FilePath,
     HalfLifeDays,
     Importance,
     Kind,
+    LineNumber,
     ListLimit,
     MemoryId,
     MemoryOut,
@@ -61,13 +75,19 @@ from memexdb.params import (
     Metadata,
     MetadataFilter,
     Mode,
+    PageLimit,
+    PathPrefix,
     Query,
+    RevisionList,
+    RevisionOut,
     SearchResponse,
     SearchResult,
+    SmartReadOut,
     TopK,
     UserId,
     field_errors,
     type_filter,
+    validated,
 )
 
 log = logging.getLogger("memexdb.mcp")
@@ -82,7 +102,11 @@ Long-term memory for this agent. Store facts, events and procedures worth keepin
 store_memory; before answering, recall what is relevant with search_memories (results are
 ranked by relevance, recency and importance, best first). Correct a memory that changed
 with update_memory rather than storing a contradicting one. Memories belong to a tenant:
-always pass the same agent_id (who you are) and user_id (whom the memory is about)."""
+always pass the same agent_id (who you are) and user_id (whom the memory is about).
+Long-lived documents (a user profile, project notes, a running log) are memory files with
+virtual paths (user/profile.md, agent/notes.md): memory_list, memory_read, memory_write,
+memory_patch, memory_delete; memory_smart_read builds one bounded context block from the
+most relevant files and memories."""
 
 
 class MemexMCP(MCPServer[Any]):
@@ -117,7 +141,11 @@ def _message(exc: MemexError) -> str:
     if isinstance(exc, InvalidArgument):
         return f"invalid argument {exc.field}: {exc.message}"
     if isinstance(exc, NotFound):
+        if str(exc).startswith("file "):
+            return str(exc)
         return "memory not found for this agent_id and user_id"
+    if isinstance(exc, Conflict):
+        return f"conflict: {exc} (read the file again and retry)"
     if isinstance(exc, Unauthenticated):
         return f"not authenticated: {exc}"
     if isinstance(exc, Forbidden):
@@ -350,5 +378,196 @@ def build_mcp_server(
             )
         memories = [MemoryOut.model_validate(m) for m in page.memories]
         return MemoryPage(memories=memories, next_cursor=page.next_cursor)
+
+    # --- File memory (the MemexAI raw tools) ---------------------------------------
+
+    @tool(ToolAnnotations(title="List files", read_only_hint=True, open_world_hint=False))
+    async def memory_list(
+        agent_id: AgentId,
+        user_id: UserId,
+        ctx: Context[Any, Any],
+        prefix: PathPrefix = None,
+        limit: PageLimit = DEFAULT_FILE_LIST_LIMIT,
+        after: Annotated[FilePath | None, Field(description="next_after of the last page.")] = None,
+    ) -> FileList:
+        """List the tenant's memory files (user/... and agent/...) under `prefix`, in path
+        order, with their size in characters, revision and last update. Pass next_after as
+        `after` for the next page (null: the last page)."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            files, next_after = await client(ctx).list_files(
+                tenant.agent_id, tenant.user_id, prefix=prefix, limit=limit, after=after
+            )
+        return FileList(
+            files=[FileEntryOut.model_validate(f) for f in files], next_after=next_after
+        )
+
+    @tool(ToolAnnotations(title="Read a file", read_only_hint=True, open_world_hint=False))
+    async def memory_read(
+        agent_id: AgentId,
+        user_id: UserId,
+        path: FilePath,
+        ctx: Context[Any, Any],
+        from_line: LineNumber = None,
+        to_line: LineNumber = None,
+        as_of: Annotated[
+            datetime | None, Field(description="Read the file as it was at this time.")
+        ] = None,
+    ) -> FileOut:
+        """Read a memory file by its virtual path (e.g. user/profile.md): the whole file,
+        or lines from_line..to_line; `revision` in the result is what memory_write and
+        memory_patch take as base_revision."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            found = await client(ctx).read_file(
+                tenant.agent_id,
+                tenant.user_id,
+                path,
+                from_line=from_line,
+                to_line=to_line,
+                as_of=as_of,
+            )
+        return FileOut.model_validate(found)
+
+    @tool(ToolAnnotations(title="Write a file", destructive_hint=True, open_world_hint=False))
+    async def memory_write(
+        agent_id: AgentId,
+        user_id: UserId,
+        path: FilePath,
+        content: FileContent,
+        ctx: Context[Any, Any],
+        base_revision: BaseRevision = None,
+    ) -> FileOut:
+        """Create or overwrite a memory file (markdown is a good fit): user/... for what
+        concerns the user, agent/... for your own notes. Every write keeps a revision. Pass
+        the revision you read as base_revision (0 for a new file) to be refused if the file
+        changed meanwhile."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            written = await client(ctx).write_file(
+                tenant.agent_id, tenant.user_id, path, content, base_revision=base_revision
+            )
+        return FileOut.model_validate(written)
+
+    @tool(ToolAnnotations(title="Patch a file", destructive_hint=True, open_world_hint=False))
+    async def memory_patch(
+        agent_id: AgentId,
+        user_id: UserId,
+        path: FilePath,
+        ctx: Context[Any, Any],
+        heading: Annotated[str | None, Field(max_length=200)] = None,
+        append: Annotated[str | None, Field(max_length=32768)] = None,
+        old_text: Annotated[str | None, Field(max_length=32768)] = None,
+        new_text: Annotated[str | None, Field(max_length=32768)] = None,
+        base_revision: BaseRevision = None,
+    ) -> FileOut:
+        """Change part of a memory file. Either `append` text under a markdown `heading`
+        (e.g. "## Preferences"; the heading is added if absent, and the file created if it
+        does not exist), or replace `old_text` (which must occur exactly once) with
+        `new_text`. Nothing is written if the patch cannot apply."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            request = validated(
+                FilePatch,
+                agent_id=tenant.agent_id,
+                user_id=tenant.user_id,
+                path=path,
+                heading=heading,
+                append=append,
+                old_text=old_text,
+                new_text=new_text,
+                base_revision=base_revision,
+            )
+            patched = await client(ctx).patch_request(request)
+        return FileOut.model_validate(patched)
+
+    @tool(ToolAnnotations(title="Delete a file", destructive_hint=True, open_world_hint=False))
+    async def memory_delete(
+        agent_id: AgentId,
+        user_id: UserId,
+        path: FilePath,
+        ctx: Context[Any, Any],
+        base_revision: BaseRevision = None,
+    ) -> FileOut:
+        """Delete a memory file. Its revisions are kept: memory_restore brings it back."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            deleted = await client(ctx).delete_file(
+                tenant.agent_id, tenant.user_id, path, base_revision=base_revision
+            )
+        return FileOut.model_validate(deleted)
+
+    @tool(ToolAnnotations(title="Smart read", read_only_hint=True, open_world_hint=False))
+    async def memory_smart_read(
+        agent_id: AgentId,
+        user_id: UserId,
+        query: Query,
+        ctx: Context[Any, Any],
+        budget: Budget = DEFAULT_SMART_READ_BUDGET,
+    ) -> SmartReadOut:
+        """Build one context block of at most `budget` characters from the files and
+        memories most relevant to `query`, best first, each under a header with its path
+        (### user/profile.md) or id (### memory <id>). Use it before answering."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            block = await client(ctx).smart_read(
+                tenant.agent_id, tenant.user_id, query, budget=budget
+            )
+        return SmartReadOut.model_validate(block)
+
+    @tool(ToolAnnotations(title="File revisions", read_only_hint=True, open_world_hint=False))
+    async def memory_revisions(
+        agent_id: AgentId,
+        user_id: UserId,
+        path: FilePath,
+        ctx: Context[Any, Any],
+        limit: PageLimit = DEFAULT_FILE_LIST_LIMIT,
+    ) -> RevisionList:
+        """List the revisions of a memory file, newest first (who, when, which operation,
+        size); memory_diff compares two, memory_restore brings one back."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            rows = await client(ctx).list_revisions(
+                tenant.agent_id, tenant.user_id, path, limit=limit
+            )
+        after = rows[-1].revision if len(rows) == limit else None
+        return RevisionList(
+            revisions=[RevisionOut.model_validate(r) for r in rows], next_before=after
+        )
+
+    @tool(ToolAnnotations(title="Diff revisions", read_only_hint=True, open_world_hint=False))
+    async def memory_diff(
+        agent_id: AgentId,
+        user_id: UserId,
+        path: FilePath,
+        from_revision: Annotated[int, Field(ge=1, le=2**31 - 1)],
+        to_revision: Annotated[int, Field(ge=1, le=2**31 - 1)],
+        ctx: Context[Any, Any],
+    ) -> DiffOut:
+        """A unified diff of a memory file from one revision to another."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            diff = await client(ctx).diff_revisions(
+                tenant.agent_id, tenant.user_id, path, from_revision, to_revision
+            )
+        return DiffOut(path=path, from_revision=from_revision, to_revision=to_revision, diff=diff)
+
+    @tool(ToolAnnotations(title="Restore a revision", destructive_hint=True, open_world_hint=False))
+    async def memory_restore(
+        agent_id: AgentId,
+        user_id: UserId,
+        path: FilePath,
+        revision: Annotated[int, Field(ge=1, le=2**31 - 1)],
+        ctx: Context[Any, Any],
+        base_revision: BaseRevision = None,
+    ) -> FileOut:
+        """Make an earlier revision of a memory file current again (a new revision; also
+        undoes a delete)."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            restored = await client(ctx).restore_revision(
+                tenant.agent_id, tenant.user_id, path, revision, base_revision=base_revision
+            )
+        return FileOut.model_validate(restored)
 
     return server

@@ -41,7 +41,7 @@ from memexdb.params import (
     SearchResult,
     TenantQuery,
 )
-from memexdb.rest import admin, docs
+from memexdb.rest import admin, docs, files
 from memexdb.rest.endpoint import Endpoint, Reply
 from memexdb.rest.errors import HANDLERS, CatchAll
 from memexdb.rest.parsing import body_of, json_of, memex_of, query_of
@@ -260,6 +260,7 @@ ENDPOINTS = (
         Reply(200, "Healthy", HealthResponse),
         errors=(Reply(503, "Database unreachable", HealthResponse),),
     ),
+    *files.ENDPOINTS,
     *admin.ENDPOINTS,
 )
 
