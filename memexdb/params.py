@@ -62,12 +62,14 @@ _NOT_BLANK = "^[^\\x00]*[^ \\t\\n\\r\\f\\x0b\\x00][^\\x00]*$"
 
 
 def _no_nul(value: str) -> str:
-    if "\x00" in value:
+    if value is not None and "\x00" in value:
         raise ValueError("must not contain NUL characters")
     return value
 
 
 def _not_blank(value: str) -> str:
+    if value is None:  # an optional field left out
+        return value
     if not value.strip(_BLANK):
         raise ValueError("must contain a non-whitespace character")
     return _no_nul(value)

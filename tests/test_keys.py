@@ -276,7 +276,19 @@ async def test_fifty_clients_under_one_key_get_exactly_its_limit(keyed: Keyed) -
 
 # --- grants, read back --------------------------------------------------------------------
 
-TENANT_API = {"store", "store_many", "search", "forget", "count", "embedding_dims"}
+TENANT_API = {"store", "store_many", "search", "forget", "count", "embedding_dims"} | {
+    "list_files",
+    "read_file",
+    "write_file",
+    "preview_patch",
+    "patch_file",
+    "delete_file",
+    "list_revisions",
+    "get_revision",
+    "restore_revision",
+    "access_events",
+    "smart_read",
+}
 OPERATOR_ONLY = {
     "maintenance",
     "index_tenant",
@@ -320,6 +332,10 @@ def test_grants(conn: psycopg.Connection) -> None:
         """
     ).fetchall()
     assert tables == [
+        ("access_log", "memex_app", "DELETE,SELECT"),
+        ("access_log", "memex_tenant", "DELETE,SELECT"),
+        ("file_revisions", "memex_app", "DELETE,SELECT"),
+        ("file_revisions", "memex_tenant", "DELETE,SELECT"),
         ("memories", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
         ("memories", "memex_tenant", "DELETE,INSERT,SELECT,UPDATE"),
         ("settings", "memex_app", "INSERT,SELECT,UPDATE"),
@@ -331,7 +347,7 @@ def test_grants(conn: psycopg.Connection) -> None:
         "select relname from pg_class where relnamespace = 'memex'::regnamespace"
         " and relrowsecurity and relforcerowsecurity order by 1"
     ).fetchall()
-    assert forced == [("memories",), ("tenants",)]
+    assert forced == [("access_log",), ("file_revisions",), ("memories",), ("tenants",)]
 
 
 def test_the_service_role_sees_nothing_without_a_caller(conn: psycopg.Connection, dsn: str) -> None:
@@ -374,10 +390,11 @@ async def test_admin_actions_and_writers_are_recorded(amemex: AsyncMemex, dsn: s
         assert conn.execute(
             "select actor from memex.memories where id = %s", (memory.id,)
         ).fetchone() == ("operator:ops",)
-    assert await writer.erase_user("A", "u") == {"memories": 1, "tenants": 1}
+    erased = {"memories": 1, "tenants": 1, "file_revisions": 0, "access_log": 0}
+    assert await writer.erase_user("A", "u") == erased
     events = [(e.action, e.actor, e.details) for e in await operator.audit_events(limit=3)]
     assert events == [
-        ("user.erase", f"key:{created.id}", {"deleted": {"memories": 1, "tenants": 1}}),
+        ("user.erase", f"key:{created.id}", {"deleted": erased}),
         (
             "key.create",
             "operator:ops",

@@ -36,6 +36,15 @@ TOOLS = {
     "get_memory",
     "update_memory",
     "list_memories",
+    "memory_list",
+    "memory_read",
+    "memory_write",
+    "memory_patch",
+    "memory_delete",
+    "memory_smart_read",
+    "memory_revisions",
+    "memory_diff",
+    "memory_restore",
 }
 MEMORIES = [
     ("Alice prefers dark mode in every editor", "semantic", 1.0),

@@ -16,7 +16,14 @@ from psycopg.types.json import Jsonb
 from pydantic import BaseModel, ValidationError
 
 from memexdb import params
-from memexdb.params import ListQuery, MemoryCreate, MemorySearchRequest
+from memexdb.params import (
+    FileReadQuery,
+    FileWrite,
+    ListQuery,
+    MemoryCreate,
+    MemorySearchRequest,
+    SmartReadRequest,
+)
 from tests.sqlapi import unit
 
 VEC = unit((0, 1.0))
@@ -41,6 +48,11 @@ def _defaults(conn: psycopg.Connection, function: str) -> dict[str, str]:
 def _sql_literal(expression: str) -> str:
     # '0.7'::double precision -> 0.7, 'vector'::text -> vector
     return re.sub(r"^'?(.*?)'?(::[\w. ]+)?$", r"\1", expression)
+
+
+def _read_line(conn: psycopg.Connection, line: int) -> None:
+    conn.execute("select * from memex.write_file('a', 'u', 'user/lines', 'x', %s, 'm')", (VEC,))
+    conn.execute("select * from memex.read_file('a', 'u', 'user/lines', %s)", (line,))
 
 
 def test_search_defaults_match(conn: psycopg.Connection) -> None:
@@ -249,6 +261,63 @@ CASES: list[Case] = [
             (params.LIST_LIMIT_MAX, True),
             (params.LIST_LIMIT_MAX + 1, False),
         )
+    ],
+    *[
+        (
+            f"path {path[:40]!r}",
+            lambda c, p=path: c.execute(
+                "select * from memex.write_file('a', 'u', %s, 'x', %s, 'm')", (p, VEC)
+            ),
+            FileWrite,
+            {**WHO, "path": path, "content": "x"},
+            ok,
+        )
+        for path, ok in (
+            ("user/x", True),
+            ("agent/x", True),
+            ("user/" + "/".join(["d"] * (params.PATH_MAX_SEGMENTS - 1)), True),
+            ("user/" + "/".join(["d"] * params.PATH_MAX_SEGMENTS), False),
+            ("user/" + "s" * params.PATH_SEGMENT_MAX_CHARS, True),
+            ("user/" + "s" * (params.PATH_SEGMENT_MAX_CHARS + 1), False),
+            ("user/" + "/".join(["s" * 100] * 5) + "/" + "t" * 2, True),  # 512 chars
+            ("user/" + "/".join(["s" * 100] * 5) + "/" + "t" * 3, False),  # 513 chars
+            ("user", False),
+            ("user/../x", False),
+            ("user/.x", False),
+            ("user/x.", True),
+            ("user/a_b-c.md", True),
+            ("user/a b", False),
+            ("user//x", False),
+            ("/user/x", False),
+            ("users/x", False),
+        )
+    ],
+    *[
+        (
+            f"smart_read budget {n}",
+            lambda c, n=n: c.execute(
+                "select * from memex.smart_read('a', 'u', 'q', %s, p_budget => %s)", (VEC, n)
+            ),
+            SmartReadRequest,
+            {**WHO, "query": "q", "budget": n},
+            ok,
+        )
+        for n, ok in (
+            (params.SMART_READ_MIN_BUDGET, True),
+            (params.SMART_READ_MIN_BUDGET - 1, False),
+            (params.SMART_READ_MAX_BUDGET, True),
+            (params.SMART_READ_MAX_BUDGET + 1, False),
+        )
+    ],
+    *[
+        (
+            f"read_file line {n}",
+            lambda c, n=n: _read_line(c, n),
+            FileReadQuery,
+            {**WHO, "path": "user/x", "from_line": n},
+            ok,
+        )
+        for n, ok in ((1, True), (0, False), (params.LINE_MAX, True), (params.LINE_MAX + 1, False))
     ],
 ]
 

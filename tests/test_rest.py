@@ -909,10 +909,18 @@ def test_erase_user_reports_rows_per_table_and_leaves_others(live: Live) -> None
     _stored(live, other, [PASTA])
     r = live.http.delete(STORE, params=who)
     assert r.status_code == 200, r.text
-    assert r.json() == {**who, "deleted": {"memories": 2, "tenants": 1}}
+    assert r.json() == {
+        **who,
+        "deleted": {"memories": 2, "tenants": 1, "file_revisions": 0, "access_log": 0},
+    }
     assert live.http.get(COUNT, params=who).json()["count"] == 0
     assert live.http.get(COUNT, params=other).json()["count"] == 1
-    assert live.http.delete(STORE, params=who).json()["deleted"] == {"memories": 0, "tenants": 0}
+    assert live.http.delete(STORE, params=who).json()["deleted"] == {
+        "memories": 0,
+        "tenants": 0,
+        "file_revisions": 0,
+        "access_log": 0,
+    }
     assert error_of(live.http.delete(STORE, params={"agent_id": "a"}), 422)["fields"]
 
 

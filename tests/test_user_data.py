@@ -81,7 +81,12 @@ async def test_list_get_update_and_erase(amemex: AsyncMemex) -> None:
     hits = await amemex.search("agent", "ann", "note", metadata={"n": 3}, top_k=5)
     assert [h.id for h in hits] == [stored[3].id]
 
-    assert await amemex.erase_user("agent", "ann") == {"memories": 5, "tenants": 1}
+    assert await amemex.erase_user("agent", "ann") == {
+        "memories": 5,
+        "tenants": 1,
+        "file_revisions": 0,
+        "access_log": 0,
+    }
     assert await amemex.count("agent", "ann") == 0
     assert await amemex.count("agent", "bob") == 1
 
@@ -158,7 +163,12 @@ def test_cli_export_erase_import_restores_identical_data(
         assert [r["user_id"] for r in lines] == ["gardener"] * 5
         assert all(("embedding" in r) is embeddings for r in lines)
 
-        assert memex.erase_user("cli", "gardener") == {"memories": 5, "tenants": 1}
+        assert memex.erase_user("cli", "gardener") == {
+            "memories": 5,
+            "tenants": 1,
+            "file_revisions": 0,
+            "access_log": 0,
+        }
         assert memex.list_memories("cli", "gardener").memories == []
 
         code, log = run_cli(["import", str(out)], env)
