@@ -56,9 +56,10 @@ KEYS: dict[str, dict[str, Any] | None] = {
     "admin_a": {"access": "admin", "agent_id": "A"},
 }
 
-READS = ("search", "count", "list", "get", "export")
+READS = ("search", "count", "list", "get", "export", "file_read", "file_list")
 # erase last: an erase that is allowed empties the tenant, which is then written again
-WRITES = ("store", "update", "delete", "erase")
+WRITES = ("store", "update", "delete", "file_write", "file_patch", "erase")
+SECRET_FILE = "user/secret.md"
 OPERATIONS = READS + WRITES
 BY_ID = {"get", "update", "delete"}
 
@@ -105,6 +106,7 @@ class World:
         self.ids[agent, user] = [
             self.operator.store(agent, user, f"{content(agent, user)} ({i})").id for i in range(10)
         ]
+        self.operator.write_file(agent, user, SECRET_FILE, f"# Secret\n\n{content(agent, user)}\n")
 
 
 def _create_keys(dsn: str) -> dict[str, str | None]:
@@ -228,6 +230,16 @@ def _rest(service: Service) -> Callable[[str | None], Do]:
                     r = await http.get(f"/v1/memories/{target}", params=who)
                 elif op == "export":
                     r = await http.get("/v1/export", params=who)
+                elif op == "file_read":
+                    r = await http.get("/v1/files/read", params={**who, "path": SECRET_FILE})
+                elif op == "file_list":
+                    r = await http.get("/v1/files", params=who)
+                elif op == "file_write":
+                    body = {**who, "path": "user/new.md", "content": "a new note"}
+                    r = await http.put("/v1/files", json=body)
+                elif op == "file_patch":
+                    body = {**who, "path": SECRET_FILE, "heading": "## Log", "append": "more"}
+                    r = await http.patch("/v1/files", json=body)
                 elif op == "store":
                     r = await http.post("/v1/memories", json={**who, "content": "a new note"})
                 elif op == "update":
@@ -266,6 +278,10 @@ MCP_TOOLS = {
     "store": ("store_memory", {"content": "a new note"}),
     "update": ("update_memory", {"importance": 1.5}),
     "delete": ("delete_memory", {}),
+    "file_read": ("memory_read", {"path": SECRET_FILE}),
+    "file_list": ("memory_list", {}),
+    "file_write": ("memory_write", {"path": "user/new.md", "content": "a new note"}),
+    "file_patch": ("memory_patch", {"path": SECRET_FILE, "heading": "## Log", "append": "more"}),
 }
 # erasing a user and exporting are not agent tools
 MCP_OPERATIONS = tuple(op for op in OPERATIONS if op in MCP_TOOLS)
@@ -353,6 +369,19 @@ def _python(memex: AsyncMemex) -> Callable[[str | None], Do]:
                     return Outcome(None, (await client.store(*tenant, "a new note")).content)
                 if op == "erase":
                     return Outcome(None, str(await client.erase_user(*tenant)))
+                if op == "file_read":
+                    return Outcome(None, (await client.read_file(*tenant, SECRET_FILE)).content)
+                if op == "file_list":
+                    files, _ = await client.list_files(*tenant)
+                    return Outcome(None, " ".join(f.path for f in files))
+                if op == "file_write":
+                    written = await client.write_file(*tenant, "user/new.md", "a new note")
+                    return Outcome(None, written.content)
+                if op == "file_patch":
+                    patched = await client.patch_file(
+                        *tenant, SECRET_FILE, heading="## Log", append="more"
+                    )
+                    return Outcome(None, patched.content)
                 assert target is not None
                 memory_id = uuid.UUID(target)
                 if op == "get":
@@ -402,6 +431,13 @@ SQL_OPS = {
     "update": "select content from memex.update_memory(%(agent)s, %(user)s, %(target)s::uuid,"
     " p_importance => 1.5)",
     "erase": "select table_name || deleted from memex.erase_user(%(agent)s, %(user)s)",
+    "file_read": "select content from memex.read_file(%(agent)s, %(user)s, 'user/secret.md')",
+    "file_list": "select path from memex.list_files(%(agent)s, %(user)s)",
+    "file_write": "select content from memex.write_file(%(agent)s, %(user)s, 'user/new.md',"
+    " 'a new note', %(vec)s::vector, 'test-model')",
+    "file_patch": "select content from memex.patch_file(%(agent)s, %(user)s, 'user/secret.md',"
+    " %(vec)s::vector, 'test-model', (select p.revision from memex.preview_patch(%(agent)s,"
+    " %(user)s, 'user/secret.md', p_append => 'more') p), p_append => 'more')",
 }
 
 
@@ -451,6 +487,9 @@ async def test_sql_role_matrix(world: World, embedder: Embedder) -> None:
         assert rows and {(a, u) for a, u, _ in rows} == {MINE}
         tenants = conn.execute("select agent_id, user_id from memex.tenants").fetchall()
         assert set(tenants) == {MINE}
+        for table in ("file_revisions", "access_log"):
+            seen = conn.execute(f"select distinct agent_id, user_id from memex.{table}").fetchall()
+            assert set(seen) == {MINE}, table
         # forging the service's caller setting changes nothing for a bound role
         conn.execute(
             'select set_config(\'memex.caller\', \'{"all": true, "access": "admin"}\', false)'
@@ -468,6 +507,10 @@ async def test_sql_role_matrix(world: World, embedder: Embedder) -> None:
             "select memex.maintenance()",
             "select memex._enter(null)",
             "select * from memex.list_keys()",
+            "insert into memex.access_log (agent_id, user_id, actor, operation)"
+            " values ('A', 'alice', 'forged', 'read')",
+            "insert into memex.file_revisions (agent_id, user_id, path, revision, operation,"
+            " actor) values ('A', 'alice', 'user/x', 99, 'write', 'forged')",
         ):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(forbidden)
