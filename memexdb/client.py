@@ -766,18 +766,18 @@ class AsyncMemex:
         (InvalidArgument if it is absent or occurs more than once). The patched content is
         computed in SQL (memex.preview_patch), embedded, and stored by memex.patch_file if
         the file has not moved on meanwhile (retried; with `base_revision`, Conflict)."""
-        request = validated(
-            params.FilePatch,
-            agent_id=agent_id,
-            user_id=user_id,
-            path=path,
-            heading=heading,
-            append=append,
-            old_text=old_text,
-            new_text=new_text,
-            base_revision=base_revision,
+        return await self.patch_request(
+            params.file_patch(
+                agent_id,
+                user_id,
+                path,
+                heading=heading,
+                append=append,
+                old_text=old_text,
+                new_text=new_text,
+                base_revision=base_revision,
+            )
         )
-        return await self.patch_request(request)
 
     async def patch_request(self, request: params.FilePatch) -> File:
         """`patch_file` from a validated FilePatch (the REST body)."""

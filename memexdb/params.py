@@ -813,6 +813,9 @@ DEFAULT_SMART_READ_BUDGET = 4000
 DEFAULT_FILE_LIST_LIMIT = 50
 DEFAULT_ACCESS_LOG_LIMIT = 100
 FILE_PREFIXES = ("user", "agent")
+HEADING_MAX_CHARS = 200
+# one line: optional 1-6 '#' and spaces, then text (as memex._apply_patch checks it)
+_HEADING = r"^(#{1,6} +)?[^\s#\x00][^\n\r\x00]*$"
 
 _SEGMENT = r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}"
 _PATH = rf"^(user|agent)(/{_SEGMENT}){{1,{PATH_MAX_SEGMENTS - 1}}}$"
@@ -911,6 +914,9 @@ PageLimit = Annotated[
 
 
 def _one_patch(model: FilePatch) -> FilePatch:
+    for name in model.model_fields_set & {"heading", "append", "old_text", "new_text"}:
+        if getattr(model, name) is None:
+            raise ValueError(f"{name} may not be null (leave it out)")
     if (model.append is None) == (model.old_text is None):
         raise ValueError("give either append (with an optional heading) or old_text and new_text")
     if model.old_text is not None and model.new_text is None:
@@ -932,8 +938,33 @@ class FileWrite(_Request):
     base_revision: BaseRevision = None
 
 
+_PATCH_FORMS = {"append": ["append"], "replace": ["old_text", "new_text"]}
+
+
+def _file_patch_schema(schema: dict[str, Any]) -> None:
+    # Exactly one form: append (with an optional heading) or old_text + new_text. The text
+    # fields may be left out but not null (null is what "left out" means to Python).
+    schema["oneOf"] = [
+        {
+            "required": ["append"],
+            "not": {"anyOf": [{"required": ["old_text"]}, {"required": ["new_text"]}]},
+        },
+        {
+            "required": ["old_text", "new_text"],
+            "not": {"anyOf": [{"required": ["append"]}, {"required": ["heading"]}]},
+        },
+    ]
+    for name in ("heading", "append", "old_text", "new_text"):
+        prop = schema["properties"][name]
+        options = [o for o in prop.pop("anyOf") if o != {"type": "null"}]
+        prop.pop("default", None)
+        prop.update(options[0])
+
+
 class FilePatch(_Request):
     """Append under a markdown heading (created if absent), or replace one exact text."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_file_patch_schema)
 
     agent_id: AgentId
     user_id: UserId
@@ -941,12 +972,12 @@ class FilePatch(_Request):
     heading: Annotated[
         str | None,
         Field(
-            max_length=200,
+            min_length=1,
+            max_length=HEADING_MAX_CHARS,
+            pattern=_HEADING,
             description="The heading to append under, e.g. '## Preferences' (no '#': level 2);"
             " added at the end of the file if absent. Omit to append at the end.",
-            json_schema_extra={"pattern": _NO_NUL},
         ),
-        _NoNul,
     ] = None
     append: Annotated[
         str | None,
@@ -970,6 +1001,38 @@ class FilePatch(_Request):
     base_revision: BaseRevision = None
 
     _check = model_validator(mode="after")(_one_patch)
+
+
+def file_patch(
+    agent_id: str,
+    user_id: str,
+    path: str,
+    *,
+    heading: str | None = None,
+    append: str | None = None,
+    old_text: str | None = None,
+    new_text: str | None = None,
+    base_revision: int | None = None,
+) -> FilePatch:
+    """A FilePatch from Python arguments (None: left out), or InvalidArgument."""
+    given = {
+        name: value
+        for name, value in (
+            ("heading", heading),
+            ("append", append),
+            ("old_text", old_text),
+            ("new_text", new_text),
+        )
+        if value is not None
+    }
+    return validated(
+        FilePatch,
+        agent_id=agent_id,
+        user_id=user_id,
+        path=path,
+        base_revision=base_revision,
+        **given,
+    )
 
 
 class FileQuery(TenantQuery):

@@ -13,6 +13,12 @@ begin
     perform memex._check_tenant(p_agent_id, p_user_id);
     perform memex._authorize(p_agent_id, p_user_id, 'write');
     perform memex._enforce_rate_limit('store', p_agent_id);
+    if exists (select from memex.memories m
+               where m.id = p_id and m.agent_id = p_agent_id and m.user_id = p_user_id
+                 and m.path is not null) then
+        -- a file keeps a revision of every change: memex.delete_file deletes it
+        perform memex._invalid('id', 'is a file: delete it with memory_delete (by its path)');
+    end if;
     delete from memex.memories m
     where m.id = p_id and m.agent_id = p_agent_id and m.user_id = p_user_id
     returning (memex._memory_record(m)).* into v_result;

@@ -6,8 +6,11 @@
 --     a heading that is absent is added at the end of the file; one that appears twice is
 --     ambiguous (field heading). Without p_heading the text goes at the end of the file.
 --     p_content null (no file yet) starts from nothing.
---   * replace: the one occurrence of p_old_text becomes p_new_text; absent or repeated
---     text is an error (field old_text).
+--   * replace: the one occurrence of p_old_text becomes p_new_text (MX404 without a file).
+-- The arguments are checked first (MX422). A patch that does not apply to the file as it
+-- is now (old_text absent or repeated, a heading found twice, a result that would be
+-- blank or over 32768 characters) is SQLSTATE MX409, as a stale base revision is: the
+-- request is well-formed, the file's current state conflicts with it.
 create or replace function memex._apply_patch(
     p_content text, p_heading text, p_append text, p_old_text text, p_new_text text
 )
@@ -47,13 +50,13 @@ begin
         v_count := (length(v_content) - length(replace(v_content, p_old_text, '')))
                    / length(p_old_text);
         if v_count = 0 then
-            perform memex._invalid('old_text', 'was not found in the file');
+            raise exception 'old_text: was not found in the file' using errcode = 'MX409';
         end if;
         if v_count > 1 then
-            perform memex._invalid('old_text', format('appears %s times in the file; include'
-                                                      ' more context to make it unique', v_count));
+            raise exception 'old_text: appears % times in the file; include more context to'
+                            ' make it unique', v_count using errcode = 'MX409';
         end if;
-        return replace(v_content, p_old_text, p_new_text);
+        return memex._patched(replace(v_content, p_old_text, p_new_text));
     end if;
     if p_new_text is not null then
         perform memex._invalid('new_text', 'is only for replacing old_text');
@@ -64,16 +67,17 @@ begin
     v_body := rtrim(p_append, E'\n');
     if p_heading is null then
         if v_content = '' then
-            return v_body || E'\n';
+            return memex._patched(v_body || E'\n');
         end if;
-        return rtrim(v_content, E'\n') || E'\n' || v_body || E'\n';
+        return memex._patched(rtrim(v_content, E'\n') || E'\n' || v_body || E'\n');
     end if;
-    v_heading := btrim(p_heading);
+    if p_heading !~ '^(#{1,6} +)?[^\s#][^\n\r]*$' or length(p_heading) > 200 then
+        perform memex._invalid('heading', 'must be one line of heading text (e.g. ## Notes),'
+                                          ' at most 200 characters');
+    end if;
+    v_heading := rtrim(p_heading);
     if v_heading !~ '^#' then
         v_heading := '## ' || v_heading;
-    end if;
-    if v_heading !~ '^#{1,6} +\S' or position(E'\n' in v_heading) > 0 then
-        perform memex._invalid('heading', 'must be one line of heading text (e.g. ## Notes)');
     end if;
     v_level := length(substring(v_heading from '^#+'));
     v_lines := string_to_array(rtrim(v_content, E'\n'), E'\n');
@@ -81,13 +85,15 @@ begin
     from generate_subscripts(v_lines, 1) n
     where rtrim(v_lines[n]) = v_heading;
     if cardinality(v_at) > 1 then
-        perform memex._invalid('heading', format('appears %s times in the file', cardinality(v_at)));
+        raise exception 'heading: appears % times in the file', cardinality(v_at)
+            using errcode = 'MX409';
     end if;
     if cardinality(v_at) = 0 then
         if v_content !~ '\S' then
-            return v_heading || E'\n\n' || v_body || E'\n';
+            return memex._patched(v_heading || E'\n\n' || v_body || E'\n');
         end if;
-        return rtrim(v_content, E'\n') || E'\n\n' || v_heading || E'\n\n' || v_body || E'\n';
+        return memex._patched(rtrim(v_content, E'\n') || E'\n\n' || v_heading || E'\n\n'
+                              || v_body || E'\n');
     end if;
     -- the section runs to the line before the next heading of level <= v_level
     v_end := cardinality(v_lines);
@@ -101,8 +107,9 @@ begin
     while v_end > v_at[1] and btrim(v_lines[v_end]) = '' loop
         v_end := v_end - 1;
     end loop;
-    return array_to_string(v_lines[1:v_end] || string_to_array(v_body, E'\n')
-                           || v_lines[v_end + 1:cardinality(v_lines)], E'\n') || E'\n';
+    return memex._patched(array_to_string(v_lines[1:v_end] || string_to_array(v_body, E'\n')
+                                          || v_lines[v_end + 1:cardinality(v_lines)], E'\n')
+                          || E'\n');
 end
 $$;
 

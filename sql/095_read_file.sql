@@ -1,5 +1,6 @@
 -- memex.read_file (MCP memory_read): a file of tenant (agent_id, user_id) by virtual
--- path, whole or lines p_from_line..p_to_line (1-based, inclusive, clipped to the file);
+-- path, whole or lines p_from_line..p_to_line (1-based, inclusive, clipped to the file;
+-- to_line before from_line reads nothing);
 -- with p_as_of, the file as it was at that time (from its revisions). MX404 when there is
 -- no such file (at that time). Logged in the access log ('read').
 create or replace function memex.read_file(
@@ -27,9 +28,6 @@ begin
     end if;
     if p_to_line is not null and p_to_line not between 1 and 1000000 then
         perform memex._invalid('to_line', 'must be 1 to 1000000');
-    end if;
-    if p_to_line < p_from_line then
-        perform memex._invalid('to_line', 'must not be before from_line');
     end if;
     perform memex._authorize(p_agent_id, p_user_id, 'read');
     if p_as_of is null then

@@ -1,7 +1,7 @@
 -- memex.restore_revision: make revision p_revision of a file its current content again
 -- (also for a deleted file), as a new 'restore' revision; the caller embeds that content
 -- (memex.get_revision reads it). p_base_revision as in memex.write_file (MX409 if the
--- file moved on). MX404 if there is no such revision; MX422 if it is a delete.
+-- file moved on). MX404 if there is no such revision; MX409 if it is a delete.
 create or replace function memex.restore_revision(
     p_agent_id text,
     p_user_id text,
@@ -33,8 +33,8 @@ begin
         raise exception 'file % has no revision %', p_path, p_revision using errcode = 'MX404';
     end if;
     if v_op = 'delete' then
-        perform memex._invalid('revision', format('revision %s is a delete; restore an earlier one',
-                                                  p_revision));
+        raise exception 'revision % of % is a delete; restore an earlier one', p_revision, p_path
+            using errcode = 'MX409';
     end if;
     return memex._save_file(p_agent_id, p_user_id, p_path, v_content, p_embedding,
                             p_embedding_model, 'restore', p_base_revision,

@@ -43,5 +43,5 @@ grant execute on function
     memex._caller_users, memex._caller_writes, memex._binding, memex._actor,
     memex._check_metadata, memex._check_memories, memex._audit,
     memex._check_path, memex._log_access, memex._file_revision, memex._lock_file,
-    memex._record_revision, memex._file_record, memex._save_file, memex._apply_patch
+    memex._record_revision, memex._file_record, memex._save_file, memex._apply_patch, memex._patched
     to memex_tenant;

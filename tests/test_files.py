@@ -36,9 +36,11 @@ async def test_python_api_round_trip(amemex: AsyncMemex) -> None:
     # search ranks the file by its new meaning (the client embedded the patched content)
     hits = await amemex.search(a, u, "which tea does she like?", top_k=1)
     assert hits[0].id == written.memory_id
-    with pytest.raises(InvalidArgument) as missing:
+    with pytest.raises(Conflict, match="old_text: was not found"):
         await amemex.patch_file(a, u, "user/profile.md", old_text="Python", new_text="Go")
-    assert missing.value.field == "old_text"
+    with pytest.raises(InvalidArgument) as both:
+        await amemex.patch_file(a, u, "user/profile.md", append="x", old_text="a", new_text="b")
+    assert both.value.field == "body" or "either" in both.value.message
     with pytest.raises(InvalidArgument) as traversal:
         await amemex.read_file(a, u, "user/../secrets")
     assert traversal.value.field == "path"
@@ -101,17 +103,29 @@ def test_rest_files(live: httpx.Client) -> None:
     )
     r = live.patch("/v1/files", json={**path, "append": "- two", "heading": "# Notes"})
     assert r.json()["content"] == "# Notes\n\n- one\n- two\n"
-    _error(
-        live.patch("/v1/files", json={**path, "old_text": "-", "new_text": "*"}),
+    body = _error(
+        live.patch("/v1/files", json={**path, "old_text": "-", "new_text": "*"}), 409, "conflict"
+    )
+    assert (
+        body["message"]
+        == "old_text: appears 2 times in the file; include more context to make it unique"
+    )
+    body = _error(
+        live.patch("/v1/files", json={**path, "old_text": "three", "new_text": "3"}),
+        409,
+        "conflict",
+    )
+    assert body["message"] == "old_text: was not found in the file"
+    body = _error(
+        live.patch("/v1/files", json={**path, "append": "x", "heading": None}),
         422,
         "invalid_argument",
     )
     body = _error(
-        live.patch("/v1/files", json={**path, "old_text": "three", "new_text": "3"}),
+        live.patch("/v1/files", json={**path, "append": "x", "old_text": "a", "new_text": "b"}),
         422,
         "invalid_argument",
     )
-    assert body["fields"] == [{"field": "old_text", "message": "was not found in the file"}]
     _error(
         live.patch("/v1/files", json={**path, "append": "x", "base_revision": 1}), 409, "conflict"
     )

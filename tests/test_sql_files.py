@@ -148,10 +148,19 @@ def test_patch_append_under_heading_and_replace(db: psycopg.Connection) -> None:
     assert "- Paris" in replaced["content"] and replaced["revision"] == 4
     with pytest.raises(psycopg.Error, match="old_text: was not found") as missing:
         patch(db, "user/notes.md", old_text="Rome", new_text="x")
-    assert missing.value.sqlstate == "MX422"
+    assert missing.value.sqlstate == "MX409"  # well-formed; the file's state conflicts
     with pytest.raises(psycopg.Error, match=r"appears \d+ times") as ambiguous:
         patch(db, "user/notes.md", old_text="- ", new_text="* ")
-    assert ambiguous.value.sqlstate == "MX422"
+    assert ambiguous.value.sqlstate == "MX409"
+    with pytest.raises(psycopg.Error, match="would be blank") as blank:
+        patch(db, "user/notes.md", old_text=read(db, "user/notes.md")["content"], new_text="")
+    assert blank.value.sqlstate == "MX409"
+    with pytest.raises(psycopg.Error, match="over 32768") as too_long:
+        patch(db, "user/notes.md", append="x" * 32768)
+    assert too_long.value.sqlstate == "MX409"
+    with pytest.raises(psycopg.Error, match="heading: must be one line") as bad_heading:
+        patch(db, "user/notes.md", heading="## a\nb", append="x")
+    assert bad_heading.value.sqlstate == "MX422"
     assert read(db, "user/notes.md")["revision"] == 4  # never a partial write
     # appending to a file that does not exist creates it; replacing in one is MX404
     log_file = patch(db, "user/log.md", heading="## 2026-12-03", append="hello")
@@ -214,7 +223,7 @@ def test_revisions_restore_delete_and_as_of(db: psycopg.Connection) -> None:
         db.execute(
             "select * from memex.restore_revision('a', 'u', 'user/p.md', 3, %s, 'm')", (VEC,)
         )
-    assert of_delete.value.sqlstate == "MX422"
+    assert of_delete.value.sqlstate == "MX409"
     restored = db.execute(
         "select * from memex.restore_revision('a', 'u', 'user/p.md', 1, %s, 'm', 0)", (VEC,)
     ).fetchone()
@@ -267,3 +276,20 @@ def test_erase_user_and_retention(db: psycopg.Connection) -> None:
         for r in db.execute("select * from memex.erase_user('a', 'u')").fetchall()
     )
     assert erased == {"memories": 3, "tenants": 1, "file_revisions": 3, "access_log": 1}
+
+
+def test_memory_calls_cannot_bypass_a_files_revisions(db: psycopg.Connection) -> None:
+    file_id = write(db, "user/p.md", "v1")["memory_id"]
+    with pytest.raises(psycopg.Error, match="memory_delete") as forget:
+        db.execute("select * from memex.forget('a', 'u', %s)", (file_id,))
+    assert forget.value.sqlstate == "MX422"
+    with pytest.raises(psycopg.Error, match="memory_write") as update:
+        db.execute(
+            "select * from memex.update_memory('a', 'u', %s, p_content => 'v2',"
+            " p_embedding => %s, p_embedding_model => 'm')",
+            (file_id, VEC),
+        )
+    assert update.value.sqlstate == "MX422"
+    # its importance and metadata are a memory's, not the file's content
+    db.execute("select * from memex.update_memory('a', 'u', %s, p_importance => 1.5)", (file_id,))
+    assert read(db, "user/p.md")["content"] == "v1"

@@ -60,7 +60,6 @@ from memexdb.params import (
     FileEntryOut,
     FileList,
     FileOut,
-    FilePatch,
     FilePath,
     HalfLifeDays,
     Importance,
@@ -86,8 +85,8 @@ from memexdb.params import (
     TopK,
     UserId,
     field_errors,
+    file_patch,
     type_filter,
-    validated,
 )
 
 log = logging.getLogger("memexdb.mcp")
@@ -467,11 +466,10 @@ def build_mcp_server(
         `new_text`. Nothing is written if the patch cannot apply."""
         async with _tool_errors():
             tenant = await tenant_of(agent_id, user_id, ctx)
-            request = validated(
-                FilePatch,
-                agent_id=tenant.agent_id,
-                user_id=tenant.user_id,
-                path=path,
+            request = file_patch(
+                tenant.agent_id,
+                tenant.user_id,
+                path,
                 heading=heading,
                 append=append,
                 old_text=old_text,
