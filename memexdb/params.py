@@ -699,8 +699,19 @@ KeyName = Annotated[
 ]
 
 
+def _key_create_schema(schema: dict[str, Any]) -> None:
+    # user_ids narrow an agent: with user_ids, agent_id must be given (memex.create_key).
+    schema["anyOf"] = [
+        {"not": {"required": ["user_ids"]}},
+        {"properties": {"user_ids": {"type": "null"}}},
+        {"required": ["agent_id"], "properties": {"agent_id": {"type": "string"}}},
+    ]
+
+
 class KeyCreate(_Request):
     """A key to create: its access and scope. The token comes back once."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_key_create_schema)
 
     access: KeyAccess
     agent_id: Annotated[
