@@ -42,9 +42,9 @@ class Mode:
 
 
 MODES = (
-    Mode("open", keys=False, send_key=False, examples=120, exclude=("POST /v1/admin/keys",)),
-    Mode("operator key", keys=True, send_key=True, examples=60),
-    Mode("missing key", keys=True, send_key=False, examples=20),
+    Mode("open", keys=False, send_key=False, examples=100, exclude=("POST /v1/admin/keys",)),
+    Mode("operator key", keys=True, send_key=True, examples=40),
+    Mode("missing key", keys=True, send_key=False, examples=15),
 )
 
 
@@ -80,6 +80,7 @@ def fuzzed(
         shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.timeout(900)
 def test_no_server_error_and_no_schema_mismatch(fuzzed: Fuzzed) -> None:
     workdir = scratch_dir("memexdb-schemathesis-")  # its hypothesis database and reports
     mode = fuzzed.mode
@@ -116,4 +117,4 @@ def test_no_server_error_and_no_schema_mismatch(fuzzed: Fuzzed) -> None:
     assert generated, report[-3000:]
     print(f"schemathesis ({mode.name}): {generated.group(0)} cases, exit {run.returncode}")
     assert run.returncode == 0, report[-6000:]
-    assert int(generated.group(1)) >= MIN_CASES * mode.examples // 120, report[-3000:]
+    assert int(generated.group(1)) >= MIN_CASES * mode.examples // 100, report[-3000:]
