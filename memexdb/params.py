@@ -23,9 +23,12 @@ from pydantic import (
     Field,
     Strict,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
+    field_validator,
     model_validator,
 )
+from pydantic.config import JsonDict
 from typing_extensions import TypeAliasType
 
 from memexdb.errors import InvalidArgument
@@ -699,19 +702,17 @@ KeyName = Annotated[
 ]
 
 
-def _key_create_schema(schema: dict[str, Any]) -> None:
-    # user_ids narrow an agent: with user_ids, agent_id must be given (memex.create_key).
-    schema["anyOf"] = [
-        {"not": {"required": ["user_ids"]}},
-        {"properties": {"user_ids": {"type": "null"}}},
-        {"required": ["agent_id"], "properties": {"agent_id": {"type": "string"}}},
-    ]
+# A key limited to users names their agent (memex.create_key): said in the schema too.
+_USERS_NEED_AGENT: JsonDict = {
+    "if": {"required": ["user_ids"], "properties": {"user_ids": {"type": "array"}}},
+    "then": {"required": ["agent_id"], "properties": {"agent_id": {"type": "string"}}},
+}
 
 
 class KeyCreate(_Request):
     """A key to create: its access and scope. The token comes back once."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_key_create_schema)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_USERS_NEED_AGENT)
 
     access: KeyAccess
     agent_id: Annotated[
@@ -730,6 +731,13 @@ class KeyCreate(_Request):
     expires_at: Annotated[
         Timestamp, Field(description="The key stops working at this time (UTC if naive).")
     ] = None
+
+    @field_validator("user_ids")
+    @classmethod
+    def _users_need_agent(cls, value: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        if value is not None and info.data.get("agent_id") is None:
+            raise ValueError("a key limited to users must name its agent")
+        return value
 
 
 class KeysQuery(_Request):

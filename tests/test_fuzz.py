@@ -42,9 +42,10 @@ class Mode:
 
 
 MODES = (
-    Mode("open", keys=False, send_key=False, examples=120, exclude=("POST /v1/admin/keys",)),
-    Mode("operator key", keys=True, send_key=True, examples=60),
-    Mode("missing key", keys=True, send_key=False, examples=20),
+    # sized so that the three runs take ~5 min on 2 cores (over 3,000 requests in all)
+    Mode("open", keys=False, send_key=False, examples=50, exclude=("POST /v1/admin/keys",)),
+    Mode("operator key", keys=True, send_key=True, examples=25),
+    Mode("missing key", keys=True, send_key=False, examples=10),
 )
 
 
@@ -80,6 +81,7 @@ def fuzzed(
         shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.timeout(900)
 def test_no_server_error_and_no_schema_mismatch(fuzzed: Fuzzed) -> None:
     workdir = scratch_dir("memexdb-schemathesis-")  # its hypothesis database and reports
     mode = fuzzed.mode
@@ -101,6 +103,9 @@ def test_no_server_error_and_no_schema_mismatch(fuzzed: Fuzzed) -> None:
                 "--seed",
                 SEED,
                 "--no-color",
+                # generating the recursive metadata of a memory can be slow on a busy
+                # machine: that says nothing about the service
+                "--suppress-health-check=too_slow",
                 *options,
             ],
             cwd=workdir,
@@ -116,4 +121,4 @@ def test_no_server_error_and_no_schema_mismatch(fuzzed: Fuzzed) -> None:
     assert generated, report[-3000:]
     print(f"schemathesis ({mode.name}): {generated.group(0)} cases, exit {run.returncode}")
     assert run.returncode == 0, report[-6000:]
-    assert int(generated.group(1)) >= MIN_CASES * mode.examples // 120, report[-3000:]
+    assert int(generated.group(1)) >= MIN_CASES * mode.examples // 100, report[-3000:]

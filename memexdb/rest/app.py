@@ -149,7 +149,8 @@ async def export_memories(request: Request) -> Response:
 
 async def health(request: Request) -> Response:
     try:
-        await asyncio.wait_for(request.app.state.memex.ping(), timeout=2.0)
+        async with asyncio.timeout(2.0):
+            await request.app.state.memex.ping()
     except (DatabaseUnavailable, TimeoutError):
         return json_of(
             HealthResponse(status="unavailable", db="unreachable", version=__version__), 503

@@ -96,8 +96,13 @@ class JobRunner:
             await asyncio.sleep(self.retry_seconds)
 
     async def _lead_when_possible(self, conn: psycopg.AsyncConnection) -> None:
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the result of a
+        # call that finishes as the task is cancelled and loses the cancellation; a
+        # process stopping just as it won the lock then led forever and never exited.
         while True:
-            if await asyncio.wait_for(_try_lock(conn), CHECK_TIMEOUT_SECONDS):
+            async with asyncio.timeout(CHECK_TIMEOUT_SECONDS):
+                locked = await _try_lock(conn)
+            if locked:
                 break
             await asyncio.sleep(self.retry_seconds)
         self.leading = True
@@ -109,7 +114,8 @@ class JobRunner:
             # One that stops answering (a network partition) may have lost it already.
             while True:
                 await asyncio.sleep(self.retry_seconds)
-                await asyncio.wait_for(conn.execute("select 1"), CHECK_TIMEOUT_SECONDS)
+                async with asyncio.timeout(CHECK_TIMEOUT_SECONDS):
+                    await conn.execute("select 1")
         finally:
             for task in tasks:
                 task.cancel()

@@ -47,8 +47,10 @@ class DatabaseWatch:
                     log.warning("the database is unreachable: answering 503 until it is back")
                 interval = DOWN_INTERVAL if availability.down else UP_INTERVAL
                 # A request that met a broken connection asks for a probe at once.
+                # (asyncio.timeout: wait_for can lose a cancellation, see runtime.jobs)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(availability.suspected.wait(), interval)
+                    async with asyncio.timeout(interval):
+                        await availability.suspected.wait()
                 availability.suspected.clear()
         finally:
             await self._close()
@@ -56,18 +58,18 @@ class DatabaseWatch:
     async def _probe(self) -> bool:
         if self._conn is not None:
             try:
-                await asyncio.wait_for(self._conn.execute("select 1"), PROBE_TIMEOUT)
+                async with asyncio.timeout(PROBE_TIMEOUT):
+                    await self._conn.execute("select 1")
                 return True
             except (psycopg.Error, TimeoutError):
                 await self._close()
         try:
-            self._conn = await asyncio.wait_for(
-                psycopg.AsyncConnection.connect(
+            async with asyncio.timeout(PROBE_TIMEOUT + 1):
+                self._conn = await psycopg.AsyncConnection.connect(
                     self.dsn, autocommit=True, connect_timeout=int(PROBE_TIMEOUT)
-                ),
-                PROBE_TIMEOUT + 1,
-            )
-            await asyncio.wait_for(self._conn.execute("select 1"), PROBE_TIMEOUT)
+                )
+            async with asyncio.timeout(PROBE_TIMEOUT):
+                await self._conn.execute("select 1")
             return True
         except (psycopg.Error, TimeoutError, OSError):
             await self._close()
