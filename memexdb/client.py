@@ -28,10 +28,11 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 from pydantic import ValidationError
 
-from memexdb import params, queries
+from memexdb import agentic, params, queries
 from memexdb.db import async_pool
 from memexdb.embedding import BatchingEmbedder, Embedder, build_embedder
 from memexdb.errors import Conflict, InvalidArgument, SetupError, translate
+from memexdb.llm import ChatModel
 from memexdb.params import (
     ExportedMemory,
     ListQuery,
@@ -58,6 +59,7 @@ from memexdb.types import (
     Memory,
     MemoryPage,
     MemoryType,
+    Passage,
     PatchPreview,
     RevokedKey,
     SearchHit,
@@ -122,6 +124,8 @@ class Credentials:
     # listens beyond loopback)
     require_key: bool = False
     operator: str | None = None
+    # one of memexdb's own agents writing for this caller (memex._delegate)
+    delegate: str | None = None
 
 
 class AsyncMemex:
@@ -139,8 +143,13 @@ class AsyncMemex:
         credentials: Credentials = Credentials(),
         enters: bool = True,
         owns_pool: bool = True,
+        llm: ChatModel | None = None,
+        owns_llm: bool = False,
     ) -> None:
         self.pool = pool
+        # the optional chat model of memorize and search_passages' answers (memexdb.llm)
+        self.llm = llm
+        self._owns_llm = owns_llm
         self.embedder = embedder
         self.model_id = embedder.model_id
         self.credentials = credentials
@@ -155,6 +164,7 @@ class AsyncMemex:
             credentials=credentials,
             enters=self._enters,
             owns_pool=False,
+            llm=self.llm,
         )
 
     def with_key(self, key: str | None) -> AsyncMemex:
@@ -167,6 +177,12 @@ class AsyncMemex:
         scheduled jobs, which hold the database credentials themselves."""
         return self._acting_as(replace(self.credentials, key=None, operator=name))
 
+    def delegated(self, actor: str) -> AsyncMemex:
+        """This client's caller, writing as one of memexdb's own agents (`memorize-agent`,
+        `dream-agent`): same scope and access; revisions, access-log entries and memories
+        record the agent as actor and the caller as on_behalf_of (memex._delegate)."""
+        return self._acting_as(replace(self.credentials, delegate=actor))
+
     @classmethod
     async def connect(
         cls,
@@ -177,11 +193,13 @@ class AsyncMemex:
         max_size: int = 10,
         key: str | None = None,
         require_key: bool = False,
+        llm: ChatModel | None = None,
     ) -> AsyncMemex:
         """Open a pool on a migrated database and check the embedder fits its schema.
 
         `key` is the API key calls are made with; `require_key` refuses calls without
-        one even while the database has no keys."""
+        one even while the database has no keys. `llm` (the client closes it) is the chat
+        model memorize and search_passages' answers use; None: their LLM-free forms."""
         if embedder is None:
             embedder = build_embedder("minilm")
         owns = not isinstance(embedder, BatchingEmbedder)
@@ -212,6 +230,8 @@ class AsyncMemex:
             owns_embedder=owns,
             credentials=Credentials(key=key, require_key=require_key),
             enters=enters,
+            llm=llm,
+            owns_llm=llm is not None,
         )
 
     async def aclose(self) -> None:
@@ -219,6 +239,8 @@ class AsyncMemex:
             await self.pool.close()
         if self._owns_embedder:
             await self.embedder.aclose()
+        if self._owns_llm and self.llm is not None:
+            await self.llm.aclose()
 
     async def __aenter__(self) -> AsyncMemex:
         return self
@@ -246,6 +268,10 @@ class AsyncMemex:
                     async with conn.pipeline():
                         await conn.execute("begin")
                         await conn.execute(*self._entry())
+                        if self.credentials.delegate is not None:
+                            await conn.execute(
+                                queries.DELEGATE, {"delegate": self.credentials.delegate}
+                            )
                         await cur.execute(sql, values)
                         await conn.execute("commit")
                 except BaseException:
@@ -940,6 +966,73 @@ class AsyncMemex:
         )
         return await self._fetch(AccessEvent, queries.ACCESS_EVENTS, query.model_dump())
 
+    # --- Agentic tools (memexdb.agentic): memory_search and memory_memorize ---
+
+    async def authorize(self, agent_id: str, user_id: str, need: str) -> None:
+        """Raise Unauthenticated or Forbidden unless the caller may act on the tenant with
+        `need` access (read, write or admin)."""
+        await self._fetch(
+            None, queries.AUTHORIZE, {"agent_id": agent_id, "user_id": user_id, "need": need}
+        )
+
+    async def passages(
+        self,
+        agent_id: str,
+        user_id: str,
+        query: str,
+        *,
+        top_k: int = params.DEFAULT_PASSAGES_TOP_K,
+        passage_chars: int = params.DEFAULT_PASSAGE_CHARS,
+    ) -> list[Passage]:
+        """memex.search_passages: files and memories ranked for `query` (BM25 fused with
+        vectors), each cut to a passage (a file's best paragraph, with its lines)."""
+        request = validated(
+            params.PassageSearchRequest,
+            agent_id=agent_id,
+            user_id=user_id,
+            query=query,
+            top_k=top_k,
+            passage_chars=passage_chars,
+        )
+        values = {
+            **request.model_dump(exclude={"answer"}),
+            "query_embedding": await self.embedder.embed_one(request.query),
+            "embedding_model": self.model_id,
+        }
+        return await self._fetch(Passage, queries.SEARCH_PASSAGES, values)
+
+    async def search_passages(
+        self,
+        agent_id: str,
+        user_id: str,
+        query: str,
+        *,
+        top_k: int = params.DEFAULT_PASSAGES_TOP_K,
+        passage_chars: int = params.DEFAULT_PASSAGE_CHARS,
+        answer: bool = False,
+    ) -> params.PassageSearchOut:
+        """memory_search: the passages for `query`, and with `answer` (and an LLM) an
+        answer that cites them by rank."""
+        request = validated(
+            params.PassageSearchRequest,
+            agent_id=agent_id,
+            user_id=user_id,
+            query=query,
+            top_k=top_k,
+            passage_chars=passage_chars,
+            answer=answer,
+        )
+        return await agentic.search(self, request)
+
+    async def memorize(
+        self, agent_id: str, user_id: str, text: str, *, now: datetime | None = None
+    ) -> params.MemorizeOut:
+        """memory_memorize: keep what is durable in `text`, through the LLM's proposals or
+        the fallback (an episodic memory and an entry in user/log.md); see
+        memexdb.agentic. `now` dates the fallback's memory and log heading."""
+        request = validated(params.MemorizeRequest, agent_id=agent_id, user_id=user_id, text=text)
+        return await agentic.memorize(self, request, now or agentic.utc_now())
+
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -994,13 +1087,19 @@ class Memex:
         max_size: int = 4,
         key: str | None = None,
         require_key: bool = False,
+        llm: ChatModel | None = None,
     ) -> Memex:
         """Open a pool on a migrated database and check the embedder fits its schema."""
         loop = _LoopThread()
         try:
             client = loop.run(
                 AsyncMemex.connect(
-                    dsn, embedder=embedder, max_size=max_size, key=key, require_key=require_key
+                    dsn,
+                    embedder=embedder,
+                    max_size=max_size,
+                    key=key,
+                    require_key=require_key,
+                    llm=llm,
                 )
             )
         except BaseException:
@@ -1080,3 +1179,6 @@ class Memex:
     restore_revision = _blocking(AsyncMemex.restore_revision)
     smart_read = _blocking(AsyncMemex.smart_read)
     access_log = _blocking(AsyncMemex.access_log)
+    passages = _blocking(AsyncMemex.passages)
+    search_passages = _blocking(AsyncMemex.search_passages)
+    memorize = _blocking(AsyncMemex.memorize)

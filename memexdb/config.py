@@ -63,6 +63,16 @@ class Settings(BaseSettings):
     allowed_origins: str | None = Field(
         None, description="comma-separated browser Origin values REST and MCP accept"
     )
+    llm_url: str | None = Field(
+        None,
+        description="base URL (.../v1) of an OpenAI-compatible chat model for memory_memorize"
+        " and memory_search answers; unset: no LLM (memorize's fallback)",
+    )
+    llm_model: str = Field("gpt-4o-mini", description="model name sent to MEMEX_LLM_URL")
+    llm_api_key: str | None = Field(None, description="API key of MEMEX_LLM_URL")
+    llm_timeout_seconds: float = Field(
+        60.0, gt=0, le=600, description="seconds a call to the LLM may take"
+    )
     # Set by `memexdb serve --workers N` for its workers, not by users.
     api_key: str | None = Field(
         None,

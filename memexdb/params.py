@@ -12,7 +12,7 @@ import json
 import math
 import re
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
 from uuid import UUID
 
 from pydantic import (
@@ -1223,3 +1223,158 @@ class AccessEventOut(_Out):
 class AccessLog(BaseModel):
     events: list[AccessEventOut]
     next_before: int | None
+
+
+# --- Agentic tools: memory_search (memex.search_passages) and memory_memorize ---
+
+# Bounds (sql/103_search_passages.sql checks the same).
+PASSAGES_TOP_K_MAX = 50
+DEFAULT_PASSAGES_TOP_K = 8
+PASSAGE_MIN_CHARS = 100
+PASSAGE_MAX_CHARS = 8000
+DEFAULT_PASSAGE_CHARS = 800
+# memorize: the text taken, and what the inner model may propose per call. A text always
+# fits a fresh log file with its heading (the fallback appends it to user/log.md).
+MEMORIZE_TEXT_MAX_CHARS = 16_000
+MEMORIZE_MAX_PROPOSALS = 8
+MEMORIZE_PROPOSAL_MAX_CHARS = 8000
+# what the inner model is shown: the most relevant files and memories, and file names
+MEMORIZE_CONTEXT_CHARS = 6000
+MEMORIZE_FILE_LIST = 100
+MEMORIZE_LOG_PATH = "user/log.md"
+
+
+PassageTopK = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=PASSAGES_TOP_K_MAX,
+        description=f"How many passages to return (1 to {PASSAGES_TOP_K_MAX}).",
+    ),
+    Strict(),
+    BeforeValidator(_integral),
+]
+PassageChars = Annotated[
+    int,
+    Field(
+        ge=PASSAGE_MIN_CHARS,
+        le=PASSAGE_MAX_CHARS,
+        description=f"Most characters per passage ({PASSAGE_MIN_CHARS} to"
+        f" {PASSAGE_MAX_CHARS}); longer ones are cut, ending in '…'.",
+    ),
+    Strict(),
+    BeforeValidator(_integral),
+]
+AnswerWanted = Annotated[
+    bool,
+    Field(
+        description="Also ask the configured LLM for an answer that cites the passages"
+        " it used ([1], [2], ...). Without an LLM the passages come back alone."
+    ),
+    Strict(),
+]
+
+
+class PassageSearchRequest(_Request):
+    """memory_search: passages of files and memories for a query, optionally answered."""
+
+    agent_id: AgentId
+    user_id: UserId
+    query: Query
+    top_k: PassageTopK = DEFAULT_PASSAGES_TOP_K
+    passage_chars: PassageChars = DEFAULT_PASSAGE_CHARS
+    answer: AnswerWanted = False
+
+
+class PassageOut(_Out):
+    rank: int = Field(description="1 = the most relevant; answers cite passages as [rank].")
+    path: str | None = Field(description="The file's virtual path; null for a memory.")
+    memory_id: UUID
+    from_line: int | None = Field(description="First line of the passage in the file.")
+    to_line: int | None
+    passage: str
+    score: float
+    truncated: bool
+
+
+LLMStatus = Literal["not_asked", "not_configured", "answered", "failed"]
+
+
+class PassageSearchOut(BaseModel):
+    """Passages best first; with `answer`, the LLM's answer and the ranks it cited."""
+
+    passages: list[PassageOut]
+    answer: str | None
+    cited: list[int] = Field(description="Ranks of the passages the answer cites.")
+    llm: LLMStatus = Field(
+        description="not_asked (answer was false), not_configured (no MEMEX_LLM_URL),"
+        " answered, or failed (see llm_error; the passages are still here)."
+    )
+    llm_error: str | None = None
+
+
+MemorizeText = Annotated[
+    str,
+    _text(
+        MEMORIZE_TEXT_MAX_CHARS,
+        f"The raw text to memorize (1 to {MEMORIZE_TEXT_MAX_CHARS} characters, not blank).",
+    ),
+    _NotBlank,
+]
+
+
+class MemorizeRequest(_Request):
+    """memory_memorize: raw text (a conversation turn, a note) to keep what is durable."""
+
+    agent_id: AgentId
+    user_id: UserId
+    text: MemorizeText
+
+
+ProposalText = Annotated[
+    str,
+    Field(min_length=1, max_length=MEMORIZE_PROPOSAL_MAX_CHARS),
+    _NotBlank,
+]
+
+
+class ProposedWrite(_Request):
+    """A memory_write the inner model proposes (the tenant is the caller's, never its)."""
+
+    path: FilePath
+    content: ProposalText
+
+
+class ProposedPatch(_Request):
+    """A memory_patch the inner model proposes: append under a heading, or replace."""
+
+    path: FilePath
+    heading: Annotated[str, Field(max_length=HEADING_MAX_CHARS)] | None = None
+    append: ProposalText | None = None
+    old_text: ProposalText | None = None
+    new_text: Annotated[str, Field(max_length=MEMORIZE_PROPOSAL_MAX_CHARS)] | None = None
+
+
+class MemorizeChange(BaseModel):
+    tool: str = Field(description="memory_write, memory_patch or store_memory")
+    path: str | None
+    memory_id: UUID
+    revision: int | None
+
+
+class MemorizeRefusal(BaseModel):
+    tool: str
+    arguments: str = Field(description="The proposal as the model sent it (first 500 chars).")
+    reason: str
+
+
+class MemorizeOut(BaseModel):
+    """What memorize did: which path ran, what it wrote, what it refused."""
+
+    mode: Literal["llm", "fallback"] = Field(
+        description="llm: the configured model proposed the changes; fallback: no LLM (or it"
+        " failed): the text was stored as an episodic memory and appended to user/log.md."
+    )
+    applied: list[MemorizeChange]
+    refused: list[MemorizeRefusal]
+    llm_error: str | None = None

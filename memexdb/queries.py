@@ -223,3 +223,14 @@ select * from memex.access_events(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_since => %(since)s,
     p_until => %(until)s, p_limit => %(limit)s, p_before => %(before)s)
 """
+
+SEARCH_PASSAGES = """
+select * from memex.search_passages(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_query => %(query)s,
+    p_query_embedding => %(query_embedding)s, p_embedding_model => %(embedding_model)s,
+    p_top_k => %(top_k)s, p_passage_chars => %(passage_chars)s)
+"""
+
+# Raise 28000/42501 unless the caller may act on the tenant with that access.
+AUTHORIZE = "select memex._authorize(%(agent_id)s, %(user_id)s, %(need)s)"
+DELEGATE = "select memex._delegate(p_actor => %(delegate)s)"

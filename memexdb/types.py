@@ -261,6 +261,20 @@ class SmartRead:
 
 
 @dataclass(frozen=True, slots=True)
+class Passage:
+    """One row of memex.search_passages: a memory, or the best paragraph of a file."""
+
+    rank: int
+    path: str | None
+    memory_id: UUID
+    from_line: int | None
+    to_line: int | None
+    passage: str
+    score: float
+    truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
 class AccessEvent:
     """One entry of memex.access_log."""
 

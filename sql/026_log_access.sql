@@ -14,7 +14,7 @@ set search_path = pg_catalog, pg_temp
 as $$
     insert into memex.access_log (agent_id, user_id, actor, operation, target, details)
     values (p_agent_id, p_user_id, memex._actor(), p_operation, p_target,
-            coalesce(p_details, '{}'))
+            coalesce(p_details, '{}') || memex._on_behalf_of())
 $$;
 
 comment on function memex._log_access(text, text, text, text, jsonb) is

@@ -17,7 +17,7 @@ as $$
     select p_agent_id, p_user_id, p_path, p_memory_id,
            (memex._file_revision(p_agent_id, p_user_id, p_path)).revision + 1,
            p_operation, memex._actor(), p_content, coalesce(length(p_content), 0),
-           coalesce(p_details, '{}')
+           coalesce(p_details, '{}') || memex._on_behalf_of()
     returning revision
 $$;
 

@@ -31,7 +31,8 @@ grant execute on function
     memex.erase_user, memex.export_memories, memex.import_memories,
     memex.list_files, memex.read_file, memex.write_file, memex.preview_patch,
     memex.patch_file, memex.delete_file, memex.list_revisions, memex.get_revision,
-    memex.restore_revision, memex.access_events, memex.smart_read
+    memex.restore_revision, memex.access_events, memex.smart_read,
+    memex.search_passages
     to memex_tenant;
 -- The helpers it runs with its caller's rights.
 grant execute on function

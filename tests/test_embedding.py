@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from memexdb.embedding import (
     local_minilm,
 )
 from memexdb.embedding.cache import EmbeddingCache
+from tests.json_http import JsonHandler, serving
 
 PROJECT_ROOT = Path(local_minilm.__file__).parents[2]  # for subprocesses
 SENTENCES = [f"Memory number {i} is about topic {i % 7} and item {i * 13}" for i in range(70)]
@@ -270,11 +271,11 @@ def reference_vector(text: str, dim: int) -> list[float]:
     return [float(x) for x in np.random.default_rng(seed).normal(size=dim) * 3.0]
 
 
-class EmbeddingsHandler(BaseHTTPRequestHandler):
+class EmbeddingsHandler(JsonHandler):
     server: "EmbeddingsServer"
 
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         self.server.requests.append(body)
         if self.path != "/v1/embeddings":
             return self.send_json(404, {"error": {"message": f"no route {self.path}"}})
@@ -295,19 +296,6 @@ class EmbeddingsHandler(BaseHTTPRequestHandler):
         data.reverse()  # clients must order by "index"
         return self.send_json(200, {"object": "list", "data": data, "model": model})
 
-    def send_json(self, status: int, payload: dict[str, Any]) -> None:
-        self.send_raw(status, json.dumps(payload).encode())
-
-    def send_raw(self, status: int, data: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
 
 class EmbeddingsServer(ThreadingHTTPServer):
     daemon_threads = True
@@ -324,13 +312,8 @@ class EmbeddingsServer(ThreadingHTTPServer):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[EmbeddingsServer]:
-    httpd = EmbeddingsServer()
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join()
+    with serving(EmbeddingsServer()) as httpd:
+        yield httpd
 
 
 @pytest.fixture

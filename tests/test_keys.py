@@ -288,6 +288,7 @@ TENANT_API = {"store", "store_many", "search", "forget", "count", "embedding_dim
     "restore_revision",
     "access_events",
     "smart_read",
+    "search_passages",
 }
 OPERATOR_ONLY = {
     "maintenance",

@@ -22,6 +22,7 @@ from memexdb.params import (
     ListQuery,
     MemoryCreate,
     MemorySearchRequest,
+    PassageSearchRequest,
     SmartReadRequest,
 )
 from tests.sqlapi import unit
@@ -308,6 +309,22 @@ CASES: list[Case] = [
             (params.SMART_READ_MAX_BUDGET, True),
             (params.SMART_READ_MAX_BUDGET + 1, False),
         )
+    ],
+    *[
+        (
+            f"search_passages {field} {n}",
+            lambda c, f=field, n=n: c.execute(
+                f"select * from memex.search_passages('a', 'u', 'q', %s, p_{f} => %s)", (VEC, n)
+            ),
+            PassageSearchRequest,
+            {**WHO, "query": "q", field: n},
+            ok,
+        )
+        for field, low, high in (
+            ("top_k", 1, params.PASSAGES_TOP_K_MAX),
+            ("passage_chars", params.PASSAGE_MIN_CHARS, params.PASSAGE_MAX_CHARS),
+        )
+        for n, ok in ((low, True), (low - 1, False), (high, True), (high + 1, False))
     ],
     *[
         (

@@ -124,6 +124,7 @@ def test_file_memory_examples(service: tuple[str, str]) -> None:
         check=True,
     ).stdout
     assert "- dark mode\n- green tea\n" in out and "+- green tea" in out
+    assert "user/profile.md ## Preferences\n- dark mode\n- green tea" in out
     script = next(b for b in code_blocks("bash") if "/v1/files" in b)
     out = subprocess.run(
         ["bash", "-euc", script.replace("localhost:8000", base.removeprefix("http://"))],
@@ -136,5 +137,9 @@ def test_file_memory_examples(service: tuple[str, str]) -> None:
     while index < len(out):
         document, index = decoder.raw_decode(out, index)
         documents.append(document)
-    assert [d["revision"] for d in documents] == [1, 2, 2]
+    assert [d.get("revision") for d in documents[:3]] == [1, 2, 2]
     assert documents[2]["content"] == "# Notes\n\n## Todo\n\n- call Bob\n"
+    memorized, found = documents[3:]
+    assert memorized["mode"] == "fallback"  # the test service has no LLM
+    assert found["llm"] == "not_configured" and found["answer"] is None
+    assert "Linear" in found["passages"][0]["passage"]

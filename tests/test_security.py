@@ -56,9 +56,9 @@ KEYS: dict[str, dict[str, Any] | None] = {
     "admin_a": {"access": "admin", "agent_id": "A"},
 }
 
-READS = ("search", "count", "list", "get", "export", "file_read", "file_list")
+READS = ("search", "count", "list", "get", "export", "file_read", "file_list", "passages")
 # erase last: an erase that is allowed empties the tenant, which is then written again
-WRITES = ("store", "update", "delete", "file_write", "file_patch", "erase")
+WRITES = ("store", "update", "delete", "file_write", "file_patch", "memorize", "erase")
 SECRET_FILE = "user/secret.md"
 OPERATIONS = READS + WRITES
 BY_ID = {"get", "update", "delete"}
@@ -240,6 +240,11 @@ def _rest(service: Service) -> Callable[[str | None], Do]:
                 elif op == "file_patch":
                     body = {**who, "path": SECRET_FILE, "heading": "## Log", "append": "more"}
                     r = await http.patch("/v1/files", json=body)
+                elif op == "passages":
+                    body = {**who, "query": "garden gate code"}
+                    r = await http.post("/v1/memory-search", json=body)
+                elif op == "memorize":
+                    r = await http.post("/v1/memorize", json={**who, "text": "a new note"})
                 elif op == "store":
                     r = await http.post("/v1/memories", json={**who, "content": "a new note"})
                 elif op == "update":
@@ -282,6 +287,8 @@ MCP_TOOLS = {
     "file_list": ("memory_list", {}),
     "file_write": ("memory_write", {"path": "user/new.md", "content": "a new note"}),
     "file_patch": ("memory_patch", {"path": SECRET_FILE, "heading": "## Log", "append": "more"}),
+    "passages": ("memory_search", {"query": "garden gate code"}),
+    "memorize": ("memory_memorize", {"text": "a new note"}),
 }
 # erasing a user and exporting are not agent tools
 MCP_OPERATIONS = tuple(op for op in OPERATIONS if op in MCP_TOOLS)
@@ -377,6 +384,11 @@ def _python(memex: AsyncMemex) -> Callable[[str | None], Do]:
                 if op == "file_write":
                     written = await client.write_file(*tenant, "user/new.md", "a new note")
                     return Outcome(None, written.content)
+                if op == "passages":
+                    found = await client.search_passages(*tenant, "garden gate code")
+                    return Outcome(None, " ".join(p.passage for p in found.passages))
+                if op == "memorize":
+                    return Outcome(None, str(await client.memorize(*tenant, "a new note")))
                 if op == "file_patch":
                     patched = await client.patch_file(
                         *tenant, SECRET_FILE, heading="## Log", append="more"
@@ -432,6 +444,8 @@ SQL_OPS = {
     " p_importance => 1.5)",
     "erase": "select table_name || deleted from memex.erase_user(%(agent)s, %(user)s)",
     "file_read": "select content from memex.read_file(%(agent)s, %(user)s, 'user/secret.md')",
+    "passages": "select passage from memex.search_passages(%(agent)s, %(user)s,"
+    " 'garden gate code', %(vec)s::vector)",
     "file_list": "select path from memex.list_files(%(agent)s, %(user)s)",
     "file_write": "select content from memex.write_file(%(agent)s, %(user)s, 'user/new.md',"
     " 'a new note', %(vec)s::vector, 'test-model')",
@@ -479,7 +493,7 @@ async def test_sql_role_matrix(world: World, embedder: Embedder) -> None:
                 # an unbound role has no privileges left at all: a plain 42501
                 attempt = dataclasses.replace(attempt, refused=403)
             dsn = _with_user(world.dsn, roles[attempt.name])
-            await _matrix_one(world, "SQL role", attempt, _sql(dsn, vec))
+            await _matrix_one(world, "SQL role", attempt, _sql(dsn, vec), tuple(SQL_OPS))
     writer_dsn = _with_user(world.dsn, writer)
     # a plain select of the tables: row-level security shows only the bound tenant
     with psycopg.connect(writer_dsn, autocommit=True) as conn:
@@ -506,6 +520,7 @@ async def test_sql_role_matrix(world: World, embedder: Embedder) -> None:
             "select * from memex.rate_limits",
             "select memex.maintenance()",
             "select memex._enter(null)",
+            "select memex._delegate('memorize-agent')",
             "select * from memex.list_keys()",
             "insert into memex.access_log (agent_id, user_id, actor, operation)"
             " values ('A', 'alice', 'forged', 'read')",

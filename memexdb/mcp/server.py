@@ -44,10 +44,13 @@ from memexdb.params import (
     DEFAULT_LIST_LIMIT,
     DEFAULT_MEMORY_TYPE,
     DEFAULT_MODE,
+    DEFAULT_PASSAGE_CHARS,
+    DEFAULT_PASSAGES_TOP_K,
     DEFAULT_SMART_READ_BUDGET,
     DEFAULT_TOP_K,
     AgentId,
     Alpha,
+    AnswerWanted,
     BaseRevision,
     Budget,
     Content,
@@ -66,6 +69,8 @@ from memexdb.params import (
     Kind,
     LineNumber,
     ListLimit,
+    MemorizeOut,
+    MemorizeText,
     MemoryId,
     MemoryOut,
     MemoryPage,
@@ -75,6 +80,9 @@ from memexdb.params import (
     MetadataFilter,
     Mode,
     PageLimit,
+    PassageChars,
+    PassageSearchOut,
+    PassageTopK,
     PathPrefix,
     Query,
     RevisionList,
@@ -105,7 +113,8 @@ always pass the same agent_id (who you are) and user_id (whom the memory is abou
 Long-lived documents (a user profile, project notes, a running log) are memory files with
 virtual paths (user/profile.md, agent/notes.md): memory_list, memory_read, memory_write,
 memory_patch, memory_delete; memory_smart_read builds one bounded context block from the
-most relevant files and memories."""
+most relevant files and memories; memory_search returns passages (and, with an LLM, an
+answer citing them); memory_memorize keeps what is durable in a conversation turn."""
 
 
 class MemexMCP(MCPServer[Any]):
@@ -512,6 +521,46 @@ def build_mcp_server(
                 tenant.agent_id, tenant.user_id, query, budget=budget
             )
         return SmartReadOut.model_validate(block)
+
+    @tool(ToolAnnotations(title="Search memory", read_only_hint=True, open_world_hint=False))
+    async def memory_search(
+        agent_id: AgentId,
+        user_id: UserId,
+        query: Query,
+        ctx: Context[Any, Any],
+        top_k: PassageTopK = DEFAULT_PASSAGES_TOP_K,
+        passage_chars: PassageChars = DEFAULT_PASSAGE_CHARS,
+        answer: AnswerWanted = False,
+    ) -> PassageSearchOut:
+        """Recall what memory says about `query`: passages from memory files (with their
+        path and line range) and memories, best first, ranked by keywords (BM25) and
+        meaning. With answer=true and an LLM configured on the service, also an answer
+        citing the passages it used as [rank]."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            return await client(ctx).search_passages(
+                tenant.agent_id,
+                tenant.user_id,
+                query,
+                top_k=top_k,
+                passage_chars=passage_chars,
+                answer=answer,
+            )
+
+    @tool(ToolAnnotations(title="Memorize", destructive_hint=False, open_world_hint=False))
+    async def memory_memorize(
+        agent_id: AgentId,
+        user_id: UserId,
+        text: MemorizeText,
+        ctx: Context[Any, Any],
+    ) -> MemorizeOut:
+        """Hand over raw text (a conversation turn, a note) and let memory keep what is
+        durable: with an LLM configured on the service, it writes or patches the right
+        memory files; without one, the text is stored as an episodic memory and appended
+        to user/log.md under today's date. The result says which ran and what changed."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            return await client(ctx).memorize(tenant.agent_id, tenant.user_id, text)
 
     @tool(ToolAnnotations(title="File revisions", read_only_hint=True, open_world_hint=False))
     async def memory_revisions(

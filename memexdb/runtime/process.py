@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from memexdb.client import AsyncMemex
 from memexdb.config import Settings
 from memexdb.db import FailFastAsyncPool
+from memexdb.llm import ChatModel
 from memexdb.runtime.embedder import embedder_for
 from memexdb.runtime.jobs import Job, JobRunner
 from memexdb.runtime.maintenance import maintenance_job
@@ -55,6 +56,7 @@ class Runtime:
             max_size=pool_size or settings.pool_size,
             key=settings.api_key,
             require_key=not settings.loopback_only,
+            llm=ChatModel.from_settings(settings),
         )
         async with memex:
             pool = memex.pool
