@@ -543,6 +543,15 @@ class MemoryOut(BaseModel):
     expires_at: datetime | None = None
     embedding_model: str | None = Field(default=None, description="not in search results")
     score: float | None = Field(default=None, description="null here; set in search results")
+    source_ids: list[UUID] = Field(
+        default_factory=list, description="a summary's sources (consolidation); else empty"
+    )
+    superseded_by: UUID | None = Field(
+        default=None, description="the summary that replaced this archived memory"
+    )
+    archived_at: datetime | None = Field(
+        default=None, description="when consolidation archived it (null: live)"
+    )
 
 
 class MemoryBatchResponse(BaseModel):

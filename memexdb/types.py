@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -50,6 +50,10 @@ class Memory:
     created_at: datetime
     updated_at: datetime
     expires_at: datetime | None
+    # consolidation: a summary's sources; an archived source's summary and archive time
+    source_ids: list[UUID] = field(default_factory=list)
+    superseded_by: UUID | None = None
+    archived_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +164,7 @@ class MemoryPage:
 class ExportRow(Memory):
     """A row of memex.export_memories: every field of a memory, the embedding optional."""
 
-    embedding: Any  # the vector (pgvector's Vector or a numpy array), or None
+    embedding: Any = None  # the vector (pgvector's Vector or a numpy array), or None
 
     def to_json(self) -> dict[str, Any]:
         """The row as one line of an export (JSON Lines): timestamps in ISO 8601 with

@@ -20,6 +20,10 @@ grant select, insert, update, delete on memex.memories, memex.tenants
 -- erase them with their user (memex.erase_user; the access log's retention is pruned by
 -- memex.maintenance).
 grant select, delete on memex.file_revisions, memex.access_log to memex_app, memex_tenant;
+-- Consolidation runs are written by the consolidation functions (security definer);
+-- callers read their tenant's. The embed queue is the service's alone (its embed worker).
+grant select on memex.consolidation_runs to memex_app, memex_tenant;
+grant select, insert, update, delete on memex.embed_queue to memex_app;
 grant select on memex.settings to memex_app, memex_tenant;
 grant insert, update on memex.settings to memex_app;
 grant execute on all functions in schema memex to memex_app;
