@@ -647,6 +647,7 @@ class AsyncMemex:
                 **_store_params(batch, vectors, self.model_id),
                 "ids": [m.id for m in batch],
                 "updated_at": [m.updated_at for m in batch],
+                "lineage": [_jsonb(m.lineage()) for m in batch],
             },
         )
         return len(rows), len(stale)

@@ -622,6 +622,21 @@ class ExportedMemory(BaseModel):
     expires_at: QueryTimestamp = None
     embedding_model: str | None = None
     embedding: list[float] | None = None
+    # consolidation's lineage (memex.consolidate_tenant): a summary's sources; an archived
+    # memory's summary and archive time
+    source_ids: list[UUID] = Field(default_factory=list, max_length=1000)
+    superseded_by: UUID | None = None
+    archived_at: QueryTimestamp = None
+
+    def lineage(self) -> dict[str, Any] | None:
+        """What memex.import_memories takes as this memory's p_lineage item."""
+        if not self.source_ids and self.archived_at is None:
+            return None
+        return {
+            "source_ids": [str(i) for i in self.source_ids],
+            "superseded_by": str(self.superseded_by) if self.superseded_by else None,
+            "archived_at": self.archived_at.isoformat() if self.archived_at else None,
+        }
 
 
 class Deleted(BaseModel):

@@ -147,7 +147,7 @@ select * from memex.import_memories(
     p_memory_types => %(memory_types)s::text[]::memex.memory_type[],
     p_importances => %(importances)s, p_metadata => %(metadata)s::jsonb[],
     p_created_at => %(created_at)s::timestamptz[], p_updated_at => %(updated_at)s::timestamptz[],
-    p_expires_at => %(expires_at)s::timestamptz[])
+    p_expires_at => %(expires_at)s::timestamptz[], p_lineage => %(lineage)s::jsonb[])
 """
 
 # --- File memory ---

@@ -182,6 +182,12 @@ class ExportRow(Memory):
             "expires_at": self.expires_at.isoformat() if self.expires_at else None,
             "embedding_model": self.embedding_model,
         }
+        # consolidation's lineage, only where there is some (older exports lack it)
+        if self.source_ids:
+            record["source_ids"] = [str(i) for i in self.source_ids]
+        if self.archived_at is not None:
+            record["archived_at"] = self.archived_at.isoformat()
+            record["superseded_by"] = str(self.superseded_by) if self.superseded_by else None
         if self.embedding is not None:
             vector = self.embedding
             values = vector.to_list() if hasattr(vector, "to_list") else list(vector)
