@@ -141,8 +141,6 @@ begin
     update memex.memories m set archived_at = now(), superseded_by = v_id
     where m.id = any (v_ids);
     perform memex._queue_embedding(v_id);
-    update memex.tenants t set last_dreamed_at = now()
-    where t.agent_id = p_agent_id and t.user_id = p_user_id;
     update memex.consolidation_runs r
     set status = 'done', finished_at = clock_timestamp(), memories_in = v_run.memories_in,
         memories_out = 1, summary_id = v_id, details = v_run.details
