@@ -48,7 +48,9 @@ from memexdb.types import (
     AccessEvent,
     ApiKey,
     AuditEvent,
+    ConsolidationRun,
     CreatedKey,
+    DreamUser,
     ErasedRows,
     ExportRow,
     File,
@@ -969,9 +971,9 @@ class AsyncMemex:
 
     # --- Agentic tools (memexdb.agentic): memory_search and memory_memorize ---
 
-    async def authorize(self, agent_id: str, user_id: str, need: str) -> None:
+    async def authorize(self, agent_id: str | None, user_id: str | None, need: str) -> None:
         """Raise Unauthenticated or Forbidden unless the caller may act on the tenant with
-        `need` access (read, write or admin)."""
+        `need` access (read, write or admin); None: every agent / every user."""
         await self._fetch(
             None, queries.AUTHORIZE, {"agent_id": agent_id, "user_id": user_id, "need": need}
         )
@@ -1033,6 +1035,105 @@ class AsyncMemex:
         memexdb.agentic. `now` dates the fallback's memory and log heading."""
         request = validated(params.MemorizeRequest, agent_id=agent_id, user_id=user_id, text=text)
         return await agentic.memorize(self, request, now or agentic.utc_now())
+
+    # --- Consolidation ("dreaming"): memex.consolidate_*, memex.dream_* ---
+
+    async def consolidate(
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        dry_run: bool = False,
+        force: bool = False,
+        summary: str | None = None,
+        source_ids: Sequence[UUID | str] | None = None,
+    ) -> ConsolidationRun | None:
+        """Condense the tenant's oldest episodic memories if it is due (`force`: even if
+        not); see memex.consolidate_tenant. None when another runner holds the tenant.
+        `summary` (with the `source_ids` it summarizes) replaces the extractive summary."""
+        validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
+        rows: list[ConsolidationRun] = await self._fetch(
+            ConsolidationRun,
+            queries.CONSOLIDATE_TENANT,
+            {
+                "agent_id": agent_id,
+                "user_id": user_id,
+                "dry_run": dry_run,
+                "force": force,
+                "summary": summary,
+                "source_ids": [str(i) for i in source_ids] if source_ids is not None else None,
+            },
+        )
+        run = rows[0] if rows else None
+        return run if run is not None and run.status is not None else None
+
+    async def consolidate_due(self, *, dry_run: bool = False) -> list[ConsolidationRun]:
+        """One consolidation tick over every tenant (admin); the runs (plans if dry_run)."""
+        return await self._fetch(ConsolidationRun, queries.CONSOLIDATE_DUE, {"dry_run": dry_run})
+
+    async def restore_consolidation(self, run_id: int) -> ConsolidationRun:
+        """Undo a condense run: its sources live again, its summary archived."""
+        rows: list[ConsolidationRun] = await self._fetch(
+            ConsolidationRun, queries.RESTORE_CONSOLIDATION, {"run_id": run_id}
+        )
+        return rows[0]
+
+    async def dream_config(self) -> params.DreamConfigOut:
+        """The consolidation settings (memex.dream_config)."""
+        rows = await self._fetch(None, queries.DREAM_CONFIG)
+        return params.DreamConfigOut.model_validate(rows[0])
+
+    async def set_dream_config(self, /, **changes: Any) -> params.DreamConfigOut:
+        """Change consolidation settings (admin); the whole configuration after."""
+        request = validated(params.DreamConfig, **changes)
+        rows = await self._fetch(
+            None, queries.SET_DREAM_CONFIG, {"changes": Jsonb(request.changes())}
+        )
+        return params.DreamConfigOut.model_validate(rows[0])
+
+    async def consolidation_runs(
+        self,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        *,
+        limit: int = params.DEFAULT_RUNS_LIMIT,
+        before: int | None = None,
+    ) -> list[ConsolidationRun]:
+        """Consolidation runs, newest first: of a tenant, an agent, or every tenant."""
+        query = validated(
+            params.RunsQuery, agent_id=agent_id, user_id=user_id, limit=limit, before=before
+        )
+        return await self._fetch(
+            ConsolidationRun, queries.CONSOLIDATION_HISTORY, query.model_dump()
+        )
+
+    async def dream_users(
+        self,
+        agent_id: str | None = None,
+        *,
+        limit: int = params.DEFAULT_RUNS_LIMIT,
+        after: tuple[str, str] | None = None,
+    ) -> list[DreamUser]:
+        """Each tenant's consolidation status (admin), in (agent_id, user_id) order after
+        `after`."""
+        query = validated(
+            params.DreamUsersQuery,
+            agent_id=agent_id,
+            limit=limit,
+            after_agent_id=after[0] if after else None,
+            after_user_id=after[1] if after else None,
+        )
+        return await self._fetch(DreamUser, queries.DREAM_USERS, query.model_dump())
+
+    async def set_dream_paused(self, agent_id: str, user_id: str, paused: bool) -> bool:
+        """Pause or resume consolidation of one tenant (admin, audited)."""
+        validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
+        rows = await self._fetch(
+            None,
+            queries.SET_DREAM_PAUSED,
+            {"agent_id": agent_id, "user_id": user_id, "paused": paused},
+        )
+        return bool(rows[0])
 
 
 _P = ParamSpec("_P")
@@ -1183,3 +1284,11 @@ class Memex:
     passages = _blocking(AsyncMemex.passages)
     search_passages = _blocking(AsyncMemex.search_passages)
     memorize = _blocking(AsyncMemex.memorize)
+    consolidate = _blocking(AsyncMemex.consolidate)
+    consolidate_due = _blocking(AsyncMemex.consolidate_due)
+    restore_consolidation = _blocking(AsyncMemex.restore_consolidation)
+    dream_config = _blocking(AsyncMemex.dream_config)
+    set_dream_config = _blocking(AsyncMemex.set_dream_config)
+    consolidation_runs = _blocking(AsyncMemex.consolidation_runs)
+    dream_users = _blocking(AsyncMemex.dream_users)
+    set_dream_paused = _blocking(AsyncMemex.set_dream_paused)

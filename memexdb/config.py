@@ -57,6 +57,11 @@ class Settings(BaseSettings):
     maintenance_interval_seconds: int = Field(
         60, ge=0, description="seconds between memex.maintenance() runs; 0: never"
     )
+    dream_enabled: bool = Field(
+        False,
+        description="run consolidation (condensing old memories, dreaming over files) in the"
+        " service; the database's dream_config.enabled stays the master switch",
+    )
     allowed_hosts: str | None = Field(
         None, description="comma-separated Host values REST and MCP accept"
     )

@@ -1402,3 +1402,262 @@ class MemorizeOut(BaseModel):
     applied: list[MemorizeChange]
     refused: list[MemorizeRefusal]
     llm_error: str | None = None
+
+
+# --- Consolidation ("dreaming"): memex.consolidate_*, memex.dream_* ---
+
+# memex.set_dream_config checks the same bounds (tests/test_params.py keeps them in step).
+DREAM_BOUNDS: dict[str, tuple[int, int]] = {
+    "interval_seconds": (10, 86400),
+    "grace_minutes": (0, 10080),
+    "threshold": (10, 100_000),
+    "batch_size": (2, 1000),
+    "summary_chars": (200, 32000),
+    "write_budget": (1, 1000),
+    "concurrency": (1, 64),
+}
+RUNS_LIMIT_MAX = 1000
+DEFAULT_RUNS_LIMIT = 100
+
+
+class DreamConfig(_Request):
+    """Consolidation settings to change (PUT /v1/admin/dream/config): any of them."""
+
+    enabled: Annotated[
+        bool | None,
+        Field(
+            description="Master switch of every consolidation job (pg_cron's and the service's)."
+        ),
+        Strict(),
+    ] = None
+    interval_seconds: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["interval_seconds"][0],
+            le=DREAM_BOUNDS["interval_seconds"][1],
+            description="Seconds between the service's ticks ({} to {}).".format(
+                *DREAM_BOUNDS["interval_seconds"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+    grace_minutes: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["grace_minutes"][0],
+            le=DREAM_BOUNDS["grace_minutes"][1],
+            description="Quiet minutes before a tenant is touched ({} to {}).".format(
+                *DREAM_BOUNDS["grace_minutes"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+    threshold: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["threshold"][0],
+            le=DREAM_BOUNDS["threshold"][1],
+            description="Live episodic memories a tenant must exceed ({} to {}).".format(
+                *DREAM_BOUNDS["threshold"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+    batch_size: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["batch_size"][0],
+            le=DREAM_BOUNDS["batch_size"][1],
+            description="Oldest episodic memories per summary ({} to {}).".format(
+                *DREAM_BOUNDS["batch_size"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+    summary_chars: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["summary_chars"][0],
+            le=DREAM_BOUNDS["summary_chars"][1],
+            description="Longest extractive summary ({} to {}).".format(
+                *DREAM_BOUNDS["summary_chars"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+    write_budget: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["write_budget"][0],
+            le=DREAM_BOUNDS["write_budget"][1],
+            description="Most summaries and file rewrites per tick ({} to {}).".format(
+                *DREAM_BOUNDS["write_budget"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+    concurrency: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["concurrency"][0],
+            le=DREAM_BOUNDS["concurrency"][1],
+            description="Most tenants per tick ({} to {}).".format(*DREAM_BOUNDS["concurrency"]),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+
+    def changes(self) -> dict[str, Any]:
+        """The settings given (null: left as they are)."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+class DreamConfigOut(BaseModel):
+    enabled: bool
+    interval_seconds: int
+    grace_minutes: int
+    threshold: int
+    batch_size: int
+    summary_chars: int
+    write_budget: int
+    concurrency: int
+
+
+class RunsQuery(_Request):
+    """Query string of GET /v1/admin/dream/runs."""
+
+    agent_id: Annotated[AgentId | None, Field(description="Only this agent's runs.")] = None
+    user_id: Annotated[
+        UserId | None, Field(description="Only this user's runs (needs agent_id).")
+    ] = None
+    limit: Annotated[
+        int,
+        Field(ge=1, le=RUNS_LIMIT_MAX, description=f"Runs per page (1 to {RUNS_LIMIT_MAX})."),
+        Strict(),
+        BeforeValidator(_query_integer),
+    ] = DEFAULT_RUNS_LIMIT
+    before: Annotated[
+        int | None,
+        Field(ge=1, le=2**63 - 1, description="Runs older than this id (the next page)."),
+        Strict(),
+        BeforeValidator(_query_integer),
+    ] = None
+
+    @model_validator(mode="after")
+    def _user_needs_agent(self) -> RunsQuery:
+        if self.user_id is not None and self.agent_id is None:
+            raise ValueError("user_id needs agent_id")
+        return self
+
+
+class DreamUsersQuery(_Request):
+    """Query string of GET /v1/admin/dream/users."""
+
+    agent_id: Annotated[AgentId | None, Field(description="Only this agent's users.")] = None
+    limit: Annotated[
+        int,
+        Field(ge=1, le=RUNS_LIMIT_MAX, description=f"Users per page (1 to {RUNS_LIMIT_MAX})."),
+        Strict(),
+        BeforeValidator(_query_integer),
+    ] = DEFAULT_RUNS_LIMIT
+    after_agent_id: Annotated[
+        AgentId | None, Field(description="next_after_agent_id of the last page.")
+    ] = None
+    after_user_id: Annotated[
+        UserId | None, Field(description="next_after_user_id of the last page.")
+    ] = None
+
+    @model_validator(mode="after")
+    def _whole_cursor(self) -> DreamUsersQuery:
+        if (self.after_agent_id is None) != (self.after_user_id is None):
+            raise ValueError("give both after_agent_id and after_user_id, or neither")
+        return self
+
+
+class PauseRequest(_Request):
+    """PUT /v1/admin/dream/users/{user_id}/paused."""
+
+    agent_id: AgentId
+    paused: Annotated[bool, Strict()]
+
+
+class DreamRunRequest(_Request):
+    """POST /v1/admin/dream/run: a tick now (no tenant), or one tenant's run."""
+
+    agent_id: Annotated[AgentId | None, Field(description="With user_id: run this tenant.")] = None
+    user_id: Annotated[UserId | None, Field(description="With agent_id: run this tenant.")] = None
+    dry_run: Annotated[bool, Field(description="Return the plan; write nothing."), Strict()] = False
+    force: Annotated[
+        bool,
+        Field(description="A tenant's run: skip the threshold, grace and pause checks."),
+        Strict(),
+    ] = False
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> DreamRunRequest:
+        if (self.agent_id is None) != (self.user_id is None):
+            raise ValueError("give both agent_id and user_id (one tenant) or neither (a tick)")
+        if self.force and self.agent_id is None:
+            raise ValueError("force is for one tenant's run")
+        return self
+
+
+class RunOut(_Out):
+    id: int | None = Field(description="null for a plan (dry run) or a tenant not due")
+    agent_id: str
+    user_id: str
+    kind: str = Field(description="condense | dream | restore")
+    status: str = Field(description="done | dry_run | nothing | failed | restored | running")
+    actor: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    memories_in: int | None
+    memories_out: int | None
+    files_in: int | None
+    files_out: int | None
+    files_touched: int | None
+    summary_id: UUID | None
+    restored_by: int | None
+    error: str | None
+    details: dict[str, Any]
+
+
+class RunList(BaseModel):
+    runs: list[RunOut]
+    next_before: int | None
+
+
+class DreamUserOut(_Out):
+    agent_id: str
+    user_id: str
+    paused: bool
+    memory_count: int
+    last_dreamed_at: datetime | None
+    last_run_id: int | None
+    last_run_at: datetime | None
+    last_run_kind: str | None
+    last_run_status: str | None
+    last_error: str | None
+    runs_done: int
+    runs_failed: int
+    runs_restored: int
+
+
+class DreamUserList(BaseModel):
+    """A page of tenants; pass the next_after_* values for the next (null: the last page)."""
+
+    users: list[DreamUserOut]
+    next_after_agent_id: str | None
+    next_after_user_id: str | None
+
+
+class PausedOut(BaseModel):
+    agent_id: str
+    user_id: str
+    paused: bool

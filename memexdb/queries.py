@@ -234,3 +234,29 @@ select * from memex.search_passages(
 # Raise 28000/42501 unless the caller may act on the tenant with that access.
 AUTHORIZE = "select memex._authorize(%(agent_id)s, %(user_id)s, %(need)s)"
 DELEGATE = "select memex._delegate(p_actor => %(delegate)s)"
+
+# --- Consolidation ---
+
+CONSOLIDATE_TENANT = """
+select * from memex.consolidate_tenant(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_dry_run => %(dry_run)s,
+    p_force => %(force)s, p_summary => %(summary)s, p_source_ids => %(source_ids)s::uuid[])
+"""
+CONSOLIDATE_DUE = "select * from memex.consolidate_due(p_dry_run => %(dry_run)s)"
+RESTORE_CONSOLIDATION = "select * from memex.restore_consolidation(p_run_id => %(run_id)s)"
+DREAM_CONFIG = "select memex.dream_config()"
+SET_DREAM_CONFIG = "select memex.set_dream_config(p_changes => %(changes)s)"
+CONSOLIDATION_HISTORY = """
+select * from memex.consolidation_history(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_limit => %(limit)s,
+    p_before => %(before)s)
+"""
+DREAM_USERS = """
+select * from memex.dream_users(
+    p_agent_id => %(agent_id)s, p_limit => %(limit)s, p_after_agent_id => %(after_agent_id)s,
+    p_after_user_id => %(after_user_id)s)
+"""
+SET_DREAM_PAUSED = """
+select memex.set_dream_paused(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_paused => %(paused)s)
+"""

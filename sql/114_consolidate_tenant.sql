@@ -17,9 +17,9 @@
 -- One run per tenant at a time: a transaction-level advisory lock on the tenant is taken
 -- before the batch is read and held until commit, so concurrent runners (pg_cron, every
 -- service replica, a manual call) condense each batch exactly once; a runner that finds
--- the tenant locked returns null. p_dry_run returns the plan (status dry_run, the source
--- ids and the summary in details) and writes nothing. Returns the run (status nothing,
--- with details.reason, when the tenant is not due).
+-- the tenant locked returns null. p_dry_run returns the plan (status dry_run; in details
+-- the source ids, the summary and the sources) and writes nothing. Returns the run
+-- (status nothing, with details.reason, when the tenant is not due).
 create or replace function memex.consolidate_tenant(
     p_agent_id text,
     p_user_id text,
@@ -118,7 +118,12 @@ begin
     if p_dry_run then
         v_run.status := 'dry_run';
         v_run.finished_at := clock_timestamp();
-        v_run.details := v_run.details || jsonb_build_object('summary', v_summary);
+        -- the plan: what would be written, and what it is made of (an LLM summarizes it)
+        v_run.details := v_run.details || jsonb_build_object(
+            'summary', v_summary,
+            'sources', (select jsonb_agg(jsonb_build_object('id', i, 'created_at', t,
+                                                            'content', c) order by o)
+                        from unnest(v_ids, v_times, v_texts) with ordinality u(i, t, c, o)));
         return v_run;
     end if;
     perform memex._delegate('dream-agent');
