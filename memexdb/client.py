@@ -351,10 +351,11 @@ class AsyncMemex:
         now: datetime | None = None,
         context_weight: float | None = None,
         metadata: dict[str, Any] | None = None,
+        include_archived: bool = False,
     ) -> list[SearchHit]:
         """Rank the tenant's memories for `query`; see memex.search for the formula.
         `metadata` keeps only memories whose metadata contains that object, before
-        ranking."""
+        ranking; `include_archived` ranks the memories consolidation archived too."""
         request = validated(
             MemorySearchRequest,
             agent_id=agent_id,
@@ -367,6 +368,7 @@ class AsyncMemex:
             mode=mode,
             context_weight=context_weight,
             metadata=metadata,
+            include_archived=include_archived,
         )
         embedding = (
             None
@@ -388,6 +390,7 @@ class AsyncMemex:
                 "now": now,
                 "context_weight": request.context_weight,
                 "metadata": _jsonb(request.metadata),
+                "include_archived": request.include_archived,
             },
         )
 
@@ -443,10 +446,12 @@ class AsyncMemex:
         created_after: datetime | None = None,
         created_before: datetime | None = None,
         metadata: dict[str, Any] | None = None,
+        include_archived: bool = False,
     ) -> MemoryPage:
         """A page of the tenant's live memories, newest first. Pass the page's
         `next_cursor` as `cursor` for the next page (None: there is none). Filters: one
-        type, created_after <= created_at < created_before, metadata containment."""
+        type, created_after <= created_at < created_before, metadata containment;
+        `include_archived` lists the memories consolidation archived too."""
         query = validated(
             ListQuery,
             agent_id=agent_id,
@@ -457,6 +462,7 @@ class AsyncMemex:
             created_after=created_after,
             created_before=created_before,
             metadata=metadata,
+            include_archived=include_archived,
         )
         after = decode_cursor(query.cursor) if query.cursor else (None, None)
         rows: list[Memory] = await self._fetch(
@@ -470,6 +476,7 @@ class AsyncMemex:
                 "created_after": query.created_after,
                 "created_before": query.created_before,
                 "metadata": _jsonb(query.metadata),
+                "include_archived": query.include_archived,
             },
         )
         last = rows[-1] if len(rows) == query.limit else None

@@ -415,6 +415,15 @@ class MemoryBatchCreate(_Request):
     memories: list[MemoryCreate] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
 
 
+IncludeArchived = Annotated[
+    bool,
+    Field(
+        description="Also the memories consolidation archived (by default their summary"
+        " stands in for them); each says which summary replaced it (superseded_by)."
+    ),
+]
+
+
 class MemorySearchRequest(_Request):
     """Search a tenant's memories: score = (alpha*relevance + (1-alpha)*recency)*importance."""
 
@@ -429,6 +438,7 @@ class MemorySearchRequest(_Request):
     mode: Mode = DEFAULT_MODE
     context_weight: ContextWeight = None
     metadata: MetadataFilter = None
+    include_archived: IncludeArchived = False
 
     def types(self) -> list[MemoryType] | None:
         return type_filter(self.memory_type, self.memory_types)
@@ -466,6 +476,7 @@ class ListQuery(_JsonQuery):
         QueryTimestamp, Field(description="Only memories created before this (ISO 8601).")
     ] = None
     metadata: MetadataQuery = None
+    include_archived: IncludeArchived = False
 
 
 class ExportQuery(_Request):

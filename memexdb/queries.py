@@ -32,7 +32,8 @@ select * from memex.search(
     p_memory_types => %(memory_types)s::text[]::memex.memory_type[],
     p_query_text => %(query_text)s, p_mode => %(mode)s,
     p_embedding_model => %(embedding_model)s, p_now => %(now)s,
-    p_context_weight => %(context_weight)s, p_metadata => %(metadata)s)
+    p_context_weight => %(context_weight)s, p_metadata => %(metadata)s,
+    p_include_archived => %(include_archived)s)
 """
 
 FORGET = """
@@ -114,7 +115,7 @@ select * from memex.list_memories(
     p_cursor_created_at => %(cursor_created_at)s, p_cursor_id => %(cursor_id)s,
     p_memory_type => %(memory_type)s::text::memex.memory_type,
     p_created_after => %(created_after)s, p_created_before => %(created_before)s,
-    p_metadata => %(metadata)s)
+    p_metadata => %(metadata)s, p_include_archived => %(include_archived)s)
 """
 
 UPDATE_MEMORY = """

@@ -75,6 +75,7 @@ async def search_memories(request: Request) -> Response:
         mode=body.mode,
         context_weight=body.context_weight,
         metadata=body.metadata,
+        include_archived=body.include_archived,
     )
     results = [SearchResult.model_validate(h) for h in hits]
     return json_of(
