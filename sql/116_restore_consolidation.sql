@@ -16,7 +16,15 @@ declare
     v_restored integer;
 begin
     select * into v_run from memex.consolidation_runs r where r.id = p_run_id;
-    if not found then
+    -- another tenant's run looks like no run at all (ids leak nothing across tenants)
+    begin
+        if v_run.id is not null then
+            perform memex._authorize(v_run.agent_id, v_run.user_id, 'read');
+        end if;
+    exception when insufficient_privilege then
+        v_run.id := null;
+    end;
+    if v_run.id is null then
         raise exception 'consolidation run % not found', p_run_id using errcode = 'MX404';
     end if;
     perform memex._authorize(v_run.agent_id, v_run.user_id, 'write');
