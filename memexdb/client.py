@@ -1224,6 +1224,11 @@ class Memex:
         """This client acting as the operator (see AsyncMemex.as_operator)."""
         return Memex(self._async.as_operator(name), self._loop, owns_loop=False)
 
+    def delegated(self, actor: str) -> Memex:
+        """This client's caller writing as one of memexdb's own agents (see
+        AsyncMemex.delegated)."""
+        return Memex(self._async.delegated(actor), self._loop, owns_loop=False)
+
     def close(self) -> None:
         if not self._owns_loop:
             return
@@ -1291,6 +1296,7 @@ class Memex:
     passages = _blocking(AsyncMemex.passages)
     search_passages = _blocking(AsyncMemex.search_passages)
     memorize = _blocking(AsyncMemex.memorize)
+    authorize = _blocking(AsyncMemex.authorize)
     consolidate = _blocking(AsyncMemex.consolidate)
     consolidate_due = _blocking(AsyncMemex.consolidate_due)
     restore_consolidation = _blocking(AsyncMemex.restore_consolidation)
