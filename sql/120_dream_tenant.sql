@@ -102,9 +102,9 @@ begin
         v_reason := case
             when coalesce(v_paused, false) then 'paused'
             when v_files = 0 then 'no files to dream over'
-            when v_file_at is null then 'no file written by the tenant'
-            when v_file_at <= v_dreamed
-                then format('no file written since the last dream at %s', v_dreamed)
+            when v_file_at is null or v_file_at <= v_dreamed then
+                case when v_dreamed is null then 'no file written by the tenant'
+                     else format('no file written since the last dream at %s', v_dreamed) end
             when v_written > v_now - make_interval(mins => (v_config ->> 'grace_minutes')::integer)
                 then format('written at %s, within the grace period', v_written)
             end;
@@ -209,8 +209,8 @@ begin
             when v_run.files_in = 0 then 'no files to dream over'
             when v_stopped is not null then v_stopped
             when v_skipped <> '[]' then 'the files to tidy were written meanwhile or restored'
-            else format('no duplicate lines or repeated headings in %s files read',
-                        v_run.files_in)
+            else format('%s file%s read, nothing to tidy', v_run.files_in,
+                        case when v_run.files_in > 1 then 's' else '' end)
             end);
     elsif p_dry_run then
         v_run.status := 'dry_run';
