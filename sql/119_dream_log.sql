@@ -36,9 +36,12 @@ begin
     begin
         v_content := memex._apply_patch(v_row.content, v_heading, v_entry, null, null);
     exception when sqlstate 'MX409' then
-        v_content := null;  -- today's heading twice, or the log is full
+        v_content := null;  -- the log is full, or today's heading is there twice
     end;
-    if v_content is null and length(v_row.content) + length(v_entry) + 2 <= 32768 then
+    if v_content is null
+       and (select count(*) from unnest(string_to_array(v_row.content, E'\n')) l
+            where rtrim(l) = v_heading) > 1
+       and length(v_row.content) + length(v_entry) + 2 <= 32768 then
         v_content := rtrim(v_row.content, E'\n') || E'\n' || v_entry || E'\n';
     end if;
     if v_content is null then

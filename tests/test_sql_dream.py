@@ -499,3 +499,81 @@ def test_keys_dream_within_their_scope(db: psycopg.Connection, dsn: str) -> None
         app.commit()
     last = revisions(db, "user/p.md")[-1]
     assert last["actor"] == "dream-agent" and last["details"]["on_behalf_of"] == f"key:{key_id}"
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "removed", "merged"),
+    [
+        # a repeated section's body and subsections move under the first occurrence
+        (
+            "## Work\n\n- a\n\n### Projects\n- p1\n\n## Home\n- h\n\n## work\n- b\n\n"
+            "### Projects\n- p2\n",
+            "## Work\n\n- a\n- b\n\n### Projects\n- p1\n- p2\n\n## Home\n- h\n",
+            0,
+            2,
+        ),
+        # closing #s and spacing do not make another heading; another level does
+        ("## Notes ##\n- a\n##   notes\n- b\n", "## Notes ##\n- a\n- b\n", 0, 1),
+        ("## A\n- x\n### A\n- y\n", "## A\n- x\n### A\n- y\n", 0, 0),
+        # the same heading under different parents stays apart
+        ("# Alice\n## Notes\n- x\n# Bob\n## Notes\n- y\n", None, 0, 0),
+        # every list marker, case, spacing and trailing punctuation
+        ("+ Tea\n1) tea\n2. TEA?\n*  tea\n- tea with milk\n", "+ Tea\n- tea with milk\n", 3, 0),
+        # a removed line leaves no gap; the file's last newline is kept (or not)
+        ("- x\n\n- a\n\n- a\n\n- y\n", "- x\n\n- a\n\n- y\n", 1, 0),
+        ("- a\n\n- a", "- a", 1, 0),
+        # code, indented items, rules and table separators are never duplicates
+        (
+            "```\nx = 1\nx = 1\n```\n~~~\n# not a heading\n# not a heading\n~~~\n- A\n  - done\n"
+            "- B\n  - done\n---\n---\n|---|\n|---|\n",
+            None,
+            0,
+            0,
+        ),
+        # a fence never closed: sections stay where they are (duplicates still go)
+        ("## A\n- a\n## B\n## A\n- a\n```\n- a\n", "## A\n- a\n## B\n## A\n```\n- a\n", 1, 0),
+        ("nothing to do\n", None, 0, 0),
+    ],
+)
+def test_dream_clean(
+    db: psycopg.Connection, before: str, after: str | None, removed: int, merged: int
+) -> None:
+    row = db.execute("select * from memex._dream_clean(%s)", (before,)).fetchone()
+    assert (row["content"], row["lines_removed"], row["headings_merged"]) == (
+        after or before,
+        removed,
+        merged,
+    )
+    again = db.execute("select * from memex._dream_clean(%s)", (row["content"],)).fetchone()
+    assert (again["content"], again["lines_removed"], again["headings_merged"]) == (
+        row["content"],
+        0,
+        0,
+    )
+
+
+def test_the_dream_log_when_full_or_edited(db: psycopg.Connection) -> None:
+    entry = "- 10:00 user/f.md: 1 duplicate line removed\n"
+    full = "## 2026-01-01\n\n" + entry * (32750 // len(entry))  # no room for another day
+    write(db, "user/dream-log.md", full, user="full")
+    write(db, "user/p.md", "- p\n- p\n", user="full")
+    assert dream(db, user="full", now=LATER)["status"] == "done"
+    archives = db.execute(
+        "select path, content from memex.memories"
+        " where user_id = 'full' and path like 'user/dream-log-%'"
+    ).fetchall()
+    assert len(archives) == 1 and archives[0]["content"] == full
+    assert re.fullmatch(r"user/dream-log-\d{14}\.md", archives[0]["path"])
+    assert re.fullmatch(
+        r"## \d{4}-\d\d-\d\d\n\n- \d\d:\d\d user/p\.md: 1 duplicate line removed\n",
+        content(db, "user/dream-log.md", user="full") or "",
+    )
+    # today's heading twice (a hand edit): the entry goes at the end
+    today = db.execute("select to_char(now() at time zone 'UTC', 'YYYY-MM-DD') as d").fetchone()
+    edited = f"## {today['d']}\n\n- a\n\n## {today['d']}\n\n- b\n"
+    write(db, "user/dream-log.md", edited, user="edited")
+    write(db, "user/p.md", "- p\n- p\n", user="edited")
+    assert dream(db, user="edited", now=LATER)["status"] == "done"
+    log = content(db, "user/dream-log.md", user="edited") or ""
+    assert log.startswith(edited) and log.endswith(" user/p.md: 1 duplicate line removed\n")
+    assert log.count("\n") == edited.count("\n") + 1
