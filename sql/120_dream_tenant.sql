@@ -115,12 +115,14 @@ begin
         end if;
     end if;
     for v_file in
-        select m.id, m.path, m.content, m.embedding, m.embedding_model, r.revision, r.operation
+        -- revision 0: a row a bound role inserted itself, with no revision yet
+        select m.id, m.path, m.content, m.embedding, m.embedding_model,
+               coalesce(r.revision, 0) as revision, r.operation
         from memex.memories m
-        cross join lateral (
+        left join lateral (
             select r.revision, r.operation from memex.file_revisions r
             where r.agent_id = m.agent_id and r.user_id = m.user_id and r.path = m.path
-            order by r.revision desc limit 1) r
+            order by r.revision desc limit 1) r on true
         where m.agent_id = p_agent_id and m.user_id = p_user_id and m.path is not null
           and memex._dream_reads(m.path)
           and (p_force or v_dreamed is null

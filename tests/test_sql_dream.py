@@ -410,6 +410,16 @@ def test_the_budget_defers_files_to_the_next_run(db: psycopg.Connection) -> None
     assert (second["files_out"], second["details"].get("deferred")) == (1, None)
     assert content(db, "user/c.md") == "- c\n"
     assert dream(db, now=LATER)["status"] == "nothing"
+    # a file row inserted directly (a bound role may), with no revision yet
+    db.execute(
+        "insert into memex.memories (agent_id, user_id, path, content, embedding,"
+        " embedding_model) values (%s, %s, 'user/d.md', '- d\n- d\n', %s, 'test-model')",
+        (A, U, VEC),
+    )
+    direct = dream(db, now=LATER)
+    assert direct["details"]["files"][0]["read_revision"] == 0
+    assert content(db, "user/d.md") == "- d\n"
+    assert [r["revision"] for r in revisions(db, "user/d.md")] == [1]
     with pytest.raises(psycopg.Error) as invalid:
         dream(db, budget=0)
     assert invalid.value.sqlstate == "MX422"
