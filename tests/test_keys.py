@@ -292,6 +292,7 @@ TENANT_API = {"store", "store_many", "search", "forget", "count", "embedding_dim
     "consolidate_tenant",
     "restore_consolidation",
     "dream_config",
+    "dream_tenant",
 }
 OPERATOR_ONLY = {
     "maintenance",
@@ -306,6 +307,7 @@ OPERATOR_ONLY = {
     "unbind_sql_role",
     "consolidate_due",
     "set_dream_config",
+    "dream_due",
 }
 
 
