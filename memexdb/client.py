@@ -1078,6 +1078,25 @@ class AsyncMemex:
         """One consolidation tick over every tenant (admin); the runs (plans if dry_run)."""
         return await self._fetch(ConsolidationRun, queries.CONSOLIDATE_DUE, {"dry_run": dry_run})
 
+    async def dream(
+        self, agent_id: str, user_id: str, *, dry_run: bool = False, force: bool = False
+    ) -> ConsolidationRun | None:
+        """Tidy the tenant's files if it is due (`force`: even if not): duplicate lines
+        and repeated headings merged, as dream-agent; see memex.dream_tenant. None when
+        another runner holds the tenant."""
+        validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
+        rows: list[ConsolidationRun] = await self._fetch(
+            ConsolidationRun,
+            queries.DREAM_TENANT,
+            {"agent_id": agent_id, "user_id": user_id, "dry_run": dry_run, "force": force},
+        )
+        run = rows[0] if rows else None
+        return run if run is not None and run.status is not None else None
+
+    async def dream_due(self, *, dry_run: bool = False) -> list[ConsolidationRun]:
+        """One tick of dreaming over files, every tenant (admin); the runs."""
+        return await self._fetch(ConsolidationRun, queries.DREAM_DUE, {"dry_run": dry_run})
+
     async def restore_consolidation(self, run_id: int) -> ConsolidationRun:
         """Undo a condense run: its sources live again, its summary archived."""
         rows: list[ConsolidationRun] = await self._fetch(
@@ -1299,6 +1318,8 @@ class Memex:
     authorize = _blocking(AsyncMemex.authorize)
     consolidate = _blocking(AsyncMemex.consolidate)
     consolidate_due = _blocking(AsyncMemex.consolidate_due)
+    dream = _blocking(AsyncMemex.dream)
+    dream_due = _blocking(AsyncMemex.dream_due)
     restore_consolidation = _blocking(AsyncMemex.restore_consolidation)
     dream_config = _blocking(AsyncMemex.dream_config)
     set_dream_config = _blocking(AsyncMemex.set_dream_config)

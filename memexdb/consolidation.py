@@ -1,6 +1,7 @@
-"""Consolidation ticks of the service's scheduler (where pg_cron does not run them).
+"""Consolidation ticks of the service's scheduler (where pg_cron does not run them): old
+memories condensed (memex.consolidate_due), then files tidied (memex.dream_due).
 
-Without an LLM a tick is one SQL call, memex.consolidate_due: extractive summaries,
+Without an LLM condensing is one SQL call, memex.consolidate_due: extractive summaries,
 archiving, lineage and locking all happen there. With an LLM (MEMEX_LLM_URL) the summary
 of each due batch is abstractive: the tick asks SQL for the plan (a dry run: the batches
 and their sources), has the model summarize each batch, and hands the summary back to
@@ -32,7 +33,14 @@ Write a plain list, one fact per line starting with "- ". Write nothing else."""
 
 
 async def tick(memex: AsyncMemex) -> list[ConsolidationRun]:
-    """One consolidation tick over every tenant; the runs that did something."""
+    """One consolidation tick over every tenant: condensing, then dreaming over files;
+    the runs that did something."""
+    condensed = await condense(memex)
+    return condensed + await memex.dream_due()
+
+
+async def condense(memex: AsyncMemex) -> list[ConsolidationRun]:
+    """Condense every due tenant's oldest batch (abstractive with an LLM)."""
     if memex.llm is None:
         return await memex.consolidate_due()
     runs = []

@@ -157,6 +157,19 @@ def test_operator_endpoints(live: httpx.Client) -> None:
     assert again.status_code == 409 and again.json()["error"]["code"] == "conflict"
     assert http.post("/v1/admin/dream/runs/99999/restore").status_code == 404
     assert http.post("/v1/admin/dream/run", json={"agent_id": "ops"}).status_code == 422
+    # the same run tidies the tenant's files (dreaming), as dream-agent
+    profile = "# Dana\n\n## Pets\n\n- a cat, Miso\n\n## Pets\n\n- A cat, Miso.\n- a dog\n"
+    body = {"agent_id": "ops", "user_id": U, "path": "user/profile.md", "content": profile}
+    assert http.put("/v1/files", json=body).status_code == 200
+    runs = http.post(
+        "/v1/admin/dream/run", json={"agent_id": "ops", "user_id": U, "force": True}
+    ).json()["runs"]
+    dream = next(r for r in runs if r["kind"] == "dream")
+    assert dream["status"] == "done" and dream["files_touched"] == 1
+    where = {"agent_id": "ops", "user_id": U, "path": "user/profile.md"}
+    tidied = http.get("/v1/files/read", params=where).json()
+    assert tidied["content"] == "# Dana\n\n## Pets\n\n- a cat, Miso\n- a dog\n"
+    assert tidied["actor"] == "dream-agent"
 
 
 def test_the_service_condenses_a_due_tenant_by_itself(live: httpx.Client) -> None:

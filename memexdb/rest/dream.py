@@ -74,12 +74,15 @@ async def run_now(request: Request) -> Response:
     body = await body_of(request, DreamRunRequest)
     memex = memex_of(request)
     if body.agent_id is not None and body.user_id is not None:
-        one = await memex.consolidate(
-            body.agent_id, body.user_id, dry_run=body.dry_run, force=body.force
-        )
-        done = [one] if one is not None else []
+        a, u, dry, force = body.agent_id, body.user_id, body.dry_run, body.force
+        runs = [
+            await memex.consolidate(a, u, dry_run=dry, force=force),
+            await memex.dream(a, u, dry_run=dry, force=force),
+        ]
+        done = [r for r in runs if r is not None]
     else:
         done = await memex.consolidate_due(dry_run=body.dry_run)
+        done += await memex.dream_due(dry_run=body.dry_run)
     return json_of(RunList(runs=[RunOut.model_validate(r) for r in done], next_before=None))
 
 
