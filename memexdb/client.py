@@ -1142,14 +1142,16 @@ class AsyncMemex:
     ) -> list[DreamUser]:
         """Each tenant's consolidation status (admin), in (agent_id, user_id) order after
         `after`."""
-        query = validated(
-            params.DreamUsersQuery,
-            agent_id=agent_id,
-            limit=limit,
-            after_agent_id=after[0] if after else None,
-            after_user_id=after[1] if after else None,
+        query = validated(params.DreamUsersQuery, agent_id=agent_id, limit=limit)
+        return await self._fetch(
+            DreamUser,
+            queries.DREAM_USERS,
+            {
+                **query.model_dump(exclude={"after"}),
+                "after_agent_id": after[0] if after else None,
+                "after_user_id": after[1] if after else None,
+            },
         )
-        return await self._fetch(DreamUser, queries.DREAM_USERS, query.model_dump())
 
     async def set_dream_paused(self, agent_id: str, user_id: str, paused: bool) -> bool:
         """Pause or resume consolidation of one tenant (admin, audited)."""

@@ -7,6 +7,7 @@ step.
 
 from __future__ import annotations
 
+import base64
 import enum
 import json
 import math
@@ -415,13 +416,13 @@ class MemoryBatchCreate(_Request):
     memories: list[MemoryCreate] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
 
 
-IncludeArchived = Annotated[
-    bool,
-    Field(
-        description="Also the memories consolidation archived (by default their summary"
-        " stands in for them); each says which summary replaced it (superseded_by)."
-    ),
-]
+_INCLUDE_ARCHIVED = Field(
+    description="Also the memories consolidation archived (by default their summary"
+    " stands in for them); each says which summary replaced it (superseded_by)."
+)
+IncludeArchived = Annotated[bool, _INCLUDE_ARCHIVED, Strict()]
+# in a query string: true / false
+IncludeArchivedQuery = Annotated[bool, _INCLUDE_ARCHIVED]
 
 
 class MemorySearchRequest(_Request):
@@ -476,7 +477,7 @@ class ListQuery(_JsonQuery):
         QueryTimestamp, Field(description="Only memories created before this (ISO 8601).")
     ] = None
     metadata: MetadataQuery = None
-    include_archived: IncludeArchived = False
+    include_archived: IncludeArchivedQuery = False
 
 
 class ExportQuery(_Request):
@@ -1545,7 +1546,8 @@ class RunsQuery(_Request):
 
     agent_id: Annotated[AgentId | None, Field(description="Only this agent's runs.")] = None
     user_id: Annotated[
-        UserId | None, Field(description="Only this user's runs (needs agent_id).")
+        UserId | None,
+        Field(description="Only this user's runs (of agent_id; without it, of every agent)."),
     ] = None
     limit: Annotated[
         int,
@@ -1560,12 +1562,6 @@ class RunsQuery(_Request):
         BeforeValidator(_query_integer),
     ] = None
 
-    @model_validator(mode="after")
-    def _user_needs_agent(self) -> RunsQuery:
-        if self.user_id is not None and self.agent_id is None:
-            raise ValueError("user_id needs agent_id")
-        return self
-
 
 class DreamUsersQuery(_Request):
     """Query string of GET /v1/admin/dream/users."""
@@ -1577,18 +1573,15 @@ class DreamUsersQuery(_Request):
         Strict(),
         BeforeValidator(_query_integer),
     ] = DEFAULT_RUNS_LIMIT
-    after_agent_id: Annotated[
-        AgentId | None, Field(description="next_after_agent_id of the last page.")
-    ] = None
-    after_user_id: Annotated[
-        UserId | None, Field(description="next_after_user_id of the last page.")
+    after: Annotated[
+        str | None,
+        Field(max_length=1000, description="next_after of the last page (opaque)."),
     ] = None
 
-    @model_validator(mode="after")
-    def _whole_cursor(self) -> DreamUsersQuery:
-        if (self.after_agent_id is None) != (self.after_user_id is None):
-            raise ValueError("give both after_agent_id and after_user_id, or neither")
-        return self
+    def after_tenant(self) -> tuple[str, str] | None:
+        """The (agent_id, user_id) the page starts after; InvalidArgument if `after` is
+        not a cursor this API made."""
+        return None if self.after is None else decode_tenant_cursor(self.after)
 
 
 class PauseRequest(_Request):
@@ -1598,8 +1591,30 @@ class PauseRequest(_Request):
     paused: Annotated[bool, Strict()]
 
 
+# one tenant (both ids) or a tick (neither); force is for one tenant: said in the schema
+_STRING: JsonDict = {"type": "string"}
+_DREAM_RUN_RULES: JsonDict = {
+    "allOf": [
+        {
+            "if": {"required": ["agent_id"], "properties": {"agent_id": _STRING}},
+            "then": {"required": ["user_id"], "properties": {"user_id": _STRING}},
+        },
+        {
+            "if": {"required": ["user_id"], "properties": {"user_id": _STRING}},
+            "then": {"required": ["agent_id"], "properties": {"agent_id": _STRING}},
+        },
+        {
+            "if": {"required": ["force"], "properties": {"force": {"const": True}}},
+            "then": {"required": ["agent_id"], "properties": {"agent_id": _STRING}},
+        },
+    ]
+}
+
+
 class DreamRunRequest(_Request):
     """POST /v1/admin/dream/run: a tick now (no tenant), or one tenant's run."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_DREAM_RUN_RULES)
 
     agent_id: Annotated[AgentId | None, Field(description="With user_id: run this tenant.")] = None
     user_id: Annotated[UserId | None, Field(description="With agent_id: run this tenant.")] = None
@@ -1661,11 +1676,25 @@ class DreamUserOut(_Out):
 
 
 class DreamUserList(BaseModel):
-    """A page of tenants; pass the next_after_* values for the next (null: the last page)."""
+    """A page of tenants; pass next_after as `after` for the next (null: the last page)."""
 
     users: list[DreamUserOut]
-    next_after_agent_id: str | None
-    next_after_user_id: str | None
+    next_after: str | None
+
+
+def encode_tenant_cursor(agent_id: str, user_id: str) -> str:
+    """An opaque cursor for a page that starts after tenant (agent_id, user_id)."""
+    return base64.urlsafe_b64encode(json.dumps([agent_id, user_id]).encode()).decode()
+
+
+def decode_tenant_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        agent_id, user_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        if isinstance(agent_id, str) and isinstance(user_id, str):
+            return agent_id, user_id
+    except (ValueError, TypeError):
+        pass
+    raise InvalidArgument("after", "is not a cursor of this list (pass next_after as is)")
 
 
 class PausedOut(BaseModel):

@@ -1,7 +1,8 @@
 -- memex.consolidation_history: consolidation runs, newest first (ids below p_before, the
 -- next page; p_limit 1 to 1000): of one tenant, of every user of an agent (p_user_id
--- null), or of every tenant (both null: admin callers of every agent). The caller's
--- scope applies (memex._authorize, and row-level security).
+-- null), of a user id across agents (p_agent_id null) or of every tenant (both null):
+-- the last two for callers of every agent. The caller's scope applies (memex._authorize,
+-- and row-level security).
 create or replace function memex.consolidation_history(
     p_agent_id text default null,
     p_user_id text default null,
@@ -17,10 +18,8 @@ begin
     if p_limit is null or p_limit not between 1 and 1000 then
         perform memex._invalid('limit', 'must be 1 to 1000');
     end if;
-    if p_agent_id is null and p_user_id is not null then
-        perform memex._invalid('agent_id', 'is required with user_id');
-    end if;
-    perform memex._authorize(p_agent_id, p_user_id, 'read');
+    perform memex._authorize(p_agent_id, case when p_agent_id is not null then p_user_id end,
+                             'read');
     return query
         select r.* from memex.consolidation_runs r
         where (p_agent_id is null or r.agent_id = p_agent_id)

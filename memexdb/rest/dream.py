@@ -20,6 +20,7 @@ from memexdb.params import (
     RunList,
     RunOut,
     RunsQuery,
+    encode_tenant_cursor,
 )
 from memexdb.rest.endpoint import Endpoint, Reply
 from memexdb.rest.parsing import body_of, json_of, memex_of, query_of
@@ -40,18 +41,14 @@ async def put_config(request: Request) -> Response:
 
 async def users(request: Request) -> Response:
     query = query_of(request, DreamUsersQuery)
-    after = (
-        (query.after_agent_id, query.after_user_id)
-        if query.after_agent_id is not None and query.after_user_id is not None
-        else None
+    rows = await memex_of(request).dream_users(
+        query.agent_id, limit=query.limit, after=query.after_tenant()
     )
-    rows = await memex_of(request).dream_users(query.agent_id, limit=query.limit, after=after)
     last = rows[-1] if len(rows) == query.limit else None
     return json_of(
         DreamUserList(
             users=[DreamUserOut.model_validate(r) for r in rows],
-            next_after_agent_id=last.agent_id if last else None,
-            next_after_user_id=last.user_id if last else None,
+            next_after=encode_tenant_cursor(last.agent_id, last.user_id) if last else None,
         )
     )
 
