@@ -69,11 +69,10 @@ class Registered:
 
 @dataclass(frozen=True)
 class Scheduled:
-    """What `schedule` did: the jobs registered, those skipped (and why), and cron.job's
-    rows for our names afterwards."""
+    """What `schedule` did: the jobs it skipped (and why), and cron.job's rows for our
+    names afterwards."""
 
     version: str
-    registered: list[CronJob]
     skipped: dict[str, str]
     jobs: list[Registered]
 
@@ -137,7 +136,6 @@ def schedule(conn: psycopg.Connection, schedules: Mapping[str, str] | None = Non
     role: registering again updates it."""
     schedules = schedules or {}
     version = require(conn)
-    registered_now: list[CronJob] = []
     skipped: dict[str, str] = {}
     with conn.transaction():
         for job in JOBS:
@@ -160,8 +158,7 @@ def schedule(conn: psycopg.Connection, schedules: Mapping[str, str] | None = Non
                     f"{exc.diag.message_primary} (cron syntax such as '*/5 * * * *';"
                     f" pg_cron >= 1.5 also takes '[1-59] seconds'; this is {version})",
                 ) from None
-            registered_now.append(job)
-    return Scheduled(version, registered_now, skipped, registered(conn))
+    return Scheduled(version, skipped, registered(conn))
 
 
 def unschedule(conn: psycopg.Connection) -> list[str]:
