@@ -267,3 +267,36 @@ SET_DREAM_PAUSED = """
 select memex.set_dream_paused(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_paused => %(paused)s)
 """
+
+# pg_cron (memexdb.pg_cron) in this database: may this role use it, and does its scheduler
+# run here? Its launcher connects to the database of cron.database_name, where alone jobs
+# run; `running` is null when this role cannot see other roles' backend types (neither a
+# superuser nor in pg_read_all_stats). No row: not installed.
+PG_CRON = """
+select e.extversion as version,
+       coalesce(has_schema_privilege(to_regnamespace('cron'), 'usage'), false) as usable,
+       (select case when bool_or(a.backend_type = 'pg_cron launcher'
+                                 and a.datname = current_database()) then true
+                    when bool_and(a.backend_type is not null) then false end
+        from pg_stat_activity a) as running
+from pg_extension e where e.extname = 'pg_cron'
+"""
+FUNCTION_EXISTS = "select to_regprocedure(%(function)s) is not null"
+CRON_SCHEDULE = "select cron.schedule(%(name)s, %(schedule)s, %(command)s)"
+# The memex jobs in cron.job for this database (a role sees its own; a superuser, all).
+CRON_JOBS = """
+select jobid, jobname, schedule, command, active, username from cron.job
+where jobname = any(%(names)s) and database = current_database()
+order by jobname, username
+"""
+# (materialized: cron.unschedule only for the rows the filter keeps)
+CRON_UNSCHEDULE = """
+with ours as materialized (
+    select jobid, jobname from cron.job
+    where jobname = any(%(names)s) and database = current_database())
+select jobname from ours where cron.unschedule(jobid) order by jobname
+"""
+CRON_ACTIVE = """
+select jobname from cron.job
+where jobname = any(%(names)s) and database = current_database() and active
+"""

@@ -14,7 +14,7 @@ import logging
 import time
 from collections import Counter
 
-from memexdb import consolidation
+from memexdb import consolidation, pg_cron
 from memexdb.client import AsyncMemex
 from memexdb.runtime.jobs import Job
 
@@ -50,4 +50,8 @@ class DreamSchedule:
 
 
 def dreaming_job() -> Job:
-    return Job("consolidation", CHECK_SECONDS, DreamSchedule().run)
+    # `memexdb schedule` registers condensing and dreaming together: where pg_cron runs
+    # them in this database, the service leaves both to it
+    return Job(
+        "consolidation", CHECK_SECONDS, DreamSchedule().run, pg_cron_job=pg_cron.CONSOLIDATE.name
+    )

@@ -7,7 +7,10 @@ process ends, is killed, or loses its connection (a database restart), another p
 takes over within `retry_seconds`. (A pooler in transaction mode between memexdb and
 PostgreSQL would break session locks: point MEMEX_DATABASE_URL at PostgreSQL itself.)
 
-To add a job: a Job(name, interval, run) in memexdb.runtime.process.default_jobs.
+To add a job: a Job(name, interval, run) in memexdb.runtime.process.default_jobs. A job
+that pg_cron can run instead (memexdb.pg_cron, `memexdb schedule`) names its pg_cron job:
+while pg_cron runs that job in this database, the runner leaves it to pg_cron (checked at
+the start and before each run, so `memexdb schedule --unschedule` hands it back).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 
 import psycopg
 
+from memexdb import pg_cron
 from memexdb.client import AsyncMemex
 
 log = logging.getLogger("memexdb.jobs")
@@ -39,13 +43,47 @@ class Job:
     name: str
     interval: float
     run: Callable[[AsyncMemex], Awaitable[float | None]]
+    pg_cron_job: str | None = None  # the pg_cron job (cron.job.jobname) doing the same
 
 
-async def _run_job(job: Job, memex: AsyncMemex) -> None:
+async def _left_to_pg_cron(job: Job, conn: psycopg.AsyncConnection, before: bool) -> bool:
+    """Whether pg_cron runs `job` here now (`before`: what the last check said); logs
+    when that changes."""
+    if job.pg_cron_job is None:
+        return False
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT_SECONDS):
+            now = job.pg_cron_job in await pg_cron.runs(conn, [job.pg_cron_job])
+    except (psycopg.Error, TimeoutError) as exc:
+        # Running it here too is safe (the jobs may run concurrently); the runner's own
+        # check of this connection notices a database that went away.
+        log.warning("job %s: could not read pg_cron's jobs (%s); running it here", job.name, exc)
+        return False
+    if now and not before:
+        log.info(
+            "job %s: pg_cron runs it in this database (its job %s); this process leaves it"
+            " to pg_cron",
+            job.name,
+            job.pg_cron_job,
+        )
+    elif before and not now:
+        log.info(
+            "job %s: pg_cron no longer runs %s here; this process runs it",
+            job.name,
+            job.pg_cron_job,
+        )
+    return now
+
+
+async def _run_job(job: Job, memex: AsyncMemex, conn: psycopg.AsyncConnection) -> None:
+    deferred = await _left_to_pg_cron(job, conn, False)
     delay = job.interval
     while True:
         await asyncio.sleep(delay)
         delay = job.interval
+        deferred = await _left_to_pg_cron(job, conn, deferred)
+        if deferred:
+            continue
         try:
             follow_up = await job.run(memex)
         except Exception:
@@ -108,7 +146,7 @@ class JobRunner:
         self.leading = True
         names = ", ".join(job.name for job in self.jobs)
         log.info("this process runs the scheduled jobs of its database (%s)", names)
-        tasks = [asyncio.create_task(_run_job(job, self.memex)) for job in self.jobs]
+        tasks = [asyncio.create_task(_run_job(job, self.memex, conn)) for job in self.jobs]
         try:
             # The session holds the lock: while it answers, no other process runs jobs.
             # One that stops answering (a network partition) may have lost it already.
