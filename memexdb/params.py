@@ -7,7 +7,6 @@ step.
 
 from __future__ import annotations
 
-import base64
 import enum
 import json
 import math
@@ -1575,12 +1574,15 @@ class DreamUsersQuery(_Request):
     ] = DEFAULT_RUNS_LIMIT
     after: Annotated[
         str | None,
-        Field(max_length=1000, description="next_after of the last page (opaque)."),
+        Field(
+            max_length=4100,
+            pattern=TENANT_CURSOR,
+            description="next_after of the last page (opaque).",
+        ),
     ] = None
 
     def after_tenant(self) -> tuple[str, str] | None:
-        """The (agent_id, user_id) the page starts after; InvalidArgument if `after` is
-        not a cursor this API made."""
+        """The (agent_id, user_id) the page starts after."""
         return None if self.after is None else decode_tenant_cursor(self.after)
 
 
@@ -1682,19 +1684,25 @@ class DreamUserList(BaseModel):
     next_after: str | None
 
 
+# a tenant cursor: the UTF-8 bytes of agent_id and user_id in hex, without NUL bytes (ids
+# hold none). Any string of this shape is a position in (agent_id, user_id) order, so the
+# schema's pattern says exactly what is accepted.
+_HEX_TEXT = r"(?:[1-9a-f][0-9a-f]|0[1-9a-f]){1,1024}"
+TENANT_CURSOR = rf"^{_HEX_TEXT}\.{_HEX_TEXT}$"
+
+
 def encode_tenant_cursor(agent_id: str, user_id: str) -> str:
     """An opaque cursor for a page that starts after tenant (agent_id, user_id)."""
-    return base64.urlsafe_b64encode(json.dumps([agent_id, user_id]).encode()).decode()
+    return f"{agent_id.encode().hex()}.{user_id.encode().hex()}"
 
 
 def decode_tenant_cursor(cursor: str) -> tuple[str, str]:
-    try:
-        agent_id, user_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        if isinstance(agent_id, str) and isinstance(user_id, str):
-            return agent_id, user_id
-    except (ValueError, TypeError):
-        pass
-    raise InvalidArgument("after", "is not a cursor of this list (pass next_after as is)")
+    agent, user = cursor.split(".")
+    # bytes that are not UTF-8 still name a position in the order
+    return (
+        bytes.fromhex(agent).decode(errors="replace"),
+        bytes.fromhex(user).decode(errors="replace"),
+    )
 
 
 class PausedOut(BaseModel):
