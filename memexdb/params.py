@@ -785,6 +785,19 @@ class EmbeddingRequest(_Request):
     ] = None
 
 
+def served_model(document_schemas: dict[str, Any], model_id: str) -> None:
+    """Say in an OpenAPI document's schemas which `model` EmbeddingRequest accepts: the
+    service's own (known once its embedder is loaded), or none."""
+    schema = document_schemas.get(EmbeddingRequest.__name__)
+    if schema is None:
+        return
+    described = schema["properties"]["model"]
+    schema["properties"]["model"] = {
+        "anyOf": [{"type": "string", "enum": [model_id]}, {"type": "null"}],
+        **{k: v for k, v in described.items() if k != "anyOf"},
+    }
+
+
 class EmbeddingOut(BaseModel):
     object: Literal["embedding"] = "embedding"
     index: int = Field(description="The position of the text in `input`.")
