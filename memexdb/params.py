@@ -696,7 +696,10 @@ def validated(model: type[_Model], **values: Any) -> _Model:
 # --- Embeddings: POST /v1/embeddings (OpenAI's API) and `memexdb reembed` ---
 
 EMBEDDINGS_MAX_INPUTS = 2048  # texts per request, as OpenAI allows
-EMBEDDING_INPUT_MAX_CHARS = CONTENT_MAX_CHARS  # a memory's content, embedded in full
+# Each text: a search query's bound (any query memexdb searches with can be embedded as
+# it does). A memory's 32768 would let a list of one item more than allowed pass the
+# 16 MiB body limit: a 413 where a 422 names the field.
+EMBEDDING_INPUT_MAX_CHARS = QUERY_MAX_CHARS
 # All texts of one request: ~240 full windows of the bundled model, tens of seconds of a
 # 2-core machine at worst (the schema cannot say this one; the 422 names `input`).
 EMBEDDINGS_MAX_TOTAL_CHARS = 262_144

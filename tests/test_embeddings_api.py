@@ -19,7 +19,11 @@ import pytest
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import Embedder
 from memexdb.embedding.long_text import embed_in_full, plan, window_of
-from memexdb.params import EMBEDDINGS_MAX_INPUTS, EMBEDDINGS_MAX_TOTAL_CHARS
+from memexdb.params import (
+    EMBEDDING_INPUT_MAX_CHARS,
+    EMBEDDINGS_MAX_INPUTS,
+    EMBEDDINGS_MAX_TOTAL_CHARS,
+)
 from tests.conftest import drop_database, new_database, scratch_dir
 from tests.live_service import Service, client, free_port, service_env, uvicorn_args
 
@@ -31,7 +35,7 @@ TEXTS = [
 LONG = " ".join(
     f"In week {n} the team moved the billing service to the new cluster, measured its"
     f" latency and wrote down what broke." * 3
-    for n in range(30)
+    for n in range(20)
 )
 
 
@@ -102,6 +106,7 @@ def test_the_openai_client_gets_the_python_embedders_vectors(
 
 
 def test_a_long_text_is_embedded_in_full(live: Live, embedder: Embedder) -> None:
+    assert len(LONG) <= EMBEDDING_INPUT_MAX_CHARS
     assert len(plan([LONG], window_of(embedder)).pieces) > 2
     with live.openai() as api:
         answer = api.embeddings.create(model=embedder.model_id, input=[LONG, TEXTS[0]])
@@ -136,8 +141,10 @@ def test_the_model_may_be_left_out_but_no_other_may_be_named(
         ({"input": ["ok", ""]}, "input[1]"),
         ({"input": [[1, 2, 3]]}, "input[0]"),  # token arrays: not accepted
         ({"input": ["x"] * (EMBEDDINGS_MAX_INPUTS + 1)}, "input"),
-        ({"input": ["y" * 32769]}, "input[0]"),
-        ({"input": ["z" * 30000] * (EMBEDDINGS_MAX_TOTAL_CHARS // 30000 + 1)}, "input"),
+        ({"input": ["y" * (EMBEDDING_INPUT_MAX_CHARS + 1)]}, "input[0]"),
+        ({"input": ["z" * 8000] * (EMBEDDINGS_MAX_TOTAL_CHARS // 8000 + 1)}, "input"),
+        # one text more than allowed, each as long as allowed: still a 422, not a 413
+        ({"input": ["w" * EMBEDDING_INPUT_MAX_CHARS] * (EMBEDDINGS_MAX_INPUTS + 1)}, "input"),
         ({"input": "ok", "encoding_format": "int8"}, "encoding_format"),
         ({"input": "ok", "dimensions": 128}, "dimensions"),
     ],
