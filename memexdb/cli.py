@@ -1,4 +1,4 @@
-"""`memexdb` command line: serve, mcp, migrate, status, dsn, export, import."""
+"""`memexdb` command line: serve, mcp, migrate, status, dsn, export, import, reembed."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import psycopg
 import uvicorn
 from tqdm import tqdm
 
-from memexdb import __version__, cli_keys, queries
+from memexdb import __version__, cli_keys, params, queries
 from memexdb.client import Memex
 from memexdb.config import Settings, SettingsError, env_name, listens_on_loopback_only
 from memexdb.embedded import EmbeddedPostgresError
@@ -248,6 +248,47 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _batch_size(text: str) -> int:
+    try:
+        size = int(text)
+    except ValueError:
+        size = 0
+    if not 1 <= size <= params.REEMBED_BATCH_MAX:
+        raise argparse.ArgumentTypeError(f"must be a number from 1 to {params.REEMBED_BATCH_MAX}")
+    return size
+
+
+def _reembed(args: argparse.Namespace, settings: Settings) -> int:
+    with _client(settings) as memex:
+        counts = memex.embedding_models()
+        others = {model: n for model, n in counts.items() if model != memex.model_id}
+        stale = sum(others.values())
+        which = ", ".join(f"{model}: {n}" for model, n in others.items())
+        print(
+            f"{stale} memories have vectors of another model than {memex.model_id}"
+            + (f" ({which})" if which else ""),
+            file=sys.stderr,
+        )
+        seen = written = 0
+        after = None
+        with _progress(args, stale) as bar:
+            # Each page starts after the last id of the one before: the loop ends.
+            while True:
+                page = memex.reembed_page(after, limit=args.batch_size)
+                seen, written = seen + page.seen, written + page.written
+                bar.update(page.seen)
+                if page.next_after is None:
+                    break
+                after = page.next_after
+    changed = seen - written
+    print(
+        f"embedded {written} memories again with {memex.model_id}"
+        + (f"; {changed} changed meanwhile (run again for them)" if changed else ""),
+        file=sys.stderr,
+    )
+    return 0
+
+
 def _option_help(settings: Settings, field: str) -> str:
     info = Settings.model_fields[field]
     return f"{info.description} (default: {getattr(settings, field)}; env {env_name(field)})"
@@ -340,6 +381,28 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     )
     imports.add_argument("file", help="the JSON Lines file (- for standard input)")
     imports.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    reembed = sub.add_parser(
+        "reembed",
+        help="embed again every memory whose vector is of another model than MEMEX_EMBEDDER's",
+        description="Embed again, with MEMEX_EMBEDDER's model, every memory (archived and "
+        "expired ones too) whose vector is of another model: a search compares only vectors "
+        "of its own model, so after changing MEMEX_EMBEDDER those memories are invisible "
+        "until they are embedded again. Long contents are embedded in full (the mean of "
+        "their chunks). Pages of --batch-size memories, each stored as soon as it is "
+        "embedded; a memory changed meanwhile keeps its new vector. Stopped part-way, it "
+        "resumes where it was when run again (only what is still of another model is "
+        "found). The vector's dimension is the schema's (vector(384)): a model of another "
+        "dimension is refused at start; changing the dimension is a migration.",
+    )
+    reembed.add_argument(
+        "--batch-size",
+        type=_batch_size,
+        default=params.DEFAULT_REEMBED_BATCH,
+        metavar="N",
+        help=f"memories per page, 1 to {params.REEMBED_BATCH_MAX}"
+        f" (default: {params.DEFAULT_REEMBED_BATCH})",
+    )
+    reembed.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     return parser
 
 
@@ -364,6 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "keys": _keys,
         "export": _export,
         "import": _import,
+        "reembed": _reembed,
     }
     try:
         return commands[args.command](args, settings)
