@@ -135,6 +135,14 @@ def _print_status(database: Database) -> int:
                     f"ANN index: {indexed} tenant(s) in it, {waiting} grown past"
                     " exact_scan_max_rows and waiting for memex.maintenance()"
                 )
+                depth = conn.execute(queries.EMBED_QUEUE_DEPTH).fetchone()
+                assert depth is not None
+                queued, due, failing, oldest, _ = depth
+                print(
+                    f"embed queue: {queued} memories waiting for their own embedding"
+                    + (f" ({due} due, {failing} failed before)" if queued else "")
+                    + (f", oldest queued at {oldest:%Y-%m-%d %H:%M:%S %Z}" if oldest else "")
+                )
     except psycopg.OperationalError:
         print("database: not reachable (is `memexdb serve` running?)")
         return 1

@@ -31,7 +31,14 @@ from memexdb.runtime import JobRunner, default_jobs
 from memexdb.runtime.embed_worker import Batch, embed_batch, embed_job
 from tests.conftest import drop_database, new_database, scratch_dir
 from tests.json_http import JsonHandler, serving
-from tests.live_service import Service, free_port, service_env, uvicorn_args, wait_until
+from tests.live_service import (
+    Service,
+    free_port,
+    run_cli,
+    service_env,
+    uvicorn_args,
+    wait_until,
+)
 from tests.sqlapi import unit
 
 STAND_IN = unit((0, 1.0))  # what consolidation stores until the worker embeds the text
@@ -356,3 +363,17 @@ def test_a_service_killed_mid_queue_loses_nothing_and_the_next_one_finishes(
     finally:
         drop_database(pg_server, dsn)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_status_shows_the_queue(dsn: str, conn: psycopg.Connection) -> None:
+    env = service_env(MEMEX_DATABASE_URL=dsn)
+    code, out = run_cli(["status"], env, timeout=60)
+    assert code == 0 and "embed queue: 0 memories waiting for their own embedding\n" in out, out
+    first, _ = queue(conn, ["one", "two"])
+    conn.execute("select memex.embed_queue_failed(%s, %s)", ([first], ["down"]))
+    code, out = run_cli(["status"], env, timeout=60)
+    assert code == 0, out
+    assert (
+        "embed queue: 2 memories waiting for their own embedding (1 due, 1 failed before),"
+        " oldest queued at " in out
+    ), out

@@ -50,7 +50,8 @@ def seed(conn: psycopg.Connection, count: int, agent: str = "a") -> list[UUID]:
             ids.append(row[0])
         conn.execute("update memex.memories set archived_at = now() where id = %s", (ids[1],))
         row = conn.execute(
-            "select memory_id from memex.write_file(%s, 'u', 'user/profile.md', '# Profile', %s, %s)",
+            "select memory_id"
+            " from memex.write_file(%s, 'u', 'user/profile.md', '# Profile', %s, %s)",
             (agent, OLD_VECTOR, OLD),
         ).fetchone()
         assert row is not None
