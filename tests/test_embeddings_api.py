@@ -6,9 +6,14 @@ no key or a revoked one may not; embedding counts against the read rate limit.""
 from __future__ import annotations
 
 import base64
+import os
+import re
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -196,3 +201,19 @@ def test_embedding_counts_against_the_read_rate_limit(live: Live, embedder: Embe
             assert int(limited.value.response.headers["retry-after"]) >= 1
         finally:
             conn.execute(limit, ("null",))
+
+
+def test_the_readme_example_runs_as_written(live: Live) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    block = next(b for b in blocks if "embeddings.create" in b)
+    script = block.replace("http://localhost:8000", live.service.base_url)
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "MEMEX_API_KEY": live.token},
+        check=True,
+    )
+    assert out.stdout == "384 3\n"
