@@ -1,4 +1,5 @@
-"""`memexdb` command line: serve, mcp, migrate, status, dsn, export, import, reembed."""
+"""`memexdb` command line: serve, mcp, migrate, status, dsn, keys, schedule, export, import,
+reembed."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import psycopg
 import uvicorn
 from tqdm import tqdm
 
-from memexdb import __version__, cli_keys, params, queries
+from memexdb import __version__, cli_keys, cli_schedule, params, queries
 from memexdb.client import Memex
 from memexdb.config import Settings, SettingsError, env_name, listens_on_loopback_only
 from memexdb.embedded import EmbeddedPostgresError
@@ -94,9 +95,18 @@ def _has_live_keys(dsn: str) -> bool:
 
 def _migrate(args: argparse.Namespace, settings: Settings) -> int:
     # A running `memexdb serve` (or `memexdb mcp`) keeps its server: migrate uses it.
-    with open_database(settings, Attach.SHARE, keep_running=False):
+    with open_database(settings, Attach.SHARE, keep_running=False) as database:
         print(f"migrated to revision {head_revision()}")
+        if args.schedule:
+            return cli_schedule.run(args, database.dsn)
     return 0
+
+
+def _schedule(args: argparse.Namespace, settings: Settings) -> int:
+    # Not migrated here (that is `migrate --schedule`): a job whose function is missing
+    # is skipped and said so.
+    with open_database(settings, Attach.SHARE, migrate=False, keep_running=False) as database:
+        return cli_schedule.run(args, database.dsn)
 
 
 def _status(args: argparse.Namespace, settings: Settings) -> int:
@@ -338,13 +348,19 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
         "PostgreSQL (MEMEX_DATA_DIR; shared with a running `memexdb serve`) or "
         "MEMEX_DATABASE_URL. Logs go to stderr.",
     )
-    sub.add_parser(
+    migrate = sub.add_parser(
         "migrate",
         help="create or upgrade the memex schema",
         description="Create or upgrade the memex schema and SQL functions. Safe to run "
         "twice or from several processes at once, and while `memexdb serve` runs (it "
         "uses that process's embedded PostgreSQL; else it starts and stops its own).",
     )
+    migrate.add_argument(
+        "--schedule",
+        action="store_true",
+        help="then register the periodic jobs with pg_cron, as `memexdb schedule` does",
+    )
+    cli_schedule.add_schedule_options(migrate)
     sub.add_parser(
         "status",
         help="show database, DSN, schema revision and counts",
@@ -360,6 +376,7 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
         "export MEMEX_DATABASE_URL=$(memexdb dsn)",
     )
     cli_keys.add_parser(sub)
+    cli_schedule.add_parser(sub)
     export = sub.add_parser(
         "export",
         help="write an agent's (or one user's) memories as JSON Lines",
@@ -433,6 +450,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "status": _status,
         "dsn": _dsn,
         "keys": _keys,
+        "schedule": _schedule,
         "export": _export,
         "import": _import,
         "reembed": _reembed,

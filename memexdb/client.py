@@ -49,7 +49,9 @@ from memexdb.types import (
     AccessEvent,
     ApiKey,
     AuditEvent,
+    ConsolidationRun,
     CreatedKey,
+    DreamUser,
     Embeddings,
     EmbedQueueDepth,
     ErasedRows,
@@ -355,10 +357,11 @@ class AsyncMemex:
         now: datetime | None = None,
         context_weight: float | None = None,
         metadata: dict[str, Any] | None = None,
+        include_archived: bool = False,
     ) -> list[SearchHit]:
         """Rank the tenant's memories for `query`; see memex.search for the formula.
         `metadata` keeps only memories whose metadata contains that object, before
-        ranking."""
+        ranking; `include_archived` ranks the memories consolidation archived too."""
         request = validated(
             MemorySearchRequest,
             agent_id=agent_id,
@@ -371,6 +374,7 @@ class AsyncMemex:
             mode=mode,
             context_weight=context_weight,
             metadata=metadata,
+            include_archived=include_archived,
         )
         embedding = (
             None
@@ -392,6 +396,7 @@ class AsyncMemex:
                 "now": now,
                 "context_weight": request.context_weight,
                 "metadata": _jsonb(request.metadata),
+                "include_archived": request.include_archived,
             },
         )
 
@@ -447,10 +452,12 @@ class AsyncMemex:
         created_after: datetime | None = None,
         created_before: datetime | None = None,
         metadata: dict[str, Any] | None = None,
+        include_archived: bool = False,
     ) -> MemoryPage:
         """A page of the tenant's live memories, newest first. Pass the page's
         `next_cursor` as `cursor` for the next page (None: there is none). Filters: one
-        type, created_after <= created_at < created_before, metadata containment."""
+        type, created_after <= created_at < created_before, metadata containment;
+        `include_archived` lists the memories consolidation archived too."""
         query = validated(
             ListQuery,
             agent_id=agent_id,
@@ -461,6 +468,7 @@ class AsyncMemex:
             created_after=created_after,
             created_before=created_before,
             metadata=metadata,
+            include_archived=include_archived,
         )
         after = decode_cursor(query.cursor) if query.cursor else (None, None)
         rows: list[Memory] = await self._fetch(
@@ -474,6 +482,7 @@ class AsyncMemex:
                 "created_after": query.created_after,
                 "created_before": query.created_before,
                 "metadata": _jsonb(query.metadata),
+                "include_archived": query.include_archived,
             },
         )
         last = rows[-1] if len(rows) == query.limit else None
@@ -653,6 +662,7 @@ class AsyncMemex:
                 **_store_params(batch, vectors, self.model_id),
                 "ids": [m.id for m in batch],
                 "updated_at": [m.updated_at for m in batch],
+                "lineage": [_jsonb(m.lineage()) for m in batch],
             },
         )
         return len(rows), len(stale)
@@ -1063,9 +1073,9 @@ class AsyncMemex:
 
     # --- Agentic tools (memexdb.agentic): memory_search and memory_memorize ---
 
-    async def authorize(self, agent_id: str, user_id: str, need: str) -> None:
+    async def authorize(self, agent_id: str | None, user_id: str | None, need: str) -> None:
         """Raise Unauthenticated or Forbidden unless the caller may act on the tenant with
-        `need` access (read, write or admin)."""
+        `need` access (read, write or admin); None: every agent / every user."""
         await self._fetch(
             None, queries.AUTHORIZE, {"agent_id": agent_id, "user_id": user_id, "need": need}
         )
@@ -1127,6 +1137,126 @@ class AsyncMemex:
         memexdb.agentic. `now` dates the fallback's memory and log heading."""
         request = validated(params.MemorizeRequest, agent_id=agent_id, user_id=user_id, text=text)
         return await agentic.memorize(self, request, now or agentic.utc_now())
+
+    # --- Consolidation ("dreaming"): memex.consolidate_*, memex.dream_* ---
+
+    async def consolidate(
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        dry_run: bool = False,
+        force: bool = False,
+        summary: str | None = None,
+        source_ids: Sequence[UUID | str] | None = None,
+    ) -> ConsolidationRun | None:
+        """Condense the tenant's oldest episodic memories if it is due (`force`: even if
+        not); see memex.consolidate_tenant. None when another runner holds the tenant.
+        `summary` (with the `source_ids` it summarizes) replaces the extractive summary."""
+        validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
+        rows: list[ConsolidationRun] = await self._fetch(
+            ConsolidationRun,
+            queries.CONSOLIDATE_TENANT,
+            {
+                "agent_id": agent_id,
+                "user_id": user_id,
+                "dry_run": dry_run,
+                "force": force,
+                "summary": summary,
+                "source_ids": [str(i) for i in source_ids] if source_ids is not None else None,
+            },
+        )
+        run = rows[0] if rows else None
+        return run if run is not None and run.status is not None else None
+
+    async def consolidate_due(self, *, dry_run: bool = False) -> list[ConsolidationRun]:
+        """One consolidation tick over every tenant (admin); the runs (plans if dry_run)."""
+        return await self._fetch(ConsolidationRun, queries.CONSOLIDATE_DUE, {"dry_run": dry_run})
+
+    async def dream(
+        self, agent_id: str, user_id: str, *, dry_run: bool = False, force: bool = False
+    ) -> ConsolidationRun | None:
+        """Tidy the tenant's files if it is due (`force`: even if not): duplicate lines
+        and repeated headings merged, as dream-agent; see memex.dream_tenant. None when
+        another runner holds the tenant."""
+        validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
+        rows: list[ConsolidationRun] = await self._fetch(
+            ConsolidationRun,
+            queries.DREAM_TENANT,
+            {"agent_id": agent_id, "user_id": user_id, "dry_run": dry_run, "force": force},
+        )
+        run = rows[0] if rows else None
+        return run if run is not None and run.status is not None else None
+
+    async def dream_due(self, *, dry_run: bool = False) -> list[ConsolidationRun]:
+        """One tick of dreaming over files, every tenant (admin); the runs."""
+        return await self._fetch(ConsolidationRun, queries.DREAM_DUE, {"dry_run": dry_run})
+
+    async def restore_consolidation(self, run_id: int) -> ConsolidationRun:
+        """Undo a condense run: its sources live again, its summary archived."""
+        rows: list[ConsolidationRun] = await self._fetch(
+            ConsolidationRun, queries.RESTORE_CONSOLIDATION, {"run_id": run_id}
+        )
+        return rows[0]
+
+    async def dream_config(self) -> params.DreamConfigOut:
+        """The consolidation settings (memex.dream_config)."""
+        rows = await self._fetch(None, queries.DREAM_CONFIG)
+        return params.DreamConfigOut.model_validate(rows[0])
+
+    async def set_dream_config(self, /, **changes: Any) -> params.DreamConfigOut:
+        """Change consolidation settings (admin); the whole configuration after."""
+        request = validated(params.DreamConfig, **changes)
+        rows = await self._fetch(
+            None, queries.SET_DREAM_CONFIG, {"changes": Jsonb(request.changes())}
+        )
+        return params.DreamConfigOut.model_validate(rows[0])
+
+    async def consolidation_runs(
+        self,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        *,
+        limit: int = params.DEFAULT_RUNS_LIMIT,
+        before: int | None = None,
+    ) -> list[ConsolidationRun]:
+        """Consolidation runs, newest first: of a tenant, an agent, or every tenant."""
+        query = validated(
+            params.RunsQuery, agent_id=agent_id, user_id=user_id, limit=limit, before=before
+        )
+        return await self._fetch(
+            ConsolidationRun, queries.CONSOLIDATION_HISTORY, query.model_dump()
+        )
+
+    async def dream_users(
+        self,
+        agent_id: str | None = None,
+        *,
+        limit: int = params.DEFAULT_RUNS_LIMIT,
+        after: tuple[str, str] | None = None,
+    ) -> list[DreamUser]:
+        """Each tenant's consolidation status (admin), in (agent_id, user_id) order after
+        `after`."""
+        query = validated(params.DreamUsersQuery, agent_id=agent_id, limit=limit)
+        return await self._fetch(
+            DreamUser,
+            queries.DREAM_USERS,
+            {
+                **query.model_dump(exclude={"after"}),
+                "after_agent_id": after[0] if after else None,
+                "after_user_id": after[1] if after else None,
+            },
+        )
+
+    async def set_dream_paused(self, agent_id: str, user_id: str, paused: bool) -> bool:
+        """Pause or resume consolidation of one tenant (admin, audited)."""
+        validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
+        rows = await self._fetch(
+            None,
+            queries.SET_DREAM_PAUSED,
+            {"agent_id": agent_id, "user_id": user_id, "paused": paused},
+        )
+        return bool(rows[0])
 
 
 _P = ParamSpec("_P")
@@ -1210,6 +1340,11 @@ class Memex:
         """This client acting as the operator (see AsyncMemex.as_operator)."""
         return Memex(self._async.as_operator(name), self._loop, owns_loop=False)
 
+    def delegated(self, actor: str) -> Memex:
+        """This client's caller writing as one of memexdb's own agents (see
+        AsyncMemex.delegated)."""
+        return Memex(self._async.delegated(actor), self._loop, owns_loop=False)
+
     def close(self) -> None:
         if not self._owns_loop:
             return
@@ -1281,3 +1416,14 @@ class Memex:
     passages = _blocking(AsyncMemex.passages)
     search_passages = _blocking(AsyncMemex.search_passages)
     memorize = _blocking(AsyncMemex.memorize)
+    authorize = _blocking(AsyncMemex.authorize)
+    consolidate = _blocking(AsyncMemex.consolidate)
+    consolidate_due = _blocking(AsyncMemex.consolidate_due)
+    dream = _blocking(AsyncMemex.dream)
+    dream_due = _blocking(AsyncMemex.dream_due)
+    restore_consolidation = _blocking(AsyncMemex.restore_consolidation)
+    dream_config = _blocking(AsyncMemex.dream_config)
+    set_dream_config = _blocking(AsyncMemex.set_dream_config)
+    consolidation_runs = _blocking(AsyncMemex.consolidation_runs)
+    dream_users = _blocking(AsyncMemex.dream_users)
+    set_dream_paused = _blocking(AsyncMemex.set_dream_paused)

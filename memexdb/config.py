@@ -63,6 +63,11 @@ class Settings(BaseSettings):
         description="seconds between polls of the embed queue (NOTIFY memex_embed wakes the"
         " worker at once); 0: no embed worker",
     )
+    dream_enabled: bool = Field(
+        False,
+        description="run consolidation (condensing old memories, dreaming over files) in the"
+        " service; the database's dream_config.enabled stays the master switch",
+    )
     allowed_hosts: str | None = Field(
         None, description="comma-separated Host values REST and MCP accept"
     )

@@ -7,6 +7,7 @@ step.
 
 from __future__ import annotations
 
+import base64
 import enum
 import json
 import math
@@ -416,6 +417,15 @@ class MemoryBatchCreate(_Request):
     memories: list[MemoryCreate] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
 
 
+_INCLUDE_ARCHIVED = Field(
+    description="Also the memories consolidation archived (by default their summary"
+    " stands in for them); each says which summary replaced it (superseded_by)."
+)
+IncludeArchived = Annotated[bool, _INCLUDE_ARCHIVED, Strict()]
+# in a query string: true / false
+IncludeArchivedQuery = Annotated[bool, _INCLUDE_ARCHIVED]
+
+
 class MemorySearchRequest(_Request):
     """Search a tenant's memories: score = (alpha*relevance + (1-alpha)*recency)*importance."""
 
@@ -430,6 +440,7 @@ class MemorySearchRequest(_Request):
     mode: Mode = DEFAULT_MODE
     context_weight: ContextWeight = None
     metadata: MetadataFilter = None
+    include_archived: IncludeArchived = False
 
     def types(self) -> list[MemoryType] | None:
         return type_filter(self.memory_type, self.memory_types)
@@ -467,6 +478,7 @@ class ListQuery(_JsonQuery):
         QueryTimestamp, Field(description="Only memories created before this (ISO 8601).")
     ] = None
     metadata: MetadataQuery = None
+    include_archived: IncludeArchivedQuery = False
 
 
 class ExportQuery(_Request):
@@ -623,6 +635,21 @@ class ExportedMemory(BaseModel):
     expires_at: QueryTimestamp = None
     embedding_model: str | None = None
     embedding: list[float] | None = None
+    # consolidation's lineage (memex.consolidate_tenant): a summary's sources; an archived
+    # memory's summary and archive time
+    source_ids: list[UUID] = Field(default_factory=list, max_length=1000)
+    superseded_by: UUID | None = None
+    archived_at: QueryTimestamp = None
+
+    def lineage(self) -> dict[str, Any] | None:
+        """What memex.import_memories takes as this memory's p_lineage item."""
+        if not self.source_ids and self.archived_at is None:
+            return None
+        return {
+            "source_ids": [str(i) for i in self.source_ids],
+            "superseded_by": str(self.superseded_by) if self.superseded_by else None,
+            "archived_at": self.archived_at.isoformat() if self.archived_at else None,
+        }
 
 
 class Deleted(BaseModel):
@@ -1518,3 +1545,290 @@ class MemorizeOut(BaseModel):
     applied: list[MemorizeChange]
     refused: list[MemorizeRefusal]
     llm_error: str | None = None
+
+
+# --- Consolidation ("dreaming"): memex.consolidate_*, memex.dream_* ---
+
+# memex.set_dream_config checks the same bounds (tests/test_params.py keeps them in step).
+DREAM_BOUNDS: dict[str, tuple[int, int]] = {
+    "interval_seconds": (10, 86400),
+    "grace_minutes": (0, 10080),
+    "threshold": (10, 100_000),
+    "batch_size": (2, 1000),
+    "summary_chars": (200, 32000),
+    "write_budget": (1, 1000),
+    "concurrency": (1, 64),
+}
+RUNS_LIMIT_MAX = 1000
+DEFAULT_RUNS_LIMIT = 100
+
+
+class DreamConfig(_Request):
+    """Consolidation settings to change (PUT /v1/admin/dream/config): any of them."""
+
+    enabled: Annotated[
+        bool | None,
+        Field(
+            description="Master switch of every consolidation job (pg_cron's and the service's)."
+        ),
+        Strict(),
+    ] = None
+    interval_seconds: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["interval_seconds"][0],
+            le=DREAM_BOUNDS["interval_seconds"][1],
+            description="Seconds between the service's ticks ({} to {}).".format(
+                *DREAM_BOUNDS["interval_seconds"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+    grace_minutes: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["grace_minutes"][0],
+            le=DREAM_BOUNDS["grace_minutes"][1],
+            description="Quiet minutes before a tenant is touched ({} to {}).".format(
+                *DREAM_BOUNDS["grace_minutes"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+    threshold: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["threshold"][0],
+            le=DREAM_BOUNDS["threshold"][1],
+            description="Live episodic memories a tenant must exceed ({} to {}).".format(
+                *DREAM_BOUNDS["threshold"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+    batch_size: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["batch_size"][0],
+            le=DREAM_BOUNDS["batch_size"][1],
+            description="Oldest episodic memories per summary ({} to {}).".format(
+                *DREAM_BOUNDS["batch_size"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+    summary_chars: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["summary_chars"][0],
+            le=DREAM_BOUNDS["summary_chars"][1],
+            description="Longest extractive summary ({} to {}).".format(
+                *DREAM_BOUNDS["summary_chars"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+    write_budget: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["write_budget"][0],
+            le=DREAM_BOUNDS["write_budget"][1],
+            description="Most summaries and file rewrites per tick ({} to {}).".format(
+                *DREAM_BOUNDS["write_budget"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+    concurrency: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["concurrency"][0],
+            le=DREAM_BOUNDS["concurrency"][1],
+            description="Most tenants per tick ({} to {}).".format(*DREAM_BOUNDS["concurrency"]),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+
+    def changes(self) -> dict[str, Any]:
+        """The settings given (null: left as they are)."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+class DreamConfigOut(BaseModel):
+    enabled: bool
+    interval_seconds: int
+    grace_minutes: int
+    threshold: int
+    batch_size: int
+    summary_chars: int
+    write_budget: int
+    concurrency: int
+
+
+class RunsQuery(_Request):
+    """Query string of GET /v1/admin/dream/runs."""
+
+    agent_id: Annotated[AgentId | None, Field(description="Only this agent's runs.")] = None
+    user_id: Annotated[
+        UserId | None,
+        Field(description="Only this user's runs (of agent_id; without it, of every agent)."),
+    ] = None
+    limit: Annotated[
+        int,
+        Field(ge=1, le=RUNS_LIMIT_MAX, description=f"Runs per page (1 to {RUNS_LIMIT_MAX})."),
+        Strict(),
+        BeforeValidator(_query_integer),
+    ] = DEFAULT_RUNS_LIMIT
+    before: Annotated[
+        int | None,
+        Field(ge=1, le=2**63 - 1, description="Runs older than this id (the next page)."),
+        Strict(),
+        BeforeValidator(_query_integer),
+    ] = None
+
+
+class DreamUsersQuery(_Request):
+    """Query string of GET /v1/admin/dream/users."""
+
+    agent_id: Annotated[AgentId | None, Field(description="Only this agent's users.")] = None
+    limit: Annotated[
+        int,
+        Field(ge=1, le=RUNS_LIMIT_MAX, description=f"Users per page (1 to {RUNS_LIMIT_MAX})."),
+        Strict(),
+        BeforeValidator(_query_integer),
+    ] = DEFAULT_RUNS_LIMIT
+    after: Annotated[
+        str | None,
+        Field(max_length=1000, description="next_after of the last page (opaque)."),
+    ] = None
+
+    def after_tenant(self) -> tuple[str, str] | None:
+        """The (agent_id, user_id) the page starts after; InvalidArgument if `after` is
+        not a cursor this API made."""
+        return None if self.after is None else decode_tenant_cursor(self.after)
+
+
+class PauseRequest(_Request):
+    """PUT /v1/admin/dream/users/{user_id}/paused."""
+
+    agent_id: AgentId
+    paused: Annotated[bool, Strict()]
+
+
+# one tenant (both ids) or a tick (neither); force is for one tenant: said in the schema
+_STRING: JsonDict = {"type": "string"}
+_DREAM_RUN_RULES: JsonDict = {
+    "allOf": [
+        {
+            "if": {"required": ["agent_id"], "properties": {"agent_id": _STRING}},
+            "then": {"required": ["user_id"], "properties": {"user_id": _STRING}},
+        },
+        {
+            "if": {"required": ["user_id"], "properties": {"user_id": _STRING}},
+            "then": {"required": ["agent_id"], "properties": {"agent_id": _STRING}},
+        },
+        {
+            "if": {"required": ["force"], "properties": {"force": {"const": True}}},
+            "then": {"required": ["agent_id"], "properties": {"agent_id": _STRING}},
+        },
+    ]
+}
+
+
+class DreamRunRequest(_Request):
+    """POST /v1/admin/dream/run: a tick now (no tenant), or one tenant's run."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_DREAM_RUN_RULES)
+
+    agent_id: Annotated[AgentId | None, Field(description="With user_id: run this tenant.")] = None
+    user_id: Annotated[UserId | None, Field(description="With agent_id: run this tenant.")] = None
+    dry_run: Annotated[bool, Field(description="Return the plan; write nothing."), Strict()] = False
+    force: Annotated[
+        bool,
+        Field(description="A tenant's run: skip the threshold, grace and pause checks."),
+        Strict(),
+    ] = False
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> DreamRunRequest:
+        if (self.agent_id is None) != (self.user_id is None):
+            raise ValueError("give both agent_id and user_id (one tenant) or neither (a tick)")
+        if self.force and self.agent_id is None:
+            raise ValueError("force is for one tenant's run")
+        return self
+
+
+class RunOut(_Out):
+    id: int | None = Field(description="null for a plan (dry run) or a tenant not due")
+    agent_id: str
+    user_id: str
+    kind: str = Field(description="condense | dream | restore")
+    status: str = Field(description="done | dry_run | nothing | failed | restored | running")
+    actor: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    memories_in: int | None
+    memories_out: int | None
+    files_in: int | None
+    files_out: int | None
+    files_touched: int | None
+    summary_id: UUID | None
+    restored_by: int | None
+    error: str | None
+    details: dict[str, Any]
+
+
+class RunList(BaseModel):
+    runs: list[RunOut]
+    next_before: int | None
+
+
+class DreamUserOut(_Out):
+    agent_id: str
+    user_id: str
+    paused: bool
+    memory_count: int
+    last_dreamed_at: datetime | None
+    last_run_id: int | None
+    last_run_at: datetime | None
+    last_run_kind: str | None
+    last_run_status: str | None
+    last_error: str | None
+    runs_done: int
+    runs_failed: int
+    runs_restored: int
+
+
+class DreamUserList(BaseModel):
+    """A page of tenants; pass next_after as `after` for the next (null: the last page)."""
+
+    users: list[DreamUserOut]
+    next_after: str | None
+
+
+def encode_tenant_cursor(agent_id: str, user_id: str) -> str:
+    """An opaque cursor for a page that starts after tenant (agent_id, user_id)."""
+    return base64.urlsafe_b64encode(json.dumps([agent_id, user_id]).encode()).decode()
+
+
+def decode_tenant_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        agent_id, user_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        if isinstance(agent_id, str) and isinstance(user_id, str):
+            return agent_id, user_id
+    except (ValueError, TypeError):
+        pass
+    raise InvalidArgument("after", "is not a cursor of this list (pass next_after as is)")
+
+
+class PausedOut(BaseModel):
+    agent_id: str
+    user_id: str
+    paused: bool

@@ -32,7 +32,8 @@ select * from memex.search(
     p_memory_types => %(memory_types)s::text[]::memex.memory_type[],
     p_query_text => %(query_text)s, p_mode => %(mode)s,
     p_embedding_model => %(embedding_model)s, p_now => %(now)s,
-    p_context_weight => %(context_weight)s, p_metadata => %(metadata)s)
+    p_context_weight => %(context_weight)s, p_metadata => %(metadata)s,
+    p_include_archived => %(include_archived)s)
 """
 
 FORGET = """
@@ -133,7 +134,7 @@ select * from memex.list_memories(
     p_cursor_created_at => %(cursor_created_at)s, p_cursor_id => %(cursor_id)s,
     p_memory_type => %(memory_type)s::text::memex.memory_type,
     p_created_after => %(created_after)s, p_created_before => %(created_before)s,
-    p_metadata => %(metadata)s)
+    p_metadata => %(metadata)s, p_include_archived => %(include_archived)s)
 """
 
 UPDATE_MEMORY = """
@@ -166,7 +167,7 @@ select * from memex.import_memories(
     p_memory_types => %(memory_types)s::text[]::memex.memory_type[],
     p_importances => %(importances)s, p_metadata => %(metadata)s::jsonb[],
     p_created_at => %(created_at)s::timestamptz[], p_updated_at => %(updated_at)s::timestamptz[],
-    p_expires_at => %(expires_at)s::timestamptz[])
+    p_expires_at => %(expires_at)s::timestamptz[], p_lineage => %(lineage)s::jsonb[])
 """
 
 # --- File memory ---
@@ -253,3 +254,68 @@ select * from memex.search_passages(
 # Raise 28000/42501 unless the caller may act on the tenant with that access.
 AUTHORIZE = "select memex._authorize(%(agent_id)s, %(user_id)s, %(need)s)"
 DELEGATE = "select memex._delegate(p_actor => %(delegate)s)"
+
+# --- Consolidation ---
+
+CONSOLIDATE_TENANT = """
+select * from memex.consolidate_tenant(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_dry_run => %(dry_run)s,
+    p_force => %(force)s, p_summary => %(summary)s, p_source_ids => %(source_ids)s::uuid[])
+"""
+CONSOLIDATE_DUE = "select * from memex.consolidate_due(p_dry_run => %(dry_run)s)"
+DREAM_TENANT = """
+select * from memex.dream_tenant(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_dry_run => %(dry_run)s,
+    p_force => %(force)s)
+"""
+DREAM_DUE = "select * from memex.dream_due(p_dry_run => %(dry_run)s)"
+RESTORE_CONSOLIDATION = "select * from memex.restore_consolidation(p_run_id => %(run_id)s)"
+DREAM_CONFIG = "select memex.dream_config()"
+SET_DREAM_CONFIG = "select memex.set_dream_config(p_changes => %(changes)s)"
+CONSOLIDATION_HISTORY = """
+select * from memex.consolidation_history(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_limit => %(limit)s,
+    p_before => %(before)s)
+"""
+DREAM_USERS = """
+select * from memex.dream_users(
+    p_agent_id => %(agent_id)s, p_limit => %(limit)s, p_after_agent_id => %(after_agent_id)s,
+    p_after_user_id => %(after_user_id)s)
+"""
+SET_DREAM_PAUSED = """
+select memex.set_dream_paused(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_paused => %(paused)s)
+"""
+
+# pg_cron (memexdb.pg_cron) in this database: may this role use it, and does its scheduler
+# run here? Its launcher connects to the database of cron.database_name, where alone jobs
+# run; `running` is null when this role cannot see other roles' backend types (neither a
+# superuser nor in pg_read_all_stats). No row: not installed.
+PG_CRON = """
+select e.extversion as version,
+       coalesce(has_schema_privilege(to_regnamespace('cron'), 'usage'), false) as usable,
+       (select case when bool_or(a.backend_type = 'pg_cron launcher'
+                                 and a.datname = current_database()) then true
+                    when bool_and(a.backend_type is not null) then false end
+        from pg_stat_activity a) as running
+from pg_extension e where e.extname = 'pg_cron'
+"""
+FUNCTION_EXISTS = "select to_regprocedure(%(function)s) is not null"
+CRON_SCHEDULE = "select cron.schedule(%(name)s, %(schedule)s, %(command)s)"
+# The memex jobs in cron.job for this database (a role sees its own; a superuser, all).
+CRON_JOBS = """
+select jobid, jobname, schedule, command, active, username from cron.job
+where jobname = any(%(names)s) and database = current_database()
+order by jobname, username
+"""
+# (materialized: cron.unschedule only for the rows the filter keeps)
+CRON_UNSCHEDULE = """
+with ours as materialized (
+    select jobid, jobname from cron.job
+    where jobname = any(%(names)s) and database = current_database())
+select jobname from ours where cron.unschedule(jobid) order by jobname
+"""
+CRON_ACTIVE = """
+select jobname from cron.job
+where jobname = any(%(names)s) and database = current_database() and active
+"""

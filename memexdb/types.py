@@ -241,6 +241,12 @@ class ExportRow(Memory):
             "expires_at": self.expires_at.isoformat() if self.expires_at else None,
             "embedding_model": self.embedding_model,
         }
+        # consolidation's lineage, only where there is some (older exports lack it)
+        if self.source_ids:
+            record["source_ids"] = [str(i) for i in self.source_ids]
+        if self.archived_at is not None:
+            record["archived_at"] = self.archived_at.isoformat()
+            record["superseded_by"] = str(self.superseded_by) if self.superseded_by else None
         if self.embedding is not None:
             vector = self.embedding
             values = vector.to_list() if hasattr(vector, "to_list") else list(vector)
@@ -357,3 +363,45 @@ class PatchPreview:
 
     revision: int
     content: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidationRun:
+    """A row of memex.consolidation_runs (or a plan: id None, status dry_run or nothing)."""
+
+    id: int | None
+    agent_id: str
+    user_id: str
+    kind: str
+    status: str
+    actor: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    memories_in: int | None
+    memories_out: int | None
+    files_in: int | None
+    files_out: int | None
+    files_touched: int | None
+    summary_id: UUID | None
+    restored_by: int | None
+    error: str | None
+    details: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class DreamUser:
+    """A row of memex.dream_users: one tenant's consolidation status."""
+
+    agent_id: str
+    user_id: str
+    paused: bool
+    memory_count: int
+    last_dreamed_at: datetime | None
+    last_run_id: int | None
+    last_run_at: datetime | None
+    last_run_kind: str | None
+    last_run_status: str | None
+    last_error: str | None
+    runs_done: int
+    runs_failed: int
+    runs_restored: int

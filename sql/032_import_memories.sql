@@ -3,8 +3,14 @@
 -- a new id) and p_updated_at (null: now()); every item is checked as store_many
 -- checks it. An id that already exists (in any tenant), or an id repeated in the batch
 -- after its first item, is skipped, not overwritten, so an import can be re-run after a
--- failure. Returns the memories inserted, in input order.
+-- failure. Returns the memories inserted, in input order. p_lineage (null items: none)
+-- restores what consolidation recorded: {"source_ids": [...], "superseded_by": <id>,
+-- "archived_at": <time>}.
 -- Each distinct agent in the batch counts one hit against its store rate limit.
+drop function if exists memex.import_memories(uuid[], text[], text[], text[], vector[], text,
+                                             memex.memory_type[], double precision[], jsonb[],
+                                             timestamptz[], timestamptz[], timestamptz[]);
+
 create or replace function memex.import_memories(
     p_ids uuid[],
     p_agent_ids text[],
@@ -17,7 +23,8 @@ create or replace function memex.import_memories(
     p_metadata jsonb[] default null,
     p_created_at timestamptz[] default null,
     p_updated_at timestamptz[] default null,
-    p_expires_at timestamptz[] default null
+    p_expires_at timestamptz[] default null,
+    p_lineage jsonb[] default null
 )
 returns setof memex.memory_record
 language plpgsql
@@ -32,7 +39,7 @@ begin
         p_agent_ids, p_user_ids, p_contents, p_embeddings, p_embedding_model,
         array[cardinality(p_ids), cardinality(p_memory_types), cardinality(p_importances),
               cardinality(p_metadata), cardinality(p_created_at), cardinality(p_updated_at),
-              cardinality(p_expires_at)],
+              cardinality(p_expires_at), cardinality(p_lineage)],
         p_importances, p_metadata);
 
     for v_agent, v_user in select distinct a, u from unnest(p_agent_ids, p_user_ids) t(a, u)
@@ -53,13 +60,19 @@ begin
     inserted as (
         insert into memex.memories as m
             (id, agent_id, user_id, memory_type, content, embedding, embedding_model,
-             importance, metadata, expires_at, created_at, updated_at)
+             importance, metadata, expires_at, created_at, updated_at, source_ids,
+             superseded_by, archived_at)
         select it.id, it.agent_id, it.user_id,
                coalesce(p_memory_types[it.ord], 'episodic'), it.content, it.embedding,
                p_embedding_model, coalesce(p_importances[it.ord], 1.0),
                coalesce(p_metadata[it.ord], '{}'), p_expires_at[it.ord],
                coalesce(p_created_at[it.ord], now()),
-               coalesce(p_updated_at[it.ord], now())
+               coalesce(p_updated_at[it.ord], now()),
+               coalesce((select array_agg(s::uuid)
+                         from jsonb_array_elements_text(p_lineage[it.ord] -> 'source_ids') s),
+                        '{}'),
+               (p_lineage[it.ord] ->> 'superseded_by')::uuid,
+               (p_lineage[it.ord] ->> 'archived_at')::timestamptz
         from items it
         order by it.ord
         on conflict (id) do nothing
@@ -73,5 +86,6 @@ $$;
 
 comment on function memex.import_memories(uuid[], text[], text[], text[], vector[], text,
                                           memex.memory_type[], double precision[], jsonb[],
-                                          timestamptz[], timestamptz[], timestamptz[]) is
+                                          timestamptz[], timestamptz[], timestamptz[],
+                                          jsonb[]) is
     'Insert exported memories keeping ids and timestamps; existing ids are skipped.';

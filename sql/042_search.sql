@@ -21,12 +21,17 @@
 -- match). Ties break on newer first, then id. p_now fixes "now" for replays and tests.
 -- p_metadata (a JSON object; null: any) keeps only memories whose metadata contains it
 -- (metadata @> p_metadata), before ranking: it filters the candidates, not the top k.
+-- Memories archived by consolidation are ranked too with p_include_archived (by default
+-- their summary stands in for them).
 drop function if exists memex.search(text, text, vector, integer, double precision,
                                      double precision, memex.memory_type[], text, text, text,
                                      timestamptz);
 drop function if exists memex.search(text, text, vector, integer, double precision,
                                      double precision, memex.memory_type[], text, text, text,
                                      timestamptz, double precision);
+drop function if exists memex.search(text, text, vector, integer, double precision,
+                                     double precision, memex.memory_type[], text, text, text,
+                                     timestamptz, double precision, jsonb);
 
 create or replace function memex.search(
     p_agent_id text,
@@ -41,7 +46,8 @@ create or replace function memex.search(
     p_embedding_model text default null,
     p_now timestamptz default null,
     p_context_weight double precision default null,
-    p_metadata jsonb default null
+    p_metadata jsonb default null,
+    p_include_archived boolean default false
 )
 returns setof memex.search_hit
 language plpgsql
@@ -157,13 +163,15 @@ begin
                     select m.id, m.importance::double precision as importance, m.created_at,
                            1 - (m.embedding <=> p_query_embedding) as similarity
                     from memex._live_memories(p_agent_id, p_user_id, p_memory_types,
-                                              p_embedding_model, v_now, p_metadata) m
+                                              p_embedding_model, v_now, p_metadata,
+                                              p_include_archived) m
                     where v_exact
                     union all
                     select a.id, a.importance, a.created_at, a.similarity
                     from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
                                                v_terms, p_memory_types, p_embedding_model,
-                                               v_now, v_depth, v_recent, p_metadata) a
+                                               v_now, v_depth, v_recent, p_metadata,
+                                               p_include_archived) a
                     where not v_exact
                 ) c
                 offset 0  -- evaluate similarity and recency once per row
@@ -181,12 +189,14 @@ begin
         with candidates as (
             select c.* from memex._candidates_exact(p_agent_id, p_user_id, p_query_embedding,
                                                     v_terms, p_memory_types,
-                                                    p_embedding_model, v_now, p_metadata) c
+                                                    p_embedding_model, v_now, p_metadata,
+                                                    p_include_archived) c
             where v_exact
             union all
             select c.* from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
                                                   v_terms, p_memory_types, p_embedding_model,
-                                                  v_now, v_depth, v_recent, p_metadata) c
+                                                  v_now, v_depth, v_recent, p_metadata,
+                                                  p_include_archived) c
             where not v_exact
         ),
         normalised as (
@@ -233,5 +243,5 @@ $$;
 
 comment on function memex.search(text, text, vector, integer, double precision,
                                  double precision, memex.memory_type[], text, text, text,
-                                 timestamptz, double precision, jsonb) is
+                                 timestamptz, double precision, jsonb, boolean) is
     'Rank a tenant''s memories: (alpha*relevance + (1-alpha)*recency) * importance.';

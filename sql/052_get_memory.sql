@@ -1,6 +1,7 @@
--- memex.get_memory: one live memory of a tenant by id. Raises SQLSTATE MX404 when the id
--- is not a live memory of this tenant (another tenant's id, an expired or archived memory
--- and a missing id all look the same).
+-- memex.get_memory: one memory of a tenant by id: a live one, or one consolidation
+-- archived (archived_at and superseded_by, its summary, say so). Raises SQLSTATE MX404
+-- when the id is not this tenant's (another tenant's id, an expired memory and a missing
+-- id all look the same).
 create or replace function memex.get_memory(
     p_agent_id text,
     p_user_id text,
@@ -18,7 +19,8 @@ begin
     perform memex._check_tenant(p_agent_id, p_user_id);
     perform memex._authorize(p_agent_id, p_user_id, 'read');
     select (memex._memory_record(m)).* into v_result
-    from memex._live_memories(p_agent_id, p_user_id, null, null, coalesce(p_now, now())) m
+    from memex._live_memories(p_agent_id, p_user_id, null, null, coalesce(p_now, now()),
+                              p_include_archived => true) m
     where m.id = p_id;
     if v_result.id is null then
         raise exception 'memory % not found', p_id using errcode = 'MX404';
@@ -28,4 +30,4 @@ end
 $$;
 
 comment on function memex.get_memory(text, text, uuid, timestamptz) is
-    'One live memory of tenant (agent_id, user_id) by id; MX404 if it is not theirs or absent.';
+    'One memory (live or archived) of tenant (agent_id, user_id) by id; MX404 if not theirs.';

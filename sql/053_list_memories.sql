@@ -3,7 +3,12 @@
 -- (created_at, id) of the last row of a page as (p_cursor_created_at, p_cursor_id) to get
 -- the next one (both or neither). Filters: one memory type, a created_at range
 -- (p_created_after <= created_at < p_created_before) and metadata containment
--- (metadata @> p_metadata, a JSON object).
+-- (metadata @> p_metadata, a JSON object). p_include_archived lists the memories
+-- consolidation archived as well, each with its summary (superseded_by).
+drop function if exists memex.list_memories(text, text, integer, timestamptz, uuid,
+                                            memex.memory_type, timestamptz, timestamptz, jsonb,
+                                            timestamptz);
+
 create or replace function memex.list_memories(
     p_agent_id text,
     p_user_id text,
@@ -14,7 +19,8 @@ create or replace function memex.list_memories(
     p_created_after timestamptz default null,
     p_created_before timestamptz default null,
     p_metadata jsonb default null,
-    p_now timestamptz default null
+    p_now timestamptz default null,
+    p_include_archived boolean default false
 )
 returns setof memex.memory_record
 language plpgsql
@@ -36,7 +42,8 @@ begin
     from memex._live_memories(p_agent_id, p_user_id,
                               case when p_memory_type is null then null
                                    else array[p_memory_type] end,
-                              null, coalesce(p_now, now()), p_metadata) m
+                              null, coalesce(p_now, now()), p_metadata,
+                              p_include_archived) m
     -- Bounds on created_at alone, with no "is null or": a generic plan keeps them as the
     -- range of the tenant index scan, so a deep page does not scan the pages before it.
     where m.created_at <= coalesce(p_cursor_created_at, 'infinity')
@@ -50,5 +57,5 @@ $$;
 
 comment on function memex.list_memories(text, text, integer, timestamptz, uuid,
                                          memex.memory_type, timestamptz, timestamptz, jsonb,
-                                         timestamptz) is
+                                         timestamptz, boolean) is
     'A page of a tenant''s live memories, newest first, keyset-paged by (created_at, id).';

@@ -17,7 +17,8 @@ declare
         'memories',
         'tenants',
         'file_revisions',
-        'access_log'
+        'access_log',
+        'consolidation_runs'
     ];
     v_table  text;
     v_count  bigint;

@@ -1,8 +1,13 @@
--- memex.export_memories: one page of the live memories of an agent's user (or of all its
--- users when p_user_id is null), oldest first per user (user_id, created_at, id), with
--- every field and, if p_include_embeddings, the embedding (null otherwise). Keyset
+-- memex.export_memories: one page of the unexpired memories of an agent's user (or of all
+-- its users when p_user_id is null), oldest first per user (user_id, created_at, id),
+-- with every field and, if p_include_embeddings, the embedding (null otherwise). Memories
+-- consolidation archived are exported too, with their lineage (source_ids,
+-- superseded_by, archived_at): an export holds everything, and an import restores it. Keyset
 -- paging: pass the (user_id, created_at, id) of the last row of a page as p_after_* (all
 -- three or none). p_limit: 1 to 1000 (default 500).
+drop function if exists memex.export_memories(text, text, boolean, text, timestamptz, uuid,
+                                             integer, timestamptz);
+
 create or replace function memex.export_memories(
     p_agent_id text,
     p_user_id text default null,
@@ -25,7 +30,10 @@ returns table (
     created_at timestamptz,
     updated_at timestamptz,
     expires_at timestamptz,
-    embedding vector
+    embedding vector,
+    source_ids uuid[],
+    superseded_by uuid,
+    archived_at timestamptz
 )
 language plpgsql
 stable
@@ -44,11 +52,11 @@ begin
     return query
     select m.id, m.agent_id, m.user_id, m.memory_type, m.content, m.importance, m.metadata,
            m.embedding_model, m.created_at, m.updated_at, m.expires_at,
-           case when p_include_embeddings then m.embedding end
+           case when p_include_embeddings then m.embedding end,
+           m.source_ids, m.superseded_by, m.archived_at
     from memex.memories m
     where m.agent_id = p_agent_id
       and (p_user_id is null or m.user_id = p_user_id)
-      and m.archived_at is null
       and (m.expires_at is null or m.expires_at > coalesce(p_now, now()))
       and (p_after_id is null
            or (m.user_id, m.created_at, m.id) > (p_after_user_id, p_after_created_at, p_after_id))
@@ -59,4 +67,4 @@ $$;
 
 comment on function memex.export_memories(text, text, boolean, text, timestamptz, uuid, integer,
                                           timestamptz) is
-    'A page of an agent''s (or one user''s) live memories with every field, for export.';
+    'A page of an agent''s (or one user''s) memories, archived ones too, for export.';

@@ -21,8 +21,9 @@ grant select, insert, update, delete on memex.memories, memex.tenants
 -- memex.maintenance).
 grant select, delete on memex.file_revisions, memex.access_log to memex_app, memex_tenant;
 -- Consolidation runs are written by the consolidation functions (security definer);
--- callers read their tenant's. The embed queue is the service's alone (its embed worker).
-grant select on memex.consolidation_runs to memex_app, memex_tenant;
+-- callers read their tenant's and erase them with their user. The embed queue is the
+-- service's alone (its embed worker).
+grant select, delete on memex.consolidation_runs to memex_app, memex_tenant;
 grant select, insert, update, delete on memex.embed_queue to memex_app;
 grant select on memex.settings to memex_app, memex_tenant;
 grant insert, update on memex.settings to memex_app;
@@ -36,7 +37,8 @@ grant execute on function
     memex.list_files, memex.read_file, memex.write_file, memex.preview_patch,
     memex.patch_file, memex.delete_file, memex.list_revisions, memex.get_revision,
     memex.restore_revision, memex.access_events, memex.smart_read,
-    memex.search_passages
+    memex.search_passages, memex.consolidate_tenant, memex.restore_consolidation,
+    memex.dream_config, memex.dream_tenant
     to memex_tenant;
 -- The helpers it runs with its caller's rights.
 grant execute on function

@@ -289,6 +289,10 @@ TENANT_API = {"store", "store_many", "search", "forget", "count", "embedding_dim
     "access_events",
     "smart_read",
     "search_passages",
+    "consolidate_tenant",
+    "restore_consolidation",
+    "dream_config",
+    "dream_tenant",
 }
 OPERATOR_ONLY = {
     "maintenance",
@@ -301,6 +305,9 @@ OPERATOR_ONLY = {
     "audit_events",
     "bind_sql_role",
     "unbind_sql_role",
+    "consolidate_due",
+    "set_dream_config",
+    "dream_due",
 }
 
 
@@ -335,6 +342,9 @@ def test_grants(conn: psycopg.Connection) -> None:
     assert tables == [
         ("access_log", "memex_app", "DELETE,SELECT"),
         ("access_log", "memex_tenant", "DELETE,SELECT"),
+        ("consolidation_runs", "memex_app", "DELETE,SELECT"),
+        ("consolidation_runs", "memex_tenant", "DELETE,SELECT"),
+        ("embed_queue", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
         ("file_revisions", "memex_app", "DELETE,SELECT"),
         ("file_revisions", "memex_tenant", "DELETE,SELECT"),
         ("memories", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
@@ -348,7 +358,13 @@ def test_grants(conn: psycopg.Connection) -> None:
         "select relname from pg_class where relnamespace = 'memex'::regnamespace"
         " and relrowsecurity and relforcerowsecurity order by 1"
     ).fetchall()
-    assert forced == [("access_log",), ("file_revisions",), ("memories",), ("tenants",)]
+    assert forced == [
+        ("access_log",),
+        ("consolidation_runs",),
+        ("file_revisions",),
+        ("memories",),
+        ("tenants",),
+    ]
 
 
 def test_the_service_role_sees_nothing_without_a_caller(conn: psycopg.Connection, dsn: str) -> None:
@@ -391,7 +407,13 @@ async def test_admin_actions_and_writers_are_recorded(amemex: AsyncMemex, dsn: s
         assert conn.execute(
             "select actor from memex.memories where id = %s", (memory.id,)
         ).fetchone() == ("operator:ops",)
-    erased = {"memories": 1, "tenants": 1, "file_revisions": 0, "access_log": 0}
+    erased = {
+        "memories": 1,
+        "tenants": 1,
+        "file_revisions": 0,
+        "access_log": 0,
+        "consolidation_runs": 0,
+    }
     assert await writer.erase_user("A", "u") == erased
     events = [(e.action, e.actor, e.details) for e in await operator.audit_events(limit=3)]
     assert events == [

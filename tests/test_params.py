@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from memexdb import params
 from memexdb.params import (
+    DreamConfig,
     FileReadQuery,
     FileWrite,
     ListQuery,
@@ -324,6 +325,19 @@ CASES: list[Case] = [
             ("top_k", 1, params.PASSAGES_TOP_K_MAX),
             ("passage_chars", params.PASSAGE_MIN_CHARS, params.PASSAGE_MAX_CHARS),
         )
+        for n, ok in ((low, True), (low - 1, False), (high, True), (high + 1, False))
+    ],
+    *[
+        (
+            f"dream {key} {n}",
+            lambda c, k=key, n=n: c.execute(
+                "select memex.set_dream_config(jsonb_build_object(%s::text, %s::int))", (k, n)
+            ),
+            DreamConfig,
+            {key: n},
+            ok,
+        )
+        for key, (low, high) in params.DREAM_BOUNDS.items()
         for n, ok in ((low, True), (low - 1, False), (high, True), (high + 1, False))
     ],
     *[

@@ -911,7 +911,13 @@ def test_erase_user_reports_rows_per_table_and_leaves_others(live: Live) -> None
     assert r.status_code == 200, r.text
     assert r.json() == {
         **who,
-        "deleted": {"memories": 2, "tenants": 1, "file_revisions": 0, "access_log": 0},
+        "deleted": {
+            "memories": 2,
+            "tenants": 1,
+            "file_revisions": 0,
+            "access_log": 0,
+            "consolidation_runs": 0,
+        },
     }
     assert live.http.get(COUNT, params=who).json()["count"] == 0
     assert live.http.get(COUNT, params=other).json()["count"] == 1

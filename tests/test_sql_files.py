@@ -275,7 +275,13 @@ def test_erase_user_and_retention(db: psycopg.Connection) -> None:
         (r["table_name"], r["deleted"])
         for r in db.execute("select * from memex.erase_user('a', 'u')").fetchall()
     )
-    assert erased == {"memories": 3, "tenants": 1, "file_revisions": 3, "access_log": 1}
+    assert erased == {
+        "memories": 3,
+        "tenants": 1,
+        "file_revisions": 3,
+        "access_log": 1,
+        "consolidation_runs": 0,
+    }
 
 
 def test_memory_calls_cannot_bypass_a_files_revisions(db: psycopg.Connection) -> None:

@@ -222,6 +222,7 @@ def test_erase_user_deletes_every_row_of_the_tenant_and_counts_them(
         {"table_name": "tenants", "deleted": 1},
         {"table_name": "file_revisions", "deleted": 0},
         {"table_name": "access_log", "deleted": 0},
+        {"table_name": "consolidation_runs", "deleted": 0},
     ]
     for table in ("memories", "tenants"):
         left = rows(
@@ -237,7 +238,7 @@ def test_erase_user_deletes_every_row_of_the_tenant_and_counts_them(
     # erasing again finds nothing; a new memory starts the tenant afresh
     assert [
         r["deleted"] for r in rows(conn, "select * from memex.erase_user('agent', 'user')")
-    ] == [0, 0, 0, 0]
+    ] == [0, 0, 0, 0, 0]
     store(conn, "again", angled(0.5))
     assert rows(conn, "select memex.count('agent', 'user') as n") == [{"n": 1}]
     assert sqlstate(conn, "select * from memex.erase_user('', 'user')") == ("MX422", "agent_id")

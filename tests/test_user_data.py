@@ -86,6 +86,7 @@ async def test_list_get_update_and_erase(amemex: AsyncMemex) -> None:
         "tenants": 1,
         "file_revisions": 0,
         "access_log": 0,
+        "consolidation_runs": 0,
     }
     assert await amemex.count("agent", "ann") == 0
     assert await amemex.count("agent", "bob") == 1
@@ -168,6 +169,7 @@ def test_cli_export_erase_import_restores_identical_data(
             "tenants": 1,
             "file_revisions": 0,
             "access_log": 0,
+            "consolidation_runs": 0,
         }
         assert memex.list_memories("cli", "gardener").memories == []
 

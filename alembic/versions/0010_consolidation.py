@@ -7,7 +7,8 @@ cleaned up, and the queue that embeds what SQL wrote.
 - memex.embed_queue: memories waiting for an embedding of their own text (a summary is
   searchable at once by its sources' centroid, and queued); NOTIFY memex_embed tells the
   runtime's embed worker.
-- memex.tenants: dream_paused (an operator's pause) and last_dreamed_at.
+- memex.tenants: dream_paused (an operator's pause of both) and last_dreamed_at (the
+  last dream over the tenant's files).
 - memories.superseded_by loses its foreign key: lineage is kept by the functions that
   change it (memex.forget of a summary brings its sources back instead of orphaning
   them), and an import can load archived memories before their summary.

@@ -66,6 +66,7 @@ from memexdb.params import (
     FilePath,
     HalfLifeDays,
     Importance,
+    IncludeArchived,
     Kind,
     LineNumber,
     ListLimit,
@@ -252,6 +253,7 @@ def build_mcp_server(
         mode: Mode = DEFAULT_MODE,
         context_weight: ContextWeight = None,
         metadata: MetadataFilter = None,
+        include_archived: IncludeArchived = False,
     ) -> SearchResponse:
         """Recall the tenant's memories most relevant to `query`, best first. Each result
         carries its score and the parts of it: score = (alpha * relevance + (1 - alpha) *
@@ -269,6 +271,7 @@ def build_mcp_server(
                 mode=mode,
                 context_weight=context_weight,
                 metadata=metadata,
+                include_archived=include_archived,
             )
         results = [SearchResult.model_validate(h) for h in hits]
         return SearchResponse(
@@ -370,6 +373,7 @@ def build_mcp_server(
         cursor: Cursor = None,
         memory_type: MemoryTypeFilter = None,
         metadata: MetadataFilter = None,
+        include_archived: IncludeArchived = False,
     ) -> MemoryPage:
         """List the tenant's memories, newest first, a page at a time (to review them,
         not to answer a question: search_memories ranks by relevance). Pass next_cursor
@@ -383,6 +387,7 @@ def build_mcp_server(
                 cursor=cursor,
                 memory_type=memory_type,
                 metadata=metadata,
+                include_archived=include_archived,
             )
         memories = [MemoryOut.model_validate(m) for m in page.memories]
         return MemoryPage(memories=memories, next_cursor=page.next_cursor)

@@ -41,7 +41,7 @@ from memexdb.params import (
     SearchResult,
     TenantQuery,
 )
-from memexdb.rest import admin, agentic, docs, embeddings, files
+from memexdb.rest import admin, agentic, docs, dream, embeddings, files
 from memexdb.rest.endpoint import Endpoint, Reply
 from memexdb.rest.errors import HANDLERS, CatchAll
 from memexdb.rest.parsing import body_of, json_of, memex_of, query_of
@@ -75,6 +75,7 @@ async def search_memories(request: Request) -> Response:
         mode=body.mode,
         context_weight=body.context_weight,
         metadata=body.metadata,
+        include_archived=body.include_archived,
     )
     results = [SearchResult.model_validate(h) for h in hits]
     return json_of(
@@ -265,6 +266,7 @@ ENDPOINTS = (
     *agentic.ENDPOINTS,
     *embeddings.ENDPOINTS,
     *admin.ENDPOINTS,
+    *dream.ENDPOINTS,
 )
 
 

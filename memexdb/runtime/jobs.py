@@ -8,6 +8,9 @@ takes over within `retry_seconds`. (A pooler in transaction mode between memexdb
 PostgreSQL would break session locks: point MEMEX_DATABASE_URL at PostgreSQL itself.)
 
 To add a job: a Job(name, interval, run) in memexdb.runtime.process.default_jobs. A job
+that pg_cron can run instead (memexdb.pg_cron, `memexdb schedule`) names its pg_cron job:
+while pg_cron runs that job in this database, the runner leaves it to pg_cron (checked at
+the start and before each run, so `memexdb schedule --unschedule` hands it back). A job
 with a `wake_channel` also runs as soon as a NOTIFY on that channel arrives (a connection
 of its own listens), and once at once when the process starts leading.
 """
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 import psycopg
 import psycopg.sql
 
+from memexdb import pg_cron
 from memexdb.client import AsyncMemex
 
 log = logging.getLogger("memexdb.jobs")
@@ -42,10 +46,40 @@ class Job:
     name: str
     interval: float
     run: Callable[[AsyncMemex], Awaitable[float | None]]
+    pg_cron_job: str | None = None  # the pg_cron job (cron.job.jobname) doing the same
     # NOTIFY on this channel runs the job at once; the interval still bounds every wait,
     # in case a notification is missed (sent while no process listened, or lost with the
     # listening connection).
     wake_channel: str | None = None
+
+
+async def _left_to_pg_cron(job: Job, conn: psycopg.AsyncConnection, before: bool) -> bool:
+    """Whether pg_cron runs `job` here now (`before`: what the last check said); logs
+    when that changes."""
+    if job.pg_cron_job is None:
+        return False
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT_SECONDS):
+            now = job.pg_cron_job in await pg_cron.runs(conn, [job.pg_cron_job])
+    except (psycopg.Error, TimeoutError) as exc:
+        # Running it here too is safe (the jobs may run concurrently); the runner's own
+        # check of this connection notices a database that went away.
+        log.warning("job %s: could not read pg_cron's jobs (%s); running it here", job.name, exc)
+        return False
+    if now and not before:
+        log.info(
+            "job %s: pg_cron runs it in this database (its job %s); this process leaves it"
+            " to pg_cron",
+            job.name,
+            job.pg_cron_job,
+        )
+    elif before and not now:
+        log.info(
+            "job %s: pg_cron no longer runs %s here; this process runs it",
+            job.name,
+            job.pg_cron_job,
+        )
+    return now
 
 
 async def _pause(delay: float, wake: asyncio.Event | None) -> None:
@@ -78,12 +112,21 @@ async def _listen(dsn: str, channel: str, wake: asyncio.Event, retry_seconds: fl
         await asyncio.sleep(retry_seconds)
 
 
-async def _run_job(job: Job, memex: AsyncMemex, wake: asyncio.Event | None = None) -> None:
+async def _run_job(
+    job: Job,
+    memex: AsyncMemex,
+    conn: psycopg.AsyncConnection,
+    wake: asyncio.Event | None = None,
+) -> None:
+    deferred = await _left_to_pg_cron(job, conn, False)
     # A job that is woken starts at once: work may have come while nobody listened.
     delay = job.interval if wake is None else 0.0
     while True:
         await _pause(delay, wake)
         delay = job.interval
+        deferred = await _left_to_pg_cron(job, conn, deferred)
+        if deferred:
+            continue
         try:
             follow_up = await job.run(memex)
         except Exception:
@@ -153,7 +196,7 @@ class JobRunner:
                 wake = asyncio.Event()
                 listener = _listen(self.dsn, job.wake_channel, wake, self.retry_seconds)
                 tasks.append(asyncio.create_task(listener))
-            tasks.append(asyncio.create_task(_run_job(job, self.memex, wake)))
+            tasks.append(asyncio.create_task(_run_job(job, self.memex, conn, wake)))
         try:
             # The session holds the lock: while it answers, no other process runs jobs.
             # One that stops answering (a network partition) may have lost it already.

@@ -1,10 +1,12 @@
 """The maintenance job: memex.maintenance() for servers without pg_cron (expired
-memories, stale rate-limit rows, tenants grown into the ANN index)."""
+memories, stale rate-limit rows, tenants grown into the ANN index); where pg_cron runs it
+(`memexdb schedule`), the service leaves it to pg_cron."""
 
 from __future__ import annotations
 
 import logging
 
+from memexdb import pg_cron
 from memexdb.client import AsyncMemex
 from memexdb.runtime.jobs import Job
 
@@ -28,4 +30,4 @@ async def run_maintenance(memex: AsyncMemex) -> float | None:
 
 
 def maintenance_job(interval_seconds: float) -> Job:
-    return Job("maintenance", interval_seconds, run_maintenance)
+    return Job("maintenance", interval_seconds, run_maintenance, pg_cron.MAINTENANCE.name)
