@@ -13,6 +13,7 @@ import signal
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from http.server import ThreadingHTTPServer
 from typing import Any
 from uuid import UUID
@@ -26,7 +27,7 @@ from memexdb import AsyncMemex
 from memexdb.config import Settings
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import BatchingEmbedder, Embedder, OpenAIEmbeddings, Vectors
-from memexdb.embedding.long_text import embed_in_full
+from memexdb.embedding.long_text import embed_in_full, window_of
 from memexdb.runtime import JobRunner, default_jobs
 from memexdb.runtime.embed_worker import Batch, embed_batch, embed_job
 from tests.conftest import drop_database, new_database, scratch_dir
@@ -377,3 +378,37 @@ def test_status_shows_the_queue(dsn: str, conn: psycopg.Connection) -> None:
         "embed queue: 2 memories waiting for their own embedding (1 due, 1 failed before),"
         " oldest queued at " in out
     ), out
+
+
+async def test_a_consolidation_summary_gets_the_embedding_of_its_whole_text(
+    conn: psycopg.Connection, amemex: AsyncMemex, embedder: Embedder
+) -> None:
+    """The queue's producer as it is: memex.consolidate_tenant writes a summary with its
+    sources' centroid and queues it; the worker replaces the centroid."""
+    register_vector(conn)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    conn.execute(
+        "select count(*) from memex.store_many(%s, %s, %s, %s, 'source-model',"
+        " null, null, null, null, %s)",
+        (
+            ["a"] * 130,
+            ["u"] * 130,
+            [f"Fact {i}: the locker code of gym bag {i} is {i * 37 % 1000}." for i in range(130)],
+            [unit((i % 300, 1.0)) for i in range(130)],
+            [start + timedelta(days=i) for i in range(130)],
+        ),
+    )
+    run = conn.execute(
+        "select summary_id from memex.consolidate_tenant('a', 'u', p_now => %s)",
+        (datetime.now(UTC) + timedelta(hours=2),),
+    ).fetchone()
+    assert run is not None and run[0] is not None
+    summary_id = run[0]
+    content, model, centroid = vectors(conn)[summary_id]
+    assert model == "source-model" and queued_ids(conn) == {summary_id}
+    assert len(window_of(embedder).spans([content])[0]) > 254  # longer than one window
+    assert await embed_batch(amemex.as_operator("jobs")) == Batch(taken=1, written=1, failed=0)
+    _, model, vector = vectors(conn)[summary_id]
+    assert model == embedder.model_id
+    assert np.array_equal(vector, embed_in_full(embedder, [content])[0])
+    assert not np.array_equal(vector, centroid) and queued_ids(conn) == set()
