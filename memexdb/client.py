@@ -52,6 +52,7 @@ from memexdb.types import (
     ConsolidationRun,
     CreatedKey,
     DreamUser,
+    EmbedBatch,
     Embeddings,
     EmbedQueueDepth,
     ErasedRows,
@@ -67,6 +68,7 @@ from memexdb.types import (
     ModelCount,
     Passage,
     PatchPreview,
+    QueuedMemory,
     ReembedPage,
     RevokedKey,
     SearchHit,
@@ -678,11 +680,11 @@ class AsyncMemex:
         return rows[0]
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    async def _transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """A connection in a transaction whose caller is this client's, for work that
-        spans several statements (the embed worker's batch: its queue entries stay locked
-        until the end). Commits when the block ends, rolls back if it raises; database
-        errors come out as memexdb's."""
+        spans several statements (the embed queue's batch: its entries stay locked until
+        the end). Commits when the block ends, rolls back if it raises; database errors
+        come out as memexdb's."""
         try:
             async with self.pool.connection() as conn, conn.transaction():
                 if self._enters:
@@ -697,6 +699,59 @@ class AsyncMemex:
             if translated is exc:
                 raise
             raise translated from exc
+
+    async def embed_queued(self) -> EmbedBatch:
+        """Take, embed and store one batch of memex.embed_queue (operator; what the
+        service's embed worker runs): in one transaction, memex.embed_queue_take locks
+        the due entries, their contents are embedded in full, memex.set_embeddings
+        stores each vector whose memory still has that content (and dequeues it), and
+        memex.embed_queue_failed backs off the entries whose embedding failed. If the
+        process dies first, the transaction is rolled back: every entry stays queued."""
+        async with self._transaction() as conn:
+            cur = conn.cursor(row_factory=class_row(QueuedMemory))
+            rows = await (await cur.execute(queries.EMBED_QUEUE_TAKE)).fetchall()
+            if not rows:
+                return EmbedBatch(0, 0, 0)
+            done, failed = await self._embed_each(rows)
+            written = 0
+            if done:
+                result = await conn.execute(
+                    queries.SET_EMBEDDINGS,
+                    {
+                        "ids": [row.memory_id for row, _ in done],
+                        "contents": [row.content for row, _ in done],
+                        "embeddings": [vector for _, vector in done],
+                        "embedding_model": self.model_id,
+                    },
+                )
+                written = int((await result.fetchone() or (0,))[0])
+            if failed:
+                await conn.execute(
+                    queries.EMBED_QUEUE_FAILED,
+                    {"ids": [row.memory_id for row, _ in failed], "errors": [e for _, e in failed]},
+                )
+            errors = tuple(f"{r.memory_id} (attempt {r.attempts + 1}): {e}" for r, e in failed)
+            return EmbedBatch(len(rows), written, len(failed), errors)
+
+    async def _embed_each(
+        self, rows: list[QueuedMemory]
+    ) -> tuple[list[tuple[QueuedMemory, Any]], list[tuple[QueuedMemory, str]]]:
+        """Embed a batch; if that fails, each memory alone, so that one text the model
+        cannot take does not hold the others back."""
+        try:
+            vectors = await self.embedder.embed_in_full([r.content for r in rows])
+            return list(zip(rows, vectors, strict=True)), []
+        except Exception as exc:
+            if len(rows) == 1:
+                return [], [(rows[0], f"{type(exc).__name__}: {exc}")]
+        done: list[tuple[QueuedMemory, Any]] = []
+        failed: list[tuple[QueuedMemory, str]] = []
+        for row in rows:
+            try:
+                done.append((row, (await self.embedder.embed_in_full([row.content]))[0]))
+            except Exception as exc:
+                failed.append((row, f"{type(exc).__name__}: {exc}"))
+        return done, failed
 
     async def embed_texts(
         self, texts: str | Sequence[str], *, model: str | None = None
@@ -1393,7 +1448,9 @@ class Memex:
     ping = _blocking(AsyncMemex.ping)
     maintenance = _blocking(AsyncMemex.maintenance)
     set_setting = _blocking(AsyncMemex.set_setting)
+    embed_queued = _blocking(AsyncMemex.embed_queued)
     embed_texts = _blocking(AsyncMemex.embed_texts)
+    embed_request = _blocking(AsyncMemex.embed_request)
     embedding_models = _blocking(AsyncMemex.embedding_models)
     embed_queue_depth = _blocking(AsyncMemex.embed_queue_depth)
     reembed_page = _blocking(AsyncMemex.reembed_page)

@@ -107,6 +107,19 @@ class QueuedMemory:
 
 
 @dataclass(frozen=True, slots=True)
+class EmbedBatch:
+    """What one batch of the embed queue did (AsyncMemex.embed_queued): entries taken,
+    vectors stored (the others' memories changed meanwhile or were being written: they
+    stay queued), entries whose embedding failed (backed off)."""
+
+    taken: int
+    written: int
+    failed: int
+    # what failed, one line each: "<memory id> (attempt n): <error>"
+    errors: tuple[str, ...] = field(default=(), compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class EmbedQueueDepth:
     """memex.embed_queue_depth: entries queued, due now, failed at least once; the oldest
     entry's time and when the next one is due (None: the queue is empty)."""

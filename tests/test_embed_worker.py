@@ -29,7 +29,8 @@ from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import BatchingEmbedder, Embedder, OpenAIEmbeddings, Vectors
 from memexdb.embedding.long_text import embed_in_full, window_of
 from memexdb.runtime import JobRunner, default_jobs
-from memexdb.runtime.embed_worker import Batch, embed_batch, embed_job
+from memexdb.runtime.embed_worker import embed_job
+from memexdb.types import EmbedBatch
 from tests.conftest import drop_database, new_database, scratch_dir
 from tests.json_http import JsonHandler, serving
 from tests.live_service import (
@@ -85,9 +86,9 @@ async def test_a_queued_memory_gets_the_embedding_of_its_own_text(
     contents = ["Alice's sister lives in Lisbon", LONG, "Bob fixed the bike on Sunday"]
     ids = queue(conn, contents)
     started = time.monotonic()
-    batch = await embed_batch(amemex.as_operator("jobs"))
+    batch = await amemex.as_operator("jobs").embed_queued()
     print(f"one batch of 3 (one of {len(LONG)} characters): {time.monotonic() - started:.2f} s")
-    assert batch == Batch(taken=3, written=3, failed=0)
+    assert batch == EmbedBatch(taken=3, written=3, failed=0)
     stored = vectors(conn)
     for memory_id, content in zip(ids, contents, strict=True):
         _, model, vector = stored[memory_id]
@@ -97,7 +98,7 @@ async def test_a_queued_memory_gets_the_embedding_of_its_own_text(
     assert np.array_equal(stored[ids[0]][2], embedder.embed([contents[0]])[0])
     assert not np.array_equal(stored[ids[1]][2], embedder.embed([LONG])[0])
     assert queued_ids(conn) == set()
-    assert await embed_batch(amemex.as_operator("jobs")) == Batch(0, 0, 0)
+    assert await amemex.as_operator("jobs").embed_queued() == EmbedBatch(0, 0, 0)
 
 
 class Gate:
@@ -144,7 +145,7 @@ async def test_a_memory_changed_while_its_batch_is_embedded_keeps_its_new_vector
     [memory_id] = queue(conn, ["Alice works at the bakery"])
     gate = Gate(embedder)
     async with client(dsn, gate) as worker:
-        batch = asyncio.create_task(embed_batch(worker))
+        batch = asyncio.create_task(worker.embed_queued())
         assert await asyncio.to_thread(gate.entered.wait, BOUND)  # taken, being embedded
         fresh = embedder.embed(["Alice works at the library"])[0]
         conn.execute(  # the user corrects the memory meanwhile, as the API would
@@ -153,13 +154,13 @@ async def test_a_memory_changed_while_its_batch_is_embedded_keeps_its_new_vector
             (memory_id, "Alice works at the library", fresh, embedder.model_id),
         )
         gate.open.set()
-        assert await asyncio.wait_for(batch, BOUND) == Batch(taken=1, written=0, failed=0)
+        assert await asyncio.wait_for(batch, BOUND) == EmbedBatch(taken=1, written=0, failed=0)
         content, model, vector = vectors(conn)[memory_id]
         assert (content, model) == ("Alice works at the library", embedder.model_id)
         assert np.array_equal(vector, fresh)  # not the bakery's vector
         # still queued: the next batch embeds the content as it is now
         assert queued_ids(conn) == {memory_id}
-        assert await embed_batch(worker) == Batch(taken=1, written=1, failed=0)
+        assert await worker.embed_queued() == EmbedBatch(taken=1, written=1, failed=0)
     assert np.array_equal(vectors(conn)[memory_id][2], fresh)
     assert queued_ids(conn) == set()
 
@@ -193,7 +194,12 @@ async def test_failures_back_off_and_do_not_hold_the_others_back(
     good, poison, other = queue(conn, ["a fine memory", "a poison memory", "another one"])
     remote = OpenAIEmbeddings(flaky_server, "served-minilm", dim=384)
     async with client(dsn, remote) as worker:
-        assert await embed_batch(worker) == Batch(taken=3, written=2, failed=1)
+        batch = await worker.embed_queued()
+        assert batch == EmbedBatch(taken=3, written=2, failed=1)
+        [error] = batch.errors  # what the worker logs
+        assert (
+            error.startswith(f"{poison} (attempt 1): EmbeddingServiceError") and "HTTP 500" in error
+        )
         assert queued_ids(conn) == {poison}
         stored = vectors(conn)
         assert stored[good][1] == stored[other][1] == "served-minilm"
@@ -209,11 +215,11 @@ async def test_failures_back_off_and_do_not_hold_the_others_back(
 
         attempts, wait, error = attempt()
         assert attempts == 1 and 9 < wait <= 10 and "HTTP 500" in error, (wait, error)
-        assert await embed_batch(worker) == Batch(0, 0, 0)  # not due yet
+        assert await worker.embed_queued() == EmbedBatch(0, 0, 0)  # not due yet
         depth = await worker.embed_queue_depth()
         assert (depth.queued, depth.due, depth.failing) == (1, 0, 1)
         conn.execute("update memex.embed_queue set next_attempt_at = now()")
-        assert await embed_batch(worker) == Batch(taken=1, written=0, failed=1)
+        assert await worker.embed_queued() == EmbedBatch(taken=1, written=0, failed=1)
         attempts, wait, _ = attempt()
         assert attempts == 2 and 19 < wait <= 20  # doubled
     remote.close()
@@ -407,7 +413,9 @@ async def test_a_consolidation_summary_gets_the_embedding_of_its_whole_text(
     content, model, centroid = vectors(conn)[summary_id]
     assert model == "source-model" and queued_ids(conn) == {summary_id}
     assert len(window_of(embedder).spans([content])[0]) > 254  # longer than one window
-    assert await embed_batch(amemex.as_operator("jobs")) == Batch(taken=1, written=1, failed=0)
+    assert await amemex.as_operator("jobs").embed_queued() == EmbedBatch(
+        taken=1, written=1, failed=0
+    )
     _, model, vector = vectors(conn)[summary_id]
     assert model == embedder.model_id
     assert np.array_equal(vector, embed_in_full(embedder, [content])[0])

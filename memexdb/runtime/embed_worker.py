@@ -2,13 +2,14 @@
 consolidation wrote with its sources' centroid as a stand-in vector), with the process's
 own embedder, each in full however long (memexdb.embedding.long_text).
 
-One batch is one transaction: memex.embed_queue_take locks the due entries (FOR UPDATE
-SKIP LOCKED), the contents are embedded, memex.set_embeddings stores each vector whose
-memory still has that content (and dequeues it), and memex.embed_queue_failed backs off
-the ones whose embedding failed. A process that dies in between takes its transaction
-with it: PostgreSQL rolls it back and every entry is queued as before, to be taken at
-once by the next worker (no lease to wait out). The cost is a transaction open while a
-batch is embedded: memex.embed_queue_take bounds a batch's text, so that is seconds.
+One batch is one transaction (AsyncMemex.embed_queued): memex.embed_queue_take locks the
+due entries (FOR UPDATE SKIP LOCKED), the contents are embedded, memex.set_embeddings
+stores each vector whose memory still has that content (and dequeues it), and
+memex.embed_queue_failed backs off the ones whose embedding failed. A process that dies
+in between takes its transaction with it: PostgreSQL rolls it back and every entry is
+queued as before, to be taken at once by the next worker (no lease to wait out). The cost
+is a transaction open while a batch is embedded: memex.embed_queue_take bounds a batch's
+text, so that is seconds.
 
 It runs as a scheduled job (memexdb.runtime.jobs): in one process per database, the one
 holding the jobs lock, so that one model at a time spends the machine's cores on the
@@ -23,16 +24,10 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from psycopg.rows import class_row
-
-from memexdb import queries
 from memexdb.client import AsyncMemex
-from memexdb.embedding import Vectors
 from memexdb.runtime.jobs import Job
-from memexdb.types import QueuedMemory
 
 log = logging.getLogger("memexdb.jobs")
 
@@ -42,75 +37,6 @@ CHANNEL = "memex_embed"  # memex._queue_embedding notifies it
 RUN_BUDGET_SECONDS = 30.0
 
 
-@dataclass(frozen=True)
-class Batch:
-    """What one batch did: entries taken, vectors written (the others' memories changed
-    meanwhile or are being written: they stay queued), entries that failed."""
-
-    taken: int
-    written: int
-    failed: int
-
-
-async def _embed_each(
-    memex: AsyncMemex, rows: list[QueuedMemory]
-) -> tuple[list[tuple[QueuedMemory, Vectors]], list[tuple[QueuedMemory, str]]]:
-    """Embed the batch; if that fails, each memory alone, so that one text the model
-    cannot take does not hold the others back."""
-    try:
-        vectors = await memex.embedder.embed_in_full([r.content for r in rows])
-        return list(zip(rows, vectors, strict=True)), []
-    except Exception:
-        if len(rows) == 1:
-            raise
-    done: list[tuple[QueuedMemory, Vectors]] = []
-    failed: list[tuple[QueuedMemory, str]] = []
-    for row in rows:
-        try:
-            done.append((row, (await memex.embedder.embed_in_full([row.content]))[0]))
-        except Exception as exc:
-            failed.append((row, f"{type(exc).__name__}: {exc}"))
-    return done, failed
-
-
-async def embed_batch(memex: AsyncMemex) -> Batch:
-    """Take, embed and store one batch of the queue, in one transaction (operator)."""
-    async with memex.transaction() as conn:
-        cur = conn.cursor(row_factory=class_row(QueuedMemory))
-        rows = await (await cur.execute(queries.EMBED_QUEUE_TAKE)).fetchall()
-        if not rows:
-            return Batch(0, 0, 0)
-        try:
-            done, failed = await _embed_each(memex, rows)
-        except Exception as exc:  # the only memory of the batch
-            done, failed = [], [(rows[0], f"{type(exc).__name__}: {exc}")]
-        written = 0
-        if done:
-            result = await conn.execute(
-                queries.SET_EMBEDDINGS,
-                {
-                    "ids": [row.memory_id for row, _ in done],
-                    "contents": [row.content for row, _ in done],
-                    "embeddings": [vector for _, vector in done],
-                    "embedding_model": memex.model_id,
-                },
-            )
-            written = int((await result.fetchone() or (0,))[0])
-        if failed:
-            await conn.execute(
-                queries.EMBED_QUEUE_FAILED,
-                {"ids": [row.memory_id for row, _ in failed], "errors": [e for _, e in failed]},
-            )
-            for row, error in failed:
-                log.warning(
-                    "embedding queued memory %s failed (attempt %d): %s",
-                    row.memory_id,
-                    row.attempts + 1,
-                    error,
-                )
-        return Batch(len(rows), written, len(failed))
-
-
 async def drain(memex: AsyncMemex) -> float | None:
     """The job's run: batches until the queue has nothing due (or RUN_BUDGET_SECONDS
     passed: then again at once). Returns the delay until the next entry is due, if that
@@ -118,7 +44,9 @@ async def drain(memex: AsyncMemex) -> float | None:
     started = time.monotonic()
     written = failed = 0
     while True:
-        batch = await embed_batch(memex)
+        batch = await memex.embed_queued()
+        for error in batch.errors:
+            log.warning("embedding queued memory %s", error)
         written, failed = written + batch.written, failed + batch.failed
         # Nothing left; or nothing that could be written now (memories being changed by
         # a writer at this moment): not again in a tight loop, at the next poll.
