@@ -45,6 +45,8 @@ TOOLS = {
     "memory_revisions",
     "memory_diff",
     "memory_restore",
+    "memory_search",
+    "memory_memorize",
 }
 MEMORIES = [
     ("Alice prefers dark mode in every editor", "semantic", 1.0),

@@ -926,6 +926,7 @@ def test_erase_user_reports_rows_per_table_and_leaves_others(live: Live) -> None
         "tenants": 0,
         "file_revisions": 0,
         "access_log": 0,
+        "consolidation_runs": 0,
     }
     assert error_of(live.http.delete(STORE, params={"agent_id": "a"}), 422)["fields"]
 
