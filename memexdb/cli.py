@@ -365,8 +365,8 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
         "status",
         help="show database, DSN, schema revision and counts",
         description="Show the database (and the DSN of the embedded server), its schema "
-        "revision, tenants and memories, and the ANN index. Looks at a running server "
-        "only: exit code 1 when none answers.",
+        "revision, tenants and memories, the ANN index and the embed queue. Looks at a "
+        "running server only: exit code 1 when none answers.",
     )
     sub.add_parser(
         "dsn",
