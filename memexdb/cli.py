@@ -1,4 +1,5 @@
-"""`memexdb` command line: serve, mcp, migrate, status, dsn, keys, schedule, export, import."""
+"""`memexdb` command line: serve, mcp, migrate, status, dsn, keys, schedule, export, import,
+reembed."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import psycopg
 import uvicorn
 from tqdm import tqdm
 
-from memexdb import __version__, cli_keys, cli_schedule, queries
+from memexdb import __version__, cli_keys, cli_schedule, params, queries
 from memexdb.client import Memex
 from memexdb.config import Settings, SettingsError, env_name, listens_on_loopback_only
 from memexdb.embedded import EmbeddedPostgresError
@@ -144,6 +145,14 @@ def _print_status(database: Database) -> int:
                     f"ANN index: {indexed} tenant(s) in it, {waiting} grown past"
                     " exact_scan_max_rows and waiting for memex.maintenance()"
                 )
+                depth = conn.execute(queries.EMBED_QUEUE_DEPTH).fetchone()
+                assert depth is not None
+                queued, due, failing, oldest, _ = depth
+                print(
+                    f"embed queue: {queued} memories waiting for their own embedding"
+                    + (f" ({due} due, {failing} failed before)" if queued else "")
+                    + (f", oldest queued at {oldest:%Y-%m-%d %H:%M:%S %Z}" if oldest else "")
+                )
     except psycopg.OperationalError:
         print("database: not reachable (is `memexdb serve` running?)")
         return 1
@@ -257,6 +266,47 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _batch_size(text: str) -> int:
+    try:
+        size = int(text)
+    except ValueError:
+        size = 0
+    if not 1 <= size <= params.REEMBED_BATCH_MAX:
+        raise argparse.ArgumentTypeError(f"must be a number from 1 to {params.REEMBED_BATCH_MAX}")
+    return size
+
+
+def _reembed(args: argparse.Namespace, settings: Settings) -> int:
+    with _client(settings) as memex:
+        counts = memex.embedding_models()
+        others = {model: n for model, n in counts.items() if model != memex.model_id}
+        stale = sum(others.values())
+        which = ", ".join(f"{model}: {n}" for model, n in others.items())
+        print(
+            f"{stale} memories have vectors of another model than {memex.model_id}"
+            + (f" ({which})" if which else ""),
+            file=sys.stderr,
+        )
+        seen = written = 0
+        after = None
+        with _progress(args, stale) as bar:
+            # Each page starts after the last id of the one before: the loop ends.
+            while True:
+                page = memex.reembed_page(after, limit=args.batch_size)
+                seen, written = seen + page.seen, written + page.written
+                bar.update(page.seen)
+                if page.next_after is None:
+                    break
+                after = page.next_after
+    changed = seen - written
+    print(
+        f"embedded {written} memories again with {memex.model_id}"
+        + (f"; {changed} changed meanwhile (run again for them)" if changed else ""),
+        file=sys.stderr,
+    )
+    return 0
+
+
 def _option_help(settings: Settings, field: str) -> str:
     info = Settings.model_fields[field]
     return f"{info.description} (default: {getattr(settings, field)}; env {env_name(field)})"
@@ -315,8 +365,8 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
         "status",
         help="show database, DSN, schema revision and counts",
         description="Show the database (and the DSN of the embedded server), its schema "
-        "revision, tenants and memories, and the ANN index. Looks at a running server "
-        "only: exit code 1 when none answers.",
+        "revision, tenants and memories, the ANN index and the embed queue. Looks at a "
+        "running server only: exit code 1 when none answers.",
     )
     sub.add_parser(
         "dsn",
@@ -356,6 +406,28 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     )
     imports.add_argument("file", help="the JSON Lines file (- for standard input)")
     imports.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    reembed = sub.add_parser(
+        "reembed",
+        help="embed again every memory whose vector is of another model than MEMEX_EMBEDDER's",
+        description="Embed again, with MEMEX_EMBEDDER's model, every memory (archived and "
+        "expired ones too) whose vector is of another model: a search compares only vectors "
+        "of its own model, so after changing MEMEX_EMBEDDER those memories are invisible "
+        "until they are embedded again. Long contents are embedded in full (the mean of "
+        "their chunks). Pages of --batch-size memories, each stored as soon as it is "
+        "embedded; a memory changed meanwhile keeps its new vector. Stopped part-way, it "
+        "resumes where it was when run again (only what is still of another model is "
+        "found). The vector's dimension is the schema's (vector(384)): a model of another "
+        "dimension is refused at start; changing the dimension is a migration.",
+    )
+    reembed.add_argument(
+        "--batch-size",
+        type=_batch_size,
+        default=params.DEFAULT_REEMBED_BATCH,
+        metavar="N",
+        help=f"memories per page, 1 to {params.REEMBED_BATCH_MAX}"
+        f" (default: {params.DEFAULT_REEMBED_BATCH})",
+    )
+    reembed.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     return parser
 
 
@@ -381,6 +453,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "schedule": _schedule,
         "export": _export,
         "import": _import,
+        "reembed": _reembed,
     }
     try:
         return commands[args.command](args, settings)

@@ -10,6 +10,7 @@ or limits anything itself: that is memex.* in SQL.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
 import functools
 import re
@@ -51,6 +52,9 @@ from memexdb.types import (
     ConsolidationRun,
     CreatedKey,
     DreamUser,
+    EmbedBatch,
+    Embeddings,
+    EmbedQueueDepth,
     ErasedRows,
     ExportRow,
     File,
@@ -61,12 +65,16 @@ from memexdb.types import (
     Memory,
     MemoryPage,
     MemoryType,
+    ModelCount,
     Passage,
     PatchPreview,
+    QueuedMemory,
+    ReembedPage,
     RevokedKey,
     SearchHit,
     SearchMode,
     SmartRead,
+    StaleEmbedding,
 )
 
 _OPEN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
@@ -670,6 +678,148 @@ class AsyncMemex:
         move tenants grown past exact_scan_max_rows into the ANN index."""
         rows: list[MaintenanceResult] = await self._fetch(MaintenanceResult, queries.MAINTENANCE)
         return rows[0]
+
+    @contextlib.asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A connection in a transaction whose caller is this client's, for work that
+        spans several statements (the embed queue's batch: its entries stay locked until
+        the end). Commits when the block ends, rolls back if it raises; database errors
+        come out as memexdb's."""
+        try:
+            async with self.pool.connection() as conn, conn.transaction():
+                if self._enters:
+                    await conn.execute(*self._entry())
+                    if self.credentials.delegate is not None:
+                        await conn.execute(
+                            queries.DELEGATE, {"delegate": self.credentials.delegate}
+                        )
+                yield conn
+        except Exception as exc:
+            translated = translate(exc)
+            if translated is exc:
+                raise
+            raise translated from exc
+
+    async def embed_queued(self) -> EmbedBatch:
+        """Take, embed and store one batch of memex.embed_queue (operator; what the
+        service's embed worker runs): in one transaction, memex.embed_queue_take locks
+        the due entries, their contents are embedded in full, memex.set_embeddings
+        stores each vector whose memory still has that content (and dequeues it), and
+        memex.embed_queue_failed backs off the entries whose embedding failed. If the
+        process dies first, the transaction is rolled back: every entry stays queued."""
+        async with self._transaction() as conn:
+            cur = conn.cursor(row_factory=class_row(QueuedMemory))
+            rows = await (await cur.execute(queries.EMBED_QUEUE_TAKE)).fetchall()
+            if not rows:
+                return EmbedBatch(0, 0, 0)
+            done, failed = await self._embed_each(rows)
+            written = 0
+            if done:
+                result = await conn.execute(
+                    queries.SET_EMBEDDINGS,
+                    {
+                        "ids": [row.memory_id for row, _ in done],
+                        "contents": [row.content for row, _ in done],
+                        "embeddings": [vector for _, vector in done],
+                        "embedding_model": self.model_id,
+                    },
+                )
+                written = int((await result.fetchone() or (0,))[0])
+            if failed:
+                await conn.execute(
+                    queries.EMBED_QUEUE_FAILED,
+                    {"ids": [row.memory_id for row, _ in failed], "errors": [e for _, e in failed]},
+                )
+            errors = tuple(f"{r.memory_id} (attempt {r.attempts + 1}): {e}" for r, e in failed)
+            return EmbedBatch(len(rows), written, len(failed), errors)
+
+    async def _embed_each(
+        self, rows: list[QueuedMemory]
+    ) -> tuple[list[tuple[QueuedMemory, Any]], list[tuple[QueuedMemory, str]]]:
+        """Embed a batch; if that fails, each memory alone, so that one text the model
+        cannot take does not hold the others back."""
+        try:
+            vectors = await self.embedder.embed_in_full([r.content for r in rows])
+            return list(zip(rows, vectors, strict=True)), []
+        except Exception as exc:
+            if len(rows) == 1:
+                return [], [(rows[0], f"{type(exc).__name__}: {exc}")]
+        done: list[tuple[QueuedMemory, Any]] = []
+        failed: list[tuple[QueuedMemory, str]] = []
+        for row in rows:
+            try:
+                done.append((row, (await self.embedder.embed_in_full([row.content]))[0]))
+            except Exception as exc:
+                failed.append((row, f"{type(exc).__name__}: {exc}"))
+        return done, failed
+
+    async def embed_texts(
+        self, texts: str | Sequence[str], *, model: str | None = None
+    ) -> Embeddings:
+        """Vectors of `texts` by this client's embedding model (POST /v1/embeddings), in
+        full however long (memexdb.embedding.long_text: a text that fits the model's
+        window gets exactly the vector `store` gives it). `model`, if given, must be this
+        client's model id. Any caller may (read access is enough); each call counts as a
+        read against the caller's rate limit."""
+        given = texts if isinstance(texts, str) else list(texts)
+        try:  # (validated() takes the model class as `model`)
+            request = params.EmbeddingRequest.model_validate({"input": given, "model": model})
+        except ValidationError as exc:
+            raise params.invalid_argument(exc) from None
+        return await self.embed_request(request)
+
+    async def embed_request(self, request: params.EmbeddingRequest) -> Embeddings:
+        """`embed_texts` from a validated EmbeddingRequest (the REST body)."""
+        if request.model is not None and request.model != self.model_id:
+            raise InvalidArgument(
+                "model", f"this service embeds with {self.model_id!r}: send that or leave it out"
+            )
+        await self._fetch(None, queries.AUTHORIZE_EMBEDDING)
+        cut = await self.embedder.plan_in_full(request.input)
+        vectors = cut.combine(await self.embedder.embed_many(cut.pieces))
+        return Embeddings(vectors, self.model_id, cut.total_tokens)
+
+    async def embedding_models(self) -> dict[str, int]:
+        """How many memories carry vectors of each embedding model, most first (operator)."""
+        rows: list[ModelCount] = await self._fetch(ModelCount, queries.EMBEDDING_MODELS)
+        return {row.embedding_model: row.memories for row in rows}
+
+    async def embed_queue_depth(self) -> EmbedQueueDepth:
+        """The embed queue: entries queued, due, failing; oldest and next due (operator)."""
+        rows: list[EmbedQueueDepth] = await self._fetch(EmbedQueueDepth, queries.EMBED_QUEUE_DEPTH)
+        return rows[0]
+
+    async def reembed_page(
+        self, after: UUID | None = None, *, limit: int = params.DEFAULT_REEMBED_BATCH
+    ) -> ReembedPage:
+        """One page of `memexdb reembed` (operator): the next `limit` memories after
+        `after` (in id order) whose vector is not from this client's model, embedded in
+        full and stored unless their content changed meanwhile. Start with None and pass
+        `next_after` until it is None; starting over later resumes (only what is still
+        stale is found)."""
+        if not 1 <= limit <= params.REEMBED_BATCH_MAX:
+            raise InvalidArgument("limit", f"must be 1 to {params.REEMBED_BATCH_MAX}")
+        rows: list[StaleEmbedding] = await self._fetch(
+            StaleEmbedding,
+            queries.STALE_EMBEDDINGS,
+            {"embedding_model": self.model_id, "after": after, "limit": limit},
+        )
+        if not rows:
+            return ReembedPage(0, 0, None)
+        vectors = await self.embedder.embed_in_full([r.content for r in rows])
+        written = await self._fetch(
+            None,
+            queries.SET_EMBEDDINGS,
+            {
+                "ids": [r.memory_id for r in rows],
+                "contents": [r.content for r in rows],
+                "embeddings": list(vectors),
+                "embedding_model": self.model_id,
+            },
+        )
+        return ReembedPage(
+            len(rows), int(written[0]), rows[-1].memory_id if len(rows) == limit else None
+        )
 
     async def set_setting(self, name: str, value: Any) -> None:
         """Write an operator setting (memex.settings), e.g. rate_limit_store_per_minute."""
@@ -1298,6 +1448,12 @@ class Memex:
     ping = _blocking(AsyncMemex.ping)
     maintenance = _blocking(AsyncMemex.maintenance)
     set_setting = _blocking(AsyncMemex.set_setting)
+    embed_queued = _blocking(AsyncMemex.embed_queued)
+    embed_texts = _blocking(AsyncMemex.embed_texts)
+    embed_request = _blocking(AsyncMemex.embed_request)
+    embedding_models = _blocking(AsyncMemex.embedding_models)
+    embed_queue_depth = _blocking(AsyncMemex.embed_queue_depth)
+    reembed_page = _blocking(AsyncMemex.reembed_page)
     create_key = _blocking(AsyncMemex.create_key)
     list_keys = _blocking(AsyncMemex.list_keys)
     revoke_key = _blocking(AsyncMemex.revoke_key)

@@ -57,6 +57,12 @@ class Settings(BaseSettings):
     maintenance_interval_seconds: int = Field(
         60, ge=0, description="seconds between memex.maintenance() runs; 0: never"
     )
+    embed_poll_seconds: int = Field(
+        10,
+        ge=0,
+        description="seconds between polls of the embed queue (NOTIFY memex_embed wakes the"
+        " worker at once); 0: no embed worker",
+    )
     dream_enabled: bool = Field(
         False,
         description="run consolidation (condensing old memories, dreaming over files) in the"

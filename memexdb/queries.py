@@ -54,6 +54,25 @@ from memex.rate_limit_hit(p_key => %(key)s, p_limit => %(limit)s,
 
 MAINTENANCE = "select * from memex.maintenance()"
 
+# --- The embed queue (memexdb.runtime.embed_worker) and `memexdb reembed` ---
+
+EMBED_QUEUE_TAKE = "select * from memex.embed_queue_take()"
+SET_EMBEDDINGS = """
+select memex.set_embeddings(
+    p_ids => %(ids)s::uuid[], p_contents => %(contents)s::text[],
+    p_embeddings => %(embeddings)s::vector[], p_embedding_model => %(embedding_model)s)
+"""
+EMBED_QUEUE_FAILED = """
+select memex.embed_queue_failed(p_ids => %(ids)s::uuid[], p_errors => %(errors)s::text[])
+"""
+EMBED_QUEUE_DEPTH = "select * from memex.embed_queue_depth()"
+STALE_EMBEDDINGS = """
+select * from memex.stale_embeddings(
+    p_embedding_model => %(embedding_model)s, p_after => %(after)s, p_limit => %(limit)s)
+"""
+EMBEDDING_MODELS = "select embedding_model, memories from memex.embedding_models()"
+AUTHORIZE_EMBEDDING = "select memex._authorize_embedding()"
+
 # The caller of the transaction (memexdb.client.Credentials).
 ENTER = "select memex._enter(p_token => %(key)s, p_require_key => %(require_key)s)"
 ENTER_OPERATOR = "select memex._enter_operator(p_actor => %(actor)s)"

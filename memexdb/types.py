@@ -98,6 +98,78 @@ class MaintenanceResult:
 
 
 @dataclass(frozen=True, slots=True)
+class QueuedMemory:
+    """A row of memex.embed_queue_take: a queued memory's current content."""
+
+    memory_id: UUID
+    content: str
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedBatch:
+    """What one batch of the embed queue did (AsyncMemex.embed_queued): entries taken,
+    vectors stored (the others' memories changed meanwhile or were being written: they
+    stay queued), entries whose embedding failed (backed off)."""
+
+    taken: int
+    written: int
+    failed: int
+    # what failed, one line each: "<memory id> (attempt n): <error>"
+    errors: tuple[str, ...] = field(default=(), compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedQueueDepth:
+    """memex.embed_queue_depth: entries queued, due now, failed at least once; the oldest
+    entry's time and when the next one is due (None: the queue is empty)."""
+
+    queued: int
+    due: int
+    failing: int
+    oldest_enqueued_at: datetime | None
+    next_attempt_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class StaleEmbedding:
+    """A row of memex.stale_embeddings: a memory whose vector is of another model."""
+
+    memory_id: UUID
+    content: str
+    embedding_model: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCount:
+    """A row of memex.embedding_models."""
+
+    embedding_model: str
+    memories: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReembedPage:
+    """One page of AsyncMemex.reembed_page: memories found with another model's vector,
+    those written (the others changed meanwhile), and the `after` of the next page (None:
+    this was the last)."""
+
+    seen: int
+    written: int
+    next_after: UUID | None
+
+
+@dataclass(frozen=True, slots=True)
+class Embeddings:
+    """Vectors of texts (AsyncMemex.embed_texts): one row per text, `model` that made
+    them, and the texts' tokens as that model's tokenizer counts them."""
+
+    vectors: Any  # float32 numpy array of shape (texts, dim), unit rows
+    model: str
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
 class KeyScope:
     """What every view of an API key shows: which key, and what it may reach."""
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from memexdb.embedding.cache import EmbeddingCache
 from memexdb.embedding.errors import EmbeddingError
+from memexdb.embedding.long_text import Plan, plan, window_of
 from memexdb.embedding.protocol import Embedder, Vectors, validate_text, validate_texts
 
 _Waiter = tuple[str, asyncio.Future[Vectors]]
@@ -118,6 +119,19 @@ class BatchingEmbedder:
             return parts[0] if len(parts) == 1 else np.concatenate(parts)
         known.update(self._remember(missing, np.concatenate(parts)))
         return np.stack([known[t] for t in batch]) if batch else parts[0]
+
+    async def plan_in_full(self, texts: Sequence[str]) -> Plan:
+        """The chunks `embed_in_full` embeds for `texts` (tokenized off the event loop,
+        on a thread of its own: the model's thread may be busy)."""
+        batch = validate_texts(texts)
+        return await asyncio.to_thread(plan, batch, window_of(self.embedder))
+
+    async def embed_in_full(self, texts: Sequence[str]) -> Vectors:
+        """One vector per text that represents all of it, however long: the mean of its
+        chunks' vectors (memexdb.embedding.long_text); a text that fits the model's
+        window gets exactly `embed_many`'s vector."""
+        cut = await self.plan_in_full(texts)
+        return cut.combine(await self.embed_many(cut.pieces))
 
     def embed_sync(self, texts: Sequence[str]) -> Vectors:
         """Blocking ``embed_many`` for sync callers (not from the event loop thread)."""

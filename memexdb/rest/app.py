@@ -41,7 +41,7 @@ from memexdb.params import (
     SearchResult,
     TenantQuery,
 )
-from memexdb.rest import admin, agentic, docs, dream, files
+from memexdb.rest import admin, agentic, docs, dream, embeddings, files
 from memexdb.rest.endpoint import Endpoint, Reply
 from memexdb.rest.errors import HANDLERS, CatchAll
 from memexdb.rest.parsing import body_of, json_of, memex_of, query_of
@@ -264,6 +264,7 @@ ENDPOINTS = (
     ),
     *files.ENDPOINTS,
     *agentic.ENDPOINTS,
+    *embeddings.ENDPOINTS,
     *admin.ENDPOINTS,
     *dream.ENDPOINTS,
 )

@@ -3,6 +3,7 @@ that renders it is memexdb.rest.ui."""
 
 from __future__ import annotations
 
+import copy
 import functools
 from typing import Any
 
@@ -13,7 +14,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from memexdb import __version__
-from memexdb.params import ErrorResponse
+from memexdb.params import ErrorResponse, served_model
 from memexdb.rest import ui
 from memexdb.rest.endpoint import Endpoint, Reply
 
@@ -125,9 +126,21 @@ def openapi_document(endpoints: tuple[Endpoint, ...]) -> dict[str, Any]:
     }
 
 
+@functools.cache
+def served_document(endpoints: tuple[Endpoint, ...], model_id: str | None) -> dict[str, Any]:
+    """The document as this service answers it: with the embedding model it serves."""
+    if model_id is None:
+        return openapi_document(endpoints)
+    document = copy.deepcopy(openapi_document(endpoints))
+    served_model(document["components"]["schemas"], model_id)
+    return document
+
+
 def _openapi(endpoints: tuple[Endpoint, ...]) -> Route:
     async def openapi(request: Request) -> Response:
-        return JSONResponse(openapi_document(endpoints))
+        memex = getattr(request.app.state, "memex", None)  # set by the app's lifespan
+        model_id = memex.model_id if memex is not None else None
+        return JSONResponse(served_document(endpoints, model_id))
 
     return Route("/openapi.json", openapi, methods=["GET"])
 

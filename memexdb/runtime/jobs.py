@@ -10,7 +10,9 @@ PostgreSQL would break session locks: point MEMEX_DATABASE_URL at PostgreSQL its
 To add a job: a Job(name, interval, run) in memexdb.runtime.process.default_jobs. A job
 that pg_cron can run instead (memexdb.pg_cron, `memexdb schedule`) names its pg_cron job:
 while pg_cron runs that job in this database, the runner leaves it to pg_cron (checked at
-the start and before each run, so `memexdb schedule --unschedule` hands it back).
+the start and before each run, so `memexdb schedule --unschedule` hands it back). A job
+with a `wake_channel` also runs as soon as a NOTIFY on that channel arrives (a connection
+of its own listens), and once at once when the process starts leading.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import psycopg
+import psycopg.sql
 
 from memexdb import pg_cron
 from memexdb.client import AsyncMemex
@@ -44,6 +47,10 @@ class Job:
     interval: float
     run: Callable[[AsyncMemex], Awaitable[float | None]]
     pg_cron_job: str | None = None  # the pg_cron job (cron.job.jobname) doing the same
+    # NOTIFY on this channel runs the job at once; the interval still bounds every wait,
+    # in case a notification is missed (sent while no process listened, or lost with the
+    # listening connection).
+    wake_channel: str | None = None
 
 
 async def _left_to_pg_cron(job: Job, conn: psycopg.AsyncConnection, before: bool) -> bool:
@@ -75,11 +82,47 @@ async def _left_to_pg_cron(job: Job, conn: psycopg.AsyncConnection, before: bool
     return now
 
 
-async def _run_job(job: Job, memex: AsyncMemex, conn: psycopg.AsyncConnection) -> None:
-    deferred = await _left_to_pg_cron(job, conn, False)
-    delay = job.interval
-    while True:
+async def _pause(delay: float, wake: asyncio.Event | None) -> None:
+    """Sleep `delay` seconds, or until `wake` is set (then clear it: a notification that
+    arrives during the run that follows sets it again)."""
+    if wake is None:
         await asyncio.sleep(delay)
+        return
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(delay):
+            await wake.wait()
+    wake.clear()
+
+
+async def _listen(dsn: str, channel: str, wake: asyncio.Event, retry_seconds: float) -> None:
+    """Set `wake` on every NOTIFY on `channel` (and on each new connection: what was
+    notified while nobody listened is waiting), reconnecting after `retry_seconds`."""
+    listen = psycopg.sql.SQL("listen {}").format(psycopg.sql.Identifier(channel))
+    while True:
+        try:
+            async with await psycopg.AsyncConnection.connect(
+                dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS
+            ) as conn:
+                await conn.execute(listen)
+                wake.set()
+                async for _ in conn.notifies():
+                    wake.set()
+        except (psycopg.Error, OSError) as exc:  # the database went away: poll meanwhile
+            log.debug("listening on %s failed: %r", channel, exc)
+        await asyncio.sleep(retry_seconds)
+
+
+async def _run_job(
+    job: Job,
+    memex: AsyncMemex,
+    conn: psycopg.AsyncConnection,
+    wake: asyncio.Event | None = None,
+) -> None:
+    deferred = await _left_to_pg_cron(job, conn, False)
+    # A job that is woken starts at once: work may have come while nobody listened.
+    delay = job.interval if wake is None else 0.0
+    while True:
+        await _pause(delay, wake)
         delay = job.interval
         deferred = await _left_to_pg_cron(job, conn, deferred)
         if deferred:
@@ -146,7 +189,14 @@ class JobRunner:
         self.leading = True
         names = ", ".join(job.name for job in self.jobs)
         log.info("this process runs the scheduled jobs of its database (%s)", names)
-        tasks = [asyncio.create_task(_run_job(job, self.memex, conn)) for job in self.jobs]
+        tasks = []
+        for job in self.jobs:
+            wake = None
+            if job.wake_channel is not None:
+                wake = asyncio.Event()
+                listener = _listen(self.dsn, job.wake_channel, wake, self.retry_seconds)
+                tasks.append(asyncio.create_task(listener))
+            tasks.append(asyncio.create_task(_run_job(job, self.memex, conn, wake)))
         try:
             # The session holds the lock: while it answers, no other process runs jobs.
             # One that stops answering (a network partition) may have lost it already.

@@ -14,6 +14,7 @@ from memexdb.config import Settings
 from memexdb.db import FailFastAsyncPool
 from memexdb.llm import ChatModel
 from memexdb.runtime.dreaming import dreaming_job
+from memexdb.runtime.embed_worker import embed_job
 from memexdb.runtime.embedder import embedder_for
 from memexdb.runtime.jobs import Job, JobRunner
 from memexdb.runtime.maintenance import maintenance_job
@@ -27,6 +28,8 @@ def default_jobs(settings: Settings) -> list[Job]:
         jobs.append(maintenance_job(settings.maintenance_interval_seconds))
     if settings.dream_enabled:
         jobs.append(dreaming_job())
+    if settings.embed_poll_seconds > 0:
+        jobs.append(embed_job(settings.embed_poll_seconds))
     return jobs
 
 
