@@ -15,7 +15,15 @@ import difflib
 import functools
 import re
 import threading
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -51,6 +59,7 @@ from memexdb.types import (
     AuditEvent,
     ConsolidationRun,
     CreatedKey,
+    DreamPlan,
     DreamUser,
     EmbedBatch,
     Embeddings,
@@ -1229,23 +1238,55 @@ class AsyncMemex:
         return await self._fetch(ConsolidationRun, queries.CONSOLIDATE_DUE, {"dry_run": dry_run})
 
     async def dream(
-        self, agent_id: str, user_id: str, *, dry_run: bool = False, force: bool = False
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        dry_run: bool = False,
+        force: bool = False,
+        edits: Sequence[Mapping[str, Any]] | None = None,
     ) -> ConsolidationRun | None:
-        """Tidy the tenant's files if it is due (`force`: even if not): duplicate lines
+        """Tidy the tenant's files if it is due (`force`: even if not): `edits` (over
+        dream_plan: path, revision, old_text, new_text, reason) applied, duplicate lines
         and repeated headings merged, as dream-agent; see memex.dream_tenant. None when
         another runner holds the tenant."""
         validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
         rows: list[ConsolidationRun] = await self._fetch(
             ConsolidationRun,
             queries.DREAM_TENANT,
-            {"agent_id": agent_id, "user_id": user_id, "dry_run": dry_run, "force": force},
+            {
+                "agent_id": agent_id,
+                "user_id": user_id,
+                "dry_run": dry_run,
+                "force": force,
+                "edits": Jsonb(list(edits)) if edits is not None else None,
+            },
         )
         run = rows[0] if rows else None
         return run if run is not None and run.status is not None else None
 
-    async def dream_due(self, *, dry_run: bool = False) -> list[ConsolidationRun]:
-        """One tick of dreaming over files, every tenant (admin); the runs."""
-        return await self._fetch(ConsolidationRun, queries.DREAM_DUE, {"dry_run": dry_run})
+    async def dream_due(
+        self, *, dry_run: bool = False, edits: Sequence[Mapping[str, Any]] | None = None
+    ) -> list[ConsolidationRun]:
+        """One tick of dreaming over files, every tenant (admin); the runs. `edits` as
+        for dream, each with its tenant's agent_id and user_id."""
+        return await self._fetch(
+            ConsolidationRun,
+            queries.DREAM_DUE,
+            {"dry_run": dry_run, "edits": Jsonb(list(edits)) if edits is not None else None},
+        )
+
+    async def dream_plan(
+        self, agent_id: str | None = None, user_id: str | None = None, *, force: bool = False
+    ) -> list[DreamPlan]:
+        """The files the next dream reads: of the due tenants (admin), or of one."""
+        if agent_id is not None or user_id is not None:
+            validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
+        return await self._fetch(
+            DreamPlan,
+            queries.DREAM_PLAN,
+            {"agent_id": agent_id, "user_id": user_id, "force": force},
+        )
 
     async def restore_consolidation(self, run_id: int) -> ConsolidationRun:
         """Undo a condense run: its sources live again, its summary archived."""
@@ -1478,6 +1519,7 @@ class Memex:
     consolidate_due = _blocking(AsyncMemex.consolidate_due)
     dream = _blocking(AsyncMemex.dream)
     dream_due = _blocking(AsyncMemex.dream_due)
+    dream_plan = _blocking(AsyncMemex.dream_plan)
     restore_consolidation = _blocking(AsyncMemex.restore_consolidation)
     dream_config = _blocking(AsyncMemex.dream_config)
     set_dream_config = _blocking(AsyncMemex.set_dream_config)

@@ -1408,6 +1408,10 @@ MEMORIZE_PROPOSAL_MAX_CHARS = 8000
 MEMORIZE_CONTEXT_CHARS = 6000
 MEMORIZE_FILE_LIST = 100
 MEMORIZE_LOG_PATH = "user/log.md"
+# dreaming with an LLM: the files shown to the model per tenant (in path order, while they
+# fit), and the edits taken from its answer (sql/129 takes at most 200 per call)
+DREAM_LLM_CONTEXT_CHARS = 24_000
+DREAM_MAX_EDITS = 8
 
 
 PassageTopK = Annotated[
@@ -1519,6 +1523,16 @@ class ProposedPatch(_Request):
     append: ProposalText | None = None
     old_text: ProposalText | None = None
     new_text: Annotated[str, Field(max_length=MEMORIZE_PROPOSAL_MAX_CHARS)] | None = None
+
+
+class ProposedEdit(_Request):
+    """An edit the dreaming model proposes to resolve a contradiction in a file it was
+    shown: the one occurrence of old_text becomes new_text (empty: removed)."""
+
+    path: FilePath
+    old_text: ProposalText
+    new_text: Annotated[str, Field(max_length=MEMORIZE_PROPOSAL_MAX_CHARS)]
+    reason: Annotated[str, Field(max_length=300)] = ""
 
 
 class MemorizeChange(BaseModel):
