@@ -1163,6 +1163,10 @@ class AsyncMemex:
             top_k=top_k,
             passage_chars=passage_chars,
         )
+        return await self.passages_for(request)
+
+    async def passages_for(self, request: params.PassageSearchRequest) -> list[Passage]:
+        """passages() for a request already validated (memexdb.agentic.search's)."""
         values = {
             **request.model_dump(exclude={"answer"}),
             "query_embedding": await self.embedder.embed_one(request.query),
@@ -1217,21 +1221,15 @@ class AsyncMemex:
         """Condense the tenant's oldest episodic memories if it is due (`force`: even if
         not); see memex.consolidate_tenant. None when another runner holds the tenant.
         `summary` (with the `source_ids` it summarizes) replaces the extractive summary."""
-        validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
-        rows: list[ConsolidationRun] = await self._fetch(
-            ConsolidationRun,
+        return await self._tenant_run(
             queries.CONSOLIDATE_TENANT,
-            {
-                "agent_id": agent_id,
-                "user_id": user_id,
-                "dry_run": dry_run,
-                "force": force,
-                "summary": summary,
-                "source_ids": [str(i) for i in source_ids] if source_ids is not None else None,
-            },
+            agent_id,
+            user_id,
+            dry_run=dry_run,
+            force=force,
+            summary=summary,
+            source_ids=[str(i) for i in source_ids] if source_ids is not None else None,
         )
-        run = rows[0] if rows else None
-        return run if run is not None and run.status is not None else None
 
     async def consolidate_due(self, *, dry_run: bool = False) -> list[ConsolidationRun]:
         """One consolidation tick over every tenant (admin); the runs (plans if dry_run)."""
@@ -1250,17 +1248,22 @@ class AsyncMemex:
         dream_plan: path, revision, old_text, new_text, reason) applied, duplicate lines
         and repeated headings merged, as dream-agent; see memex.dream_tenant. None when
         another runner holds the tenant."""
+        return await self._tenant_run(
+            queries.DREAM_TENANT,
+            agent_id,
+            user_id,
+            dry_run=dry_run,
+            force=force,
+            edits=Jsonb(list(edits)) if edits is not None else None,
+        )
+
+    async def _tenant_run(
+        self, query: str, agent_id: str, user_id: str, **arguments: Any
+    ) -> ConsolidationRun | None:
+        """One tenant's consolidation run (or plan); None when another runner holds it."""
         validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
         rows: list[ConsolidationRun] = await self._fetch(
-            ConsolidationRun,
-            queries.DREAM_TENANT,
-            {
-                "agent_id": agent_id,
-                "user_id": user_id,
-                "dry_run": dry_run,
-                "force": force,
-                "edits": Jsonb(list(edits)) if edits is not None else None,
-            },
+            ConsolidationRun, query, {"agent_id": agent_id, "user_id": user_id, **arguments}
         )
         run = rows[0] if rows else None
         return run if run is not None and run.status is not None else None

@@ -46,11 +46,8 @@ begin
                   and e ->> 'user_id' = v_tenant.user_id));
         exception when others then
             get stacked diagnostics v_error = message_text;
-            insert into memex.consolidation_runs
-                (agent_id, user_id, kind, status, actor, finished_at, error)
-            values (v_tenant.agent_id, v_tenant.user_id, 'dream', 'failed', 'dream-agent',
-                    clock_timestamp(), v_error)
-            returning * into v_run;
+            v_run := memex._record_failed_run(v_tenant.agent_id, v_tenant.user_id, 'dream',
+                                              v_error);
         end;
         continue when v_run.status is null or v_run.status = 'nothing';  -- locked or tidy
         return next v_run;
