@@ -9,8 +9,9 @@ memex.consolidate_tenant together with the batch it summarizes, so the bookkeepi
 same SQL; a batch that changed meanwhile (MX409) waits for the next tick, and a model
 that fails leaves that batch to the extractive summary.
 
-Dreaming with an LLM also resolves contradictions: the tick asks SQL which files the next
-dream reads (memex.dream_plan), shows each tenant's files to the model, and hands the
+Dreaming with an LLM also resolves contradictions: the tick asks SQL which tenants the next
+dream takes and their files (memex.dream_plan: those written since the last dream first,
+then the older ones they may contradict), shows them to the model, and hands the
 edits it proposes (replace one exact text, as a memory_patch does) to memex.dream_due,
 which applies them in the same run and revision as its tidying, as dream-agent. Each
 proposal is untrusted: it is validated like a request, must name a file the model was
@@ -147,12 +148,14 @@ async def _resolutions(llm: ChatModel, plan: DreamPlan) -> list[dict[str, Any]]:
     shown: dict[str, int] = {}
     parts: list[str] = []
     used = 0
-    for file in plan.files:
+    # the files written since the last dream first, then the others they may contradict
+    for file in sorted(plan.files, key=lambda f: not f["new"]):
         if used + len(file["content"]) > params.DREAM_LLM_CONTEXT_CHARS:
-            break
+            continue
         used += len(file["content"])
         shown[file["path"]] = file["revision"]
-        parts.append(f"=== {file['path']} ===\n{file['content']}")
+        since = " (written since the last review)" if file["new"] else ""
+        parts.append(f"=== {file['path']}{since} ===\n{file['content']}")
     if not parts:
         return []
     try:

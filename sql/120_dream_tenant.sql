@@ -9,8 +9,9 @@
 --     restored (someone chose that content, maybe to undo a dream);
 --   * p_edits (from a model that read memex.dream_plan, to resolve contradictions) apply
 --     first (memex._dream_edit: each to the revision it was proposed for; one that does
---     not apply is refused and listed in details.refused, as are edits for a file this
---     run does not read); then tidied by memex._dream_clean (repeated headings merged,
+--     not apply is refused and listed in details.refused, as are edits for a log, a file
+--     left as restored or no file); a file an edit names is read even if not written since
+--     the last dream; then tidied by memex._dream_clean (repeated headings merged,
 --     duplicate lines removed);
 --   * a file that changed is rewritten through memex._save_file as dream-agent
 --     (memex._delegate: the revision and the access-log entry name the caller as
@@ -30,8 +31,8 @@
 -- (read), files_out = files_touched (rewritten), details.files (path, read_revision,
 -- revision, lines_removed, headings_merged, removed: the first 20 removed lines, resolved:
 -- the edits applied), skipped, deferred, refused, log. One dream per tenant at a time: a
--- transaction-level advisory lock on the tenant, held until commit (a runner that finds it taken returns null). A run that
--- changes nothing is returned with status nothing and details.reason, and not recorded;
+-- transaction-level advisory lock on the tenant, held until commit (a runner that finds
+-- it taken returns null). A run that changes nothing is returned with status nothing and details.reason, and not recorded;
 -- p_dry_run returns the plan (status dry_run) and writes nothing.
 drop function if exists memex.dream_tenant(text, text, boolean, boolean, timestamptz, integer);
 create or replace function memex.dream_tenant(
@@ -125,7 +126,10 @@ begin
             return v_run;
         end if;
     end if;
-    for v_file in select * from memex._dream_files(p_agent_id, p_user_id, v_dreamed, p_force)
+    for v_file in
+        select * from memex._dream_files(p_agent_id, p_user_id, v_dreamed, p_force, array(
+            select e ->> 'path' from jsonb_array_elements(coalesce(p_edits, '[]')) e
+            where not e ? 'refused'))
     loop
         v_run.files_in := v_run.files_in + 1;
         if v_file.operation = 'restore' then
@@ -211,8 +215,8 @@ begin
     select v_refused || coalesce(jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
                'path', e ->> 'path', 'old_text', left(e ->> 'old_text', 200),
                'reason', coalesce(left(e ->> 'refused', 300),
-                                  'not a file this dream reads (written since the last dream,'
-                                  || ' not a log, not restored)')))), '[]')
+                                  'not a file dreams edit (a log, restored, or no such file)')))),
+                    '[]')
     into v_refused
     from jsonb_array_elements(coalesce(p_edits, '[]')) e
     where not (e ->> 'path' = any (v_read));

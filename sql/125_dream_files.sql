@@ -1,14 +1,17 @@
 -- memex._dream_files: the files a dream over tenant (p_agent_id, p_user_id) reads, in path
 -- order: those dreams read at all (memex._dream_reads: not the logs), and of them the ones
 -- written since p_since (the tenant's last dream) by someone other than dream-agent; every
--- one when p_since is null (never dreamed) or p_force. Each with its newest revision and
--- that revision's operation (revision 0: a row a bound role inserted itself, with no
--- revision yet). memex.dream_tenant tidies these; memex.dream_plan shows them to a model.
+-- one when p_since is null (never dreamed) or p_force; and those at p_also (the paths a
+-- model proposed edits for). Each with its newest revision and that revision's operation
+-- (revision 0: a row a bound role inserted itself, with no revision yet). memex.dream_tenant
+-- tidies these; memex.dream_plan shows them (all of a tenant's) to a model.
+drop function if exists memex._dream_files(text, text, timestamptz, boolean);
 create or replace function memex._dream_files(
     p_agent_id text,
     p_user_id text,
     p_since timestamptz,
-    p_force boolean
+    p_force boolean,
+    p_also text[] default '{}'
 )
 returns table (
     id uuid,
@@ -32,10 +35,10 @@ as $$
         order by r.revision desc limit 1) r on true
     where m.agent_id = p_agent_id and m.user_id = p_user_id and m.path is not null
       and memex._dream_reads(m.path)
-      and (p_force or p_since is null
+      and (p_force or p_since is null or m.path = any (p_also)
            or (m.updated_at > p_since and m.actor is distinct from 'dream-agent'))
     order by m.path collate "C"
 $$;
 
-comment on function memex._dream_files(text, text, timestamptz, boolean) is
+comment on function memex._dream_files(text, text, timestamptz, boolean, text[]) is
     'The files a dream over a tenant reads (written since its last dream), with revisions.';

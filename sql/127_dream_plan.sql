@@ -3,9 +3,12 @@
 -- to memex.dream_due / memex.dream_tenant as p_edits). Without a tenant: the tenants the
 -- next tick takes (memex._dream_due_tenants; nothing unless dream_config.enabled; admin).
 -- With one (p_agent_id and p_user_id; write access to it, as memex.dream_tenant needs):
--- that tenant, all its files with p_force. files: [{path, revision, content}] of the
--- files memex._dream_files lists, except those whose newest revision is a restore (a
--- dream leaves them as restored). Tenants with no such file are left out. Writes nothing.
+-- that tenant. files: [{path, revision, content, new}]: every file dreams read (not the
+-- logs, not those whose newest revision is a restore: a dream leaves them as restored),
+-- new when the dream would read it anyway (memex._dream_files: written since the last
+-- dream, or p_force), so that a model sees an old statement that a new one contradicts;
+-- an edit for any of them is applied. Tenants with no new file are left out. Writes
+-- nothing.
 create or replace function memex.dream_plan(
     p_now timestamptz default null,
     p_agent_id text default null,
@@ -47,11 +50,14 @@ begin
     left join memex.tenants s on s.agent_id = t.agent_id and s.user_id = t.user_id
     cross join lateral (
         select jsonb_agg(jsonb_build_object('path', d.path, 'revision', d.revision,
-                                            'content', d.content) order by d.path collate "C")
-               as files
-        from memex._dream_files(t.agent_id, t.user_id, s.last_dreamed_at, p_force) d
+                                            'content', d.content, 'new', n.path is not null)
+                         order by d.path collate "C") as files,
+               bool_or(n.path is not null) as any_new
+        from memex._dream_files(t.agent_id, t.user_id, null, true) d
+        left join memex._dream_files(t.agent_id, t.user_id, s.last_dreamed_at, p_force) n
+               on n.path = d.path
         where d.operation is distinct from 'restore') f
-    where f.files is not null;
+    where f.any_new;
 end
 $$;
 

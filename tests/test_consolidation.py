@@ -158,7 +158,8 @@ async def test_with_an_llm_a_dream_resolves_contradictions(
             assert (await memex.read_file(A, U, "user/log.md")).content == "- Lives in Berlin\n"
             # the model was shown the file it may edit, not the log
             prompt = llm.requests[0]["body"]["messages"][1]["content"]
-            assert "=== user/profile.md ===" in prompt and "user/log.md" not in prompt
+            assert "=== user/profile.md (written since the last review) ===" in prompt
+            assert "user/log.md" not in prompt
             revisions = await memex.list_revisions(A, U, "user/profile.md")
             newest = max(revisions, key=lambda r: r.revision)
             assert newest.actor == "dream-agent"

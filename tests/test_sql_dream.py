@@ -601,8 +601,8 @@ def test_proposed_edits_resolve_contradictions_in_the_same_revision(
     plan = db.execute("select * from memex.dream_plan(p_now => %s)", (LATER,)).fetchall()
     assert [(p["agent_id"], p["user_id"]) for p in plan] == [(A, U)]
     assert plan[0]["files"] == [
-        {"path": "user/profile.md", "revision": 1, "content": CONTRADICTED},
-        {"path": "user/work.md", "revision": 1, "content": "- Engineer at Acme\n"},
+        {"path": "user/profile.md", "revision": 1, "content": CONTRADICTED, "new": True},
+        {"path": "user/work.md", "revision": 1, "content": "- Engineer at Acme\n", "new": True},
     ]
     edits = [
         {
@@ -638,9 +638,7 @@ def test_proposed_edits_resolve_contradictions_in_the_same_revision(
     refused = {(r["path"], r["reason"]) for r in run["details"]["refused"]}
     assert ("user/work.md", "the file changed since the edit was proposed") in refused
     assert ("user/other.md", "not a file it was shown") in refused
-    assert any(
-        p == "user/log.md" and r.startswith("not a file this dream reads") for p, r in refused
-    )
+    assert ("user/log.md", "not a file dreams edit (a log, restored, or no such file)") in refused
     assert any(p == "user/profile.md" and "old_text" in r for p, r in refused), refused
     assert len(refused) == 4
     # one revision, by dream-agent, that says what it did; the log says it too
@@ -664,15 +662,20 @@ def test_the_dream_plan(db: psycopg.Connection) -> None:
         (A, restored["revision"], VEC),
     )
     due = db.execute("select * from memex.dream_plan(p_now => %s)", (LATER,)).fetchall()
-    assert {r["user_id"]: [f["path"] for f in r["files"]] for r in due} == {
-        "u1": ["user/a.md"],
-        "u2": ["user/c.md"],  # u3's one file is left as restored: u3 is not shown
+    # every file is shown, so an old statement a new one contradicts is seen; u3's one
+    # file is left as restored, so u3 is not shown
+    assert {r["user_id"]: [(f["path"], f["new"]) for f in r["files"]] for r in due} == {
+        "u1": [("user/a.md", True)],
+        "u2": [("user/b.md", False), ("user/c.md", True)],
     }
     one = db.execute(
         "select * from memex.dream_plan(p_agent_id => %s, p_user_id => 'u2', p_force => true)",
         (A,),
     ).fetchall()
-    assert [f["path"] for f in one[0]["files"]] == ["user/b.md", "user/c.md"]
+    assert [(f["path"], f["new"]) for f in one[0]["files"]] == [
+        ("user/b.md", True),
+        ("user/c.md", True),
+    ]
     before = written(db)
     db.execute("select memex.set_dream_config('{\"enabled\": false}')")
     assert db.execute("select * from memex.dream_plan(p_now => %s)", (LATER,)).fetchall() == []
@@ -714,3 +717,25 @@ def test_dream_due_hands_each_tenant_its_own_edits(db: psycopg.Connection) -> No
     assert [(r["user_id"], r["status"]) for r in runs] == [("u2", "done")]
     assert content(db, "user/p.md", user="u1") == "- Lives in Berlin\n- Moved to Paris\n"
     assert content(db, "user/p.md", user="u2") == "- Moved to Paris\n"
+
+
+def test_an_edit_may_correct_an_old_file_that_a_new_one_contradicts(
+    db: psycopg.Connection,
+) -> None:
+    write(db, "user/profile.md", "- Lives in Berlin\n- Vegetarian\n")
+    dream(db, now=LATER)  # read once: not new any more
+    write(db, "user/travel.md", "- Moved to Lisbon in May\n")
+    [plan] = db.execute("select * from memex.dream_plan(p_now => %s)", (LATER,)).fetchall()
+    assert [(f["path"], f["new"]) for f in plan["files"]] == [
+        ("user/profile.md", False),
+        ("user/travel.md", True),
+    ]
+    edit = {
+        "path": "user/profile.md",
+        "revision": 1,
+        "old_text": "- Lives in Berlin\n",
+        "new_text": "- Lived in Berlin until May\n",
+    }
+    run = dream(db, now=LATER, edits=psycopg.types.json.Jsonb([edit]))
+    assert run["status"] == "done" and run["files_in"] == 2, run
+    assert content(db, "user/profile.md") == "- Lived in Berlin until May\n- Vegetarian\n"
