@@ -44,9 +44,15 @@ BATCH_MAX_ITEMS = 1000  # per REST request (a body size limit; SQL and Python ta
 
 # Defaults (the same as the SQL functions' argument defaults).
 DEFAULT_TOP_K = 10
-DEFAULT_ALPHA = 0.7
+# No alpha sent (None, SQL null): score = relevance * (1 + RECENCY_BOOST * recency) *
+# importance, recency a bounded tiebreaker; an alpha sent explicitly gets the memex formula
+# (alpha * relevance + (1 - alpha) * recency) * importance. README "Ranking".
+DEFAULT_ALPHA: float | None = None
+RECENCY_BOOST = 0.25  # memex._score's constant
 DEFAULT_HALF_LIFE_DAYS = 30.0
-DEFAULT_MODE = SearchMode.VECTOR
+# No mode sent (None, SQL null): hybrid when there is a query text (always through the
+# client, REST and MCP), vector for SQL callers that send only an embedding.
+DEFAULT_MODE: SearchMode | None = None
 DEFAULT_MEMORY_TYPE = MemoryType.EPISODIC
 DEFAULT_IMPORTANCE = 1.0
 
@@ -237,13 +243,15 @@ TopK = Annotated[
     Field(ge=1, le=TOP_K_MAX, description=f"How many memories to return (1 to {TOP_K_MAX})."),
 ]
 Alpha = Annotated[
-    float,
-    Strict(),
+    Annotated[float, Strict()] | None,
     Field(
         ge=0.0,
         le=1.0,
         allow_inf_nan=False,
-        description="Weight of relevance against recency: 1 = relevance only, 0 = newest first.",
+        description="Weight of relevance against recency in the memex formula"
+        " alpha * relevance + (1 - alpha) * recency: 1 = relevance only, 0 = newest first."
+        " Not sent (null, the default): relevance * (1 + 0.25 * recency), where recency"
+        " only breaks ties among relevant memories of any age.",
     ),
 ]
 HalfLifeDays = Annotated[
@@ -256,12 +264,10 @@ HalfLifeDays = Annotated[
         description="Age in days at which recency has halved.",
     ),
 ]
+_MODE = "vector: cosine similarity; text: BM25 full-text rank; hybrid: both blended (the default)."
 Mode = Annotated[
-    SearchMode,
-    _enum(
-        SearchMode,
-        "vector: cosine similarity; text: BM25 full-text rank; hybrid: both blended.",
-    ),
+    Annotated[SearchMode, _enum(SearchMode, _MODE)] | None,
+    Field(description=_MODE),
 ]
 ContextWeight = Annotated[
     Annotated[float, Strict()] | None,
@@ -333,7 +339,8 @@ class MemoryBatchCreate(_Request):
 
 
 class MemorySearchRequest(_Request):
-    """Search a tenant's memories: score = (alpha*relevance + (1-alpha)*recency)*importance."""
+    """Search a tenant's memories: score = relevance * (1 + 0.25 * recency) * importance, or
+    (alpha*relevance + (1-alpha)*recency)*importance when alpha is sent."""
 
     agent_id: AgentId
     user_id: UserId
@@ -386,8 +393,9 @@ class MemoryBatchResponse(BaseModel):
 
 
 class SearchResult(MemoryOut):
-    """A ranked memory with the parts of its score:
-    score = (alpha * relevance + (1 - alpha) * recency) * importance."""
+    """A ranked memory with the parts of its score: score = relevance * (1 + 0.25 *
+    recency) * importance, or (alpha * relevance + (1 - alpha) * recency) * importance
+    when alpha is sent."""
 
     score: float
     similarity: float | None = Field(description="cosine similarity of query and memory")
