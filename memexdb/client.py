@@ -176,7 +176,7 @@ class AsyncMemex:
         *,
         top_k: int = params.DEFAULT_TOP_K,
         alpha: float | None = params.DEFAULT_ALPHA,
-        half_life_days: float = params.DEFAULT_HALF_LIFE_DAYS,
+        half_life_days: float | None = params.DEFAULT_HALF_LIFE_DAYS,
         memory_types: Sequence[MemoryType | str] | None = None,
         mode: SearchMode | str | None = params.DEFAULT_MODE,
         now: datetime | None = None,

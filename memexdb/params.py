@@ -49,9 +49,14 @@ DEFAULT_TOP_K = 10
 # (alpha * relevance + (1 - alpha) * recency) * importance. README "Ranking".
 DEFAULT_ALPHA: float | None = None
 RECENCY_BOOST = 0.25  # memex._score's constant
-DEFAULT_HALF_LIFE_DAYS = 30.0
-# No mode sent (None, SQL null): hybrid when there is a query text (always through the
-# client, REST and MCP), vector for SQL callers that send only an embedding.
+# No half-life sent (None, SQL null): HALF_LIFE_DAYS_DEFAULT with the default formula (no
+# alpha), HALF_LIFE_DAYS_MEMEX (memex's own default) when an alpha is sent.
+DEFAULT_HALF_LIFE_DAYS: float | None = None
+HALF_LIFE_DAYS_DEFAULT = 90.0
+HALF_LIFE_DAYS_MEMEX = 30.0
+# No mode sent (None, SQL null): hybrid for the default ranking (no alpha sent) when there
+# is a query text (always through the client, REST and MCP); vector (memex's) when an alpha
+# is sent, or for SQL callers that send only an embedding.
 DEFAULT_MODE: SearchMode | None = None
 DEFAULT_MEMORY_TYPE = MemoryType.EPISODIC
 DEFAULT_IMPORTANCE = 1.0
@@ -255,16 +260,19 @@ Alpha = Annotated[
     ),
 ]
 HalfLifeDays = Annotated[
-    float,
-    Strict(),
+    Annotated[float, Strict()] | None,
     Field(
         ge=HALF_LIFE_MIN_DAYS,
         le=HALF_LIFE_MAX_DAYS,
         allow_inf_nan=False,
-        description="Age in days at which recency has halved.",
+        description="Age in days at which recency has halved. Not sent (null, the default):"
+        f" {HALF_LIFE_DAYS_DEFAULT:g} days without alpha, {HALF_LIFE_DAYS_MEMEX:g} with alpha.",
     ),
 ]
-_MODE = "vector: cosine similarity; text: BM25 full-text rank; hybrid: both blended (the default)."
+_MODE = (
+    "vector: cosine similarity; text: BM25 full-text rank; hybrid: both blended."
+    " Not sent: hybrid, or vector when alpha is sent (the memex ranking)."
+)
 Mode = Annotated[
     Annotated[SearchMode, _enum(SearchMode, _MODE)] | None,
     Field(description=_MODE),

@@ -1,7 +1,7 @@
 -- memex.search: the memories of one tenant ranked by relevance and recency, in one call.
 --
---   mode      = p_mode, or when not given (null, the default): 'hybrid' if a query text is
---               given, else 'vector'
+--   mode      = p_mode, or when not given (null, the default): 'hybrid' if no alpha is
+--               given and there is a query text, else 'vector' (memex's)
 --   relevance = cosine similarity                              (mode 'vector')
 --             | bm25 / best bm25                               (mode 'text')
 --             | w * cosine + (1 - w) * bm25 / best bm25        (mode 'hybrid', w =
@@ -10,7 +10,8 @@
 --   otherwise), each memory also takes relevance from its neighbours in time:
 --   relevance = (r + c * max(r of the memories just before and after)
 --                  + c/2 * max(r of the memories two before and after)) / (1 + 1.5 c)
---   recency   = exp(-ln2 / half_life_days * age_days)
+--   recency   = exp(-ln2 / half_life_days * age_days), half_life_days when not given
+--               (null, the default): 90 without alpha, 30 (memex's) with alpha
 --   score     = (relevance + 0.25 * recency * |relevance|) * importance
 --                   when alpha is not given (null, the default): recency is a bounded
 --                   tiebreaker, at most 25 % on top of relevance (bench/RESULTS.md,
@@ -37,7 +38,7 @@ create or replace function memex.search(
     p_query_embedding vector,
     p_top_k integer default 10,
     p_alpha double precision default null,
-    p_half_life_days double precision default 30,
+    p_half_life_days double precision default null,
     p_memory_types memex.memory_type[] default null,
     p_query_text text default null,
     p_mode text default null,
@@ -77,11 +78,18 @@ begin
         perform memex._invalid('alpha', 'must be between 0 and 1');
     end if;
     -- a shorter half-life would overflow the decay's exponent (ln 2 / half-life * age)
-    if p_half_life_days is null or p_half_life_days not between 0.001 and 36500 then
+    if p_half_life_days is not null and p_half_life_days not between 0.001 and 36500 then
         perform memex._invalid('half_life_days', 'must be between 0.001 and 36500 days');
     end if;
-    p_mode := coalesce(p_mode, case when coalesce(btrim(p_query_text, E' \t\n\r\f\x0b'), '') = ''
-                                    then 'vector' else 'hybrid' end);
+    -- no half-life sent: 90 days for the default formula (a tiebreak that still tells
+    -- apart memories months apart), memex's 30 days when alpha is sent
+    p_half_life_days := coalesce(p_half_life_days, case when p_alpha is null then 90 else 30 end);
+    -- no mode sent: hybrid for the default ranking (no alpha) when there is a query text;
+    -- vector (memex's) when alpha is sent or there is only an embedding
+    p_mode := coalesce(p_mode,
+                       case when p_alpha is null
+                                 and coalesce(btrim(p_query_text, E' \t\n\r\f\x0b'), '') <> ''
+                            then 'hybrid' else 'vector' end);
     if p_mode not in ('vector', 'text', 'hybrid') then
         perform memex._invalid('mode', 'must be one of vector, text, hybrid');
     end if;

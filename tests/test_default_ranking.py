@@ -4,6 +4,7 @@ Postgres, real MiniLM embeddings, memories written over months and asked later."
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 
 import psycopg
@@ -113,10 +114,21 @@ def test_default_request_in_sql(conn: psycopg.Connection) -> None:
     for _, score, relevance, recency, text_rank in rows:
         assert score == pytest.approx(relevance * (1 + 0.25 * recency), rel=1e-9)
         assert text_rank is None
+    # no half-life sent: 90 days for the default formula, 30 (memex's) with an alpha
+    assert rows[1][3] == pytest.approx(math.exp(-math.log(2) / 90 * 300))
+    with_alpha = conn.execute(
+        "select recency from memex.search('agent', 'user', %s, p_alpha => 0.7, p_now => %s)"
+        " where content = 'equal old'",
+        (unit((0, 1.0)), NOW),
+    ).fetchone()
+    assert with_alpha is not None
+    assert with_alpha[0] == pytest.approx(math.exp(-math.log(2) / 30 * 300))
     hybrid = search(conn, unit((0, 1.0)), alpha=None, mode=None, query_text="equal", now=NOW)
     assert [h["content"] for h in hybrid][:2] == ["equal new", "equal old"]
     assert hybrid[0]["text_rank"] is not None
-    # an explicit alpha keeps the memex formula
-    memex_rows = search(conn, unit((0, 1.0)), alpha=0.7, now=NOW)
+    # an explicit alpha keeps the memex ranking: vector mode (even with a query text),
+    # alpha * similarity + (1 - alpha) * recency
+    memex_rows = search(conn, unit((0, 1.0)), alpha=0.7, mode=None, query_text="equal", now=NOW)
     for hit in memex_rows:
+        assert hit["text_rank"] is None and hit["relevance"] == hit["similarity"]
         assert hit["score"] == pytest.approx(0.7 * hit["relevance"] + 0.3 * hit["recency"])

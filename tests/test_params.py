@@ -50,7 +50,15 @@ def test_search_defaults_match(conn: psycopg.Connection) -> None:
     # (memex._score with RECENCY_BOOST), no mode means hybrid when there is a query text
     assert params.DEFAULT_ALPHA is None
     assert declared["alpha"] == "NULL::double precision"
-    assert float(_sql_literal(declared["half_life_days"])) == params.DEFAULT_HALF_LIFE_DAYS
+    assert params.DEFAULT_HALF_LIFE_DAYS is None
+    assert declared["half_life_days"] == "NULL::double precision"
+    body = conn.execute("select prosrc from pg_proc where oid = 'memex.search'::regproc")
+    search_source = body.fetchone()
+    assert search_source is not None
+    assert (
+        "coalesce(p_half_life_days, case when p_alpha is null"
+        f" then {params.HALF_LIFE_DAYS_DEFAULT:g} else {params.HALF_LIFE_DAYS_MEMEX:g} end)"
+    ) in search_source[0]
     assert params.DEFAULT_MODE is None
     assert declared["mode"] == "NULL::text"
     assert declared["context_weight"] == "NULL::double precision"
