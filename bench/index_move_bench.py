@@ -40,7 +40,7 @@ from pgvector.psycopg import register_vector
 
 AGENT, USER = "bench", "grower"
 INSERT_PAUSE_S = 0.02
-FOLLOW_UP_S = 1.0  # memexdb.rest.app.MAINTENANCE_FOLLOW_UP_SECONDS
+FOLLOW_UP_S = 1.0  # memexdb.runtime.maintenance.FOLLOW_UP_SECONDS
 MAX_MAINTENANCE_CALLS = 500
 COPY = (
     "copy memex.memories (agent_id, user_id, content, embedding, embedding_model)"

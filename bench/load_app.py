@@ -18,13 +18,14 @@ from starlette.applications import Starlette
 import memexdb
 from memexdb import db, service
 from memexdb.embedding import batching
+from memexdb.runtime import embedder
 
 
 def app() -> Starlette:
     memexdb.migrate(os.environ["MEMEX_DATABASE_URL"])
     threads = os.environ.get("LOADTEST_ONNX_THREADS")
     if threads:
-        service.EMBEDDER_THREADS = int(threads)
+        embedder.EMBEDDER_THREADS = int(threads)
     wait = os.environ.get("LOADTEST_MAX_WAIT_MS")
     if wait:
         defaults = batching.BatchingEmbedder.__init__.__defaults__

@@ -156,7 +156,8 @@ def rank(
         return a
 
     def best(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return np.nan_to_num(np.fmax(a, b), nan=0.0)
+        out: np.ndarray = np.nan_to_num(np.fmax(a, b), nan=0.0)
+        return out
 
     rel = (own + ctx * best(nb(1), nb(-1)) + ctx / 2 * best(nb(2), nb(-2))) / (1 + 1.5 * ctx)
     if context == "lift":

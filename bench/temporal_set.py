@@ -412,8 +412,8 @@ def build_user(r: random.Random, index: int) -> dict[str, Any]:
                 stable_ids[question] = mid
             else:
                 content = payload
-            at = when + timedelta(minutes=2 * offset)
-            memories.append({"id": mid, "content": content, "at": at.isoformat()})
+            stamp = when + timedelta(minutes=2 * offset)
+            memories.append({"id": mid, "content": content, "at": stamp.isoformat()})
     out_questions = []
     for q in questions:
         name, versions = q["slot"], q["versions"]

@@ -4,6 +4,7 @@ __version__ = "0.1.0"
 
 from memexdb.client import AsyncMemex, Memex
 from memexdb.errors import (
+    Conflict,
     DatabaseUnavailable,
     InvalidArgument,
     MemexError,
@@ -13,15 +14,18 @@ from memexdb.errors import (
 )
 from memexdb.migrations import migrate
 from memexdb.params import NewMemory
-from memexdb.types import Memory, MemoryType, SearchHit, SearchMode
+from memexdb.types import ImportResult, Memory, MemoryPage, MemoryType, SearchHit, SearchMode
 
 __all__ = [
     "AsyncMemex",
+    "Conflict",
     "DatabaseUnavailable",
+    "ImportResult",
     "InvalidArgument",
     "Memex",
     "MemexError",
     "Memory",
+    "MemoryPage",
     "MemoryType",
     "NewMemory",
     "NotFound",

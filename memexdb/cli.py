@@ -1,39 +1,61 @@
-"""`memexdb` command line: serve, mcp, migrate, status."""
+"""`memexdb` command line: serve, mcp, migrate, status, dsn, keys, schedule, export, import,
+reembed."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import IO, Any
 
 import psycopg
 import uvicorn
+from tqdm import tqdm
 
-from memexdb import __version__, queries
-from memexdb.config import Settings
+from memexdb import __version__, cli_keys, cli_schedule, params, queries
+from memexdb.client import Memex
+from memexdb.config import Settings, SettingsError, env_name, listens_on_loopback_only
 from memexdb.embedded import EmbeddedPostgresError
-from memexdb.errors import MemexError
+from memexdb.errors import InvalidArgument, MemexError
 from memexdb.migrations import head_revision
-from memexdb.runtime import database, embedded_server
+from memexdb.runtime import Attach, Database, open_database
+from memexdb.runtime.embedder import embedder_for
 
 log = logging.getLogger("memexdb")
 
+LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
+
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
-    with database(settings) as dsn, contextlib.ExitStack() as cleanup:
+    with (
+        open_database(settings, Attach.OWN) as database,
+        contextlib.ExitStack() as cleanup,
+    ):
         if args.workers > 1:
             # Workers relay legacy-SSE messages to each other through sockets in here.
             relay = tempfile.mkdtemp(prefix="memexdb-mcp-")
             cleanup.callback(shutil.rmtree, relay, ignore_errors=True)
             os.environ["MEMEX_MCP_RELAY_DIR"] = relay
+        if not listens_on_loopback_only(args.host) and not _has_live_keys(database.dsn):
+            print(
+                f"memexdb: refusing to serve on {args.host} without API keys: anyone who "
+                "can reach it could read and delete every memory. Create a key first:\n"
+                "  memexdb keys create --access admin --name operator\n"
+                "then serve again (every request then needs Authorization: Bearer <key>),"
+                " or serve on 127.0.0.1.",
+                file=sys.stderr,
+            )
+            return 2
         # Workers (and the app factory) read the DSN from the environment.
-        os.environ["MEMEX_DATABASE_URL"] = dsn
+        os.environ["MEMEX_DATABASE_URL"] = database.dsn
         # ... and the listen host, which the MCP endpoints accept in Host headers.
         os.environ["MEMEX_HOST"] = args.host
         log.info("memexdb %s serving on http://%s:%s", __version__, args.host, args.port)
@@ -50,9 +72,9 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             )
         except SystemExit as exc:
             # One worker: after its graceful shutdown uvicorn raises the SIGTERM again, and
-            # database()'s handler stops PostgreSQL and exits 143. A stop that was asked
-            # for and completed is a success (exit 0, as with several workers), which is
-            # what service managers expect.
+            # the signal handler stops PostgreSQL and exits 143. A stop that was asked for
+            # and completed is a success (exit 0, as with several workers), which is what
+            # service managers expect.
             if exc.code != 128 + signal.SIGTERM:
                 raise
             log.info("stopped on SIGTERM")
@@ -65,21 +87,44 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     return run_stdio(settings)
 
 
+def _has_live_keys(dsn: str) -> bool:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(queries.LIVE_KEYS).fetchone()
+    return bool(row and row[0])
+
+
 def _migrate(args: argparse.Namespace, settings: Settings) -> int:
-    with database(settings):
+    # A running `memexdb serve` (or `memexdb mcp`) keeps its server: migrate uses it.
+    with open_database(settings, Attach.SHARE, keep_running=False) as database:
         print(f"migrated to revision {head_revision()}")
+        if args.schedule:
+            return cli_schedule.run(args, database.dsn)
     return 0
 
 
+def _schedule(args: argparse.Namespace, settings: Settings) -> int:
+    # Not migrated here (that is `migrate --schedule`): a job whose function is missing
+    # is skipped and said so.
+    with open_database(settings, Attach.SHARE, migrate=False, keep_running=False) as database:
+        return cli_schedule.run(args, database.dsn)
+
+
 def _status(args: argparse.Namespace, settings: Settings) -> int:
-    if settings.database_url:
-        where, dsn = "MEMEX_DATABASE_URL", settings.database_url
-    else:
-        server = embedded_server(settings)
-        where, dsn = f"embedded ({server.data_dir})", server.dsn
-    print(f"memexdb {__version__}; database: {where}")
+    with open_database(settings, Attach.LOOK, migrate=False) as database:
+        return _print_status(database)
+
+
+def _print_status(database: Database) -> int:
+    print(f"memexdb {__version__}; database: {database.where}")
+    if database.server is not None:
+        print(f"dsn: {database.dsn}")
+        if database.shared_with is not None:
+            print(f"served by pid {database.shared_with.pid}")
+    if not database.running:
+        print("database: not reachable (is `memexdb serve` running?)")
+        return 1
     try:
-        with psycopg.connect(dsn, connect_timeout=3) as conn:
+        with psycopg.connect(database.dsn, connect_timeout=3) as conn:
             version = conn.execute(queries.SERVER_VERSION).fetchone()
             print(f"server: PostgreSQL {version[0] if version else '?'}")
             row = conn.execute(queries.SCHEMA_REVISION).fetchone()
@@ -100,6 +145,14 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
                     f"ANN index: {indexed} tenant(s) in it, {waiting} grown past"
                     " exact_scan_max_rows and waiting for memex.maintenance()"
                 )
+                depth = conn.execute(queries.EMBED_QUEUE_DEPTH).fetchone()
+                assert depth is not None
+                queued, due, failing, oldest, _ = depth
+                print(
+                    f"embed queue: {queued} memories waiting for their own embedding"
+                    + (f" ({due} due, {failing} failed before)" if queued else "")
+                    + (f", oldest queued at {oldest:%Y-%m-%d %H:%M:%S %Z}" if oldest else "")
+                )
     except psycopg.OperationalError:
         print("database: not reachable (is `memexdb serve` running?)")
         return 1
@@ -109,31 +162,308 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="memexdb", description="Persistent memory for AI agents.")
+def _dsn(args: argparse.Namespace, settings: Settings) -> int:
+    with open_database(settings, Attach.LOOK, migrate=False) as database:
+        print(database.dsn)
+        if not database.running:
+            print(
+                "memexdb: no process runs this embedded server now; start `memexdb serve`",
+                file=sys.stderr,
+            )
+    return 0
+
+
+def _keys(args: argparse.Namespace, settings: Settings) -> int:
+    with open_database(settings, Attach.SHARE, keep_running=False) as database:
+        return cli_keys.run(args, database.dsn)
+
+
+@contextlib.contextmanager
+def _client(settings: Settings) -> Iterator[Memex]:
+    # A running `memexdb serve` keeps its server: export and import use it, as migrate does.
+    with (
+        open_database(settings, Attach.SHARE, keep_running=False) as database,
+        Memex.connect(database.dsn, embedder=embedder_for(settings)) as memex,
+    ):
+        # The command line holds the database credentials: it acts as the operator.
+        yield memex.as_operator("cli")
+
+
+def _progress(args: argparse.Namespace, total: int | None = None) -> tqdm[Any]:
+    return tqdm(
+        total=total, unit=" memories", file=sys.stderr, disable=args.quiet, dynamic_ncols=True
+    )
+
+
+def _export(args: argparse.Namespace, settings: Settings) -> int:
+    with (
+        _client(settings) as memex,
+        contextlib.ExitStack() as files,
+        _progress(args) as bar,
+    ):
+        out: IO[str] = (
+            files.enter_context(open(args.output, "w", encoding="utf-8"))
+            if args.output not in (None, "-")
+            else sys.stdout
+        )
+        n = 0
+        for record in memex.export(args.agent_id, args.user_id, embeddings=args.embeddings):
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            n += 1
+            bar.update()
+    print(f"exported {n} memories", file=sys.stderr)
+    return 0
+
+
+def _records(lines: IO[str]) -> Iterator[dict[str, Any]]:
+    # Line n holds record n - 1 (memories[n - 1] in the Python API's errors).
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            raise InvalidArgument(f"line {number}", "is empty (one JSON object per line)")
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise InvalidArgument(f"line {number}", f"is not JSON: {exc}") from None
+        if not isinstance(record, dict):
+            raise InvalidArgument(f"line {number}", "is not a JSON object")
+        yield record
+
+
+def _import(args: argparse.Namespace, settings: Settings) -> int:
+    total = None
+    if args.file != "-":
+        with open(args.file, encoding="utf-8") as counting:
+            total = sum(1 for _ in counting)
+    with (
+        contextlib.ExitStack() as files,
+        _client(settings) as memex,
+        _progress(args, total) as bar,
+    ):
+        lines: IO[str] = (
+            files.enter_context(open(args.file, encoding="utf-8"))
+            if args.file != "-"
+            else sys.stdin
+        )
+
+        def counted() -> Iterator[dict[str, Any]]:
+            for record in _records(lines):
+                bar.update()
+                yield record
+
+        try:
+            result = memex.import_memories(counted())
+        except InvalidArgument as exc:
+            match = re.fullmatch(r"memories\[(\d+)\]\.?(.*)", exc.field)
+            if match is None:
+                raise
+            where = f"line {int(match.group(1)) + 1}"
+            raise InvalidArgument(f"{where} {match.group(2)}".strip(), exc.message) from None
+    print(
+        f"imported {result.imported} memories, skipped {result.skipped} (their id exists"
+        f" already), embedded {result.reembedded} again",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _batch_size(text: str) -> int:
+    try:
+        size = int(text)
+    except ValueError:
+        size = 0
+    if not 1 <= size <= params.REEMBED_BATCH_MAX:
+        raise argparse.ArgumentTypeError(f"must be a number from 1 to {params.REEMBED_BATCH_MAX}")
+    return size
+
+
+def _reembed(args: argparse.Namespace, settings: Settings) -> int:
+    with _client(settings) as memex:
+        counts = memex.embedding_models()
+        others = {model: n for model, n in counts.items() if model != memex.model_id}
+        stale = sum(others.values())
+        which = ", ".join(f"{model}: {n}" for model, n in others.items())
+        print(
+            f"{stale} memories have vectors of another model than {memex.model_id}"
+            + (f" ({which})" if which else ""),
+            file=sys.stderr,
+        )
+        seen = written = 0
+        after = None
+        with _progress(args, stale) as bar:
+            # Each page starts after the last id of the one before: the loop ends.
+            while True:
+                page = memex.reembed_page(after, limit=args.batch_size)
+                seen, written = seen + page.seen, written + page.written
+                bar.update(page.seen)
+                if page.next_after is None:
+                    break
+                after = page.next_after
+    changed = seen - written
+    print(
+        f"embedded {written} memories again with {memex.model_id}"
+        + (f"; {changed} changed meanwhile (run again for them)" if changed else ""),
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _option_help(settings: Settings, field: str) -> str:
+    info = Settings.model_fields[field]
+    return f"{info.description} (default: {getattr(settings, field)}; env {env_name(field)})"
+
+
+def _parser(settings: Settings) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memexdb",
+        description="Persistent memory for AI agents, in PostgreSQL. Settings come from "
+        "MEMEX_* environment variables (see the README's Configuration); with no "
+        "MEMEX_DATABASE_URL, memexdb runs its own embedded PostgreSQL in MEMEX_DATA_DIR.",
+    )
     parser.add_argument("--version", action="version", version=f"memexdb {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the REST + MCP service")
-    serve.add_argument("--host", default=os.environ.get("MEMEX_HOST", "127.0.0.1"))
-    serve.add_argument("--port", type=int, default=int(os.environ.get("MEMEX_PORT", "8000")))
-    serve.add_argument("--workers", type=int, default=int(os.environ.get("MEMEX_WORKERS", "1")))
-    serve.add_argument("--log-level", default="info")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = sub.add_parser(
+        "serve",
+        help="run the REST + MCP service",
+        description="Migrate the database, then serve the REST API and the MCP endpoints "
+        "(starting the embedded PostgreSQL unless MEMEX_DATABASE_URL is set). Options "
+        "default to their environment variables.",
+    )
+    options: dict[str, dict[str, Any]] = {
+        "host": {},
+        "port": {"type": int},
+        "workers": {"type": int},
+        "log_level": {"choices": ["critical", "error", "warning", "info", "debug", "trace"]},
+    }
+    for field, extra in options.items():
+        serve.add_argument(
+            f"--{field.replace('_', '-')}",
+            default=getattr(settings, field),
+            help=_option_help(settings, field),
+            **extra,
+        )
     sub.add_parser(
         "mcp",
         help="serve MCP over stdio (for Claude Desktop / Claude Code configs)",
         description="Serve the memexdb MCP tools over stdin/stdout, on the embedded "
-        "PostgreSQL (MEMEX_DATA_DIR) or MEMEX_DATABASE_URL. Logs go to stderr.",
+        "PostgreSQL (MEMEX_DATA_DIR; shared with a running `memexdb serve`) or "
+        "MEMEX_DATABASE_URL. Logs go to stderr.",
     )
-    sub.add_parser("migrate", help="create or upgrade the memex schema")
-    sub.add_parser("status", help="show database, schema revision and counts")
-    args = parser.parse_args(argv)
+    migrate = sub.add_parser(
+        "migrate",
+        help="create or upgrade the memex schema",
+        description="Create or upgrade the memex schema and SQL functions. Safe to run "
+        "twice or from several processes at once, and while `memexdb serve` runs (it "
+        "uses that process's embedded PostgreSQL; else it starts and stops its own).",
+    )
+    migrate.add_argument(
+        "--schedule",
+        action="store_true",
+        help="then register the periodic jobs with pg_cron, as `memexdb schedule` does",
+    )
+    cli_schedule.add_schedule_options(migrate)
+    sub.add_parser(
+        "status",
+        help="show database, DSN, schema revision and counts",
+        description="Show the database (and the DSN of the embedded server), its schema "
+        "revision, tenants and memories, the ANN index and the embed queue. Looks at a "
+        "running server only: exit code 1 when none answers.",
+    )
+    sub.add_parser(
+        "dsn",
+        help="print the database's DSN (for MEMEX_DATABASE_URL)",
+        description="Print only the DSN of the database: the embedded server's (running "
+        "under `memexdb serve`) or MEMEX_DATABASE_URL. For example: "
+        "export MEMEX_DATABASE_URL=$(memexdb dsn)",
+    )
+    cli_keys.add_parser(sub)
+    cli_schedule.add_parser(sub)
+    export = sub.add_parser(
+        "export",
+        help="write an agent's (or one user's) memories as JSON Lines",
+        description="Write the live memories of an agent, or of one of its users, as JSON "
+        "Lines: one object per memory with every field (id, agent_id, user_id, memory_type, "
+        "content, importance, metadata, created_at, updated_at, expires_at, "
+        "embedding_model, and with --embeddings the embedding), oldest first per user. "
+        "`memexdb import` reads it back.",
+    )
+    export.add_argument("--agent-id", required=True, help="the agent whose memories to export")
+    export.add_argument("--user-id", help="only this user's memories (default: every user)")
+    export.add_argument(
+        "--embeddings",
+        action="store_true",
+        help="include each memory's vector (an import with the same model then embeds nothing)",
+    )
+    export.add_argument("-o", "--output", help="file to write (default: standard output)")
+    export.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    imports = sub.add_parser(
+        "import",
+        help="read memories from a JSON Lines export, keeping ids and timestamps",
+        description="Insert the memories of a `memexdb export` file (or - for standard "
+        "input), keeping their ids and timestamps, 500 per statement. A memory without an "
+        "embedding, or with one from another model than MEMEX_EMBEDDER's, is embedded "
+        "again. An id that exists already is skipped (and counted), never overwritten, so "
+        "an import that stopped part-way can be run again.",
+    )
+    imports.add_argument("file", help="the JSON Lines file (- for standard input)")
+    imports.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    reembed = sub.add_parser(
+        "reembed",
+        help="embed again every memory whose vector is of another model than MEMEX_EMBEDDER's",
+        description="Embed again, with MEMEX_EMBEDDER's model, every memory (archived and "
+        "expired ones too) whose vector is of another model: a search compares only vectors "
+        "of its own model, so after changing MEMEX_EMBEDDER those memories are invisible "
+        "until they are embedded again. Long contents are embedded in full (the mean of "
+        "their chunks). Pages of --batch-size memories, each stored as soon as it is "
+        "embedded; a memory changed meanwhile keeps its new vector. Stopped part-way, it "
+        "resumes where it was when run again (only what is still of another model is "
+        "found). The vector's dimension is the schema's (vector(384)): a model of another "
+        "dimension is refused at start; changing the dimension is a migration.",
+    )
+    reembed.add_argument(
+        "--batch-size",
+        type=_batch_size,
+        default=params.DEFAULT_REEMBED_BATCH,
+        metavar="N",
+        help=f"memories per page, 1 to {params.REEMBED_BATCH_MAX}"
+        f" (default: {params.DEFAULT_REEMBED_BATCH})",
+    )
+    reembed.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    return parser
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    settings = Settings.from_env()
-    commands = {"serve": _serve, "mcp": _mcp, "migrate": _migrate, "status": _status}
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        settings = Settings.from_env()
+    except SettingsError as exc:
+        print(f"memexdb: invalid setting: {exc}", file=sys.stderr)
+        return 2
+    args = _parser(settings).parse_args(argv)
+
+    # Logs go to stderr: `memexdb dsn` and `status` print their answers alone on stdout.
+    logging.basicConfig(
+        level=settings.log_level.upper().replace("TRACE", "DEBUG"), format=LOG_FORMAT
+    )
+    commands = {
+        "serve": _serve,
+        "mcp": _mcp,
+        "migrate": _migrate,
+        "status": _status,
+        "dsn": _dsn,
+        "keys": _keys,
+        "schedule": _schedule,
+        "export": _export,
+        "import": _import,
+        "reembed": _reembed,
+    }
     try:
         return commands[args.command](args, settings)
+    except InvalidArgument as exc:
+        print(f"memexdb: invalid {exc.field}: {exc.message}", file=sys.stderr)
+        return 2
     except (MemexError, EmbeddedPostgresError) as exc:
+        print(f"memexdb: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
         print(f"memexdb: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

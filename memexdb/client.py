@@ -10,28 +10,85 @@ or limits anything itself: that is memex.* in SQL.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import difflib
 import functools
+import re
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
 from uuid import UUID
 
 import numpy as np
 import psycopg
+from psycopg.pq import TransactionStatus
 from psycopg.rows import class_row, scalar_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
+from pydantic import ValidationError
 
-from memexdb import params, queries
+from memexdb import agentic, params, queries
 from memexdb.db import async_pool
 from memexdb.embedding import BatchingEmbedder, Embedder, build_embedder
-from memexdb.errors import InvalidArgument, SetupError, translate
-from memexdb.params import MemoryCreate, MemorySearchRequest, validated
-from memexdb.types import MaintenanceResult, Memory, MemoryType, SearchHit, SearchMode
+from memexdb.errors import Conflict, InvalidArgument, SetupError, translate
+from memexdb.llm import ChatModel
+from memexdb.params import (
+    ExportedMemory,
+    ListQuery,
+    MemoryCreate,
+    MemoryPatch,
+    MemorySearchRequest,
+    decode_cursor,
+    encode_cursor,
+    validated,
+)
+from memexdb.types import (
+    Access,
+    AccessEvent,
+    ApiKey,
+    AuditEvent,
+    ConsolidationRun,
+    CreatedKey,
+    DreamUser,
+    EmbedBatch,
+    Embeddings,
+    EmbedQueueDepth,
+    ErasedRows,
+    ExportRow,
+    File,
+    FileEntry,
+    FileRevision,
+    ImportResult,
+    MaintenanceResult,
+    Memory,
+    MemoryPage,
+    MemoryType,
+    ModelCount,
+    Passage,
+    PatchPreview,
+    QueuedMemory,
+    ReembedPage,
+    RevokedKey,
+    SearchHit,
+    SearchMode,
+    SmartRead,
+    StaleEmbedding,
+)
+
+_OPEN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
+
+# Vectors of recently embedded texts kept per client (~1.5 KiB each at 384-d: ~6 MiB):
+# agents repeat queries and contents (bench/RESULTS.md, "Load test").
+EMBEDDING_CACHE_ENTRIES = 4096
 
 
-def _store_params(items: Sequence[MemoryCreate], embeddings: np.ndarray, model: str) -> Any:
+def _store_params(
+    items: Sequence[MemoryCreate | ExportedMemory],
+    embeddings: np.ndarray | Sequence[np.ndarray],
+    model: str,
+) -> Any:
     return {
         "agent_ids": [i.agent_id for i in items],
         "user_ids": [i.user_id for i in items],
@@ -46,6 +103,13 @@ def _store_params(items: Sequence[MemoryCreate], embeddings: np.ndarray, model: 
     }
 
 
+def _jsonb(value: dict[str, Any] | None) -> Jsonb | None:
+    return Jsonb(value) if value is not None else None
+
+
+_ExportCursor = tuple[str, datetime, UUID] | None
+
+
 def _check_dims(dims: int | None, embedder: Embedder) -> None:
     if dims is None:
         raise SetupError("the database is not migrated: run `memexdb migrate`")
@@ -56,16 +120,78 @@ def _check_dims(dims: int | None, embedder: Embedder) -> None:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """Who a client acts as. The service's connections are memex_app: before each call,
+    in the same transaction, memex._enter sets the caller from `key` (or refuses it), or
+    memex._enter_operator makes it the operator (`operator` names who, e.g. "cli"); SQL
+    then enforces the caller's scope (memex._authorize and row-level security). A
+    connection as a role bound with memex.bind_sql_role enters nothing: Postgres knows
+    its tenant from the login."""
+
+    key: str | None = None
+    # refuse calls without a key even while the database has none (a service that
+    # listens beyond loopback)
+    require_key: bool = False
+    operator: str | None = None
+    # one of memexdb's own agents writing for this caller (memex._delegate)
+    delegate: str | None = None
+
+
 class AsyncMemex:
-    """Async client: `await AsyncMemex.connect(dsn)`, then store/search/forget/count."""
+    """Async client: `await AsyncMemex.connect(dsn)`, then store/search/forget/count.
+
+    `with_key(key)` and `as_operator(name)` return clients of the same pool and embedder
+    that act as someone else (see Credentials)."""
 
     def __init__(
-        self, pool: AsyncConnectionPool, embedder: BatchingEmbedder, *, owns_embedder: bool = False
+        self,
+        pool: AsyncConnectionPool,
+        embedder: BatchingEmbedder,
+        *,
+        owns_embedder: bool = False,
+        credentials: Credentials = Credentials(),
+        enters: bool = True,
+        owns_pool: bool = True,
+        llm: ChatModel | None = None,
+        owns_llm: bool = False,
     ) -> None:
         self.pool = pool
+        # the optional chat model of memorize and search_passages' answers (memexdb.llm)
+        self.llm = llm
+        self._owns_llm = owns_llm
         self.embedder = embedder
         self.model_id = embedder.model_id
+        self.credentials = credentials
         self._owns_embedder = owns_embedder
+        self._owns_pool = owns_pool
+        self._enters = enters
+
+    def _acting_as(self, credentials: Credentials) -> AsyncMemex:
+        return AsyncMemex(
+            self.pool,
+            self.embedder,
+            credentials=credentials,
+            enters=self._enters,
+            owns_pool=False,
+            llm=self.llm,
+        )
+
+    def with_key(self, key: str | None) -> AsyncMemex:
+        """This client acting with API key `key` (None: no key, which an open loopback
+        database without keys accepts)."""
+        return self._acting_as(replace(self.credentials, key=key, operator=None))
+
+    def as_operator(self, name: str) -> AsyncMemex:
+        """This client acting as the operator (every tenant, admin): the command line and
+        scheduled jobs, which hold the database credentials themselves."""
+        return self._acting_as(replace(self.credentials, key=None, operator=name))
+
+    def delegated(self, actor: str) -> AsyncMemex:
+        """This client's caller, writing as one of memexdb's own agents (`memorize-agent`,
+        `dream-agent`): same scope and access; revisions, access-log entries and memories
+        record the agent as actor and the caller as on_behalf_of (memex._delegate)."""
+        return self._acting_as(replace(self.credentials, delegate=actor))
 
     @classmethod
     async def connect(
@@ -75,13 +201,22 @@ class AsyncMemex:
         embedder: Embedder | BatchingEmbedder | None = None,
         min_size: int = 1,
         max_size: int = 10,
+        key: str | None = None,
+        require_key: bool = False,
+        llm: ChatModel | None = None,
     ) -> AsyncMemex:
-        """Open a pool on a migrated database and check the embedder fits its schema."""
+        """Open a pool on a migrated database and check the embedder fits its schema.
+
+        `key` is the API key calls are made with; `require_key` refuses calls without
+        one even while the database has no keys. `llm` (the client closes it) is the chat
+        model memorize and search_passages' answers use; None: their LLM-free forms."""
         if embedder is None:
             embedder = build_embedder("minilm")
         owns = not isinstance(embedder, BatchingEmbedder)
         batching = (
-            embedder if isinstance(embedder, BatchingEmbedder) else BatchingEmbedder(embedder)
+            embedder
+            if isinstance(embedder, BatchingEmbedder)
+            else BatchingEmbedder(embedder, cache_entries=EMBEDDING_CACHE_ENTRIES)
         )
         pool = async_pool(dsn, min_size=min_size, max_size=max_size)
         try:
@@ -92,18 +227,30 @@ class AsyncMemex:
                     dims = await (await cur.execute(queries.EMBEDDING_DIMS)).fetchone()
                 except psycopg.errors.UndefinedFunction:
                     dims = None
+                enters = bool(await (await cur.execute(queries.ENTERS_CALLER)).fetchone())
             _check_dims(dims, batching.embedder)
         except BaseException as exc:
             await pool.close()
             if owns:
                 await batching.aclose()
             raise translate(exc) from exc
-        return cls(pool, batching, owns_embedder=owns)
+        return cls(
+            pool,
+            batching,
+            owns_embedder=owns,
+            credentials=Credentials(key=key, require_key=require_key),
+            enters=enters,
+            llm=llm,
+            owns_llm=llm is not None,
+        )
 
     async def aclose(self) -> None:
-        await self.pool.close()
+        if self._owns_pool:
+            await self.pool.close()
         if self._owns_embedder:
             await self.embedder.aclose()
+        if self._owns_llm and self.llm is not None:
+            await self.llm.aclose()
 
     async def __aenter__(self) -> AsyncMemex:
         return self
@@ -112,15 +259,45 @@ class AsyncMemex:
         await self.aclose()
 
     async def _fetch(
-        self, row_type: type[Any] | None, sql: str, values: dict[str, Any] | None = None
+        self,
+        row_type: type[Any] | None,
+        sql: str,
+        values: dict[str, Any] | None = None,
+        *,
+        enter: bool = True,
     ) -> list[Any]:
+        factory = class_row(row_type) if row_type else scalar_row
         try:
             async with self.pool.connection() as conn:
-                factory = class_row(row_type) if row_type else scalar_row
                 cur = conn.cursor(row_factory=factory)
-                return await (await cur.execute(sql, values)).fetchall()
+                if not (enter and self._enters):
+                    return await (await cur.execute(sql, values)).fetchall()
+                try:
+                    # BEGIN, the caller, the call and COMMIT go out together: one round
+                    # trip (plain statements: conn.transaction() would add a second).
+                    async with conn.pipeline():
+                        await conn.execute("begin")
+                        await conn.execute(*self._entry())
+                        if self.credentials.delegate is not None:
+                            await conn.execute(
+                                queries.DELEGATE, {"delegate": self.credentials.delegate}
+                            )
+                        await cur.execute(sql, values)
+                        await conn.execute("commit")
+                except BaseException:
+                    # an error skips the rest of the pipeline, the COMMIT included
+                    if conn.info.transaction_status in _OPEN_TRANSACTION:
+                        await conn.rollback()
+                    raise
+                return await cur.fetchall()
         except Exception as exc:
             raise translate(exc) from exc
+
+    def _entry(self) -> tuple[str, dict[str, Any]]:
+        who = self.credentials
+        if who.operator is not None:
+            return queries.ENTER_OPERATOR, {"actor": who.operator}
+        return queries.ENTER, {"key": who.key, "require_key": who.require_key}
 
     async def store(
         self,
@@ -181,8 +358,12 @@ class AsyncMemex:
         mode: SearchMode | str | None = params.DEFAULT_MODE,
         now: datetime | None = None,
         context_weight: float | None = None,
+        metadata: dict[str, Any] | None = None,
+        include_archived: bool = False,
     ) -> list[SearchHit]:
-        """Rank the tenant's memories for `query`; see memex.search for the formula."""
+        """Rank the tenant's memories for `query`; see memex.search for the formula.
+        `metadata` keeps only memories whose metadata contains that object, before
+        ranking; `include_archived` ranks the memories consolidation archived too."""
         request = validated(
             MemorySearchRequest,
             agent_id=agent_id,
@@ -194,6 +375,8 @@ class AsyncMemex:
             memory_types=list(memory_types) if memory_types is not None else None,
             mode=mode,
             context_weight=context_weight,
+            metadata=metadata,
+            include_archived=include_archived,
         )
         embedding = (
             None
@@ -214,35 +397,281 @@ class AsyncMemex:
                 "mode": None if request.mode is None else str(request.mode),
                 "now": now,
                 "context_weight": request.context_weight,
+                "metadata": _jsonb(request.metadata),
+                "include_archived": request.include_archived,
             },
         )
 
-    async def forget(self, agent_id: str, user_id: str, memory_id: UUID) -> Memory:
-        """Delete one memory of the tenant; raises NotFound if it is not theirs."""
+    async def _by_id(self, sql: str, agent_id: str, user_id: str, memory_id: UUID) -> Memory:
         tenant = validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
         rows: list[Memory] = await self._fetch(
-            Memory, queries.FORGET, {**tenant.model_dump(), "id": memory_id}
+            Memory, sql, {**tenant.model_dump(), "id": memory_id}
         )
         return rows[0]
 
+    async def forget(self, agent_id: str, user_id: str, memory_id: UUID) -> Memory:
+        """Delete one memory of the tenant; raises NotFound if it is not theirs."""
+        return await self._by_id(queries.FORGET, agent_id, user_id, memory_id)
+
     async def count(
-        self, agent_id: str, user_id: str, memory_type: MemoryType | str | None = None
+        self,
+        agent_id: str,
+        user_id: str,
+        memory_type: MemoryType | str | None = None,
+        *,
+        metadata: dict[str, Any] | None = None,
     ) -> int:
-        """Number of live memories of the tenant (optionally of one type) that a search
-        with this client's embedding model can find."""
+        """Number of live memories of the tenant (optionally of one type, and whose
+        metadata contains `metadata`) that a search with this client's embedding model
+        can find."""
         query = validated(
-            params.CountQuery, agent_id=agent_id, user_id=user_id, memory_type=memory_type
+            params.CountQuery,
+            agent_id=agent_id,
+            user_id=user_id,
+            memory_type=memory_type,
+            metadata=metadata,
         )
         values = {
             **query.model_dump(include={"agent_id", "user_id"}),
             "memory_type": str(query.memory_type) if query.memory_type else None,
             "embedding_model": self.model_id,
+            "metadata": _jsonb(query.metadata),
         }
         return int((await self._fetch(None, queries.COUNT, values))[0])
 
+    async def get(self, agent_id: str, user_id: str, memory_id: UUID) -> Memory:
+        """One live memory of the tenant by id; raises NotFound if it is not theirs."""
+        return await self._by_id(queries.GET_MEMORY, agent_id, user_id, memory_id)
+
+    async def list_memories(
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        limit: int = params.DEFAULT_LIST_LIMIT,
+        cursor: str | None = None,
+        memory_type: MemoryType | str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        metadata: dict[str, Any] | None = None,
+        include_archived: bool = False,
+    ) -> MemoryPage:
+        """A page of the tenant's live memories, newest first. Pass the page's
+        `next_cursor` as `cursor` for the next page (None: there is none). Filters: one
+        type, created_after <= created_at < created_before, metadata containment;
+        `include_archived` lists the memories consolidation archived too."""
+        query = validated(
+            ListQuery,
+            agent_id=agent_id,
+            user_id=user_id,
+            limit=limit,
+            cursor=cursor,
+            memory_type=memory_type,
+            created_after=created_after,
+            created_before=created_before,
+            metadata=metadata,
+            include_archived=include_archived,
+        )
+        after = decode_cursor(query.cursor) if query.cursor else (None, None)
+        rows: list[Memory] = await self._fetch(
+            Memory,
+            queries.LIST_MEMORIES,
+            {
+                **query.model_dump(include={"agent_id", "user_id", "limit"}),
+                "cursor_created_at": after[0],
+                "cursor_id": after[1],
+                "memory_type": str(query.memory_type) if query.memory_type else None,
+                "created_after": query.created_after,
+                "created_before": query.created_before,
+                "metadata": _jsonb(query.metadata),
+                "include_archived": query.include_archived,
+            },
+        )
+        last = rows[-1] if len(rows) == query.limit else None
+        return MemoryPage(rows, encode_cursor(last.created_at, last.id) if last else None)
+
+    async def update(
+        self,
+        agent_id: str,
+        user_id: str,
+        memory_id: UUID,
+        *,
+        content: str | None = None,
+        importance: float | None = None,
+        metadata: dict[str, Any] | None = None,
+        memory_type: MemoryType | str | None = None,
+        expires_at: datetime | None = None,
+        clear_expires_at: bool = False,
+    ) -> Memory:
+        """Change the given fields of one live memory of the tenant (None: unchanged) and
+        return it. A new `content` is embedded again; `metadata` replaces the whole
+        object; `clear_expires_at` removes the expiry. Raises NotFound if the id is not
+        theirs, InvalidArgument if nothing would change."""
+        given: dict[str, Any] = {
+            name: value
+            for name, value in (
+                ("content", content),
+                ("importance", importance),
+                ("metadata", metadata),
+                ("memory_type", memory_type),
+                ("expires_at", expires_at),
+            )
+            if value is not None
+        }
+        if clear_expires_at:
+            if expires_at is not None:
+                raise InvalidArgument("expires_at", "cannot be set and cleared at once")
+            given["expires_at"] = None
+        if not given:
+            raise InvalidArgument("patch", "must change at least one field")
+        patch = validated(MemoryPatch, agent_id=agent_id, user_id=user_id, **given)
+        return await self._update(memory_id, patch)
+
+    async def _update(self, memory_id: UUID, patch: MemoryPatch) -> Memory:
+        embedding = (
+            await self.embedder.embed_one(patch.content) if patch.content is not None else None
+        )
+        rows: list[Memory] = await self._fetch(
+            Memory,
+            queries.UPDATE_MEMORY,
+            {
+                **patch.model_dump(include={"agent_id", "user_id", "content", "importance"}),
+                "id": memory_id,
+                "embedding": embedding,
+                "embedding_model": self.model_id if embedding is not None else None,
+                "metadata": _jsonb(patch.metadata),
+                "memory_type": str(patch.memory_type) if patch.memory_type else None,
+                "expires_at": patch.expires_at,
+                "clear_expires_at": patch.clear_expires_at,
+            },
+        )
+        return rows[0]
+
+    async def update_patch(self, memory_id: UUID, patch: MemoryPatch) -> Memory:
+        """`update` from a validated MemoryPatch (the REST body of PATCH /v1/memories/{id})."""
+        return await self._update(memory_id, patch)
+
+    async def erase_user(self, agent_id: str, user_id: str) -> dict[str, int]:
+        """Delete everything of tenant (agent_id, user_id) in every table (archived and
+        expired memories too); returns the rows deleted per table."""
+        tenant = validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
+        rows: list[ErasedRows] = await self._fetch(
+            ErasedRows, queries.ERASE_USER, tenant.model_dump()
+        )
+        return {row.table_name: row.deleted for row in rows}
+
+    async def export_page(
+        self,
+        agent_id: str,
+        user_id: str | None = None,
+        *,
+        embeddings: bool = False,
+        after: _ExportCursor = None,
+        limit: int = params.DEFAULT_EXPORT_BATCH,
+    ) -> tuple[list[ExportRow], _ExportCursor]:
+        """One page of an export (see `export`) and the `after` of the next page (None:
+        this was the last)."""
+        validated(params.TenantQuery, agent_id=agent_id, user_id=user_id or "-")
+        rows: list[ExportRow] = await self._fetch(
+            ExportRow,
+            queries.EXPORT_MEMORIES,
+            {
+                "agent_id": agent_id,
+                "user_id": user_id,
+                "embeddings": embeddings,
+                "after_user_id": after[0] if after else None,
+                "after_created_at": after[1] if after else None,
+                "after_id": after[2] if after else None,
+                "limit": limit,
+            },
+        )
+        last = rows[-1] if len(rows) == limit else None
+        return rows, ((last.user_id, last.created_at, last.id) if last else None)
+
+    async def export(
+        self,
+        agent_id: str,
+        user_id: str | None = None,
+        *,
+        embeddings: bool = False,
+        batch_size: int = params.DEFAULT_EXPORT_BATCH,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Every live memory of the agent's user (or of all its users), oldest first per
+        user, as JSON-ready dicts (one line of `memexdb export` each), read
+        `batch_size` at a time; with `embeddings`, each carries its vector."""
+        after: _ExportCursor = None
+        while True:
+            rows, after = await self.export_page(
+                agent_id, user_id, embeddings=embeddings, after=after, limit=batch_size
+            )
+            for row in rows:
+                yield row.to_json()
+            if after is None:
+                return
+
+    async def import_memories(
+        self, records: Iterable[dict[str, Any]], *, batch_size: int = params.DEFAULT_EXPORT_BATCH
+    ) -> ImportResult:
+        """Insert exported memories (dicts as `export` yields them) keeping their ids and
+        timestamps, `batch_size` per statement. A memory without an embedding, or with one
+        from another model than this client's, is embedded again; an id that exists
+        already is skipped. Each batch commits on its own: re-running an import that
+        failed part-way skips what it had already inserted."""
+        imported = skipped = reembedded = 0
+        batch: list[ExportedMemory] = []
+        for n, record in enumerate(records):
+            try:
+                batch.append(ExportedMemory.model_validate(record))
+            except ValidationError as exc:
+                error = params.invalid_argument(exc)
+                raise InvalidArgument(f"memories[{n}].{error.field}", error.message) from None
+            if len(batch) == batch_size:
+                done, again = await self._import_batch(batch, n + 1 - len(batch))
+                imported, skipped = imported + done, skipped + len(batch) - done
+                reembedded += again
+                batch = []
+        if batch:
+            done, again = await self._import_batch(batch, imported + skipped)
+            imported, skipped = imported + done, skipped + len(batch) - done
+            reembedded += again
+        return ImportResult(imported, skipped, reembedded)
+
+    async def _import_batch(self, batch: list[ExportedMemory], start: int) -> tuple[int, int]:
+        try:
+            return await self._insert_batch(batch)
+        except InvalidArgument as exc:  # memories[i] of the batch: name the record
+            match = re.fullmatch(r"memories\[(\d+)\](.*)", exc.field)
+            if match is None:
+                raise
+            field = f"memories[{start + int(match.group(1))}]{match.group(2)}"
+            raise InvalidArgument(field, exc.message) from None
+
+    async def _insert_batch(self, batch: list[ExportedMemory]) -> tuple[int, int]:
+        stale = [
+            i
+            for i, m in enumerate(batch)
+            if m.embedding is None or m.embedding_model != self.model_id
+        ]
+        vectors = [np.asarray(m.embedding or (), dtype=np.float32) for m in batch]
+        if stale:
+            fresh = await self.embedder.embed_many([batch[i].content for i in stale])
+            for i, vector in zip(stale, fresh, strict=True):
+                vectors[i] = vector
+        rows = await self._fetch(
+            Memory,
+            queries.IMPORT_MEMORIES,
+            {
+                **_store_params(batch, vectors, self.model_id),
+                "ids": [m.id for m in batch],
+                "updated_at": [m.updated_at for m in batch],
+                "lineage": [_jsonb(m.lineage()) for m in batch],
+            },
+        )
+        return len(rows), len(stale)
+
     async def ping(self) -> None:
         """Raise DatabaseUnavailable unless the database answers."""
-        await self._fetch(None, queries.PING)
+        await self._fetch(None, queries.PING, enter=False)
 
     async def maintenance(self) -> MaintenanceResult:
         """Run memex.maintenance(): delete expired memories and stale rate-limit rows, and
@@ -250,9 +679,639 @@ class AsyncMemex:
         rows: list[MaintenanceResult] = await self._fetch(MaintenanceResult, queries.MAINTENANCE)
         return rows[0]
 
+    @contextlib.asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A connection in a transaction whose caller is this client's, for work that
+        spans several statements (the embed queue's batch: its entries stay locked until
+        the end). Commits when the block ends, rolls back if it raises; database errors
+        come out as memexdb's."""
+        try:
+            async with self.pool.connection() as conn, conn.transaction():
+                if self._enters:
+                    await conn.execute(*self._entry())
+                    if self.credentials.delegate is not None:
+                        await conn.execute(
+                            queries.DELEGATE, {"delegate": self.credentials.delegate}
+                        )
+                yield conn
+        except Exception as exc:
+            translated = translate(exc)
+            if translated is exc:
+                raise
+            raise translated from exc
+
+    async def embed_queued(self) -> EmbedBatch:
+        """Take, embed and store one batch of memex.embed_queue (operator; what the
+        service's embed worker runs): in one transaction, memex.embed_queue_take locks
+        the due entries, their contents are embedded in full, memex.set_embeddings
+        stores each vector whose memory still has that content (and dequeues it), and
+        memex.embed_queue_failed backs off the entries whose embedding failed. If the
+        process dies first, the transaction is rolled back: every entry stays queued."""
+        async with self._transaction() as conn:
+            cur = conn.cursor(row_factory=class_row(QueuedMemory))
+            rows = await (await cur.execute(queries.EMBED_QUEUE_TAKE)).fetchall()
+            if not rows:
+                return EmbedBatch(0, 0, 0)
+            done, failed = await self._embed_each(rows)
+            written = 0
+            if done:
+                result = await conn.execute(
+                    queries.SET_EMBEDDINGS,
+                    {
+                        "ids": [row.memory_id for row, _ in done],
+                        "contents": [row.content for row, _ in done],
+                        "embeddings": [vector for _, vector in done],
+                        "embedding_model": self.model_id,
+                    },
+                )
+                written = int((await result.fetchone() or (0,))[0])
+            if failed:
+                await conn.execute(
+                    queries.EMBED_QUEUE_FAILED,
+                    {"ids": [row.memory_id for row, _ in failed], "errors": [e for _, e in failed]},
+                )
+            errors = tuple(f"{r.memory_id} (attempt {r.attempts + 1}): {e}" for r, e in failed)
+            return EmbedBatch(len(rows), written, len(failed), errors)
+
+    async def _embed_each(
+        self, rows: list[QueuedMemory]
+    ) -> tuple[list[tuple[QueuedMemory, Any]], list[tuple[QueuedMemory, str]]]:
+        """Embed a batch; if that fails, each memory alone, so that one text the model
+        cannot take does not hold the others back."""
+        try:
+            vectors = await self.embedder.embed_in_full([r.content for r in rows])
+            return list(zip(rows, vectors, strict=True)), []
+        except Exception as exc:
+            if len(rows) == 1:
+                return [], [(rows[0], f"{type(exc).__name__}: {exc}")]
+        done: list[tuple[QueuedMemory, Any]] = []
+        failed: list[tuple[QueuedMemory, str]] = []
+        for row in rows:
+            try:
+                done.append((row, (await self.embedder.embed_in_full([row.content]))[0]))
+            except Exception as exc:
+                failed.append((row, f"{type(exc).__name__}: {exc}"))
+        return done, failed
+
+    async def embed_texts(
+        self, texts: str | Sequence[str], *, model: str | None = None
+    ) -> Embeddings:
+        """Vectors of `texts` by this client's embedding model (POST /v1/embeddings), in
+        full however long (memexdb.embedding.long_text: a text that fits the model's
+        window gets exactly the vector `store` gives it). `model`, if given, must be this
+        client's model id. Any caller may (read access is enough); each call counts as a
+        read against the caller's rate limit."""
+        given = texts if isinstance(texts, str) else list(texts)
+        try:  # (validated() takes the model class as `model`)
+            request = params.EmbeddingRequest.model_validate({"input": given, "model": model})
+        except ValidationError as exc:
+            raise params.invalid_argument(exc) from None
+        return await self.embed_request(request)
+
+    async def embed_request(self, request: params.EmbeddingRequest) -> Embeddings:
+        """`embed_texts` from a validated EmbeddingRequest (the REST body)."""
+        if request.model is not None and request.model != self.model_id:
+            raise InvalidArgument(
+                "model", f"this service embeds with {self.model_id!r}: send that or leave it out"
+            )
+        await self._fetch(None, queries.AUTHORIZE_EMBEDDING)
+        cut = await self.embedder.plan_in_full(request.input)
+        vectors = cut.combine(await self.embedder.embed_many(cut.pieces))
+        return Embeddings(vectors, self.model_id, cut.total_tokens)
+
+    async def embedding_models(self) -> dict[str, int]:
+        """How many memories carry vectors of each embedding model, most first (operator)."""
+        rows: list[ModelCount] = await self._fetch(ModelCount, queries.EMBEDDING_MODELS)
+        return {row.embedding_model: row.memories for row in rows}
+
+    async def embed_queue_depth(self) -> EmbedQueueDepth:
+        """The embed queue: entries queued, due, failing; oldest and next due (operator)."""
+        rows: list[EmbedQueueDepth] = await self._fetch(EmbedQueueDepth, queries.EMBED_QUEUE_DEPTH)
+        return rows[0]
+
+    async def reembed_page(
+        self, after: UUID | None = None, *, limit: int = params.DEFAULT_REEMBED_BATCH
+    ) -> ReembedPage:
+        """One page of `memexdb reembed` (operator): the next `limit` memories after
+        `after` (in id order) whose vector is not from this client's model, embedded in
+        full and stored unless their content changed meanwhile. Start with None and pass
+        `next_after` until it is None; starting over later resumes (only what is still
+        stale is found)."""
+        if not 1 <= limit <= params.REEMBED_BATCH_MAX:
+            raise InvalidArgument("limit", f"must be 1 to {params.REEMBED_BATCH_MAX}")
+        rows: list[StaleEmbedding] = await self._fetch(
+            StaleEmbedding,
+            queries.STALE_EMBEDDINGS,
+            {"embedding_model": self.model_id, "after": after, "limit": limit},
+        )
+        if not rows:
+            return ReembedPage(0, 0, None)
+        vectors = await self.embedder.embed_in_full([r.content for r in rows])
+        written = await self._fetch(
+            None,
+            queries.SET_EMBEDDINGS,
+            {
+                "ids": [r.memory_id for r in rows],
+                "contents": [r.content for r in rows],
+                "embeddings": list(vectors),
+                "embedding_model": self.model_id,
+            },
+        )
+        return ReembedPage(
+            len(rows), int(written[0]), rows[-1].memory_id if len(rows) == limit else None
+        )
+
     async def set_setting(self, name: str, value: Any) -> None:
         """Write an operator setting (memex.settings), e.g. rate_limit_store_per_minute."""
         await self._fetch(None, queries.SET_SETTING, {"name": name, "value": Jsonb(value)})
+
+    async def create_key(
+        self,
+        access: Access | str,
+        *,
+        agent_id: str | None = None,
+        user_ids: Sequence[str] | None = None,
+        name: str = "",
+        expires_at: datetime | None = None,
+    ) -> CreatedKey:
+        """Create an API key (admin callers only, within their own scope); its token is
+        in the result, and nowhere else ever again."""
+        request = validated(
+            params.KeyCreate,
+            access=access,
+            agent_id=agent_id,
+            user_ids=list(user_ids) if user_ids is not None else None,
+            name=name,
+            expires_at=expires_at,
+        )
+        values = {**request.model_dump(), "access": str(request.access)}
+        rows: list[CreatedKey] = await self._fetch(CreatedKey, queries.CREATE_KEY, values)
+        return rows[0]
+
+    async def list_keys(self, agent_id: str | None = None) -> list[ApiKey]:
+        """The API keys this (admin) caller may manage, newest first, without secrets."""
+        query = validated(params.KeysQuery, agent_id=agent_id)
+        return await self._fetch(ApiKey, queries.LIST_KEYS, query.model_dump())
+
+    async def revoke_key(self, key: str) -> RevokedKey:
+        """Revoke an API key by id or prefix; NotFound outside this caller's scope."""
+        rows: list[RevokedKey] = await self._fetch(RevokedKey, queries.REVOKE_KEY, {"key": key})
+        return rows[0]
+
+    async def audit_events(
+        self, limit: int = params.DEFAULT_AUDIT_LIMIT, before: int | None = None
+    ) -> list[AuditEvent]:
+        """The audit log within this (admin) caller's scope, newest first."""
+        query = validated(params.AuditQuery, limit=limit, before=before)
+        return await self._fetch(AuditEvent, queries.AUDIT_EVENTS, query.model_dump())
+
+    # --- File memory: a file is a memory with a virtual path (see memex.write_file) ---
+
+    async def write_file(
+        self,
+        agent_id: str,
+        user_id: str,
+        path: str,
+        content: str,
+        *,
+        base_revision: int | None = None,
+    ) -> File:
+        """Create or overwrite the file at `path` (embedded, so search ranks it). With
+        `base_revision` (0: the file must not exist), Conflict if the file moved on."""
+        request = validated(
+            params.FileWrite,
+            agent_id=agent_id,
+            user_id=user_id,
+            path=path,
+            content=content,
+            base_revision=base_revision,
+        )
+        embedding = await self.embedder.embed_one(request.content)
+        values = {**request.model_dump(), "embedding": embedding, "embedding_model": self.model_id}
+        return (await self._fetch(File, queries.WRITE_FILE, values))[0]  # type: ignore[no-any-return]
+
+    async def read_file(
+        self,
+        agent_id: str,
+        user_id: str,
+        path: str,
+        *,
+        from_line: int | None = None,
+        to_line: int | None = None,
+        as_of: datetime | None = None,
+    ) -> File:
+        """The file at `path`: whole, lines from_line..to_line (1-based, inclusive), or as
+        it was at `as_of`. NotFound if there is no such file (then)."""
+        query = validated(
+            params.FileReadQuery,
+            agent_id=agent_id,
+            user_id=user_id,
+            path=path,
+            from_line=from_line,
+            to_line=to_line,
+            as_of=as_of,
+        )
+        return (await self._fetch(File, queries.READ_FILE, query.model_dump()))[0]  # type: ignore[no-any-return]
+
+    async def list_files(
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        prefix: str | None = None,
+        limit: int = params.DEFAULT_FILE_LIST_LIMIT,
+        after: str | None = None,
+    ) -> tuple[list[FileEntry], str | None]:
+        """A page of the tenant's files under `prefix`, in path order, and the `after` of
+        the next page (None: this is the last)."""
+        query = validated(
+            params.FileListQuery,
+            agent_id=agent_id,
+            user_id=user_id,
+            prefix=prefix,
+            limit=limit,
+            after=after,
+        )
+        rows: list[FileEntry] = await self._fetch(FileEntry, queries.LIST_FILES, query.model_dump())
+        return rows, (rows[-1].path if len(rows) == query.limit else None)
+
+    async def patch_file(
+        self,
+        agent_id: str,
+        user_id: str,
+        path: str,
+        *,
+        heading: str | None = None,
+        append: str | None = None,
+        old_text: str | None = None,
+        new_text: str | None = None,
+        base_revision: int | None = None,
+    ) -> File:
+        """Append `append` under the markdown `heading` (created if absent; no heading:
+        at the end), or replace the one occurrence of `old_text` with `new_text`
+        (InvalidArgument if it is absent or occurs more than once). The patched content is
+        computed in SQL (memex.preview_patch), embedded, and stored by memex.patch_file if
+        the file has not moved on meanwhile (retried; with `base_revision`, Conflict)."""
+        return await self.patch_request(
+            params.file_patch(
+                agent_id,
+                user_id,
+                path,
+                heading=heading,
+                append=append,
+                old_text=old_text,
+                new_text=new_text,
+                base_revision=base_revision,
+            )
+        )
+
+    async def patch_request(self, request: params.FilePatch) -> File:
+        """`patch_file` from a validated FilePatch (the REST body)."""
+        values = request.model_dump()
+        for attempt in range(3):
+            preview: PatchPreview = (
+                await self._fetch(PatchPreview, queries.PREVIEW_PATCH, values)
+            )[0]
+            embedding = await self.embedder.embed_one(preview.content)
+            base = request.base_revision if request.base_revision is not None else preview.revision
+            try:
+                rows: list[File] = await self._fetch(
+                    File,
+                    queries.PATCH_FILE,
+                    {
+                        **values,
+                        "base_revision": base,
+                        "embedding": embedding,
+                        "embedding_model": self.model_id,
+                    },
+                )
+                return rows[0]
+            except Conflict:
+                if request.base_revision is not None or attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def delete_file(
+        self, agent_id: str, user_id: str, path: str, *, base_revision: int | None = None
+    ) -> File:
+        """Delete the file at `path` (its revisions stay; restore_revision brings it back)
+        and return it as it was, with the number of the delete revision."""
+        query = validated(
+            params.FileDeleteQuery,
+            agent_id=agent_id,
+            user_id=user_id,
+            path=path,
+            base_revision=base_revision,
+        )
+        return (await self._fetch(File, queries.DELETE_FILE, query.model_dump()))[0]  # type: ignore[no-any-return]
+
+    async def list_revisions(
+        self,
+        agent_id: str,
+        user_id: str,
+        path: str,
+        *,
+        limit: int = params.DEFAULT_FILE_LIST_LIMIT,
+        before: int | None = None,
+    ) -> list[FileRevision]:
+        """The revisions of a file, newest first, without content."""
+        query = validated(
+            params.RevisionListQuery,
+            agent_id=agent_id,
+            user_id=user_id,
+            path=path,
+            limit=limit,
+            before=before,
+        )
+        return await self._fetch(FileRevision, queries.LIST_REVISIONS, query.model_dump())
+
+    async def get_revision(
+        self, agent_id: str, user_id: str, path: str, revision: int
+    ) -> FileRevision:
+        """One revision of a file with its content (None for a delete)."""
+        query = validated(
+            params.RevisionQuery, agent_id=agent_id, user_id=user_id, path=path, revision=revision
+        )
+        return (await self._fetch(FileRevision, queries.GET_REVISION, query.model_dump()))[0]  # type: ignore[no-any-return]
+
+    async def diff_revisions(
+        self, agent_id: str, user_id: str, path: str, from_revision: int, to_revision: int
+    ) -> str:
+        """A unified diff from one revision of a file to another (computed in Python with
+        difflib from the two snapshots memex.get_revision returns; a delete is empty)."""
+        validated(
+            params.DiffQuery,
+            agent_id=agent_id,
+            user_id=user_id,
+            path=path,
+            from_revision=from_revision,
+            to_revision=to_revision,
+        )
+        old = await self.get_revision(agent_id, user_id, path, from_revision)
+        new = await self.get_revision(agent_id, user_id, path, to_revision)
+        return "".join(
+            difflib.unified_diff(
+                (old.content or "").splitlines(keepends=True),
+                (new.content or "").splitlines(keepends=True),
+                fromfile=f"{path}@{from_revision}",
+                tofile=f"{path}@{to_revision}",
+            )
+        )
+
+    async def restore_revision(
+        self,
+        agent_id: str,
+        user_id: str,
+        path: str,
+        revision: int,
+        *,
+        base_revision: int | None = None,
+    ) -> File:
+        """Make `revision` of a file its current content again (a new 'restore' revision;
+        also brings back a deleted file)."""
+        request = validated(
+            params.RestoreRequest,
+            agent_id=agent_id,
+            user_id=user_id,
+            path=path,
+            revision=revision,
+            base_revision=base_revision,
+        )
+        old = await self.get_revision(agent_id, user_id, path, request.revision)
+        embedding = await self.embedder.embed_one(old.content) if old.content else None
+        values = {**request.model_dump(), "embedding": embedding, "embedding_model": self.model_id}
+        return (await self._fetch(File, queries.RESTORE_REVISION, values))[0]  # type: ignore[no-any-return]
+
+    async def smart_read(
+        self,
+        agent_id: str,
+        user_id: str,
+        query: str,
+        *,
+        budget: int = params.DEFAULT_SMART_READ_BUDGET,
+    ) -> SmartRead:
+        """One context block of at most `budget` characters from the files and memories
+        most relevant to `query`, each under a header naming its path or id."""
+        request = validated(
+            params.SmartReadRequest, agent_id=agent_id, user_id=user_id, query=query, budget=budget
+        )
+        embedding = await self.embedder.embed_one(request.query)
+        values = {
+            **request.model_dump(),
+            "query_embedding": embedding,
+            "embedding_model": self.model_id,
+        }
+        return (await self._fetch(SmartRead, queries.SMART_READ, values))[0]  # type: ignore[no-any-return]
+
+    async def access_log(
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = params.DEFAULT_ACCESS_LOG_LIMIT,
+        before: int | None = None,
+    ) -> list[AccessEvent]:
+        """The tenant's access log (every read and write of its files), newest first,
+        since <= at < until; `before` (an id) for the next page."""
+        query = validated(
+            params.AccessLogQuery,
+            agent_id=agent_id,
+            user_id=user_id,
+            since=since,
+            until=until,
+            limit=limit,
+            before=before,
+        )
+        return await self._fetch(AccessEvent, queries.ACCESS_EVENTS, query.model_dump())
+
+    # --- Agentic tools (memexdb.agentic): memory_search and memory_memorize ---
+
+    async def authorize(self, agent_id: str | None, user_id: str | None, need: str) -> None:
+        """Raise Unauthenticated or Forbidden unless the caller may act on the tenant with
+        `need` access (read, write or admin); None: every agent / every user."""
+        await self._fetch(
+            None, queries.AUTHORIZE, {"agent_id": agent_id, "user_id": user_id, "need": need}
+        )
+
+    async def passages(
+        self,
+        agent_id: str,
+        user_id: str,
+        query: str,
+        *,
+        top_k: int = params.DEFAULT_PASSAGES_TOP_K,
+        passage_chars: int = params.DEFAULT_PASSAGE_CHARS,
+    ) -> list[Passage]:
+        """memex.search_passages: files and memories ranked for `query` (BM25 fused with
+        vectors), each cut to a passage (a file's best paragraph, with its lines)."""
+        request = validated(
+            params.PassageSearchRequest,
+            agent_id=agent_id,
+            user_id=user_id,
+            query=query,
+            top_k=top_k,
+            passage_chars=passage_chars,
+        )
+        values = {
+            **request.model_dump(exclude={"answer"}),
+            "query_embedding": await self.embedder.embed_one(request.query),
+            "embedding_model": self.model_id,
+        }
+        return await self._fetch(Passage, queries.SEARCH_PASSAGES, values)
+
+    async def search_passages(
+        self,
+        agent_id: str,
+        user_id: str,
+        query: str,
+        *,
+        top_k: int = params.DEFAULT_PASSAGES_TOP_K,
+        passage_chars: int = params.DEFAULT_PASSAGE_CHARS,
+        answer: bool = False,
+    ) -> params.PassageSearchOut:
+        """memory_search: the passages for `query`, and with `answer` (and an LLM) an
+        answer that cites them by rank."""
+        request = validated(
+            params.PassageSearchRequest,
+            agent_id=agent_id,
+            user_id=user_id,
+            query=query,
+            top_k=top_k,
+            passage_chars=passage_chars,
+            answer=answer,
+        )
+        return await agentic.search(self, request)
+
+    async def memorize(
+        self, agent_id: str, user_id: str, text: str, *, now: datetime | None = None
+    ) -> params.MemorizeOut:
+        """memory_memorize: keep what is durable in `text`, through the LLM's proposals or
+        the fallback (an episodic memory and an entry in user/log.md); see
+        memexdb.agentic. `now` dates the fallback's memory and log heading."""
+        request = validated(params.MemorizeRequest, agent_id=agent_id, user_id=user_id, text=text)
+        return await agentic.memorize(self, request, now or agentic.utc_now())
+
+    # --- Consolidation ("dreaming"): memex.consolidate_*, memex.dream_* ---
+
+    async def consolidate(
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        dry_run: bool = False,
+        force: bool = False,
+        summary: str | None = None,
+        source_ids: Sequence[UUID | str] | None = None,
+    ) -> ConsolidationRun | None:
+        """Condense the tenant's oldest episodic memories if it is due (`force`: even if
+        not); see memex.consolidate_tenant. None when another runner holds the tenant.
+        `summary` (with the `source_ids` it summarizes) replaces the extractive summary."""
+        validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
+        rows: list[ConsolidationRun] = await self._fetch(
+            ConsolidationRun,
+            queries.CONSOLIDATE_TENANT,
+            {
+                "agent_id": agent_id,
+                "user_id": user_id,
+                "dry_run": dry_run,
+                "force": force,
+                "summary": summary,
+                "source_ids": [str(i) for i in source_ids] if source_ids is not None else None,
+            },
+        )
+        run = rows[0] if rows else None
+        return run if run is not None and run.status is not None else None
+
+    async def consolidate_due(self, *, dry_run: bool = False) -> list[ConsolidationRun]:
+        """One consolidation tick over every tenant (admin); the runs (plans if dry_run)."""
+        return await self._fetch(ConsolidationRun, queries.CONSOLIDATE_DUE, {"dry_run": dry_run})
+
+    async def dream(
+        self, agent_id: str, user_id: str, *, dry_run: bool = False, force: bool = False
+    ) -> ConsolidationRun | None:
+        """Tidy the tenant's files if it is due (`force`: even if not): duplicate lines
+        and repeated headings merged, as dream-agent; see memex.dream_tenant. None when
+        another runner holds the tenant."""
+        validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
+        rows: list[ConsolidationRun] = await self._fetch(
+            ConsolidationRun,
+            queries.DREAM_TENANT,
+            {"agent_id": agent_id, "user_id": user_id, "dry_run": dry_run, "force": force},
+        )
+        run = rows[0] if rows else None
+        return run if run is not None and run.status is not None else None
+
+    async def dream_due(self, *, dry_run: bool = False) -> list[ConsolidationRun]:
+        """One tick of dreaming over files, every tenant (admin); the runs."""
+        return await self._fetch(ConsolidationRun, queries.DREAM_DUE, {"dry_run": dry_run})
+
+    async def restore_consolidation(self, run_id: int) -> ConsolidationRun:
+        """Undo a condense run: its sources live again, its summary archived."""
+        rows: list[ConsolidationRun] = await self._fetch(
+            ConsolidationRun, queries.RESTORE_CONSOLIDATION, {"run_id": run_id}
+        )
+        return rows[0]
+
+    async def dream_config(self) -> params.DreamConfigOut:
+        """The consolidation settings (memex.dream_config)."""
+        rows = await self._fetch(None, queries.DREAM_CONFIG)
+        return params.DreamConfigOut.model_validate(rows[0])
+
+    async def set_dream_config(self, /, **changes: Any) -> params.DreamConfigOut:
+        """Change consolidation settings (admin); the whole configuration after."""
+        request = validated(params.DreamConfig, **changes)
+        rows = await self._fetch(
+            None, queries.SET_DREAM_CONFIG, {"changes": Jsonb(request.changes())}
+        )
+        return params.DreamConfigOut.model_validate(rows[0])
+
+    async def consolidation_runs(
+        self,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        *,
+        limit: int = params.DEFAULT_RUNS_LIMIT,
+        before: int | None = None,
+    ) -> list[ConsolidationRun]:
+        """Consolidation runs, newest first: of a tenant, an agent, or every tenant."""
+        query = validated(
+            params.RunsQuery, agent_id=agent_id, user_id=user_id, limit=limit, before=before
+        )
+        return await self._fetch(
+            ConsolidationRun, queries.CONSOLIDATION_HISTORY, query.model_dump()
+        )
+
+    async def dream_users(
+        self,
+        agent_id: str | None = None,
+        *,
+        limit: int = params.DEFAULT_RUNS_LIMIT,
+        after: tuple[str, str] | None = None,
+    ) -> list[DreamUser]:
+        """Each tenant's consolidation status (admin), in (agent_id, user_id) order after
+        `after`."""
+        query = validated(params.DreamUsersQuery, agent_id=agent_id, limit=limit)
+        return await self._fetch(
+            DreamUser,
+            queries.DREAM_USERS,
+            {
+                **query.model_dump(exclude={"after"}),
+                "after_agent_id": after[0] if after else None,
+                "after_user_id": after[1] if after else None,
+            },
+        )
+
+    async def set_dream_paused(self, agent_id: str, user_id: str, paused: bool) -> bool:
+        """Pause or resume consolidation of one tenant (admin, audited)."""
+        validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
+        rows = await self._fetch(
+            None,
+            queries.SET_DREAM_PAUSED,
+            {"agent_id": agent_id, "user_id": user_id, "paused": paused},
+        )
+        return bool(rows[0])
 
 
 _P = ParamSpec("_P")
@@ -293,25 +1352,57 @@ def _blocking(
 class Memex:
     """Synchronous client with the same methods as AsyncMemex (`Memex.connect(dsn)`)."""
 
-    def __init__(self, client: AsyncMemex, loop: _LoopThread) -> None:
+    def __init__(self, client: AsyncMemex, loop: _LoopThread, *, owns_loop: bool = True) -> None:
         self._async = client
         self._loop = loop
+        self._owns_loop = owns_loop
         self.model_id = client.model_id
 
     @classmethod
     def connect(
-        cls, dsn: str, *, embedder: Embedder | BatchingEmbedder | None = None, max_size: int = 4
+        cls,
+        dsn: str,
+        *,
+        embedder: Embedder | BatchingEmbedder | None = None,
+        max_size: int = 4,
+        key: str | None = None,
+        require_key: bool = False,
+        llm: ChatModel | None = None,
     ) -> Memex:
         """Open a pool on a migrated database and check the embedder fits its schema."""
         loop = _LoopThread()
         try:
-            client = loop.run(AsyncMemex.connect(dsn, embedder=embedder, max_size=max_size))
+            client = loop.run(
+                AsyncMemex.connect(
+                    dsn,
+                    embedder=embedder,
+                    max_size=max_size,
+                    key=key,
+                    require_key=require_key,
+                    llm=llm,
+                )
+            )
         except BaseException:
             loop.stop()
             raise
         return cls(client, loop)
 
+    def with_key(self, key: str | None) -> Memex:
+        """This client acting with API key `key` (see AsyncMemex.with_key)."""
+        return Memex(self._async.with_key(key), self._loop, owns_loop=False)
+
+    def as_operator(self, name: str) -> Memex:
+        """This client acting as the operator (see AsyncMemex.as_operator)."""
+        return Memex(self._async.as_operator(name), self._loop, owns_loop=False)
+
+    def delegated(self, actor: str) -> Memex:
+        """This client's caller writing as one of memexdb's own agents (see
+        AsyncMemex.delegated)."""
+        return Memex(self._async.delegated(actor), self._loop, owns_loop=False)
+
     def close(self) -> None:
+        if not self._owns_loop:
+            return
         try:
             self._loop.run(self._async.aclose())
         finally:
@@ -328,6 +1419,68 @@ class Memex:
     search = _blocking(AsyncMemex.search)
     forget = _blocking(AsyncMemex.forget)
     count = _blocking(AsyncMemex.count)
+    get = _blocking(AsyncMemex.get)
+    list_memories = _blocking(AsyncMemex.list_memories)
+    update = _blocking(AsyncMemex.update)
+    update_patch = _blocking(AsyncMemex.update_patch)
+    erase_user = _blocking(AsyncMemex.erase_user)
+    export_page = _blocking(AsyncMemex.export_page)
+    import_memories = _blocking(AsyncMemex.import_memories)
+
+    def export(
+        self,
+        agent_id: str,
+        user_id: str | None = None,
+        *,
+        embeddings: bool = False,
+        batch_size: int = params.DEFAULT_EXPORT_BATCH,
+    ) -> Iterator[dict[str, Any]]:
+        """AsyncMemex.export for synchronous code: an iterator of JSON-ready dicts."""
+        after: _ExportCursor = None
+        while True:
+            rows, after = self.export_page(
+                agent_id, user_id, embeddings=embeddings, after=after, limit=batch_size
+            )
+            yield from (row.to_json() for row in rows)
+            if after is None:
+                return
+
     ping = _blocking(AsyncMemex.ping)
     maintenance = _blocking(AsyncMemex.maintenance)
     set_setting = _blocking(AsyncMemex.set_setting)
+    embed_queued = _blocking(AsyncMemex.embed_queued)
+    embed_texts = _blocking(AsyncMemex.embed_texts)
+    embed_request = _blocking(AsyncMemex.embed_request)
+    embedding_models = _blocking(AsyncMemex.embedding_models)
+    embed_queue_depth = _blocking(AsyncMemex.embed_queue_depth)
+    reembed_page = _blocking(AsyncMemex.reembed_page)
+    create_key = _blocking(AsyncMemex.create_key)
+    list_keys = _blocking(AsyncMemex.list_keys)
+    revoke_key = _blocking(AsyncMemex.revoke_key)
+    audit_events = _blocking(AsyncMemex.audit_events)
+    write_file = _blocking(AsyncMemex.write_file)
+    read_file = _blocking(AsyncMemex.read_file)
+    list_files = _blocking(AsyncMemex.list_files)
+    patch_file = _blocking(AsyncMemex.patch_file)
+    patch_request = _blocking(AsyncMemex.patch_request)
+    delete_file = _blocking(AsyncMemex.delete_file)
+    list_revisions = _blocking(AsyncMemex.list_revisions)
+    get_revision = _blocking(AsyncMemex.get_revision)
+    diff_revisions = _blocking(AsyncMemex.diff_revisions)
+    restore_revision = _blocking(AsyncMemex.restore_revision)
+    smart_read = _blocking(AsyncMemex.smart_read)
+    access_log = _blocking(AsyncMemex.access_log)
+    passages = _blocking(AsyncMemex.passages)
+    search_passages = _blocking(AsyncMemex.search_passages)
+    memorize = _blocking(AsyncMemex.memorize)
+    authorize = _blocking(AsyncMemex.authorize)
+    consolidate = _blocking(AsyncMemex.consolidate)
+    consolidate_due = _blocking(AsyncMemex.consolidate_due)
+    dream = _blocking(AsyncMemex.dream)
+    dream_due = _blocking(AsyncMemex.dream_due)
+    restore_consolidation = _blocking(AsyncMemex.restore_consolidation)
+    dream_config = _blocking(AsyncMemex.dream_config)
+    set_dream_config = _blocking(AsyncMemex.set_dream_config)
+    consolidation_runs = _blocking(AsyncMemex.consolidation_runs)
+    dream_users = _blocking(AsyncMemex.dream_users)
+    set_dream_paused = _blocking(AsyncMemex.set_dream_paused)

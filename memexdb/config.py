@@ -1,58 +1,134 @@
-"""Service settings, read once from MEMEX_* environment variables."""
+"""Service settings: MEMEX_* environment variables, parsed and validated once.
+
+Each field's description is what `memexdb serve --help` and the README's configuration
+table say about it; the CLI's options default to these values (one definition).
+"""
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+import ipaddress
 from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ENV_PREFIX = "MEMEX_"
+LogLevel = Literal["critical", "error", "warning", "info", "debug", "trace"]
 
 
-def _int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    return int(raw) if raw else default
+class SettingsError(ValueError):
+    """A MEMEX_* variable has a value memexdb cannot use; the message names it."""
 
 
-def _opt_int(name: str) -> int | None:
-    raw = os.environ.get(name)
-    return int(raw) if raw else None
+def env_name(field: str) -> str:
+    """The environment variable of a Settings field, e.g. MEMEX_PORT for `port`."""
+    return f"{ENV_PREFIX}{field.upper()}"
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Configuration of a memexdb service (see the README's configuration table)."""
+class Settings(BaseSettings):
+    """Configuration of a memexdb process (see the README's configuration table)."""
 
-    database_url: str | None = None
-    data_dir: Path | None = None
-    embedder: str = "minilm"
-    embedding_url: str | None = None
-    embedding_api_key: str | None = None
-    host: str = "127.0.0.1"
-    port: int = 8000
-    pool_size: int = 10
-    rate_limit_store_per_minute: int | None = None
-    rate_limit_search_per_minute: int | None = None
-    maintenance_interval_seconds: int = 60
-    allowed_hosts: str | None = None
-    allowed_origins: str | None = None
+    # Empty variables count as unset, as a shell's `MEMEX_X= memexdb ...` means.
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_ignore_empty=True, frozen=True, extra="ignore"
+    )
+
+    database_url: str | None = Field(
+        None, description="libpq URL of your PostgreSQL; unset: the embedded server"
+    )
+    data_dir: Path | None = Field(
+        None, description="data directory of the embedded server; unset: the user data dir"
+    )
+    embedder: str = Field("minilm", description="minilm, fastembed:<model> or openai:<model>")
+    embedding_url: str | None = Field(None, description="base URL (.../v1) of openai: embedders")
+    embedding_api_key: str | None = Field(None, description="API key of openai: embedders")
+    host: str = Field("127.0.0.1", description="address to listen on")
+    port: int = Field(8000, ge=0, le=65535, description="TCP port to listen on")
+    workers: int = Field(1, ge=1, description="uvicorn worker processes")
+    log_level: LogLevel = Field("info", description="log level of the service")
+    pool_size: int = Field(10, ge=1, description="database connections per worker")
+    rate_limit_store_per_minute: int | None = Field(
+        None, ge=0, description="per-agent store limit written to memex.settings"
+    )
+    rate_limit_search_per_minute: int | None = Field(
+        None, ge=0, description="per-agent search limit written to memex.settings"
+    )
+    maintenance_interval_seconds: int = Field(
+        60, ge=0, description="seconds between memex.maintenance() runs; 0: never"
+    )
+    embed_poll_seconds: int = Field(
+        10,
+        ge=0,
+        description="seconds between polls of the embed queue (NOTIFY memex_embed wakes the"
+        " worker at once); 0: no embed worker",
+    )
+    dream_enabled: bool = Field(
+        False,
+        description="run consolidation (condensing old memories, dreaming over files) in the"
+        " service; the database's dream_config.enabled stays the master switch",
+    )
+    allowed_hosts: str | None = Field(
+        None, description="comma-separated Host values REST and MCP accept"
+    )
+    allowed_origins: str | None = Field(
+        None, description="comma-separated browser Origin values REST and MCP accept"
+    )
+    llm_url: str | None = Field(
+        None,
+        description="base URL (.../v1) of an OpenAI-compatible chat model for memory_memorize"
+        " and memory_search answers; unset: no LLM (memorize's fallback)",
+    )
+    llm_model: str = Field("gpt-4o-mini", description="model name sent to MEMEX_LLM_URL")
+    llm_api_key: str | None = Field(None, description="API key of MEMEX_LLM_URL")
+    llm_timeout_seconds: float = Field(
+        60.0, gt=0, le=600, description="seconds a call to the LLM may take"
+    )
+    # Set by `memexdb serve --workers N` for its workers, not by users.
+    api_key: str | None = Field(
+        None,
+        description="API key that `memexdb mcp` (stdio) acts with once the database has keys",
+    )
     mcp_relay_dir: Path | None = None
+
+    @property
+    def loopback_only(self) -> bool:
+        """True when `host` is a loopback address: only this machine can connect."""
+        return listens_on_loopback_only(self.host)
+
+    @field_validator("data_dir")
+    @classmethod
+    def _expand_user(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
 
     @classmethod
     def from_env(cls) -> Settings:
-        data_dir = os.environ.get("MEMEX_DATA_DIR")
-        return cls(
-            database_url=os.environ.get("MEMEX_DATABASE_URL") or None,
-            data_dir=Path(data_dir).expanduser() if data_dir else None,
-            embedder=os.environ.get("MEMEX_EMBEDDER", "minilm"),
-            embedding_url=os.environ.get("MEMEX_EMBEDDING_URL") or None,
-            embedding_api_key=os.environ.get("MEMEX_EMBEDDING_API_KEY") or None,
-            host=os.environ.get("MEMEX_HOST", "127.0.0.1"),
-            port=_int("MEMEX_PORT", 8000),
-            pool_size=_int("MEMEX_POOL_SIZE", 10),
-            rate_limit_store_per_minute=_opt_int("MEMEX_RATE_LIMIT_STORE_PER_MINUTE"),
-            rate_limit_search_per_minute=_opt_int("MEMEX_RATE_LIMIT_SEARCH_PER_MINUTE"),
-            maintenance_interval_seconds=_int("MEMEX_MAINTENANCE_INTERVAL_SECONDS", 60),
-            allowed_hosts=os.environ.get("MEMEX_ALLOWED_HOSTS") or None,
-            allowed_origins=os.environ.get("MEMEX_ALLOWED_ORIGINS") or None,
-            # Set by `memexdb serve --workers N` for its workers, not by users.
-            mcp_relay_dir=Path(relay) if (relay := os.environ.get("MEMEX_MCP_RELAY_DIR")) else None,
-        )
+        """Read the environment; SettingsError names each bad variable in one line."""
+        try:
+            return cls()
+        except ValidationError as exc:
+            raise SettingsError(_describe(exc)) from None
+
+
+def listens_on_loopback_only(host: str) -> bool:
+    """Whether a server bound to `host` is reachable from this machine only (127.0.0.0/8,
+    ::1, localhost). Wildcards (0.0.0.0, ::, empty) and other names are not."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _describe(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors(include_url=False):
+        field = str(error["loc"][0]) if error["loc"] else "?"
+        problems.append(f"{env_name(field)}={error['input']!r}: {error['msg']}")
+    return "; ".join(problems)

@@ -4,7 +4,10 @@
 |----------|--------------------|------|-------------------------------------------|
 | MX422    | InvalidArgument    | 422  | a field is out of range; `field` names it |
 | MX404    | NotFound           | 404  | no such id for this tenant                |
+| MX409    | Conflict           | 409  | the file moved past the base revision     |
 | MX429    | RateLimited        | 429  | over the configured per-minute limit      |
+| 28000    | Unauthenticated    | 401  | no API key, or not a valid one            |
+| 42501    | Forbidden          | 403  | the key may not do this (tenant, access)  |
 | class 08, 57P0x, pool timeout | DatabaseUnavailable | 503 | database unreachable |
 """
 
@@ -39,6 +42,12 @@ class NotFound(MemexError):
     code = "not_found"
 
 
+class Conflict(MemexError):
+    """A write based on a revision of a file that is no longer its current one."""
+
+    code = "conflict"
+
+
 class RateLimited(MemexError):
     """Over the operator's per-minute limit; retry after `retry_after` seconds."""
 
@@ -47,6 +56,20 @@ class RateLimited(MemexError):
     def __init__(self, message: str, retry_after: float) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class Unauthenticated(MemexError):
+    """No API key where one is required, or a key that is malformed, unknown, revoked or
+    expired (the message says which)."""
+
+    code = "unauthenticated"
+
+
+class Forbidden(MemexError):
+    """The caller is known but may not do this: another agent or user than its key's, or
+    a read-only key writing."""
+
+    code = "forbidden"
 
 
 class DatabaseUnavailable(MemexError):
@@ -73,6 +96,11 @@ def translate(exc: BaseException) -> BaseException:
         return exc
     if isinstance(exc, psycopg_pool.PoolTimeout):
         return DatabaseUnavailable("database connection pool timed out")
+    if isinstance(exc, psycopg.Error) and exc.sqlstate in ("28000", "42501"):
+        # SQL's refusals (memex._enter, memex._authorize); class 28 is an OperationalError
+        # to the driver, but the database is fine
+        message = exc.diag.message_primary or str(exc)
+        return (Unauthenticated if exc.sqlstate == "28000" else Forbidden)(message)
     if isinstance(exc, psycopg.OperationalError) and not isinstance(
         exc, psycopg.errors.QueryCanceled
     ):
@@ -88,6 +116,8 @@ def translate(exc: BaseException) -> BaseException:
         return InvalidArgument(field, text)
     if state == "MX404":
         return NotFound(message)
+    if state == "MX409":
+        return Conflict(message)
     if state == "MX429":
         retry = 1.0
         if diag.message_detail:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import enum
 import json
 import math
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+import re
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
 from uuid import UUID
 
 from pydantic import (
@@ -21,13 +22,18 @@ from pydantic import (
     ConfigDict,
     Field,
     Strict,
+    TypeAdapter,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
+    field_validator,
+    model_validator,
 )
+from pydantic.config import JsonDict
 from typing_extensions import TypeAliasType
 
 from memexdb.errors import InvalidArgument
-from memexdb.types import MemoryType, SearchMode
+from memexdb.types import Access, MemoryType, SearchMode
 
 # Bounds (sql/: memex._check_tenant, memex._check_memory, memex.search).
 TENANT_ID_MAX_CHARS = 128
@@ -41,6 +47,7 @@ IMPORTANCE_MIN_POSITIVE = 1e-6  # importance is a real: smaller positive values 
 METADATA_MAX_BYTES = 65536  # of JSON text, as Postgres writes jsonb
 METADATA_MAX_DEPTH = 32  # nested objects/arrays; checked before Postgres sees the value
 BATCH_MAX_ITEMS = 1000  # per REST request (a body size limit; SQL and Python take more)
+LIST_LIMIT_MAX = 1000  # memories per page of memex.list_memories / memex.export_memories
 
 # Defaults (the same as the SQL functions' argument defaults).
 DEFAULT_TOP_K = 10
@@ -60,6 +67,8 @@ HALF_LIFE_DAYS_MEMEX = 30.0
 DEFAULT_MODE: SearchMode | None = None
 DEFAULT_MEMORY_TYPE = MemoryType.EPISODIC
 DEFAULT_IMPORTANCE = 1.0
+DEFAULT_LIST_LIMIT = 50
+DEFAULT_EXPORT_BATCH = 500  # memories per page of an export and per statement of an import
 
 # What SQL trims as whitespace (btrim with these characters); Postgres text cannot hold NUL.
 _BLANK = " \t\n\r\f\v"
@@ -68,12 +77,14 @@ _NOT_BLANK = "^[^\\x00]*[^ \\t\\n\\r\\f\\x0b\\x00][^\\x00]*$"
 
 
 def _no_nul(value: str) -> str:
-    if "\x00" in value:
+    if value is not None and "\x00" in value:
         raise ValueError("must not contain NUL characters")
     return value
 
 
 def _not_blank(value: str) -> str:
+    if value is None:  # an optional field left out
+        return value
     if not value.strip(_BLANK):
         raise ValueError("must contain a non-whitespace character")
     return _no_nul(value)
@@ -235,6 +246,13 @@ Timestamp = Annotated[
 ]
 
 
+def _query_integer(value: Any) -> Any:
+    # A query string's integer arrives as text: decimal digits only (no "1e3", "true").
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,19}", value):
+        return int(value)
+    return _integral(value)
+
+
 def _integral(value: Any) -> Any:
     # JSON Schema counts 3.0 as an integer; strict mode (below) would refuse it.
     return int(value) if isinstance(value, float) and value.is_integer() else value
@@ -242,10 +260,11 @@ def _integral(value: Any) -> Any:
 
 TopK = Annotated[
     int,
+    # Before the validator, or the schema shows the bounds as unknown keywords (ge/le).
+    Field(ge=1, le=TOP_K_MAX, description=f"How many memories to return (1 to {TOP_K_MAX})."),
     # Strict: JSON true or "3" is not an integer (pydantic's lax mode would take both).
     Strict(),
     BeforeValidator(_integral),
-    Field(ge=1, le=TOP_K_MAX, description=f"How many memories to return (1 to {TOP_K_MAX})."),
 ]
 Alpha = Annotated[
     Annotated[float, Strict()] | None,
@@ -296,6 +315,71 @@ MemoryTypes = Annotated[
     Field(min_length=1, description="Only memories of these types."),
 ]
 MemoryId = Annotated[UUID, Field(description="The id of the memory, as returned by the API.")]
+MetadataFilter = Annotated[
+    Metadata,
+    Field(
+        description="Only memories whose metadata contains this JSON object"
+        ' (`metadata @> filter`: {"project": "x"} matches {"project": "x", "tag": 1}).'
+    ),
+]
+
+
+def _json_text(value: Any) -> Any:
+    # A query string's JSON value (?metadata={"k":1}); Python callers pass the object.
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise ValueError("must be a JSON object") from None
+    return value
+
+
+MetadataQuery = Annotated[MetadataFilter, BeforeValidator(_json_text)]
+ListLimit = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=LIST_LIMIT_MAX,
+        description=f"Memories per page (1 to {LIST_LIMIT_MAX}, default {DEFAULT_LIST_LIMIT}).",
+    ),
+    BeforeValidator(_integral),
+]
+QueryTimestamp = Annotated[datetime | None, AfterValidator(_utc)]
+
+# A page cursor: the (created_at, id) of the last memory of a page, written as
+# "<microseconds since 1970 UTC>.<id as 32 hex digits>". Every string of that pattern is a
+# valid cursor (16 digits reach beyond year 2200 either way), so the schema says exactly
+# what the API accepts; clients treat it as opaque.
+_CURSOR = r"^-?[0-9]{1,16}\.[0-9a-f]{32}$"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def encode_cursor(created_at: datetime, memory_id: UUID) -> str:
+    """The cursor after a memory: opaque to clients."""
+    micros = (created_at - _EPOCH) // timedelta(microseconds=1)
+    return f"{micros}.{memory_id.hex}"
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
+    """(created_at, id) of a cursor made by encode_cursor."""
+    micros, hex_id = cursor.split(".")
+    return _EPOCH + timedelta(microseconds=int(micros)), UUID(hex=hex_id)
+
+
+def _cursor(value: str | None) -> str | None:
+    if value is not None and not re.fullmatch(_CURSOR, value):
+        raise ValueError("is not a cursor this API returned (next_cursor of a page)")
+    return value
+
+
+Cursor = Annotated[
+    str | None,
+    Field(
+        description="next_cursor of the previous page (opaque); absent for the first page.",
+        json_schema_extra={"pattern": _CURSOR},
+    ),
+    AfterValidator(_cursor),
+]
 
 
 def type_filter(
@@ -346,6 +430,15 @@ class MemoryBatchCreate(_Request):
     memories: list[MemoryCreate] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
 
 
+_INCLUDE_ARCHIVED = Field(
+    description="Also the memories consolidation archived (by default their summary"
+    " stands in for them); each says which summary replaced it (superseded_by)."
+)
+IncludeArchived = Annotated[bool, _INCLUDE_ARCHIVED, Strict()]
+# in a query string: true / false
+IncludeArchivedQuery = Annotated[bool, _INCLUDE_ARCHIVED]
+
+
 class MemorySearchRequest(_Request):
     """Search a tenant's memories: score = relevance * (1 + 0.25 * recency) * importance, or
     (alpha*relevance + (1-alpha)*recency)*importance when alpha is sent."""
@@ -360,6 +453,8 @@ class MemorySearchRequest(_Request):
     memory_types: MemoryTypes = None
     mode: Mode = DEFAULT_MODE
     context_weight: ContextWeight = None
+    metadata: MetadataFilter = None
+    include_archived: IncludeArchived = False
 
     def types(self) -> list[MemoryType] | None:
         return type_filter(self.memory_type, self.memory_types)
@@ -372,10 +467,90 @@ class TenantQuery(_Request):
     user_id: UserId
 
 
-class CountQuery(TenantQuery):
+class _JsonQuery(TenantQuery):
+    # Query parameters whose value is JSON text (the OpenAPI document says so).
+    json_fields: ClassVar[frozenset[str]] = frozenset({"metadata"})
+
+
+class CountQuery(_JsonQuery):
     """Query string of GET /v1/memories/count."""
 
     memory_type: MemoryTypeFilter = None
+    metadata: MetadataQuery = None
+
+
+class ListQuery(_JsonQuery):
+    """Query string of GET /v1/memories: a page of a tenant's memories, newest first."""
+
+    limit: ListLimit = DEFAULT_LIST_LIMIT
+    cursor: Cursor = None
+    memory_type: MemoryTypeFilter = None
+    created_after: Annotated[
+        QueryTimestamp, Field(description="Only memories created at or after this (ISO 8601).")
+    ] = None
+    created_before: Annotated[
+        QueryTimestamp, Field(description="Only memories created before this (ISO 8601).")
+    ] = None
+    metadata: MetadataQuery = None
+    include_archived: IncludeArchivedQuery = False
+
+
+class ExportQuery(_Request):
+    """Query string of GET /v1/export: an agent's memories, or one user's."""
+
+    agent_id: AgentId
+    user_id: Annotated[
+        UserId | None, Field(description="Only this user's memories (default: every user's).")
+    ] = None
+    embeddings: Annotated[
+        bool, Field(description="Include each memory's embedding (384 numbers by default).")
+    ] = False
+
+
+_PATCH_FIELDS = ("content", "importance", "metadata", "memory_type", "expires_at")
+
+
+def _patch_schema(schema: dict[str, Any]) -> None:
+    # At least one field to change; only expires_at may be null (null removes the expiry).
+    schema["anyOf"] = [{"required": [f]} for f in _PATCH_FIELDS]
+    for name in _PATCH_FIELDS[:-1]:
+        prop = schema["properties"][name]
+        options = [o for o in prop.pop("anyOf") if o != {"type": "null"}]
+        prop.pop("default", None)
+        prop.update(options[0])
+
+
+class MemoryPatch(_Request):
+    """The fields of a memory to change: at least one; a field left out keeps its value.
+    `expires_at: null` removes the expiry; a new `content` is embedded again."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_patch_schema)
+
+    agent_id: AgentId
+    user_id: UserId
+    content: Content | None = None
+    importance: Importance | None = None
+    metadata: Annotated[
+        Metadata, Field(description="Replaces the whole metadata object (at most 64 KiB as JSON).")
+    ] = None
+    memory_type: Kind | None = None
+    expires_at: Annotated[
+        Timestamp, Field(description="A new expiry (UTC if naive); null removes it.")
+    ] = None
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> MemoryPatch:
+        given = self.model_fields_set & set(_PATCH_FIELDS)
+        if not given:
+            raise ValueError(f"must change at least one of {', '.join(_PATCH_FIELDS)}")
+        for name in given - {"expires_at"}:
+            if getattr(self, name) is None:
+                raise ValueError(f"{name} may not be null (leave it out to keep it)")
+        return self
+
+    @property
+    def clear_expires_at(self) -> bool:
+        return "expires_at" in self.model_fields_set and self.expires_at is None
 
 
 class MemoryOut(BaseModel):
@@ -391,8 +566,19 @@ class MemoryOut(BaseModel):
     importance: float
     metadata: dict[str, Any]
     created_at: datetime
+    updated_at: datetime | None = Field(default=None, description="last change (not in search)")
     expires_at: datetime | None = None
+    embedding_model: str | None = Field(default=None, description="not in search results")
     score: float | None = Field(default=None, description="null here; set in search results")
+    source_ids: list[UUID] = Field(
+        default_factory=list, description="a summary's sources (consolidation); else empty"
+    )
+    superseded_by: UUID | None = Field(
+        default=None, description="the summary that replaced this archived memory"
+    )
+    archived_at: datetime | None = Field(
+        default=None, description="when consolidation archived it (null: live)"
+    )
 
 
 class MemoryBatchResponse(BaseModel):
@@ -431,6 +617,56 @@ class CountResponse(BaseModel):
     count: int
 
 
+class MemoryPage(BaseModel):
+    """A page of memories, newest first; pass next_cursor as `cursor` for the next one
+    (null: this page is the last; a full page may be followed by an empty one)."""
+
+    memories: list[MemoryOut]
+    next_cursor: str | None
+
+
+class ErasedResponse(BaseModel):
+    """Everything of tenant (agent_id, user_id) deleted: rows per table."""
+
+    agent_id: str
+    user_id: str
+    deleted: dict[str, int]
+
+
+class ExportedMemory(BaseModel):
+    """One line of an export (JSON Lines): every field of a memory, the embedding optional."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: UUID
+    agent_id: AgentId
+    user_id: UserId
+    memory_type: Kind = DEFAULT_MEMORY_TYPE
+    content: Content
+    importance: Importance = DEFAULT_IMPORTANCE
+    metadata: Metadata = None
+    created_at: QueryTimestamp = None
+    updated_at: QueryTimestamp = None
+    expires_at: QueryTimestamp = None
+    embedding_model: str | None = None
+    embedding: list[float] | None = None
+    # consolidation's lineage (memex.consolidate_tenant): a summary's sources; an archived
+    # memory's summary and archive time
+    source_ids: list[UUID] = Field(default_factory=list, max_length=1000)
+    superseded_by: UUID | None = None
+    archived_at: QueryTimestamp = None
+
+    def lineage(self) -> dict[str, Any] | None:
+        """What memex.import_memories takes as this memory's p_lineage item."""
+        if not self.source_ids and self.archived_at is None:
+            return None
+        return {
+            "source_ids": [str(i) for i in self.source_ids],
+            "superseded_by": str(self.superseded_by) if self.superseded_by else None,
+            "archived_at": self.archived_at.isoformat() if self.archived_at else None,
+        }
+
+
 class Deleted(BaseModel):
     """The memory that was deleted."""
 
@@ -450,7 +686,7 @@ class FieldError(BaseModel):
 
 class ErrorBody(BaseModel):
     code: str = Field(
-        description="invalid_argument | not_found | rate_limited | database_unavailable"
+        description="invalid_argument | not_found | conflict | rate_limited | database_unavailable"
         " | payload_too_large | method_not_allowed | host_not_allowed | origin_not_allowed"
         " | internal_error"
     )
@@ -497,3 +733,1126 @@ def validated(model: type[_Model], **values: Any) -> _Model:
         return model.model_validate(values)
     except ValidationError as exc:
         raise invalid_argument(exc) from None
+
+
+# --- Embeddings: POST /v1/embeddings (OpenAI's API) and `memexdb reembed` ---
+
+EMBEDDINGS_MAX_INPUTS = 2048  # texts per request, as OpenAI allows
+# Each text: a search query's bound (any query memexdb searches with can be embedded as
+# it does). A memory's 32768 would let a list of one item more than allowed pass the
+# 16 MiB body limit: a 413 where a 422 names the field.
+EMBEDDING_INPUT_MAX_CHARS = QUERY_MAX_CHARS
+# All texts of one request: ~240 full windows of the bundled model, tens of seconds of a
+# 2-core machine at worst (the schema cannot say this one; the 422 names `input`).
+EMBEDDINGS_MAX_TOTAL_CHARS = 262_144
+EMBEDDING_USER_MAX_CHARS = 256
+DEFAULT_REEMBED_BATCH = 64  # memories per page of memex.stale_embeddings (its default)
+REEMBED_BATCH_MAX = 1000
+
+EmbeddingText = Annotated[
+    str,
+    _text(
+        EMBEDDING_INPUT_MAX_CHARS,
+        "A text to embed (not only whitespace). A text longer than the model's window is"
+        " embedded in full: the mean of its chunks' vectors.",
+    ),
+    _NotBlank,
+]
+
+
+def _one_or_many(value: Any) -> Any:
+    # OpenAI's `input` is a text or a list of texts; a text is a list of one here, so that
+    # a bad text is named input[i] either way.
+    return [value] if isinstance(value, str) else value
+
+
+def _total_chars(value: list[str]) -> list[str]:
+    if sum(len(text) for text in value) > EMBEDDINGS_MAX_TOTAL_CHARS:
+        raise ValueError(f"must hold at most {EMBEDDINGS_MAX_TOTAL_CHARS} characters in all")
+    return value
+
+
+_EMBEDDING_TEXT_SCHEMA = TypeAdapter(EmbeddingText).json_schema()
+_EMBEDDING_INPUT_DESCRIPTION = (
+    f"A text, or a list of 1 to {EMBEDDINGS_MAX_INPUTS} texts, each 1 to"
+    f" {EMBEDDING_INPUT_MAX_CHARS} characters, at most {EMBEDDINGS_MAX_TOTAL_CHARS} in all"
+    " (token arrays are not accepted)."
+)
+
+
+class EmbeddingRequest(_Request):
+    """OpenAI's embeddings request: one text or a list of texts, embedded by the service's
+    model."""
+
+    input: Annotated[
+        list[EmbeddingText],
+        Field(min_length=1, max_length=EMBEDDINGS_MAX_INPUTS),
+        BeforeValidator(_one_or_many),
+        AfterValidator(_total_chars),
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    _EMBEDDING_TEXT_SCHEMA,
+                    {
+                        "type": "array",
+                        "items": _EMBEDDING_TEXT_SCHEMA,
+                        "minItems": 1,
+                        "maxItems": EMBEDDINGS_MAX_INPUTS,
+                    },
+                ],
+                "description": _EMBEDDING_INPUT_DESCRIPTION,
+            }
+        ),
+    ]
+    model: Annotated[
+        str | None,
+        Field(
+            description="The service's embedding model (MEMEX_EMBEDDER), as `model` of any"
+            " answer names it; omit it for the same. Any other model is refused: its"
+            " vectors would not be comparable with the stored ones."
+        ),
+    ] = None
+    encoding_format: Annotated[
+        Literal["float", "base64"],
+        Field(
+            description="float: lists of numbers; base64: each vector's float32"
+            " little-endian bytes, base64-encoded (what OpenAI's clients ask for by default)."
+        ),
+    ] = "float"
+    user: Annotated[
+        str | None,
+        Field(
+            max_length=EMBEDDING_USER_MAX_CHARS,
+            description="OpenAI's end-user id; accepted and ignored.",
+            json_schema_extra={"pattern": _NO_NUL},
+        ),
+        _NoNul,
+    ] = None
+
+
+def served_model(document_schemas: dict[str, Any], model_id: str) -> None:
+    """Say in an OpenAPI document's schemas which `model` EmbeddingRequest accepts: the
+    service's own (known once its embedder is loaded), or none."""
+    schema = document_schemas.get(EmbeddingRequest.__name__)
+    if schema is None:
+        return
+    described = schema["properties"]["model"]
+    schema["properties"]["model"] = {
+        "anyOf": [{"type": "string", "enum": [model_id]}, {"type": "null"}],
+        **{k: v for k, v in described.items() if k != "anyOf"},
+    }
+
+
+class EmbeddingOut(BaseModel):
+    object: Literal["embedding"] = "embedding"
+    index: int = Field(description="The position of the text in `input`.")
+    embedding: list[float] | str = Field(
+        description="A unit vector: numbers, or base64 of float32 little-endian bytes."
+    )
+
+
+class EmbeddingUsage(BaseModel):
+    prompt_tokens: int = Field(description="The texts' tokens, as the model's tokenizer counts.")
+    total_tokens: int
+
+
+class EmbeddingsOut(BaseModel):
+    """OpenAI's embeddings answer: one vector per text, in input order."""
+
+    object: Literal["list"] = "list"
+    data: list[EmbeddingOut]
+    model: str
+    usage: EmbeddingUsage
+
+
+# --- API keys and the audit log (memex.create_key, list_keys, revoke_key, audit_events) ---
+
+KEY_NAME_MAX_CHARS = 200
+KEY_USERS_MAX = 1000
+AUDIT_LIMIT_MAX = 1000
+DEFAULT_AUDIT_LIMIT = 100
+
+KeyAccess = Annotated[Access, _enum(Access, Access.__doc__ or "")]
+KeyName = Annotated[
+    str,
+    Field(
+        max_length=KEY_NAME_MAX_CHARS,
+        description="A label for people (who holds the key).",
+        json_schema_extra={"pattern": _NO_NUL},
+    ),
+    _NoNul,
+]
+
+
+# A key limited to users names their agent (memex.create_key): said in the schema too.
+_USERS_NEED_AGENT: JsonDict = {
+    "if": {"required": ["user_ids"], "properties": {"user_ids": {"type": "array"}}},
+    "then": {"required": ["agent_id"], "properties": {"agent_id": {"type": "string"}}},
+}
+
+
+class KeyCreate(_Request):
+    """A key to create: its access and scope. The token comes back once."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_USERS_NEED_AGENT)
+
+    access: KeyAccess
+    agent_id: Annotated[
+        AgentId | None,
+        Field(description="The agent the key may act for; omit for every agent (operator keys)."),
+    ] = None
+    user_ids: Annotated[
+        list[UserId] | None,
+        Field(
+            min_length=1,
+            max_length=KEY_USERS_MAX,
+            description="Only these users of the agent (default: all of them).",
+        ),
+    ] = None
+    name: KeyName = ""
+    expires_at: Annotated[
+        Timestamp, Field(description="The key stops working at this time (UTC if naive).")
+    ] = None
+
+    @field_validator("user_ids")
+    @classmethod
+    def _users_need_agent(cls, value: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        if value is not None and info.data.get("agent_id") is None:
+            raise ValueError("a key limited to users must name its agent")
+        return value
+
+
+class KeysQuery(_Request):
+    """Query string of GET /v1/admin/keys."""
+
+    agent_id: Annotated[AgentId | None, Field(description="Only this agent's keys.")] = None
+
+
+class AuditQuery(_Request):
+    """Query string of GET /v1/admin/audit."""
+
+    limit: Annotated[
+        int,
+        Field(ge=1, le=AUDIT_LIMIT_MAX, description=f"Entries per page (1 to {AUDIT_LIMIT_MAX})."),
+        Strict(),
+        BeforeValidator(_query_integer),
+    ] = DEFAULT_AUDIT_LIMIT
+    before: Annotated[
+        int | None,
+        Field(ge=1, le=2**63 - 1, description="Entries older than this id (the next page)."),
+        Strict(),
+        BeforeValidator(_query_integer),
+    ] = None
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+class _KeyScopeOut(_Out):
+    id: UUID
+    prefix: str = Field(description="Identifies the key in lists and logs (not a secret).")
+    name: str
+    agent_id: str | None
+    user_ids: list[str] | None
+    access: Access
+    created_at: datetime
+    expires_at: datetime | None
+
+
+class KeyCreatedOut(_KeyScopeOut):
+    """The new key. `token` is the secret, shown this once: store it now."""
+
+    token: str
+
+
+class KeyOut(_KeyScopeOut):
+    """An API key (never its secret)."""
+
+    created_by: str
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+
+
+class KeyList(BaseModel):
+    keys: list[KeyOut]
+
+
+class KeyRevokedOut(_Out):
+    id: UUID
+    prefix: str
+    agent_id: str | None
+    access: Access
+    revoked_at: datetime
+
+
+class AuditEventOut(_Out):
+    id: int
+    at: datetime
+    actor: str
+    action: str
+    agent_id: str | None
+    user_id: str | None
+    details: dict[str, Any]
+
+
+class AuditList(BaseModel):
+    events: list[AuditEventOut]
+    next_before: int | None = Field(description="Pass as `before` for older entries.")
+
+
+# --- File memory (memex.write_file, read_file, list_files, patch_file, ...) ---
+
+# Bounds (sql/: memex._check_path, memex.read_file, memex.smart_read).
+PATH_MAX_CHARS = 512
+PATH_MAX_SEGMENTS = 16
+PATH_SEGMENT_MAX_CHARS = 128
+LINE_MAX = 1_000_000
+SMART_READ_MIN_BUDGET = 100
+SMART_READ_MAX_BUDGET = 100_000
+DEFAULT_SMART_READ_BUDGET = 4000
+DEFAULT_FILE_LIST_LIMIT = 50
+DEFAULT_ACCESS_LOG_LIMIT = 100
+FILE_PREFIXES = ("user", "agent")
+HEADING_MAX_CHARS = 200
+# one line: optional 1-6 '#' and spaces, then text (as memex._apply_patch checks it)
+_HEADING = r"^(#{1,6} +)?[^\s#\x00][^\n\r\x00]*$"
+
+_SEGMENT = r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}"
+_PATH = rf"^(user|agent)(/{_SEGMENT}){{1,{PATH_MAX_SEGMENTS - 1}}}$"
+
+
+def _check_path(value: str) -> str:
+    # The same rule as memex._check_path, with its messages.
+    if not 1 <= len(value) <= PATH_MAX_CHARS:
+        raise ValueError(f"must be 1 to {PATH_MAX_CHARS} characters")
+    if value.startswith("/"):
+        raise ValueError("must be relative (no leading /)")
+    segments = value.split("/")
+    if segments[0] not in FILE_PREFIXES:
+        raise ValueError("must start with user/ or agent/")
+    if not 2 <= len(segments) <= PATH_MAX_SEGMENTS:
+        raise ValueError(f"must have 2 to {PATH_MAX_SEGMENTS} segments (user/<name> at least)")
+    for segment in segments:
+        if segment == "":
+            raise ValueError("must not have empty segments (// or a trailing /)")
+        if segment in (".", ".."):
+            raise ValueError("must not contain . or .. segments")
+        if segment.startswith("."):
+            raise ValueError("must not have hidden segments (starting with .)")
+        if len(segment) > PATH_SEGMENT_MAX_CHARS:
+            raise ValueError(f"segments must be at most {PATH_SEGMENT_MAX_CHARS} characters")
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", segment):
+            raise ValueError("segments may only hold A-Z a-z 0-9 . _ -")
+    return value
+
+
+FilePath = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=PATH_MAX_CHARS,
+        description="A virtual path: user/<...> (the user's files) or agent/<...> (the agent's"
+        " notes for this user), 2 to 16 segments of A-Z a-z 0-9 . _ - (not starting with a"
+        " dot), e.g. user/profile.md.",
+        json_schema_extra={"pattern": _PATH},
+    ),
+    AfterValidator(_check_path),
+]
+PathPrefix = Annotated[
+    str | None,
+    Field(
+        max_length=PATH_MAX_CHARS,
+        description="Only files whose path starts with this (e.g. user/ or agent/notes/).",
+        json_schema_extra={"pattern": "^[A-Za-z0-9._/-]*$"},
+    ),
+]
+FileContent = Annotated[
+    str,
+    _text(CONTENT_MAX_CHARS, f"The whole file (1 to {CONTENT_MAX_CHARS} characters, not blank)."),
+    _NotBlank,
+]
+BaseRevision = Annotated[
+    int | None,
+    Field(
+        ge=0,
+        le=2**31 - 1,
+        description="The revision your change is based on (0: the file must not exist yet);"
+        " refused with 409 if the file has moved on. Omit to overwrite whatever is there.",
+    ),
+    Strict(),
+    BeforeValidator(_integral),
+]
+Revision = Annotated[
+    int,
+    Field(ge=1, le=2**31 - 1, description="A revision number of the file (1 = the first write)."),
+    Strict(),
+    BeforeValidator(_query_integer),
+]
+LineNumber = Annotated[
+    int | None,
+    Field(ge=1, le=LINE_MAX, description="A line number (1-based, inclusive)."),
+    Strict(),
+    BeforeValidator(_query_integer),
+]
+Budget = Annotated[
+    int,
+    Field(
+        ge=SMART_READ_MIN_BUDGET,
+        le=SMART_READ_MAX_BUDGET,
+        description=f"Most characters the context block may hold ({SMART_READ_MIN_BUDGET} to"
+        f" {SMART_READ_MAX_BUDGET}).",
+    ),
+    Strict(),
+    BeforeValidator(_integral),
+]
+PageLimit = Annotated[
+    int,
+    Field(ge=1, le=LIST_LIMIT_MAX, description=f"Entries per page (1 to {LIST_LIMIT_MAX})."),
+    Strict(),
+    BeforeValidator(_query_integer),
+]
+
+
+def _one_patch(model: FilePatch) -> FilePatch:
+    for name in model.model_fields_set & {"heading", "append", "old_text", "new_text"}:
+        if getattr(model, name) is None:
+            raise ValueError(f"{name} may not be null (leave it out)")
+    if (model.append is None) == (model.old_text is None):
+        raise ValueError("give either append (with an optional heading) or old_text and new_text")
+    if model.old_text is not None and model.new_text is None:
+        raise ValueError("new_text is required with old_text")
+    if model.old_text is None and (model.new_text is not None):
+        raise ValueError("new_text is only for replacing old_text")
+    if model.old_text is not None and model.heading is not None:
+        raise ValueError("heading is only for append")
+    return model
+
+
+class FileWrite(_Request):
+    """Create or overwrite a file (its content is embedded, so search ranks it)."""
+
+    agent_id: AgentId
+    user_id: UserId
+    path: FilePath
+    content: FileContent
+    base_revision: BaseRevision = None
+
+
+_PATCH_FORMS = {"append": ["append"], "replace": ["old_text", "new_text"]}
+
+
+def _file_patch_schema(schema: dict[str, Any]) -> None:
+    # Exactly one form: append (with an optional heading) or old_text + new_text. The text
+    # fields may be left out but not null (null is what "left out" means to Python).
+    schema["oneOf"] = [
+        {
+            "required": ["append"],
+            "not": {"anyOf": [{"required": ["old_text"]}, {"required": ["new_text"]}]},
+        },
+        {
+            "required": ["old_text", "new_text"],
+            "not": {"anyOf": [{"required": ["append"]}, {"required": ["heading"]}]},
+        },
+    ]
+    for name in ("heading", "append", "old_text", "new_text"):
+        prop = schema["properties"][name]
+        options = [o for o in prop.pop("anyOf") if o != {"type": "null"}]
+        prop.pop("default", None)
+        prop.update(options[0])
+
+
+class FilePatch(_Request):
+    """Append under a markdown heading (created if absent), or replace one exact text."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_file_patch_schema)
+
+    agent_id: AgentId
+    user_id: UserId
+    path: FilePath
+    heading: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            max_length=HEADING_MAX_CHARS,
+            pattern=_HEADING,
+            description="The heading to append under, e.g. '## Preferences' (no '#': level 2);"
+            " added at the end of the file if absent. Omit to append at the end.",
+        ),
+    ] = None
+    append: Annotated[
+        str | None,
+        _text(CONTENT_MAX_CHARS, "Text to append (not only whitespace)."),
+        _NotBlank,
+    ] = None
+    old_text: Annotated[
+        str | None,
+        _text(CONTENT_MAX_CHARS, "Exact text to replace: must occur exactly once.", blank=True),
+        _NoNul,
+    ] = None
+    new_text: Annotated[
+        str | None,
+        Field(
+            max_length=CONTENT_MAX_CHARS,
+            description="What old_text becomes.",
+            json_schema_extra={"pattern": _NO_NUL},
+        ),
+        _NoNul,
+    ] = None
+    base_revision: BaseRevision = None
+
+    _check = model_validator(mode="after")(_one_patch)
+
+
+def file_patch(
+    agent_id: str,
+    user_id: str,
+    path: str,
+    *,
+    heading: str | None = None,
+    append: str | None = None,
+    old_text: str | None = None,
+    new_text: str | None = None,
+    base_revision: int | None = None,
+) -> FilePatch:
+    """A FilePatch from Python arguments (None: left out), or InvalidArgument."""
+    given = {
+        name: value
+        for name, value in (
+            ("heading", heading),
+            ("append", append),
+            ("old_text", old_text),
+            ("new_text", new_text),
+        )
+        if value is not None
+    }
+    return validated(
+        FilePatch,
+        agent_id=agent_id,
+        user_id=user_id,
+        path=path,
+        base_revision=base_revision,
+        **given,
+    )
+
+
+class FileQuery(TenantQuery):
+    """Query string naming one file."""
+
+    path: FilePath
+
+
+class FileReadQuery(FileQuery):
+    """Query string of GET /v1/files/read."""
+
+    from_line: LineNumber = None
+    to_line: LineNumber = None
+    as_of: Annotated[
+        QueryTimestamp, Field(description="The file as it was at this time (ISO 8601).")
+    ] = None
+
+
+class FileDeleteQuery(FileQuery):
+    """Query string of DELETE /v1/files."""
+
+    base_revision: Annotated[BaseRevision, BeforeValidator(_query_integer)] = None
+
+
+class FileListQuery(TenantQuery):
+    """Query string of GET /v1/files: a page of files in path order."""
+
+    prefix: PathPrefix = None
+    limit: PageLimit = DEFAULT_FILE_LIST_LIMIT
+    after: Annotated[FilePath | None, Field(description="The last path of the previous page.")] = (
+        None
+    )
+
+
+class RevisionListQuery(FileQuery):
+    """Query string of GET /v1/files/revisions."""
+
+    limit: PageLimit = DEFAULT_FILE_LIST_LIMIT
+    before: Annotated[
+        int | None,
+        Field(ge=1, le=2**31 - 1, description="Revisions older than this one (the next page)."),
+        Strict(),
+        BeforeValidator(_query_integer),
+    ] = None
+
+
+class RevisionQuery(FileQuery):
+    """Query string of GET /v1/files/revision."""
+
+    revision: Revision
+
+
+class DiffQuery(FileQuery):
+    """Query string of GET /v1/files/diff."""
+
+    from_revision: Revision
+    to_revision: Revision
+
+
+class RestoreRequest(_Request):
+    """Make an earlier revision current again (a new revision)."""
+
+    agent_id: AgentId
+    user_id: UserId
+    path: FilePath
+    revision: Annotated[int, Field(ge=1, le=2**31 - 1), Strict(), BeforeValidator(_integral)]
+    base_revision: BaseRevision = None
+
+
+class SmartReadRequest(_Request):
+    """One bounded context block from the most relevant files and memories."""
+
+    agent_id: AgentId
+    user_id: UserId
+    query: Query
+    budget: Budget = DEFAULT_SMART_READ_BUDGET
+
+
+class AccessLogQuery(TenantQuery):
+    """Query string of GET /v1/access-log."""
+
+    since: Annotated[QueryTimestamp, Field(description="Entries at or after this time.")] = None
+    until: Annotated[QueryTimestamp, Field(description="Entries before this time.")] = None
+    limit: PageLimit = DEFAULT_ACCESS_LOG_LIMIT
+    before: Annotated[
+        int | None,
+        Field(ge=1, le=2**63 - 1, description="Entries older than this id (the next page)."),
+        Strict(),
+        BeforeValidator(_query_integer),
+    ] = None
+
+
+class FileOut(_Out):
+    """A file (its content, or the lines asked for) at its current revision."""
+
+    path: str
+    memory_id: UUID = Field(description="The file is a memory: search returns this id.")
+    revision: int
+    size: int = Field(description="characters of the whole file")
+    line_count: int
+    from_line: int
+    to_line: int
+    content: str
+    created_at: datetime
+    updated_at: datetime
+    actor: str | None
+
+
+class FileEntryOut(_Out):
+    path: str
+    memory_id: UUID
+    revision: int | None
+    size: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class FileList(BaseModel):
+    """A page of files in path order; pass next_after as `after` (null: the last page)."""
+
+    files: list[FileEntryOut]
+    next_after: str | None
+
+
+class RevisionOut(_Out):
+    path: str
+    revision: int
+    operation: str = Field(description="write | patch | delete | restore")
+    actor: str
+    at: datetime
+    size: int
+    memory_id: UUID | None
+    details: dict[str, Any]
+    content: str | None = Field(description="null in lists and for a delete")
+
+
+class RevisionList(BaseModel):
+    revisions: list[RevisionOut]
+    next_before: int | None
+
+
+class DiffOut(BaseModel):
+    """A unified diff between two revisions of a file (computed by difflib)."""
+
+    path: str
+    from_revision: int
+    to_revision: int
+    diff: str
+
+
+class SmartReadOut(_Out):
+    context: str
+    chars: int
+    budget: int
+    sources: list[dict[str, Any]]
+
+
+class AccessEventOut(_Out):
+    id: int
+    at: datetime
+    agent_id: str
+    user_id: str
+    actor: str
+    operation: str
+    target: str | None
+    details: dict[str, Any]
+
+
+class AccessLog(BaseModel):
+    events: list[AccessEventOut]
+    next_before: int | None
+
+
+# --- Agentic tools: memory_search (memex.search_passages) and memory_memorize ---
+
+# Bounds (sql/103_search_passages.sql checks the same).
+PASSAGES_TOP_K_MAX = 50
+DEFAULT_PASSAGES_TOP_K = 8
+PASSAGE_MIN_CHARS = 100
+PASSAGE_MAX_CHARS = 8000
+DEFAULT_PASSAGE_CHARS = 800
+# memorize: the text taken, and what the inner model may propose per call. A text always
+# fits a fresh log file with its heading (the fallback appends it to user/log.md).
+MEMORIZE_TEXT_MAX_CHARS = 16_000
+MEMORIZE_MAX_PROPOSALS = 8
+MEMORIZE_PROPOSAL_MAX_CHARS = 8000
+# what the inner model is shown: the most relevant files and memories, and file names
+MEMORIZE_CONTEXT_CHARS = 6000
+MEMORIZE_FILE_LIST = 100
+MEMORIZE_LOG_PATH = "user/log.md"
+
+
+PassageTopK = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=PASSAGES_TOP_K_MAX,
+        description=f"How many passages to return (1 to {PASSAGES_TOP_K_MAX}).",
+    ),
+    Strict(),
+    BeforeValidator(_integral),
+]
+PassageChars = Annotated[
+    int,
+    Field(
+        ge=PASSAGE_MIN_CHARS,
+        le=PASSAGE_MAX_CHARS,
+        description=f"Most characters per passage ({PASSAGE_MIN_CHARS} to"
+        f" {PASSAGE_MAX_CHARS}); longer ones are cut, ending in '…'.",
+    ),
+    Strict(),
+    BeforeValidator(_integral),
+]
+AnswerWanted = Annotated[
+    bool,
+    Field(
+        description="Also ask the configured LLM for an answer that cites the passages"
+        " it used ([1], [2], ...). Without an LLM the passages come back alone."
+    ),
+    Strict(),
+]
+
+
+class PassageSearchRequest(_Request):
+    """memory_search: passages of files and memories for a query, optionally answered."""
+
+    agent_id: AgentId
+    user_id: UserId
+    query: Query
+    top_k: PassageTopK = DEFAULT_PASSAGES_TOP_K
+    passage_chars: PassageChars = DEFAULT_PASSAGE_CHARS
+    answer: AnswerWanted = False
+
+
+class PassageOut(_Out):
+    rank: int = Field(description="1 = the most relevant; answers cite passages as [rank].")
+    path: str | None = Field(description="The file's virtual path; null for a memory.")
+    memory_id: UUID
+    from_line: int | None = Field(description="First line of the passage in the file.")
+    to_line: int | None
+    passage: str
+    score: float
+    truncated: bool
+
+
+LLMStatus = Literal["not_asked", "not_configured", "answered", "failed"]
+
+
+class PassageSearchOut(BaseModel):
+    """Passages best first; with `answer`, the LLM's answer and the ranks it cited."""
+
+    passages: list[PassageOut]
+    answer: str | None
+    cited: list[int] = Field(description="Ranks of the passages the answer cites.")
+    llm: LLMStatus = Field(
+        description="not_asked (answer was false), not_configured (no MEMEX_LLM_URL),"
+        " answered, or failed (see llm_error; the passages are still here)."
+    )
+    llm_error: str | None = None
+
+
+MemorizeText = Annotated[
+    str,
+    _text(
+        MEMORIZE_TEXT_MAX_CHARS,
+        f"The raw text to memorize (1 to {MEMORIZE_TEXT_MAX_CHARS} characters, not blank).",
+    ),
+    _NotBlank,
+]
+
+
+class MemorizeRequest(_Request):
+    """memory_memorize: raw text (a conversation turn, a note) to keep what is durable."""
+
+    agent_id: AgentId
+    user_id: UserId
+    text: MemorizeText
+
+
+ProposalText = Annotated[
+    str,
+    Field(min_length=1, max_length=MEMORIZE_PROPOSAL_MAX_CHARS),
+    _NotBlank,
+]
+
+
+class ProposedWrite(_Request):
+    """A memory_write the inner model proposes (the tenant is the caller's, never its)."""
+
+    path: FilePath
+    content: ProposalText
+
+
+class ProposedPatch(_Request):
+    """A memory_patch the inner model proposes: append under a heading, or replace."""
+
+    path: FilePath
+    heading: Annotated[str, Field(max_length=HEADING_MAX_CHARS)] | None = None
+    append: ProposalText | None = None
+    old_text: ProposalText | None = None
+    new_text: Annotated[str, Field(max_length=MEMORIZE_PROPOSAL_MAX_CHARS)] | None = None
+
+
+class MemorizeChange(BaseModel):
+    tool: str = Field(description="memory_write, memory_patch or store_memory")
+    path: str | None
+    memory_id: UUID
+    revision: int | None
+
+
+class MemorizeRefusal(BaseModel):
+    tool: str
+    arguments: str = Field(description="The proposal as the model sent it (first 500 chars).")
+    reason: str
+
+
+class MemorizeOut(BaseModel):
+    """What memorize did: which path ran, what it wrote, what it refused."""
+
+    mode: Literal["llm", "fallback"] = Field(
+        description="llm: the configured model proposed the changes; fallback: no LLM (or it"
+        " failed): the text was stored as an episodic memory and appended to user/log.md."
+    )
+    applied: list[MemorizeChange]
+    refused: list[MemorizeRefusal]
+    llm_error: str | None = None
+
+
+# --- Consolidation ("dreaming"): memex.consolidate_*, memex.dream_* ---
+
+# memex.set_dream_config checks the same bounds (tests/test_params.py keeps them in step).
+DREAM_BOUNDS: dict[str, tuple[int, int]] = {
+    "interval_seconds": (10, 86400),
+    "grace_minutes": (0, 10080),
+    "threshold": (10, 100_000),
+    "batch_size": (2, 1000),
+    "summary_chars": (200, 32000),
+    "write_budget": (1, 1000),
+    "concurrency": (1, 64),
+}
+RUNS_LIMIT_MAX = 1000
+DEFAULT_RUNS_LIMIT = 100
+
+
+class DreamConfig(_Request):
+    """Consolidation settings to change (PUT /v1/admin/dream/config): any of them."""
+
+    enabled: Annotated[
+        bool | None,
+        Field(
+            description="Master switch of every consolidation job (pg_cron's and the service's)."
+        ),
+        Strict(),
+    ] = None
+    interval_seconds: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["interval_seconds"][0],
+            le=DREAM_BOUNDS["interval_seconds"][1],
+            description="Seconds between the service's ticks ({} to {}).".format(
+                *DREAM_BOUNDS["interval_seconds"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+    grace_minutes: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["grace_minutes"][0],
+            le=DREAM_BOUNDS["grace_minutes"][1],
+            description="Quiet minutes before a tenant is touched ({} to {}).".format(
+                *DREAM_BOUNDS["grace_minutes"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+    threshold: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["threshold"][0],
+            le=DREAM_BOUNDS["threshold"][1],
+            description="Live episodic memories a tenant must exceed ({} to {}).".format(
+                *DREAM_BOUNDS["threshold"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+    batch_size: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["batch_size"][0],
+            le=DREAM_BOUNDS["batch_size"][1],
+            description="Oldest episodic memories per summary ({} to {}).".format(
+                *DREAM_BOUNDS["batch_size"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+    summary_chars: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["summary_chars"][0],
+            le=DREAM_BOUNDS["summary_chars"][1],
+            description="Longest extractive summary ({} to {}).".format(
+                *DREAM_BOUNDS["summary_chars"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+    write_budget: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["write_budget"][0],
+            le=DREAM_BOUNDS["write_budget"][1],
+            description="Most summaries and file rewrites per tick ({} to {}).".format(
+                *DREAM_BOUNDS["write_budget"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+    concurrency: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["concurrency"][0],
+            le=DREAM_BOUNDS["concurrency"][1],
+            description="Most tenants per tick ({} to {}).".format(*DREAM_BOUNDS["concurrency"]),
+        ),
+        Strict(),
+        BeforeValidator(_integral),
+    ] = None
+
+    def changes(self) -> dict[str, Any]:
+        """The settings given (null: left as they are)."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+class DreamConfigOut(BaseModel):
+    enabled: bool
+    interval_seconds: int
+    grace_minutes: int
+    threshold: int
+    batch_size: int
+    summary_chars: int
+    write_budget: int
+    concurrency: int
+
+
+class RunsQuery(_Request):
+    """Query string of GET /v1/admin/dream/runs."""
+
+    agent_id: Annotated[AgentId | None, Field(description="Only this agent's runs.")] = None
+    user_id: Annotated[
+        UserId | None,
+        Field(description="Only this user's runs (of agent_id; without it, of every agent)."),
+    ] = None
+    limit: Annotated[
+        int,
+        Field(ge=1, le=RUNS_LIMIT_MAX, description=f"Runs per page (1 to {RUNS_LIMIT_MAX})."),
+        Strict(),
+        BeforeValidator(_query_integer),
+    ] = DEFAULT_RUNS_LIMIT
+    before: Annotated[
+        int | None,
+        Field(ge=1, le=2**63 - 1, description="Runs older than this id (the next page)."),
+        Strict(),
+        BeforeValidator(_query_integer),
+    ] = None
+
+
+class DreamUsersQuery(_Request):
+    """Query string of GET /v1/admin/dream/users."""
+
+    agent_id: Annotated[AgentId | None, Field(description="Only this agent's users.")] = None
+    limit: Annotated[
+        int,
+        Field(ge=1, le=RUNS_LIMIT_MAX, description=f"Users per page (1 to {RUNS_LIMIT_MAX})."),
+        Strict(),
+        BeforeValidator(_query_integer),
+    ] = DEFAULT_RUNS_LIMIT
+    after: Annotated[
+        str | None,
+        Field(
+            max_length=4100,
+            pattern=TENANT_CURSOR,
+            description="next_after of the last page (opaque).",
+        ),
+    ] = None
+
+    def after_tenant(self) -> tuple[str, str] | None:
+        """The (agent_id, user_id) the page starts after."""
+        return None if self.after is None else decode_tenant_cursor(self.after)
+
+
+class PauseRequest(_Request):
+    """PUT /v1/admin/dream/users/{user_id}/paused."""
+
+    agent_id: AgentId
+    paused: Annotated[bool, Strict()]
+
+
+# one tenant (both ids) or a tick (neither); force is for one tenant: said in the schema
+_STRING: JsonDict = {"type": "string"}
+_DREAM_RUN_RULES: JsonDict = {
+    "allOf": [
+        {
+            "if": {"required": ["agent_id"], "properties": {"agent_id": _STRING}},
+            "then": {"required": ["user_id"], "properties": {"user_id": _STRING}},
+        },
+        {
+            "if": {"required": ["user_id"], "properties": {"user_id": _STRING}},
+            "then": {"required": ["agent_id"], "properties": {"agent_id": _STRING}},
+        },
+        {
+            "if": {"required": ["force"], "properties": {"force": {"const": True}}},
+            "then": {"required": ["agent_id"], "properties": {"agent_id": _STRING}},
+        },
+    ]
+}
+
+
+class DreamRunRequest(_Request):
+    """POST /v1/admin/dream/run: a tick now (no tenant), or one tenant's run."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_DREAM_RUN_RULES)
+
+    agent_id: Annotated[AgentId | None, Field(description="With user_id: run this tenant.")] = None
+    user_id: Annotated[UserId | None, Field(description="With agent_id: run this tenant.")] = None
+    dry_run: Annotated[bool, Field(description="Return the plan; write nothing."), Strict()] = False
+    force: Annotated[
+        bool,
+        Field(description="A tenant's run: skip the threshold, grace and pause checks."),
+        Strict(),
+    ] = False
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> DreamRunRequest:
+        if (self.agent_id is None) != (self.user_id is None):
+            raise ValueError("give both agent_id and user_id (one tenant) or neither (a tick)")
+        if self.force and self.agent_id is None:
+            raise ValueError("force is for one tenant's run")
+        return self
+
+
+class RunOut(_Out):
+    id: int | None = Field(description="null for a plan (dry run) or a tenant not due")
+    agent_id: str
+    user_id: str
+    kind: str = Field(description="condense | dream | restore")
+    status: str = Field(description="done | dry_run | nothing | failed | restored | running")
+    actor: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    memories_in: int | None
+    memories_out: int | None
+    files_in: int | None
+    files_out: int | None
+    files_touched: int | None
+    summary_id: UUID | None
+    restored_by: int | None
+    error: str | None
+    details: dict[str, Any]
+
+
+class RunList(BaseModel):
+    runs: list[RunOut]
+    next_before: int | None
+
+
+class DreamUserOut(_Out):
+    agent_id: str
+    user_id: str
+    paused: bool
+    memory_count: int
+    last_dreamed_at: datetime | None
+    last_run_id: int | None
+    last_run_at: datetime | None
+    last_run_kind: str | None
+    last_run_status: str | None
+    last_error: str | None
+    runs_done: int
+    runs_failed: int
+    runs_restored: int
+
+
+class DreamUserList(BaseModel):
+    """A page of tenants; pass next_after as `after` for the next (null: the last page)."""
+
+    users: list[DreamUserOut]
+    next_after: str | None
+
+
+# a tenant cursor: the UTF-8 bytes of agent_id and user_id in hex, without NUL bytes (ids
+# hold none). Any string of this shape is a position in (agent_id, user_id) order, so the
+# schema's pattern says exactly what is accepted.
+_HEX_TEXT = r"(?:[1-9a-f][0-9a-f]|0[1-9a-f]){1,1024}"
+TENANT_CURSOR = rf"^{_HEX_TEXT}\.{_HEX_TEXT}$"
+
+
+def encode_tenant_cursor(agent_id: str, user_id: str) -> str:
+    """An opaque cursor for a page that starts after tenant (agent_id, user_id)."""
+    return f"{agent_id.encode().hex()}.{user_id.encode().hex()}"
+
+
+def decode_tenant_cursor(cursor: str) -> tuple[str, str]:
+    agent, user = cursor.split(".")
+    # bytes that are not UTF-8 still name a position in the order
+    return (
+        bytes.fromhex(agent).decode(errors="replace"),
+        bytes.fromhex(user).decode(errors="replace"),
+    )
+
+
+class PausedOut(BaseModel):
+    agent_id: str
+    user_id: str
+    paused: bool

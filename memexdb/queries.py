@@ -32,7 +32,8 @@ select * from memex.search(
     p_memory_types => %(memory_types)s::text[]::memex.memory_type[],
     p_query_text => %(query_text)s, p_mode => %(mode)s,
     p_embedding_model => %(embedding_model)s, p_now => %(now)s,
-    p_context_weight => %(context_weight)s)
+    p_context_weight => %(context_weight)s, p_metadata => %(metadata)s,
+    p_include_archived => %(include_archived)s)
 """
 
 FORGET = """
@@ -42,7 +43,7 @@ select * from memex.forget(p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
 COUNT = """
 select memex.count(p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
                    p_memory_type => %(memory_type)s::text::memex.memory_type,
-                   p_embedding_model => %(embedding_model)s)
+                   p_embedding_model => %(embedding_model)s, p_metadata => %(metadata)s)
 """
 
 RATE_LIMIT_HIT = """
@@ -53,10 +54,36 @@ from memex.rate_limit_hit(p_key => %(key)s, p_limit => %(limit)s,
 
 MAINTENANCE = "select * from memex.maintenance()"
 
+# --- The embed queue (memexdb.runtime.embed_worker) and `memexdb reembed` ---
+
+EMBED_QUEUE_TAKE = "select * from memex.embed_queue_take()"
+SET_EMBEDDINGS = """
+select memex.set_embeddings(
+    p_ids => %(ids)s::uuid[], p_contents => %(contents)s::text[],
+    p_embeddings => %(embeddings)s::vector[], p_embedding_model => %(embedding_model)s)
+"""
+EMBED_QUEUE_FAILED = """
+select memex.embed_queue_failed(p_ids => %(ids)s::uuid[], p_errors => %(errors)s::text[])
+"""
+EMBED_QUEUE_DEPTH = "select * from memex.embed_queue_depth()"
+STALE_EMBEDDINGS = """
+select * from memex.stale_embeddings(
+    p_embedding_model => %(embedding_model)s, p_after => %(after)s, p_limit => %(limit)s)
+"""
+EMBEDDING_MODELS = "select embedding_model, memories from memex.embedding_models()"
+AUTHORIZE_EMBEDDING = "select memex._authorize_embedding()"
+
+# The caller of the transaction (memexdb.client.Credentials).
+ENTER = "select memex._enter(p_token => %(key)s, p_require_key => %(require_key)s)"
+ENTER_OPERATOR = "select memex._enter_operator(p_actor => %(actor)s)"
+# true when this connection acts as memex_app and so must enter a caller per transaction
+ENTERS_CALLER = "select current_user = 'memex_app'"
+
 EMBEDDING_DIMS = "select memex.embedding_dims()"
 
 SET_SETTING = """
-insert into memex.settings (name, value) values (%(name)s, %(value)s)
+insert into memex.settings (name, value)
+select %(name)s, %(value)s from memex._authorize(null, null, 'admin')
 on conflict (name) do update set value = excluded.value, updated_at = now()
 returning name
 """
@@ -76,4 +103,219 @@ select count(*) as tenants,
        count(*) filter (where not ann and memory_count
                         > memex._setting('exact_scan_max_rows', '10000')::bigint) as waiting
 from memex.tenants
+"""
+
+CREATE_KEY = """
+select * from memex.create_key(
+    p_access => %(access)s, p_agent_id => %(agent_id)s, p_user_ids => %(user_ids)s,
+    p_name => %(name)s, p_expires_at => %(expires_at)s)
+"""
+
+LIST_KEYS = "select * from memex.list_keys(p_agent_id => %(agent_id)s)"
+
+REVOKE_KEY = "select * from memex.revoke_key(p_key => %(key)s)"
+
+AUDIT_EVENTS = "select * from memex.audit_events(p_limit => %(limit)s, p_before => %(before)s)"
+
+# Whether the database has a key that works (memexdb serve beyond loopback needs one).
+LIVE_KEYS = """
+select exists (select from memex.api_keys
+               where revoked_at is null and (expires_at is null or expires_at > now()))
+"""
+
+GET_MEMORY = """
+select * from memex.get_memory(p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
+                               p_id => %(id)s)
+"""
+
+LIST_MEMORIES = """
+select * from memex.list_memories(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_limit => %(limit)s,
+    p_cursor_created_at => %(cursor_created_at)s, p_cursor_id => %(cursor_id)s,
+    p_memory_type => %(memory_type)s::text::memex.memory_type,
+    p_created_after => %(created_after)s, p_created_before => %(created_before)s,
+    p_metadata => %(metadata)s, p_include_archived => %(include_archived)s)
+"""
+
+UPDATE_MEMORY = """
+select * from memex.update_memory(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_id => %(id)s,
+    p_content => %(content)s, p_embedding => %(embedding)s,
+    p_embedding_model => %(embedding_model)s, p_importance => %(importance)s,
+    p_metadata => %(metadata)s, p_memory_type => %(memory_type)s::text::memex.memory_type,
+    p_expires_at => %(expires_at)s, p_clear_expires_at => %(clear_expires_at)s)
+"""
+
+ERASE_USER = """
+select table_name, deleted
+from memex.erase_user(p_agent_id => %(agent_id)s, p_user_id => %(user_id)s)
+"""
+
+EXPORT_MEMORIES = """
+select * from memex.export_memories(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
+    p_include_embeddings => %(embeddings)s, p_after_user_id => %(after_user_id)s,
+    p_after_created_at => %(after_created_at)s, p_after_id => %(after_id)s,
+    p_limit => %(limit)s)
+"""
+
+IMPORT_MEMORIES = """
+select * from memex.import_memories(
+    p_ids => %(ids)s::uuid[], p_agent_ids => %(agent_ids)s, p_user_ids => %(user_ids)s,
+    p_contents => %(contents)s, p_embeddings => %(embeddings)s,
+    p_embedding_model => %(embedding_model)s,
+    p_memory_types => %(memory_types)s::text[]::memex.memory_type[],
+    p_importances => %(importances)s, p_metadata => %(metadata)s::jsonb[],
+    p_created_at => %(created_at)s::timestamptz[], p_updated_at => %(updated_at)s::timestamptz[],
+    p_expires_at => %(expires_at)s::timestamptz[], p_lineage => %(lineage)s::jsonb[])
+"""
+
+# --- File memory ---
+
+WRITE_FILE = """
+select * from memex.write_file(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_path => %(path)s,
+    p_content => %(content)s, p_embedding => %(embedding)s,
+    p_embedding_model => %(embedding_model)s, p_base_revision => %(base_revision)s)
+"""
+
+READ_FILE = """
+select * from memex.read_file(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_path => %(path)s,
+    p_from_line => %(from_line)s, p_to_line => %(to_line)s, p_as_of => %(as_of)s)
+"""
+
+LIST_FILES = """
+select * from memex.list_files(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_prefix => %(prefix)s,
+    p_limit => %(limit)s, p_after => %(after)s)
+"""
+
+PREVIEW_PATCH = """
+select * from memex.preview_patch(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_path => %(path)s,
+    p_heading => %(heading)s, p_append => %(append)s, p_old_text => %(old_text)s,
+    p_new_text => %(new_text)s)
+"""
+
+PATCH_FILE = """
+select * from memex.patch_file(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_path => %(path)s,
+    p_embedding => %(embedding)s, p_embedding_model => %(embedding_model)s,
+    p_base_revision => %(base_revision)s, p_heading => %(heading)s, p_append => %(append)s,
+    p_old_text => %(old_text)s, p_new_text => %(new_text)s)
+"""
+
+DELETE_FILE = """
+select * from memex.delete_file(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_path => %(path)s,
+    p_base_revision => %(base_revision)s)
+"""
+
+LIST_REVISIONS = """
+select * from memex.list_revisions(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_path => %(path)s,
+    p_limit => %(limit)s, p_before => %(before)s)
+"""
+
+GET_REVISION = """
+select * from memex.get_revision(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_path => %(path)s,
+    p_revision => %(revision)s)
+"""
+
+RESTORE_REVISION = """
+select * from memex.restore_revision(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_path => %(path)s,
+    p_revision => %(revision)s, p_embedding => %(embedding)s,
+    p_embedding_model => %(embedding_model)s, p_base_revision => %(base_revision)s)
+"""
+
+SMART_READ = """
+select * from memex.smart_read(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_query => %(query)s,
+    p_query_embedding => %(query_embedding)s, p_embedding_model => %(embedding_model)s,
+    p_budget => %(budget)s)
+"""
+
+ACCESS_EVENTS = """
+select * from memex.access_events(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_since => %(since)s,
+    p_until => %(until)s, p_limit => %(limit)s, p_before => %(before)s)
+"""
+
+SEARCH_PASSAGES = """
+select * from memex.search_passages(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_query => %(query)s,
+    p_query_embedding => %(query_embedding)s, p_embedding_model => %(embedding_model)s,
+    p_top_k => %(top_k)s, p_passage_chars => %(passage_chars)s)
+"""
+
+# Raise 28000/42501 unless the caller may act on the tenant with that access.
+AUTHORIZE = "select memex._authorize(%(agent_id)s, %(user_id)s, %(need)s)"
+DELEGATE = "select memex._delegate(p_actor => %(delegate)s)"
+
+# --- Consolidation ---
+
+CONSOLIDATE_TENANT = """
+select * from memex.consolidate_tenant(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_dry_run => %(dry_run)s,
+    p_force => %(force)s, p_summary => %(summary)s, p_source_ids => %(source_ids)s::uuid[])
+"""
+CONSOLIDATE_DUE = "select * from memex.consolidate_due(p_dry_run => %(dry_run)s)"
+DREAM_TENANT = """
+select * from memex.dream_tenant(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_dry_run => %(dry_run)s,
+    p_force => %(force)s)
+"""
+DREAM_DUE = "select * from memex.dream_due(p_dry_run => %(dry_run)s)"
+RESTORE_CONSOLIDATION = "select * from memex.restore_consolidation(p_run_id => %(run_id)s)"
+DREAM_CONFIG = "select memex.dream_config()"
+SET_DREAM_CONFIG = "select memex.set_dream_config(p_changes => %(changes)s)"
+CONSOLIDATION_HISTORY = """
+select * from memex.consolidation_history(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_limit => %(limit)s,
+    p_before => %(before)s)
+"""
+DREAM_USERS = """
+select * from memex.dream_users(
+    p_agent_id => %(agent_id)s, p_limit => %(limit)s, p_after_agent_id => %(after_agent_id)s,
+    p_after_user_id => %(after_user_id)s)
+"""
+SET_DREAM_PAUSED = """
+select memex.set_dream_paused(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_paused => %(paused)s)
+"""
+
+# pg_cron (memexdb.pg_cron) in this database: may this role use it, and does its scheduler
+# run here? Its launcher connects to the database of cron.database_name, where alone jobs
+# run; `running` is null when this role cannot see other roles' backend types (neither a
+# superuser nor in pg_read_all_stats). No row: not installed.
+PG_CRON = """
+select e.extversion as version,
+       coalesce(has_schema_privilege(to_regnamespace('cron'), 'usage'), false) as usable,
+       (select case when bool_or(a.backend_type = 'pg_cron launcher'
+                                 and a.datname = current_database()) then true
+                    when bool_and(a.backend_type is not null) then false end
+        from pg_stat_activity a) as running
+from pg_extension e where e.extname = 'pg_cron'
+"""
+FUNCTION_EXISTS = "select to_regprocedure(%(function)s) is not null"
+CRON_SCHEDULE = "select cron.schedule(%(name)s, %(schedule)s, %(command)s)"
+# The memex jobs in cron.job for this database (a role sees its own; a superuser, all).
+CRON_JOBS = """
+select jobid, jobname, schedule, command, active, username from cron.job
+where jobname = any(%(names)s) and database = current_database()
+order by jobname, username
+"""
+# (materialized: cron.unschedule only for the rows the filter keeps)
+CRON_UNSCHEDULE = """
+with ours as materialized (
+    select jobid, jobname from cron.job
+    where jobname = any(%(names)s) and database = current_database())
+select jobname from ours where cron.unschedule(jobid) order by jobname
+"""
+CRON_ACTIVE = """
+select jobname from cron.job
+where jobname = any(%(names)s) and database = current_database() and active
 """

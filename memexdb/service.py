@@ -13,27 +13,12 @@ from starlette.routing import Mount
 
 from memexdb.client import AsyncMemex
 from memexdb.config import Settings
-from memexdb.embedding import Embedder, build_embedder
-from memexdb.embedding.local_minilm import LocalMiniLM
 from memexdb.errors import SetupError
 from memexdb.mcp import build_mcp_server
 from memexdb.mcp.http import McpTransports, WorkerHeader, transport_security_for
 from memexdb.rest import create_app
 from memexdb.rest.host_guard import RestHostGuard
-
-# ONNX Runtime threads per worker process for the bundled model (more cores: --workers).
-# Two intra-op threads that share the cores with Postgres and the event loop spin and
-# wait for each other: on 2 cores that cost 2.5x the service CPU of a lone request and
-# ~40% more per request under load (bench/RESULTS.md, "Load test").
-EMBEDDER_THREADS = 1
-
-
-def _embedder(settings: Settings) -> Embedder:
-    if settings.embedder.strip().lower() == "minilm":
-        return LocalMiniLM(threads=EMBEDDER_THREADS)
-    return build_embedder(
-        settings.embedder, url=settings.embedding_url, api_key=settings.embedding_api_key
-    )
+from memexdb.runtime import Runtime
 
 
 def app_from_env() -> Starlette:
@@ -48,12 +33,13 @@ def app_from_env() -> Starlette:
         # its own root handler and format.
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
-    async def connect() -> AsyncMemex:
-        embedder = _embedder(settings)
-        # Passing the plain embedder makes the client own (and close) its batcher.
-        return await AsyncMemex.connect(dsn, embedder=embedder, max_size=settings.pool_size)
+    @contextlib.asynccontextmanager
+    async def runtime() -> AsyncIterator[AsyncMemex]:
+        # This worker's client, database watch and job runner (jobs: one worker runs them)
+        async with Runtime.open(settings, dsn) as opened:
+            yield opened.memex
 
-    rest = create_app(connect, maintenance_interval=settings.maintenance_interval_seconds)
+    rest = create_app(runtime)
 
     def memex() -> AsyncMemex:
         # Opened by the REST lifespan: MCP and REST share one pool and one embedder.

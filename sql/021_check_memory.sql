@@ -38,12 +38,7 @@ begin
        or (p_importance > 0 and p_importance < 1e-6) then
         perform memex._invalid('importance', 'must be 0 or between 0.000001 and 2');
     end if;
-    if p_metadata is not null and jsonb_typeof(p_metadata) <> 'object' then
-        perform memex._invalid('metadata', 'must be a JSON object');
-    end if;
-    if octet_length(p_metadata::text) > 65536 then
-        perform memex._invalid('metadata', 'must be at most 65536 bytes of JSON');
-    end if;
+    perform memex._check_metadata(p_metadata);
 end
 $$;
 

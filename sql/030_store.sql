@@ -23,6 +23,7 @@ declare
 begin
     perform memex._check_memory(p_agent_id, p_user_id, p_content, p_embedding,
                                 p_embedding_model, p_importance, p_metadata);
+    perform memex._authorize(p_agent_id, p_user_id, 'write');
     perform memex._enforce_rate_limit('store', p_agent_id);
 
     insert into memex.memories as m

@@ -5,6 +5,13 @@
 -- frequencies, mean length) come from the same scan, so they are exact for the tenant;
 -- only memories holding a query term have their tsvector unnested (a 10k-memory tenant of
 -- paragraphs: hybrid search 166 -> 68 ms, bench/RESULTS.md "Paragraph-sized memories").
+-- p_metadata (null: any) keeps only memories whose metadata contains it, before scoring;
+-- p_include_archived adds the memories consolidation archived.
+drop function if exists memex._candidates_exact(text, text, vector, text[], memex.memory_type[],
+                                                text, timestamptz);
+drop function if exists memex._candidates_exact(text, text, vector, text[], memex.memory_type[],
+                                                text, timestamptz, jsonb);
+
 create or replace function memex._candidates_exact(
     p_agent_id text,
     p_user_id text,
@@ -12,7 +19,9 @@ create or replace function memex._candidates_exact(
     p_terms text[],
     p_memory_types memex.memory_type[],
     p_embedding_model text,
-    p_now timestamptz
+    p_now timestamptz,
+    p_metadata jsonb,
+    p_include_archived boolean default false
 )
 returns setof memex._candidate
 language sql
@@ -23,7 +32,7 @@ as $$
         select m.id, m.importance::double precision as importance, m.created_at,
                1 - (m.embedding <=> p_query_embedding) as similarity, m.tsv
         from memex._live_memories(p_agent_id, p_user_id, p_memory_types, p_embedding_model,
-                                  p_now) m
+                                  p_now, p_metadata, p_include_archived) m
     ),
     any_term as (
         select memex._any_term_query(p_terms) as q where cardinality(p_terms) > 0
@@ -52,5 +61,6 @@ as $$
 $$;
 
 comment on function memex._candidates_exact(text, text, vector, text[],
-                                            memex.memory_type[], text, timestamptz) is
+                                            memex.memory_type[], text, timestamptz, jsonb,
+                                            boolean) is
     'All live memories of a tenant with similarity and BM25 score (exact search).';

@@ -6,9 +6,16 @@
 -- a large tenant are mostly recent memories ranked far below the nearest few hundred,
 -- bench/RESULTS.md; and alpha = 0 sees what is newest) and the p_depth memories matching
 -- the most query terms (GIN index). Each is scored like the exact path; BM25 document
--- frequencies are counted over the whole tenant through the GIN index.
+-- frequencies are counted over the whole tenant through the GIN index. p_metadata (null:
+-- any) keeps only memories whose metadata contains it, inside each branch (the HNSW
+-- iterative scan goes on until it has p_depth that match); p_include_archived adds the
+-- memories consolidation archived.
 drop function if exists memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
                                               text, timestamptz, integer);
+drop function if exists memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
+                                              text, timestamptz, integer, integer);
+drop function if exists memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
+                                              text, timestamptz, integer, integer, jsonb);
 
 create or replace function memex._candidates_ann(
     p_agent_id text,
@@ -19,7 +26,9 @@ create or replace function memex._candidates_ann(
     p_embedding_model text,
     p_now timestamptz,
     p_depth integer,
-    p_recent integer
+    p_recent integer,
+    p_metadata jsonb,
+    p_include_archived boolean default false
 )
 returns setof memex._candidate
 language sql
@@ -32,7 +41,8 @@ set plan_cache_mode = force_custom_plan
 as $$
     with live as not materialized (
         select m.* from memex._live_memories(p_agent_id, p_user_id, p_memory_types,
-                                             p_embedding_model, p_now) m
+                                             p_embedding_model, p_now, p_metadata,
+                                             p_include_archived) m
     ),
     any_term as (
         select memex._any_term_query(p_terms) as q where cardinality(p_terms) > 0
@@ -90,5 +100,6 @@ as $$
 $$;
 
 comment on function memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
-                                          text, timestamptz, integer, integer) is
+                                          text, timestamptz, integer, integer, jsonb,
+                                          boolean) is
     'Nearest, newest and best text-matching memories of a large tenant, scored (ANN search).';

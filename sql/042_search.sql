@@ -28,9 +28,19 @@
 -- chosen with memex.configure_vector_index, HNSW by default), newest and best
 -- text-matching settings.ann_candidates rows (never fewer than top_k when that many
 -- match). Ties break on newer first, then id. p_now fixes "now" for replays and tests.
+-- p_metadata (a JSON object; null: any) keeps only memories whose metadata contains it
+-- (metadata @> p_metadata), before ranking: it filters the candidates, not the top k.
+-- Memories archived by consolidation are ranked too with p_include_archived (by default
+-- their summary stands in for them).
 drop function if exists memex.search(text, text, vector, integer, double precision,
                                      double precision, memex.memory_type[], text, text, text,
                                      timestamptz);
+drop function if exists memex.search(text, text, vector, integer, double precision,
+                                     double precision, memex.memory_type[], text, text, text,
+                                     timestamptz, double precision);
+drop function if exists memex.search(text, text, vector, integer, double precision,
+                                     double precision, memex.memory_type[], text, text, text,
+                                     timestamptz, double precision, jsonb);
 
 create or replace function memex.search(
     p_agent_id text,
@@ -44,7 +54,9 @@ create or replace function memex.search(
     p_mode text default null,
     p_embedding_model text default null,
     p_now timestamptz default null,
-    p_context_weight double precision default null
+    p_context_weight double precision default null,
+    p_metadata jsonb default null,
+    p_include_archived boolean default false
 )
 returns setof memex.search_hit
 language plpgsql
@@ -117,6 +129,7 @@ begin
     if p_context_weight is not null and p_context_weight not between 0 and 1 then
         perform memex._invalid('context_weight', 'must be between 0 and 1');
     end if;
+    perform memex._check_metadata(p_metadata);
     -- Weights to 6 decimals: a subnormal weight (5e-324) times a relevance would make
     -- Postgres raise an underflow error instead of ranking.
     p_alpha := round(p_alpha::numeric, 6)::double precision;
@@ -124,6 +137,7 @@ begin
     v_context := coalesce(p_context_weight,
                           case when p_mode = 'vector' then 0
                                else memex._setting('context_weight', '0.5')::double precision end);
+    perform memex._authorize(p_agent_id, p_user_id, 'read');
     perform memex._enforce_rate_limit('search', p_agent_id);
 
     -- Tenants in the ANN index (memex.index_tenant; memex.maintenance moves tenants in
@@ -168,13 +182,15 @@ begin
                     select m.id, m.importance::double precision as importance, m.created_at,
                            1 - (m.embedding <=> p_query_embedding) as similarity
                     from memex._live_memories(p_agent_id, p_user_id, p_memory_types,
-                                              p_embedding_model, v_now) m
+                                              p_embedding_model, v_now, p_metadata,
+                                              p_include_archived) m
                     where v_exact
                     union all
                     select a.id, a.importance, a.created_at, a.similarity
                     from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
                                                v_terms, p_memory_types, p_embedding_model,
-                                               v_now, v_depth, v_recent) a
+                                               v_now, v_depth, v_recent, p_metadata,
+                                               p_include_archived) a
                     where not v_exact
                 ) c
                 offset 0  -- evaluate similarity and recency once per row
@@ -192,12 +208,14 @@ begin
         with candidates as (
             select c.* from memex._candidates_exact(p_agent_id, p_user_id, p_query_embedding,
                                                     v_terms, p_memory_types,
-                                                    p_embedding_model, v_now) c
+                                                    p_embedding_model, v_now, p_metadata,
+                                                    p_include_archived) c
             where v_exact
             union all
             select c.* from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
                                                   v_terms, p_memory_types, p_embedding_model,
-                                                  v_now, v_depth, v_recent) c
+                                                  v_now, v_depth, v_recent, p_metadata,
+                                                  p_include_archived) c
             where not v_exact
         ),
         normalised as (
@@ -244,6 +262,6 @@ $$;
 
 comment on function memex.search(text, text, vector, integer, double precision,
                                  double precision, memex.memory_type[], text, text, text,
-                                 timestamptz, double precision) is
+                                 timestamptz, double precision, jsonb, boolean) is
     'Rank a tenant''s memories: relevance with recency as a bounded tiebreaker, or'
     ' (alpha*relevance + (1-alpha)*recency) when alpha is given; times importance.';

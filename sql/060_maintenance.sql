@@ -1,6 +1,7 @@
 -- memex.maintenance: periodic housekeeping, run every minute by pg_cron where the server
 -- has it and otherwise by the memexdb service's own scheduler. Deletes memories past
--- their expires_at and rate-limit rows whose windows have passed, and moves tenants that
+-- their expires_at, rate-limit rows whose windows have passed and access-log entries
+-- older than settings.access_log_retention_days (default 90), and moves tenants that
 -- have grown past settings.exact_scan_max_rows into the ANN index, largest first, in
 -- steps of settings.index_batch_rows (memex._index_tenant_step) for up to ~10 s per
 -- call; a large tenant carries on in the next call. The step that finishes a tenant
@@ -12,6 +13,7 @@ create or replace function memex.maintenance()
 returns memex.maintenance_result
 language plpgsql
 volatile
+security definer
 set search_path = pg_catalog, public, pg_temp
 as $$
 declare
@@ -21,10 +23,15 @@ declare
     v_tenant  record;
     v_step    record;
 begin
+    perform memex._authorize(null, null, 'admin');  -- every tenant: operator, pg_cron, jobs
     delete from memex.memories m where m.expires_at <= now();
     get diagnostics v_result.expired_memories_deleted = row_count;
     delete from memex.rate_limits r where r.expires_at <= clock_timestamp();
     get diagnostics v_result.rate_limit_rows_deleted = row_count;
+    delete from memex.access_log l
+    where l.at < now() - make_interval(
+        days => memex._setting('access_log_retention_days', '90')::integer);
+    get diagnostics v_result.access_log_rows_deleted = row_count;
 
     v_result.tenants_indexed := 0;
     v_result.memories_indexed := 0;
@@ -53,4 +60,4 @@ end
 $$;
 
 comment on function memex.maintenance() is
-    'Delete expired memories and stale rate-limit rows, move grown tenants into the ANN index.';
+    'Delete expired memories, stale rate-limit rows and old access-log entries, move grown tenants into the ANN index.';

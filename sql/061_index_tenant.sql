@@ -15,6 +15,7 @@ declare
     v_moved bigint;
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);
+    perform memex._authorize(null, null, 'admin');  -- an operator call
     -- Lock the tenant's row first: concurrent inserts wait in memex._tenant_counts and
     -- then see ann = true, so none of their rows is left outside the index.
     insert into memex.tenants as t (agent_id, user_id, memory_count, ann)

@@ -27,6 +27,7 @@ create or replace function memex.configure_vector_index(
 returns memex.vector_index_result
 language plpgsql
 volatile
+security definer
 set search_path = pg_catalog, public, pg_temp
 as $$
 declare
@@ -42,6 +43,7 @@ declare
     v_started  timestamptz;
     v_result   memex.vector_index_result;
 begin
+    perform memex._authorize(null, null, 'admin');
     if v_kind is null or v_kind not in ('hnsw', 'ivfflat', 'none') then
         perform memex._invalid('kind', 'must be one of hnsw, ivfflat, none');
     end if;

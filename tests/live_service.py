@@ -65,16 +65,21 @@ def cli_args(*args: str) -> list[str]:
 
 def run_cli(args: Sequence[str], env: dict[str, str], timeout: float = 180.0) -> tuple[int, str]:
     """Run `memexdb ARGS` to completion (bounded); returns (exit code, stdout+stderr)."""
-    res = subprocess.run(
-        cli_args(*args),
-        env=env,
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    try:
+        res = subprocess.run(
+            cli_args(*args),
+            env=env,
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:  # say where it stopped
+        parts = (exc.stdout, exc.stderr)
+        text = "".join(p.decode() if isinstance(p, bytes) else p or "" for p in parts)
+        raise AssertionError(f"memexdb {' '.join(args)} ran over {timeout} s:\n{text}") from None
     return res.returncode, res.stdout + res.stderr
 
 

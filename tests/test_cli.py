@@ -8,6 +8,7 @@ import contextlib
 import shutil
 import signal
 import socket
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -205,6 +206,7 @@ def test_second_serve_on_the_same_data_dir_is_refused(shared_data_dir: Path) -> 
         code, out = run_cli(["serve", "--port", str(free_port())], embedded_env(data_dir))
         assert code != 0, out
         assert "in use" in out and str(data_dir) in out, out
+        assert "starting embedded PostgreSQL" not in out, out  # it never tried
         assert "Traceback" not in out, out
         with client(service.base_url) as http:  # the first one is unharmed
             assert count(http, {"agent_id": "nobody", "user_id": "u"}) == 0
@@ -290,3 +292,84 @@ def test_serve_on_a_busy_port_exits_and_stops_postgres(shared_data_dir: Path) ->
     assert code != 0, out
     assert "Traceback" not in out, out
     assert wait_no_postgres(data_dir) == [], out
+
+
+# --- settings, help, and the commands that share a running service's server ----------
+
+
+def test_a_bad_setting_is_one_line_naming_the_variable_and_exit_2() -> None:
+    for args, env in (
+        (["--help"], service_env(MEMEX_PORT="notanint")),
+        (["serve"], service_env(MEMEX_WORKERS="0")),
+        (["status"], service_env(MEMEX_MAINTENANCE_INTERVAL_SECONDS="soon")),
+    ):
+        code, out = run_cli(args, env, timeout=60)
+        assert code == 2, out
+        assert len(out.strip().splitlines()) == 1, out
+        ((name, value),) = ((k, v) for k, v in env.items() if k.startswith("MEMEX_"))
+        assert out.startswith("memexdb: invalid setting: ") and f"{name}={value!r}" in out, out
+        assert "Traceback" not in out
+
+
+def test_help_says_what_each_option_means_its_default_and_variable() -> None:
+    code, out = run_cli(["serve", "--help"], service_env(MEMEX_PORT="8123"), timeout=60)
+    assert code == 0, out
+    text = " ".join(out.split())  # argparse wraps lines
+    for option, meaning, default, variable in (
+        ("--host", "address to listen on", "127.0.0.1", "MEMEX_HOST"),
+        ("--port", "TCP port to listen on", "8123", "MEMEX_PORT"),  # from the environment
+        ("--workers", "uvicorn worker processes", "1", "MEMEX_WORKERS"),
+        ("--log-level", "log level of the service", "info", "MEMEX_LOG_LEVEL"),
+    ):
+        assert f"{meaning} (default: {default}; env {variable})" in text, (option, text)
+        assert option in text
+    for command, words in (
+        ("migrate", "Safe to run twice or from several processes at once"),
+        ("status", "schema revision, tenants and memories"),
+        ("dsn", "export MEMEX_DATABASE_URL=$(memexdb dsn)"),
+    ):
+        code, out = run_cli([command, "--help"], service_env(), timeout=60)
+        assert code == 0 and words in " ".join(out.split()), out
+
+
+def dsn_of(env: dict[str, str]) -> tuple[int, str, str]:
+    """`memexdb dsn`: (exit code, stdout, stderr), kept apart as `$(memexdb dsn)` does."""
+    res = subprocess.run(
+        cli_args("dsn"), env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    return res.returncode, res.stdout, res.stderr
+
+
+def test_dsn_migrate_and_status_use_the_server_serve_runs(shared_data_dir: Path) -> None:
+    data_dir = shared_data_dir
+    env = embedded_env(data_dir)
+    expected = EmbeddedPostgres(data_dir).dsn
+    code, out, err = dsn_of(env)  # nothing runs: the DSN still, and a hint
+    assert (code, out) == (0, f"{expected}\n"), (out, err)
+    assert "memexdb serve" in err
+
+    service = serve(data_dir)
+    try:
+        assert f"embedded PostgreSQL ready: {expected}" in service.output()
+        code, out, err = dsn_of(env)
+        assert (code, out, err) == (0, f"{expected}\n", "")
+        with psycopg.connect(out.strip()) as conn:  # what `export MEMEX_DATABASE_URL=...` gets
+            assert conn.execute("select count(*) >= 0 from memex.memories").fetchone() == (True,)
+
+        code, out = run_cli(["migrate"], env)
+        assert code == 0, out
+        assert f"migrated to revision {head_revision()}" in out, out
+        assert f"using the embedded PostgreSQL of pid {service.proc.pid}" in out, out
+        assert "starting embedded PostgreSQL" not in out and "in use" not in out, out
+
+        code, out = run_cli(["status"], env, timeout=60)
+        assert code == 0, out
+        assert f"dsn: {expected}" in out and f"served by pid {service.proc.pid}" in out, out
+        assert f"schema revision: {head_revision()}" in out, out
+        assert "starting embedded PostgreSQL" not in out, out
+
+        with client(service.base_url) as http:  # the service is unharmed
+            assert count(http, {"agent_id": "nobody", "user_id": "u"}) == 0
+        assert assert_clean_exit(service, signal.SIGTERM, data_dir) == 0
+    finally:
+        service.close()

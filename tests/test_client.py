@@ -163,3 +163,12 @@ async def test_unknown_memory_type_is_an_invalid_argument(amemex: AsyncMemex) ->
     with pytest.raises(InvalidArgument) as info:
         NewMemory(agent_id="agent", user_id="hal", content="x", memory_type="dream")
     assert info.value.field == "memory_type"
+
+
+def test_sync_client_has_every_method_of_the_async_one() -> None:
+    def public(cls: type) -> set[str]:
+        return {n for n, v in vars(cls).items() if callable(v) and not n.startswith("_")}
+
+    lifecycle = {"connect", "aclose"}  # Memex: connect (sync) and close
+    assert public(AsyncMemex) - lifecycle <= public(Memex)
+    assert Memex.search.__doc__ == AsyncMemex.search.__doc__

@@ -4,32 +4,30 @@ connection the server dropped meanwhile is replaced instead of failing a request
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from memexdb import db
+from memexdb.errors import DatabaseUnavailable
 
 
 @pytest.fixture
 def checks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Records each real check (a round trip) the pools make."""
     made: list[str] = []
-    real_async, real_sync = AsyncConnectionPool.check_connection, ConnectionPool.check_connection
+    real_async = AsyncConnectionPool.check_connection
 
     async def counted_async(conn: Any) -> None:
         made.append("async")
         await real_async(conn)
 
-    def counted_sync(conn: Any) -> None:
-        made.append("sync")
-        real_sync(conn)
-
     monkeypatch.setattr(AsyncConnectionPool, "check_connection", staticmethod(counted_async))
-    monkeypatch.setattr(ConnectionPool, "check_connection", staticmethod(counted_sync))
     yield made
 
 
@@ -58,20 +56,37 @@ async def test_async_pool_checks_only_idle_connections(dsn: str, checks: list[st
             assert (await (await conn.execute("select 1")).fetchone()) == (1,)
             assert conn.info.backend_pid != first_pid
         assert checks[:2] == ["async", "async"]
+        assert pool.availability.suspected.is_set()  # the watch (if any) probes at once
 
 
-def test_sync_pool_checks_only_idle_connections(dsn: str, checks: list[str]) -> None:
-    with db.sync_pool(dsn, min_size=1, max_size=1) as pool:
-        with pool.connection() as conn:
-            first_pid = conn.info.backend_pid
-        for _ in range(5):
-            with pool.connection() as conn:
-                assert conn.execute("select 1").fetchone() == (1,)
-        assert checks == ["sync"]
+async def test_async_pool_fails_at_once_while_the_database_is_known_down(dsn: str) -> None:
+    """While the watch says the database is down, requests get DatabaseUnavailable at
+    once; a request already waiting for a connection gives up as soon as that is known;
+    a request that merely waits for a busy pool still gets the connection released."""
+    async with db.async_pool(dsn, min_size=1, max_size=1) as pool:
+        pool.timeout = 5.0
+        async with pool.connection():  # the only connection is busy ...
+            waiting = asyncio.create_task(pool.getconn())
+            await asyncio.sleep(db.FAST_WAIT_S + 0.2)  # ... past the fast path
+            assert not waiting.done()
+            declared = time.monotonic()
+            assert pool.availability.mark_down()
+            with pytest.raises(DatabaseUnavailable):
+                await asyncio.wait_for(waiting, 2.0)
+            assert time.monotonic() - declared < 0.2
+            started = time.monotonic()
+            with pytest.raises(DatabaseUnavailable):
+                await pool.getconn()
+            assert time.monotonic() - started < 0.05
+            assert pool.availability.mark_up() is not None
 
-        _age(conn)
-        _terminate(dsn, first_pid)
-        with pool.connection() as conn:
-            assert conn.execute("select 1").fetchone() == (1,)
-            assert conn.info.backend_pid != first_pid
-        assert checks[:2] == ["sync", "sync"]
+            waiting = asyncio.create_task(pool.getconn())
+            await asyncio.sleep(db.FAST_WAIT_S + 0.2)
+            assert not waiting.done()
+        conn = await asyncio.wait_for(waiting, 2.0)  # released: handed to the waiter
+        await pool.putconn(conn)
+        with pytest.raises(PoolTimeout):  # nothing down, pool busy: its own timeout
+            async with pool.connection(), pool.connection(timeout=0.5):
+                pass
+        async with pool.connection() as conn:  # nothing leaked
+            assert (await (await conn.execute("select 1")).fetchone()) == (1,)

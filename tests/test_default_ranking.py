@@ -132,3 +132,44 @@ def test_default_request_in_sql(conn: psycopg.Connection) -> None:
     for hit in memex_rows:
         assert hit["text_rank"] is None and hit["relevance"] == hit["similarity"]
         assert hit["score"] == pytest.approx(0.7 * hit["relevance"] + 0.3 * hit["recency"])
+
+
+def test_passages_and_smart_read_rank_with_the_default(conn: psycopg.Connection) -> None:
+    # memory_search (memex.search_passages) and smart_read send no ranking options of their
+    # own: they rank exactly as a request with none does (hybrid, the bounded tiebreaker).
+    now = conn.execute("select now()").fetchone()
+    assert now is not None
+    for days, content, axis in (
+        (400, "Alice drinks green tea every morning.", 0),
+        (200, "Alice drinks coffee after lunch.", 0),
+        (20, "Alice went hiking in the hills.", 1),
+        (2, "Alice bought a new tea pot.", 2),
+    ):
+        store(conn, content, unit((0, 1.0), (axis, 0.6)), created_at=now[0] - timedelta(days=days))
+    conn.execute(
+        "select * from memex.write_file('agent', 'user', 'user/drinks.md',"
+        " '# Drinks\n\nGreen tea, no sugar.\n', %s, 'test-model')",
+        (unit((0, 1.0), (3, 0.5)),),
+    )
+    query, vector = "what tea does Alice drink?", unit((0, 1.0))
+    # one statement, so that now() (recency's reference) is the same for all three calls
+    row = conn.execute(
+        "select (select array_agg(array[h.id::text, h.score::text] order by h.score desc, h.id)"
+        "        from memex.search('agent', 'user', %(v)s, p_top_k => 20,"
+        "                          p_query_text => %(q)s) h),"
+        "       (select array_agg(array[p.memory_id::text, p.score::text] order by p.rank)"
+        "        from memex.search_passages('agent', 'user', %(q)s, %(v)s, p_top_k => 20) p),"
+        "       (select array_agg(array[s->>'id', s->>'score'] order by o)"
+        "        from memex.smart_read('agent', 'user', %(q)s, %(v)s) r,"
+        "             jsonb_array_elements(r.sources) with ordinality as e(s, o))",
+        {"q": query, "v": vector},
+    ).fetchone()
+    assert row is not None
+    default, passages, smart = (
+        [(i, float(s)) for i, s in column] for column in (row[0], row[1], row[2])
+    )
+    assert len(default) == 5
+    assert [i for i, _ in passages] == [i for i, _ in default]
+    assert [s for _, s in passages] == pytest.approx([s for _, s in default], rel=1e-9)
+    # smart_read names files by path: compare the scores, in order
+    assert [s for _, s in smart] == pytest.approx([s for _, s in default][: len(smart)], rel=1e-9)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import fcntl
 import os
 import shutil
@@ -11,6 +10,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,12 +23,12 @@ from memexdb.embedded import (
     DataDirInUseError,
     EmbeddedPostgres,
     EmbeddedPostgresError,
+    ServerKeeper,
     _bundled_pginstall,
     _can_use_bundle,
     _pginstall_for,
     _service_account,
 )
-from memexdb.mcp import stdio
 
 REPO = Path(__file__).resolve().parents[1]
 IS_ROOT = os.geteuid() == 0
@@ -185,46 +185,78 @@ def test_live_owner_is_an_error_and_sigterm_stops_it(root: Path) -> None:
     wait_no_server(root, timeout=1)
 
 
-async def test_takeover_cut_short_by_the_client_still_records_the_server(
-    root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`memexdb mcp` takes a shared server over when its owner ends. The client may leave
-    (cancelling the watcher) while start() still runs in its thread, since the pool
-    reconnects as soon as the server accepts: the server it launched must still be known,
-    so that it is stopped on exit rather than left running."""
-    monkeypatch.setattr(stdio, "TAKEOVER_CHECK_SECONDS", 0.01)
+def test_takeover_cut_short_by_closing_still_records_the_server(root: Path) -> None:
+    """A process sharing a server (`memexdb mcp` next to `memexdb serve`) takes it over
+    when its owner ends. The process may be closing (a client left) while the keeper's
+    start() still runs, since clients reconnect as soon as the server accepts: close()
+    waits for that start, so the server it launched is known and stopped on exit rather
+    than left running."""
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
     data = root / "pg18"
     with spawn(data) as child:
         assert child.stdout is not None
         assert child.stdout.readline().startswith("ok ")
-        with pytest.raises(DataDirInUseError) as in_use:
-            EmbeddedPostgres(data).start()
-        shared = stdio.SharedServer(EmbeddedPostgres(data), in_use.value.owner)
+        server = EmbeddedPostgres(data)
+        with pytest.raises(DataDirInUseError):
+            server.start()
+        server.share()
         (old,) = postmasters(root)
         child.send_signal(signal.SIGTERM)
         assert child.wait(timeout=30) == 128 + signal.SIGTERM
     wait_no_server(root, timeout=5)
 
-    # Hold the data dir's lock: the watcher's start() waits for it in its thread.
+    # Hold the data dir's lock: the keeper's start() waits for it in its thread.
     lock = os.open(data / "lock", os.O_RDWR)
     fcntl.flock(lock, fcntl.LOCK_EX)
-    watcher = asyncio.create_task(shared.take_over_when_orphaned())
+    keeper = ServerKeeper(server, interval=0.01).start()
+    closing = threading.Thread(target=keeper.close)
     try:
-        await asyncio.sleep(0.5)  # the watcher, checking every 10 ms, is inside start()
-        watcher.cancel()  # the client leaves ...
-        os.close(lock)  # ... and start() goes on to launch the server
+        time.sleep(0.5)  # the keeper, checking every 10 ms, is inside start()
+        closing.start()  # the process is closing ...
+        time.sleep(0.2)
+        assert closing.is_alive()  # ... and close() waits for the start under way
+        os.close(lock)  # ... which goes on to launch the server
         lock = -1
-        with pytest.raises(asyncio.CancelledError):
-            await watcher
-        assert shared.taken_over
+        closing.join(timeout=60)
+        assert not closing.is_alive()
+        assert keeper.restarts == 1
         assert postmasters(root) not in ([], [old])
     finally:
         if lock >= 0:
             os.close(lock)
-        shared.server.stop()
+        server.stop()
         for sig, handler in saved.items():
             signal.signal(sig, handler)
+    wait_no_server(root)
+
+
+def test_keeper_relaunches_a_killed_postmaster(root: Path) -> None:
+    """The owner's keeper notices a postmaster killed under it (kill -9, the OOM killer)
+    and starts the server again on the same data; after stop() it never does."""
+    server = EmbeddedPostgres(root / "pg18")
+    keeper = None
+    try:
+        with psycopg.connect(server.start(), autocommit=True) as conn:
+            conn.execute("create table t as select 42 as x")
+        keeper = ServerKeeper(server, interval=0.05).start()
+        (old,) = postmasters(root)
+        os.kill(old, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while keeper.restarts == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert keeper.restarts == 1
+        (new,) = postmasters(root)
+        assert new != old
+        with psycopg.connect(server.dsn) as conn:
+            assert conn.execute("select x from t").fetchall() == [(42,)]
+        server.stop()
+        time.sleep(0.3)  # six looks of the keeper: none starts the stopped server
+        assert postmasters(root) == []
+        assert keeper.restarts == 1
+    finally:
+        if keeper is not None:
+            keeper.close()
+        server.stop()
     wait_no_server(root)
 
 

@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,8 @@ from memexdb.embedding import (
     build_embedder,
     local_minilm,
 )
+from memexdb.embedding.cache import EmbeddingCache
+from tests.json_http import JsonHandler, serving
 
 PROJECT_ROOT = Path(local_minilm.__file__).parents[2]  # for subprocesses
 SENTENCES = [f"Memory number {i} is about topic {i % 7} and item {i * 13}" for i in range(70)]
@@ -269,11 +271,11 @@ def reference_vector(text: str, dim: int) -> list[float]:
     return [float(x) for x in np.random.default_rng(seed).normal(size=dim) * 3.0]
 
 
-class EmbeddingsHandler(BaseHTTPRequestHandler):
+class EmbeddingsHandler(JsonHandler):
     server: "EmbeddingsServer"
 
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         self.server.requests.append(body)
         if self.path != "/v1/embeddings":
             return self.send_json(404, {"error": {"message": f"no route {self.path}"}})
@@ -294,19 +296,6 @@ class EmbeddingsHandler(BaseHTTPRequestHandler):
         data.reverse()  # clients must order by "index"
         return self.send_json(200, {"object": "list", "data": data, "model": model})
 
-    def send_json(self, status: int, payload: dict[str, Any]) -> None:
-        self.send_raw(status, json.dumps(payload).encode())
-
-    def send_raw(self, status: int, data: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
 
 class EmbeddingsServer(ThreadingHTTPServer):
     daemon_threads = True
@@ -323,13 +312,8 @@ class EmbeddingsServer(ThreadingHTTPServer):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[EmbeddingsServer]:
-    httpd = EmbeddingsServer()
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join()
+    with serving(EmbeddingsServer()) as httpd:
+        yield httpd
 
 
 @pytest.fixture
@@ -525,3 +509,33 @@ def test_batcher_rejects_bad_settings(minilm: Embedder) -> None:
         BatchingEmbedder(minilm, max_batch=0)
     with pytest.raises(ValueError, match="max_wait_ms"):
         BatchingEmbedder(minilm, max_wait_ms=-1)
+
+
+# --- the cache of repeated texts -----------------------------------------------------------
+
+
+async def test_repeated_texts_are_embedded_once(minilm: Embedder) -> None:
+    counting = CountingEmbedder(minilm)
+    texts = SENTENCES[:4]
+    async with BatchingEmbedder(counting, max_batch=32, cache_entries=3) as batcher:
+        # the same text twice in one batch: one model input
+        first = await asyncio.gather(*(batcher.embed_one(t) for t in [*texts, texts[0]]))
+        assert counting.batch_sizes == [4]
+        again = await batcher.embed_one(texts[3])  # cached (the last 3 are kept)
+        assert counting.batch_sizes == [4]
+        evicted = await batcher.embed_one(texts[0])  # least recently used: gone
+        assert counting.batch_sizes == [4, 1]
+        many = await batcher.embed_many([texts[0], "new text", texts[0]])
+        assert counting.batch_sizes == [4, 1, 1]
+    reference = minilm.embed([*texts, "new text"])
+    np.testing.assert_allclose(np.stack(first[:4]), reference[:4], atol=1e-6)
+    np.testing.assert_array_equal(first[4], first[0])
+    np.testing.assert_array_equal(again, first[3])
+    np.testing.assert_allclose(evicted, reference[0], atol=1e-6)
+    np.testing.assert_allclose(many, reference[[0, 4, 0]], atol=1e-6)
+    assert not again.flags.writeable  # a caller cannot change what others will get
+
+
+def test_cache_rejects_bad_settings() -> None:
+    with pytest.raises(ValueError, match="entries"):
+        EmbeddingCache(0)

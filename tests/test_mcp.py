@@ -45,6 +45,7 @@ from tests.live_service import (
 from tests.test_mcp_support import (
     MEMORIES,
     QUERY,
+    TOOLS,
     call,
     call_error,
     connected,
@@ -484,7 +485,7 @@ async def _use_stdio(
 
 
 def test_readme_lists_the_tools_and_configs() -> None:
-    for tool in ("store_memory", "search_memories", "delete_memory", "count_memories"):
+    for tool in TOOLS:
         assert f"`{tool}`" in MCP_SECTION
     configs = _configs()
     assert [c["command"] for c in configs] == [PLACEHOLDER, "npx"]
@@ -529,7 +530,7 @@ async def test_readme_claude_code_commands(service: Service, dsn: str, tmp_path:
     http_line, stdio_line = lines
     assert http_line[3:5] == ["--transport", "http"] and http_line[5] == "memexdb"
     async with connected(http_client_of(_url(http_line[6], service))) as c:
-        assert len((await c.list_tools()).tools) == 4
+        assert len((await c.list_tools()).tools) == len(TOOLS)
     command = _local(stdio_line[stdio_line.index("--") + 1 :])
     await _use_stdio(
         command,
@@ -564,7 +565,7 @@ def test_readme_one_request_commands(service: Service) -> None:
     assert args[:3] == ["npx", "@modelcontextprotocol/inspector", "--cli"]
     res = tools.run([*args, "--format", "json"])
     assert res.returncode == 0, res.stderr[-2000:]
-    assert len(json.loads(res.stdout)["result"]["tools"]) == 4
+    assert len(json.loads(res.stdout)["result"]["tools"]) == len(TOOLS)
 
 
 # --- the tenant seam -----------------------------------------------------------------------

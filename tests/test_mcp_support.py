@@ -28,7 +28,26 @@ NODE_BIN = NODE_DIR / "node_modules" / ".bin"
 NPM_INSTALL_TIMEOUT = 600.0
 NODE_TOOL_TIMEOUT = 120.0
 
-TOOLS = {"store_memory", "search_memories", "delete_memory", "count_memories"}
+TOOLS = {
+    "store_memory",
+    "search_memories",
+    "delete_memory",
+    "count_memories",
+    "get_memory",
+    "update_memory",
+    "list_memories",
+    "memory_list",
+    "memory_read",
+    "memory_write",
+    "memory_patch",
+    "memory_delete",
+    "memory_smart_read",
+    "memory_revisions",
+    "memory_diff",
+    "memory_restore",
+    "memory_search",
+    "memory_memorize",
+}
 MEMORIES = [
     ("Alice prefers dark mode in every editor", "semantic", 1.0),
     ("Alice flew to Berlin on Monday for a conference", "episodic", 1.0),
@@ -166,6 +185,33 @@ async def exercise(client: Client, who: dict[str, str]) -> None:
     assert (await call(client, "count_memories", **who))["count"] == 3
     assert (await call(client, "count_memories", **who, memory_type="semantic"))["count"] == 1
 
+    # what an agent does to review and correct what it knows: list, get, update
+    listed = await call(client, "list_memories", **who, limit=2)
+    assert [m["id"] for m in listed["memories"]] == [stored[2]["id"], stored[1]["id"]]
+    rest = await call(client, "list_memories", **who, limit=2, cursor=listed["next_cursor"])
+    assert [m["id"] for m in rest["memories"]] == [stored[0]["id"]]
+    assert rest["next_cursor"] is None
+    assert (await call(client, "get_memory", **who, id=stored[0]["id"]))["content"] == (
+        MEMORIES[0][0]
+    )
+    changed = await call(
+        client,
+        "update_memory",
+        **who,
+        id=stored[0]["id"],
+        content="Alice now prefers a light theme",
+        metadata={"source": "corrected"},
+    )
+    assert (changed["content"], changed["metadata"]) == (
+        "Alice now prefers a light theme",
+        {"source": "corrected"},
+    )
+    assert changed["updated_at"] > stored[0]["updated_at"]
+    tagged = await call(client, "search_memories", **who, query=QUERY, metadata=changed["metadata"])
+    assert [r["id"] for r in tagged["results"]] == [stored[0]["id"]]
+    counted = await call(client, "count_memories", **who, metadata=changed["metadata"])
+    assert counted["count"] == 1
+
     deleted = await call(client, "delete_memory", **who, id=stored[1]["id"])
     assert deleted["deleted"]["id"] == stored[1]["id"]
     assert (await call(client, "count_memories", **who))["count"] == 2
@@ -202,6 +248,15 @@ async def exercise_errors(client: Client, who: dict[str, str]) -> None:
             {**who, "id": "00000000-0000-4000-8000-000000000000"},
             "memory not found for this agent_id and user_id",
         ),
+        ("update_memory", {**who, "id": "00000000-0000-4000-8000-000000000000"}, "patch"),
+        (
+            "update_memory",
+            {**who, "id": "00000000-0000-4000-8000-000000000000", "importance": 1},
+            "memory not found for this agent_id and user_id",
+        ),
+        ("get_memory", {**who, "id": "00000000-0000-4000-8000-000000000000"}, "not found"),
+        ("list_memories", {**who, "limit": 1001}, "limit"),
+        ("list_memories", {**who, "cursor": "page-2"}, "cursor: is not a cursor"),
         ("forget_everything", {**who}, "Unknown tool: forget_everything"),
     ]
     for tool, arguments, expected in cases:

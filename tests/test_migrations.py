@@ -166,7 +166,9 @@ def test_one_function_per_file() -> None:
     for path in sorted((ROOT / "sql").glob("*.sql")):
         text = path.read_text()
         assert text.startswith("--"), f"{path.name} needs a header comment"
-        assert text.count("create or replace function") == 1, path.name
+        # 9xx files hold the access rules (policies, grants), applied after every function
+        functions = 0 if path.name.startswith("9") else 1
+        assert text.count("create or replace function") == functions, path.name
 
 
 def test_pgvector_requirements_are_explained() -> None:

@@ -16,7 +16,16 @@ from psycopg.types.json import Jsonb
 from pydantic import BaseModel, ValidationError
 
 from memexdb import params
-from memexdb.params import MemoryCreate, MemorySearchRequest
+from memexdb.params import (
+    DreamConfig,
+    FileReadQuery,
+    FileWrite,
+    ListQuery,
+    MemoryCreate,
+    MemorySearchRequest,
+    PassageSearchRequest,
+    SmartReadRequest,
+)
 from tests.sqlapi import unit
 
 VEC = unit((0, 1.0))
@@ -41,6 +50,11 @@ def _defaults(conn: psycopg.Connection, function: str) -> dict[str, str]:
 def _sql_literal(expression: str) -> str:
     # '0.7'::double precision -> 0.7, 'vector'::text -> vector
     return re.sub(r"^'?(.*?)'?(::[\w. ]+)?$", r"\1", expression)
+
+
+def _read_line(conn: psycopg.Connection, line: int) -> None:
+    conn.execute("select * from memex.write_file('a', 'u', 'user/lines', 'x', %s, 'm')", (VEC,))
+    conn.execute("select * from memex.read_file('a', 'u', 'user/lines', %s)", (line,))
 
 
 def test_search_defaults_match(conn: psycopg.Connection) -> None:
@@ -80,8 +94,8 @@ def test_store_defaults_match(conn: psycopg.Connection) -> None:
     assert _sql_literal(declared["memory_type"]) == params.DEFAULT_MEMORY_TYPE.value
     assert float(_sql_literal(declared["importance"])) == params.DEFAULT_IMPORTANCE
     assert _sql_literal(declared["metadata"]) == "{}"
-    # store_many's items default the same way (coalesce inside the function)
-    body = conn.execute("select prosrc from pg_proc where oid = 'memex.store_many'::regproc")
+    # store_many's items (inserted by memex.import_memories) default the same way
+    body = conn.execute("select prosrc from pg_proc where oid = 'memex.import_memories'::regproc")
     source = body.fetchone()
     assert source is not None
     assert f"coalesce(p_memory_types[it.ord], '{params.DEFAULT_MEMORY_TYPE.value}')" in source[0]
@@ -91,6 +105,15 @@ def test_store_defaults_match(conn: psycopg.Connection) -> None:
         params.DEFAULT_MEMORY_TYPE,
         params.DEFAULT_IMPORTANCE,
     )
+
+
+def test_list_and_export_defaults_match(conn: psycopg.Connection) -> None:
+    declared = _defaults(conn, "memex.list_memories")
+    assert int(declared["limit"]) == params.DEFAULT_LIST_LIMIT
+    assert ListQuery(**WHO).limit == params.DEFAULT_LIST_LIMIT
+    declared = _defaults(conn, "memex.export_memories")
+    assert int(declared["limit"]) == params.DEFAULT_EXPORT_BATCH
+    assert params.DEFAULT_EXPORT_BATCH <= params.LIST_LIMIT_MAX
 
 
 # --- bounds: each value is tried in SQL and against the frontends' model -------------------
@@ -125,6 +148,11 @@ def _search(conn: psycopg.Connection, **options: Any) -> None:
             values["query"],
         ),
     )
+
+
+def _list(conn: psycopg.Connection, limit: int) -> None:
+    conn.execute("select * from memex.list_memories('a', 'u', %s)", (limit,))
+    conn.execute("select * from memex.export_memories('a', 'u', p_limit => %s)", (limit,))
 
 
 def _metadata_of_size(size: int) -> dict[str, str]:
@@ -236,6 +264,107 @@ CASES: list[Case] = [
             ok,
         )
         for n, ok in ((params.QUERY_MAX_CHARS, True), (params.QUERY_MAX_CHARS + 1, False))
+    ],
+    *[
+        (
+            f"list limit {n}",
+            lambda c, n=n: _list(c, n),
+            ListQuery,
+            {**WHO, "limit": n},
+            ok,
+        )
+        for n, ok in (
+            (1, True),
+            (0, False),
+            (params.LIST_LIMIT_MAX, True),
+            (params.LIST_LIMIT_MAX + 1, False),
+        )
+    ],
+    *[
+        (
+            f"path {path[:40]!r}",
+            lambda c, p=path: c.execute(
+                "select * from memex.write_file('a', 'u', %s, 'x', %s, 'm')", (p, VEC)
+            ),
+            FileWrite,
+            {**WHO, "path": path, "content": "x"},
+            ok,
+        )
+        for path, ok in (
+            ("user/x", True),
+            ("agent/x", True),
+            ("user/" + "/".join(["d"] * (params.PATH_MAX_SEGMENTS - 1)), True),
+            ("user/" + "/".join(["d"] * params.PATH_MAX_SEGMENTS), False),
+            ("user/" + "s" * params.PATH_SEGMENT_MAX_CHARS, True),
+            ("user/" + "s" * (params.PATH_SEGMENT_MAX_CHARS + 1), False),
+            ("user/" + "/".join(["s" * 100] * 5) + "/" + "t" * 2, True),  # 512 chars
+            ("user/" + "/".join(["s" * 100] * 5) + "/" + "t" * 3, False),  # 513 chars
+            ("user", False),
+            ("user/../x", False),
+            ("user/.x", False),
+            ("user/x.", True),
+            ("user/a_b-c.md", True),
+            ("user/a b", False),
+            ("user//x", False),
+            ("/user/x", False),
+            ("users/x", False),
+        )
+    ],
+    *[
+        (
+            f"smart_read budget {n}",
+            lambda c, n=n: c.execute(
+                "select * from memex.smart_read('a', 'u', 'q', %s, p_budget => %s)", (VEC, n)
+            ),
+            SmartReadRequest,
+            {**WHO, "query": "q", "budget": n},
+            ok,
+        )
+        for n, ok in (
+            (params.SMART_READ_MIN_BUDGET, True),
+            (params.SMART_READ_MIN_BUDGET - 1, False),
+            (params.SMART_READ_MAX_BUDGET, True),
+            (params.SMART_READ_MAX_BUDGET + 1, False),
+        )
+    ],
+    *[
+        (
+            f"search_passages {field} {n}",
+            lambda c, f=field, n=n: c.execute(
+                f"select * from memex.search_passages('a', 'u', 'q', %s, p_{f} => %s)", (VEC, n)
+            ),
+            PassageSearchRequest,
+            {**WHO, "query": "q", field: n},
+            ok,
+        )
+        for field, low, high in (
+            ("top_k", 1, params.PASSAGES_TOP_K_MAX),
+            ("passage_chars", params.PASSAGE_MIN_CHARS, params.PASSAGE_MAX_CHARS),
+        )
+        for n, ok in ((low, True), (low - 1, False), (high, True), (high + 1, False))
+    ],
+    *[
+        (
+            f"dream {key} {n}",
+            lambda c, k=key, n=n: c.execute(
+                "select memex.set_dream_config(jsonb_build_object(%s::text, %s::int))", (k, n)
+            ),
+            DreamConfig,
+            {key: n},
+            ok,
+        )
+        for key, (low, high) in params.DREAM_BOUNDS.items()
+        for n, ok in ((low, True), (low - 1, False), (high, True), (high + 1, False))
+    ],
+    *[
+        (
+            f"read_file line {n}",
+            lambda c, n=n: _read_line(c, n),
+            FileReadQuery,
+            {**WHO, "path": "user/x", "from_line": n},
+            ok,
+        )
+        for n, ok in ((1, True), (0, False), (params.LINE_MAX, True), (params.LINE_MAX + 1, False))
     ],
 ]
 

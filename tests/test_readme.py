@@ -110,3 +110,36 @@ def test_python_example(service: tuple[str, str]) -> None:
         check=True,
     )
     assert out.stdout.startswith("Bob is allergic to peanuts ")
+
+
+def test_file_memory_examples(service: tuple[str, str]) -> None:
+    base, dsn = service
+    block = next(b for b in code_blocks("python") if "write_file" in b)
+    out = subprocess.run(
+        [sys.executable, "-c", block],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "MEMEX_DATABASE_URL": dsn},
+        check=True,
+    ).stdout
+    assert "- dark mode\n- green tea\n" in out and "+- green tea" in out
+    assert "user/profile.md ## Preferences\n- dark mode\n- green tea" in out
+    script = next(b for b in code_blocks("bash") if "/v1/files" in b)
+    out = subprocess.run(
+        ["bash", "-euc", script.replace("localhost:8000", base.removeprefix("http://"))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    decoder, documents, index = json.JSONDecoder(), [], 0
+    while index < len(out):
+        document, index = decoder.raw_decode(out, index)
+        documents.append(document)
+    assert [d.get("revision") for d in documents[:3]] == [1, 2, 2]
+    assert documents[2]["content"] == "# Notes\n\n## Todo\n\n- call Bob\n"
+    memorized, found = documents[3:]
+    assert memorized["mode"] == "fallback"  # the test service has no LLM
+    assert found["llm"] == "not_configured" and found["answer"] is None
+    assert "Linear" in found["passages"][0]["passage"]

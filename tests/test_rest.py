@@ -34,7 +34,7 @@ STORE = "/v1/memories"
 BATCH = "/v1/memories/batch"
 SEARCH = "/v1/memories/search"
 COUNT = "/v1/memories/count"
-PATHS = {STORE, BATCH, SEARCH, COUNT, "/v1/memories/{memory_id}", "/health"}
+PATHS = {STORE, BATCH, SEARCH, COUNT, "/v1/memories/{memory_id}", "/v1/export", "/health"}
 
 DOG = "I adopted a golden retriever puppy and named him Max."
 TAX = "The quarterly tax report for the accounting firm is due on April 15."
@@ -364,6 +364,10 @@ def test_openapi_document(live: Live) -> None:
 
     walk(doc)
     assert refs
+    # bounds are JSON Schema keywords, not pydantic's names for them
+    text = json.dumps(doc)
+    for pydantic_name in ("ge", "le", "gt", "lt"):
+        assert f'"{pydantic_name}":' not in text, pydantic_name
     prefix = "#/components/schemas/"
     for ref in refs:
         assert ref.startswith(prefix) and ref[len(prefix) :] in schemas, ref
@@ -593,14 +597,14 @@ def test_unknown_route_is_json_404(live: Live, path: str) -> None:
 @pytest.mark.parametrize(
     ("method", "path"),
     [
-        ("GET", STORE),
         ("PUT", STORE),
+        ("PATCH", STORE),
         ("GET", SEARCH),
         ("GET", BATCH),
         ("POST", COUNT),
         ("POST", "/health"),
-        ("GET", f"{STORE}/{ANY_ID}"),
-        ("PATCH", f"{STORE}/{ANY_ID}"),
+        ("PUT", f"{STORE}/{ANY_ID}"),
+        ("POST", f"{STORE}/{ANY_ID}"),
         # sibling routes are not ids: DELETE of them is a wrong method, not a bad id
         ("DELETE", SEARCH),
         ("DELETE", COUNT),
@@ -614,9 +618,10 @@ def test_wrong_method_is_json_405(live: Live, method: str, path: str) -> None:
 
 def test_405_names_the_allowed_methods(live: Live) -> None:
     # RFC 9110 15.5.6: a 405 response MUST carry an Allow header.
-    r = live.http.get(STORE)
+    r = live.http.put(STORE)
     assert r.status_code == 405
-    assert "POST" in r.headers.get("allow", ""), dict(r.headers)
+    allowed = set(r.headers.get("allow", "").split(", "))
+    assert {"POST", "GET", "DELETE"} <= allowed, dict(r.headers)
 
 
 # --- inputs that once answered 500 (found by fuzzing the OpenAPI document) ---------------
@@ -792,3 +797,164 @@ def test_database_outage_is_503_and_the_service_recovers() -> None:
             service.close()
         pg.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+# --- a user's data: list, get, update, erase, metadata filters --------------------------
+
+
+def _tenant() -> dict[str, str]:
+    return {"agent_id": "data-agent", "user_id": f"u-{uuid.uuid4().hex[:8]}"}
+
+
+def _stored(live: Live, who: dict[str, str], texts: list[str], **fields: Any) -> list[Any]:
+    r = live.http.post(BATCH, json={"memories": [{**who, "content": t, **fields} for t in texts]})
+    assert r.status_code == 201, r.text
+    return list(r.json()["memories"])
+
+
+def test_list_pages_newest_first_with_filters(live: Live) -> None:
+    who = _tenant()
+    old = _stored(live, who, [DOG, TAX], created_at="2026-01-01T00:00:00Z")
+    new = _stored(live, who, [PASTA], metadata={"topic": "food", "n": 1}, memory_type="semantic")
+    ids: list[str] = []
+    cursor: str | None = None
+    while True:
+        query = {**who, "limit": 2, **({"cursor": cursor} if cursor else {})}
+        r = live.http.get(STORE, params=query)
+        assert r.status_code == 200, r.text
+        ids += [m["id"] for m in r.json()["memories"]]
+        cursor = r.json()["next_cursor"]
+        if cursor is None:
+            break
+    assert ids[0] == new[0]["id"] and set(ids) == {m["id"] for m in old + new}
+    assert len(ids) == 3
+    memory = live.http.get(STORE, params={**who, "limit": 1}).json()["memories"][0]
+    assert {"updated_at", "embedding_model", "metadata", "expires_at"} <= set(memory)
+
+    def listed(**query: Any) -> list[str]:
+        r = live.http.get(STORE, params={**who, **query})
+        assert r.status_code == 200, r.text
+        return [m["content"] for m in r.json()["memories"]]
+
+    assert listed(metadata=json.dumps({"topic": "food"})) == [PASTA]
+    assert listed(memory_type="semantic") == [PASTA]
+    assert sorted(listed(created_before="2026-01-02T00:00:00Z")) == sorted([DOG, TAX])
+    count = live.http.get(COUNT, params={**who, "metadata": '{"n": 1}'}).json()["count"]
+    assert count == 1
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ({"cursor": "not-a-cursor"}, "cursor"),
+        ({"cursor": "1.zz"}, "cursor"),
+        ({"limit": "0"}, "limit"),
+        ({"limit": "1001"}, "limit"),
+        ({"metadata": "{not json"}, "metadata"),
+        ({"metadata": "[1, 2]"}, "metadata"),
+        ({"created_after": "yesterday"}, "created_after"),
+    ],
+)
+def test_list_refuses_bad_queries(live: Live, query: dict[str, str], field: str) -> None:
+    error = error_of(live.http.get(STORE, params={**A, **query}), 422)
+    assert [f["field"] for f in error["fields"]] == [field], error
+
+
+def test_get_update_and_the_new_content_is_searched(live: Live) -> None:
+    who = _tenant()
+    memory = _stored(live, who, [DOG], expires_at="2100-01-01T00:00:00Z")[0]
+    path = f"{STORE}/{memory['id']}"
+    assert live.http.get(path, params=who).json() == memory
+    assert error_of(live.http.get(path, params=_tenant()), 404)["code"] == "not_found"
+
+    r = live.http.patch(path, json={**who, "content": TAX, "importance": 1.5, "expires_at": None})
+    assert r.status_code == 200, r.text
+    changed = r.json()
+    assert (changed["content"], changed["importance"], changed["expires_at"]) == (TAX, 1.5, None)
+    assert changed["created_at"] == memory["created_at"]
+    assert changed["updated_at"] > memory["updated_at"]
+    assert live.http.get(path, params=who).json() == changed
+    found = live.http.post(SEARCH, json={**who, "query": "tax report deadline", "top_k": 1})
+    assert found.json()["results"][0]["similarity"] > 0.5  # ranked by the new text's vector
+
+    r = live.http.patch(path, json={**who, "metadata": {"k": "v"}})
+    assert (r.json()["metadata"], r.json()["content"]) == ({"k": "v"}, TAX)
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "body"),
+        ({"content": None}, "body"),
+        ({"content": "  "}, "content"),
+        ({"importance": 3}, "importance"),
+        ({"metadata": [1]}, "metadata"),
+        ({"memory_type": "dream"}, "memory_type"),
+        ({"created_at": "2026-01-01T00:00:00Z"}, "created_at"),
+    ],
+)
+def test_patch_refuses_bad_bodies(live: Live, body: dict[str, Any], field: str) -> None:
+    error = error_of(live.http.patch(f"{STORE}/{ANY_ID}", json={**A, **body}), 422)
+    assert field in [f["field"] for f in error["fields"]], error
+
+
+def test_patch_of_an_unknown_id_is_404(live: Live) -> None:
+    r = live.http.patch(f"{STORE}/{ANY_ID}", json={**A, "importance": 1.0})
+    assert error_of(r, 404)["code"] == "not_found"
+
+
+def test_erase_user_reports_rows_per_table_and_leaves_others(live: Live) -> None:
+    who, other = _tenant(), _tenant()
+    _stored(live, who, [DOG, TAX])
+    _stored(live, other, [PASTA])
+    r = live.http.delete(STORE, params=who)
+    assert r.status_code == 200, r.text
+    assert r.json() == {
+        **who,
+        "deleted": {
+            "memories": 2,
+            "tenants": 1,
+            "file_revisions": 0,
+            "access_log": 0,
+            "consolidation_runs": 0,
+        },
+    }
+    assert live.http.get(COUNT, params=who).json()["count"] == 0
+    assert live.http.get(COUNT, params=other).json()["count"] == 1
+    assert live.http.delete(STORE, params=who).json()["deleted"] == {
+        "memories": 0,
+        "tenants": 0,
+        "file_revisions": 0,
+        "access_log": 0,
+        "consolidation_runs": 0,
+    }
+    assert error_of(live.http.delete(STORE, params={"agent_id": "a"}), 422)["fields"]
+
+
+def test_search_metadata_filter_applies_before_ranking(live: Live) -> None:
+    who = _tenant()
+    _stored(live, who, [DOG, "My dog Max loves the beach"])
+    tagged = _stored(live, who, [TAX], metadata={"kind": "work", "tags": ["q2"]})[0]
+    body = {**who, "query": "my dog", "top_k": 1, "metadata": {"tags": ["q2"]}}
+    results = live.http.post(SEARCH, json=body).json()["results"]
+    assert [r["id"] for r in results] == [tagged["id"]]
+    bad = error_of(live.http.post(SEARCH, json={**body, "metadata": "kind=work"}), 422)
+    assert [f["field"] for f in bad["fields"]] == ["metadata"]
+
+
+def test_export_streams_json_lines(live: Live) -> None:
+    who = _tenant()
+    stored = _stored(live, who, [DOG, TAX], metadata={"k": [1, "ü"]})
+    r = live.http.get("/v1/export", params=who)
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"].startswith("application/x-ndjson")
+    lines = [json.loads(line) for line in r.text.splitlines()]
+    assert sorted(line["id"] for line in lines) == sorted(m["id"] for m in stored)
+    assert all(line["metadata"] == {"k": [1, "ü"]} and "embedding" not in line for line in lines)
+    with_vectors = live.http.get("/v1/export", params={**who, "embeddings": "true"})
+    assert [len(json.loads(x)["embedding"]) for x in with_vectors.text.splitlines()] == [384] * 2
+    everyone = live.http.get("/v1/export", params={"agent_id": who["agent_id"]}).text
+    assert len(everyone.splitlines()) >= 2
+    assert live.http.get("/v1/export", params=_tenant()).text == ""
+    error = error_of(live.http.get("/v1/export", params={"user_id": "u"}), 422)
+    assert [f["field"] for f in error["fields"]] == ["agent_id"]

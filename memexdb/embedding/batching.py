@@ -24,7 +24,9 @@ from typing import Self
 
 import numpy as np
 
+from memexdb.embedding.cache import EmbeddingCache
 from memexdb.embedding.errors import EmbeddingError
+from memexdb.embedding.long_text import Plan, plan, window_of
 from memexdb.embedding.protocol import Embedder, Vectors, validate_text, validate_texts
 
 _Waiter = tuple[str, asyncio.Future[Vectors]]
@@ -52,7 +54,14 @@ class BatchingEmbedder:
     work finish, then stop the thread; the instance can't be used after that.
     """
 
-    def __init__(self, embedder: Embedder, max_batch: int = 32, max_wait_ms: float = 0.0) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        max_batch: int = 32,
+        max_wait_ms: float = 0.0,
+        *,
+        cache_entries: int = 0,
+    ) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be >= 1")
         if max_wait_ms < 0:
@@ -66,6 +75,8 @@ class BatchingEmbedder:
         self._queues: dict[asyncio.AbstractEventLoop, _LoopQueue] = {}
         self._queues_lock = threading.Lock()
         self._closed = False
+        # Repeated texts skip the model (0: no cache).
+        self.cache = EmbeddingCache(cache_entries) if cache_entries else None
 
     @property
     def model_id(self) -> str:
@@ -79,6 +90,8 @@ class BatchingEmbedder:
         """Embed one text, batched with concurrent calls; returns shape ``(dim,)``."""
         validate_text(text)
         self._check_open()
+        if self.cache is not None and (cached := self.cache.get(text)) is not None:
+            return cached
         loop = asyncio.get_running_loop()
         queue = self._queue_for(loop)
         future: asyncio.Future[Vectors] = loop.create_future()
@@ -95,12 +108,30 @@ class BatchingEmbedder:
         batch = validate_texts(texts)
         self._check_open()
         loop = asyncio.get_running_loop()
+        known = self._cached(batch)
+        missing = [t for t in dict.fromkeys(batch) if t not in known]
         # Awaiting chunk by chunk lets queued embed_one batches run in between.
         parts = [
             await loop.run_in_executor(self._executor, self._run, chunk)
-            for chunk in self._chunks(batch)
+            for chunk in self._chunks(missing)
         ]
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        if not known and len(missing) == len(batch):  # nothing cached, no repeats
+            return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        known.update(self._remember(missing, np.concatenate(parts)))
+        return np.stack([known[t] for t in batch]) if batch else parts[0]
+
+    async def plan_in_full(self, texts: Sequence[str]) -> Plan:
+        """The chunks `embed_in_full` embeds for `texts` (tokenized off the event loop,
+        on a thread of its own: the model's thread may be busy)."""
+        batch = validate_texts(texts)
+        return await asyncio.to_thread(plan, batch, window_of(self.embedder))
+
+    async def embed_in_full(self, texts: Sequence[str]) -> Vectors:
+        """One vector per text that represents all of it, however long: the mean of its
+        chunks' vectors (memexdb.embedding.long_text); a text that fits the model's
+        window gets exactly `embed_many`'s vector."""
+        cut = await self.plan_in_full(texts)
+        return cut.combine(await self.embed_many(cut.pieces))
 
     def embed_sync(self, texts: Sequence[str]) -> Vectors:
         """Blocking ``embed_many`` for sync callers (not from the event loop thread)."""
@@ -160,6 +191,16 @@ class BatchingEmbedder:
         step = self.max_batch
         return [texts[i : i + step] for i in range(0, len(texts), step)] or [texts]
 
+    def _cached(self, texts: list[str]) -> dict[str, Vectors]:
+        if self.cache is None:
+            return {}
+        return {t: v for t in dict.fromkeys(texts) if (v := self.cache.get(t)) is not None}
+
+    def _remember(self, texts: list[str], vectors: Vectors) -> dict[str, Vectors]:
+        if self.cache is None:
+            return dict(zip(texts, vectors, strict=True))
+        return {t: self.cache.put(t, v) for t, v in zip(texts, vectors, strict=True)}
+
     def _run(self, texts: list[str]) -> Vectors:
         """Runs on the worker thread."""
         vectors = self.embedder.embed(texts)
@@ -183,10 +224,10 @@ class BatchingEmbedder:
             self._forget_if_idle(loop, queue)
             return
         queue.running = batch
+        # A text asked for twice in one batch is embedded once.
+        unique = list(dict.fromkeys(text for text, _ in batch))
         try:
-            done = asyncio.wrap_future(
-                self._executor.submit(self._run, [text for text, _ in batch]), loop=loop
-            )
+            done = asyncio.wrap_future(self._executor.submit(self._run, unique), loop=loop)
         except RuntimeError:  # the executor was shut down by close()
             done = loop.create_future()
             done.set_exception(EmbeddingError("BatchingEmbedder is closed"))
@@ -200,7 +241,11 @@ class BatchingEmbedder:
     ) -> None:
         batch, queue.running = queue.running, []
         error = None if finished.cancelled() else finished.exception()
-        for i, (_, future) in enumerate(batch):
+        vectors: dict[str, Vectors] = {}
+        if not finished.cancelled() and error is None:
+            unique = list(dict.fromkeys(text for text, _ in batch))
+            vectors = self._remember(unique, finished.result())
+        for text, future in batch:
             if future.done():
                 continue
             if finished.cancelled():
@@ -208,7 +253,9 @@ class BatchingEmbedder:
             elif error is not None:
                 future.set_exception(error)
             else:
-                future.set_result(finished.result()[i].copy())
+                # without a cache each caller gets its own array
+                vector = vectors[text]
+                future.set_result(vector if self.cache is not None else vector.copy())
         if queue.pending:
             # These waited while the model ran; send them now rather than wait again.
             self._dispatch(loop, queue)

@@ -15,6 +15,7 @@ import numpy as np
 from fastembed import TextEmbedding
 
 from memexdb.embedding.errors import EmbeddingError
+from memexdb.embedding.long_text import TokenizerWindow
 from memexdb.embedding.paths import cache_root
 from memexdb.embedding.protocol import Vectors, no_vectors, unit_rows, validate_texts
 
@@ -27,6 +28,8 @@ DEFAULT_BATCH_SIZE = 32
 class _LoadedModel:
     model: TextEmbedding
     dim: int
+    # what one model call reads (None: the tokenizer is not one we can read)
+    window: TokenizerWindow | None
     # One inference at a time per session, however many wrappers share it, so memory
     # and cores stay bounded at one batch.
     lock: threading.Lock
@@ -70,14 +73,29 @@ def _load_cached(
         else:
             where = f"from its hub via {cache_dir}" + (" (local only)" if local_files_only else "")
         raise EmbeddingError(f"cannot load fastembed model {model_name!r} {where}: {exc}") from exc
-    return _LoadedModel(model=model, dim=int(model.embedding_size), lock=threading.Lock())
+    return _LoadedModel(
+        model=model, dim=int(model.embedding_size), window=_window(model), lock=threading.Lock()
+    )
+
+
+def _window(model: TextEmbedding) -> TokenizerWindow | None:
+    # fastembed truncates every text to its tokenizer's max_length: that is the window.
+    # (Its tokenizer sits on the inner ONNX model; other kinds of models have none.)
+    tokenizer = getattr(getattr(model, "model", None), "tokenizer", None)
+    if tokenizer is None:
+        return None
+    try:
+        return TokenizerWindow.truncating(tokenizer)
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 class FastEmbedModel:
     """A fastembed text model, e.g. ``FastEmbedModel("BAAI/bge-small-en-v1.5")``.
 
     Texts are embedded as passages (fastembed's ``embed``); texts longer than the
-    model's context are truncated by its tokenizer.
+    model's context are truncated by its tokenizer (``token_window`` says how long that
+    is; memexdb.embedding.long_text embeds long texts whole).
     """
 
     def __init__(
@@ -109,6 +127,10 @@ class FastEmbedModel:
     @property
     def dim(self) -> int:
         return self._loaded.dim
+
+    @property
+    def token_window(self) -> TokenizerWindow | None:
+        return self._loaded.window
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         batch = validate_texts(texts)

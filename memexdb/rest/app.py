@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any, TypeVar
 
-from pydantic import BaseModel
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from memexdb import __version__
@@ -27,67 +25,46 @@ from memexdb.errors import DatabaseUnavailable
 from memexdb.params import (
     CountQuery,
     CountResponse,
+    ErasedResponse,
+    ExportedMemory,
+    ExportQuery,
     HealthResponse,
+    ListQuery,
     MemoryBatchCreate,
     MemoryBatchResponse,
     MemoryCreate,
     MemoryOut,
+    MemoryPage,
+    MemoryPatch,
     MemorySearchRequest,
     SearchResponse,
     SearchResult,
     TenantQuery,
 )
-from memexdb.rest import docs
+from memexdb.rest import admin, agentic, docs, dream, embeddings, files
 from memexdb.rest.endpoint import Endpoint, Reply
 from memexdb.rest.errors import HANDLERS, CatchAll
+from memexdb.rest.parsing import body_of, json_of, memex_of, query_of
 
 log = logging.getLogger("memexdb.rest")
-Model = TypeVar("Model", bound=BaseModel)
-MAX_BODY_BYTES = 16 * 1024 * 1024
-MAINTENANCE_FOLLOW_UP_SECONDS = 1.0  # next maintenance call while a tenant is being moved
-
-
-def _memex(request: Request) -> AsyncMemex:
-    memex: AsyncMemex = request.app.state.memex
-    return memex
-
-
-async def _body(request: Request, model: type[Model]) -> Model:
-    if int(request.headers.get("content-length") or 0) > MAX_BODY_BYTES:
-        raise HTTPException(413, f"request body larger than {MAX_BODY_BYTES} bytes")
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise HTTPException(413, f"request body larger than {MAX_BODY_BYTES} bytes")
-    # JSON mode: strict JSON types (a date is a string, not a number), and malformed or
-    # too deeply nested JSON is a validation error of the field "body".
-    return model.model_validate_json(raw)
-
-
-def _query(request: Request, model: type[Model]) -> Model:
-    # Query parameters are validated like bodies: the same 422 naming each bad field.
-    return model.model_validate(dict(request.query_params))
-
-
-def _json(model: BaseModel, status: int = 200) -> JSONResponse:
-    return JSONResponse(model.model_dump(mode="json"), status_code=status)
 
 
 async def create_memory(request: Request) -> Response:
-    body = await _body(request, MemoryCreate)
-    memory = await _memex(request).store(**body.model_dump())
-    return _json(MemoryOut.model_validate(memory), 201)
+    body = await body_of(request, MemoryCreate)
+    memory = await memex_of(request).store(**body.model_dump())
+    return json_of(MemoryOut.model_validate(memory), 201)
 
 
 async def create_memories_batch(request: Request) -> Response:
-    body = await _body(request, MemoryBatchCreate)
-    stored = await _memex(request).store_many(body.memories)
+    body = await body_of(request, MemoryBatchCreate)
+    stored = await memex_of(request).store_many(body.memories)
     memories = [MemoryOut.model_validate(m) for m in stored]
-    return _json(MemoryBatchResponse(memories=memories, total=len(memories)), 201)
+    return json_of(MemoryBatchResponse(memories=memories, total=len(memories)), 201)
 
 
 async def search_memories(request: Request) -> Response:
-    body = await _body(request, MemorySearchRequest)
-    hits = await _memex(request).search(
+    body = await body_of(request, MemorySearchRequest)
+    hits = await memex_of(request).search(
         body.agent_id,
         body.user_id,
         body.query,
@@ -97,9 +74,11 @@ async def search_memories(request: Request) -> Response:
         memory_types=body.types(),
         mode=body.mode,
         context_weight=body.context_weight,
+        metadata=body.metadata,
+        include_archived=body.include_archived,
     )
     results = [SearchResult.model_validate(h) for h in hits]
-    return _json(
+    return json_of(
         SearchResponse(
             agent_id=body.agent_id,
             user_id=body.user_id,
@@ -111,26 +90,77 @@ async def search_memories(request: Request) -> Response:
 
 
 async def delete_memory(request: Request) -> Response:
-    tenant = _query(request, TenantQuery)
-    await _memex(request).forget(tenant.agent_id, tenant.user_id, request.path_params["memory_id"])
+    tenant = query_of(request, TenantQuery)
+    await memex_of(request).forget(
+        tenant.agent_id, tenant.user_id, request.path_params["memory_id"]
+    )
     return Response(status_code=204)
 
 
 async def count_memories(request: Request) -> Response:
-    query = _query(request, CountQuery)
-    count = await _memex(request).count(query.agent_id, query.user_id, query.memory_type)
-    return _json(CountResponse(**query.model_dump(), count=count))
+    query = query_of(request, CountQuery)
+    count = await memex_of(request).count(
+        query.agent_id, query.user_id, query.memory_type, metadata=query.metadata
+    )
+    return json_of(CountResponse(**query.model_dump(exclude={"metadata"}), count=count))
+
+
+async def list_memories(request: Request) -> Response:
+    query = query_of(request, ListQuery)
+    page = await memex_of(request).list_memories(**query.model_dump())
+    memories = [MemoryOut.model_validate(m) for m in page.memories]
+    return json_of(MemoryPage(memories=memories, next_cursor=page.next_cursor))
+
+
+async def get_memory(request: Request) -> Response:
+    tenant = query_of(request, TenantQuery)
+    memory = await memex_of(request).get(
+        tenant.agent_id, tenant.user_id, request.path_params["memory_id"]
+    )
+    return json_of(MemoryOut.model_validate(memory))
+
+
+async def update_memory(request: Request) -> Response:
+    patch = await body_of(request, MemoryPatch)
+    memory = await memex_of(request).update_patch(request.path_params["memory_id"], patch)
+    return json_of(MemoryOut.model_validate(memory))
+
+
+async def erase_user(request: Request) -> Response:
+    tenant = query_of(request, TenantQuery)
+    deleted = await memex_of(request).erase_user(tenant.agent_id, tenant.user_id)
+    return json_of(ErasedResponse(**tenant.model_dump(), deleted=deleted))
+
+
+async def export_memories(request: Request) -> Response:
+    query = query_of(request, ExportQuery)
+    records = aiter(memex_of(request).export(**query.model_dump()))
+    # The first page is read before the answer starts, so that its errors are JSON answers.
+    first = await anext(records, None)
+
+    async def lines() -> AsyncIterator[str]:
+        if first is None:
+            return
+        yield json.dumps(first, ensure_ascii=False) + "\n"
+        async for record in records:
+            yield json.dumps(record, ensure_ascii=False) + "\n"
+
+    return StreamingResponse(lines(), media_type="application/x-ndjson")
 
 
 async def health(request: Request) -> Response:
     try:
-        await asyncio.wait_for(_memex(request).ping(), timeout=2.0)
+        async with asyncio.timeout(2.0):
+            await request.app.state.memex.ping()
     except (DatabaseUnavailable, TimeoutError):
-        return _json(
+        return json_of(
             HealthResponse(status="unavailable", db="unreachable", version=__version__), 503
         )
-    return _json(HealthResponse(status="ok", db="ok", version=__version__))
+    return json_of(HealthResponse(status="ok", db="ok", version=__version__))
 
+
+_MEMORY_ID = {"memory_id": {"type": "string", "format": "uuid"}}
+_NOT_FOUND = Reply(404, "No such live memory for this tenant (or an id that is not a UUID)")
 
 ENDPOINTS = (
     Endpoint(
@@ -172,8 +202,57 @@ ENDPOINTS = (
         "Delete one memory of the tenant",
         Reply(204, "Deleted"),
         query=TenantQuery,
-        path_params={"memory_id": {"type": "string", "format": "uuid"}},
+        path_params=_MEMORY_ID,
         errors=(Reply(404, "No such memory for this tenant (or an id that is not a UUID)"),),
+    ),
+    Endpoint(
+        "GET",
+        "/v1/memories",
+        list_memories,
+        "List a tenant's live memories, newest first, a page at a time",
+        Reply(200, "A page of memories and the cursor of the next one", MemoryPage),
+        query=ListQuery,
+    ),
+    Endpoint(
+        "GET",
+        "/v1/memories/{memory_id:uuid}",
+        get_memory,
+        "Get one memory of the tenant",
+        Reply(200, "The memory", MemoryOut),
+        query=TenantQuery,
+        path_params=_MEMORY_ID,
+        errors=(_NOT_FOUND,),
+    ),
+    Endpoint(
+        "PATCH",
+        "/v1/memories/{memory_id:uuid}",
+        update_memory,
+        "Change fields of one memory of the tenant (a new content is embedded again)",
+        Reply(200, "The memory as changed", MemoryOut),
+        body=MemoryPatch,
+        path_params=_MEMORY_ID,
+        errors=(_NOT_FOUND,),
+    ),
+    Endpoint(
+        "DELETE",
+        "/v1/memories",
+        erase_user,
+        "Erase a user: delete every row of the tenant in every table",
+        Reply(200, "Rows deleted per table", ErasedResponse),
+        query=TenantQuery,
+    ),
+    Endpoint(
+        "GET",
+        "/v1/export",
+        export_memories,
+        "Export an agent's (or one user's) memories as JSON Lines, oldest first per user",
+        Reply(
+            200,
+            "One memory per line (`memexdb import` reads it back)",
+            ExportedMemory,
+            media_type="application/x-ndjson",
+        ),
+        query=ExportQuery,
     ),
     Endpoint(
         "GET",
@@ -183,61 +262,47 @@ ENDPOINTS = (
         Reply(200, "Healthy", HealthResponse),
         errors=(Reply(503, "Database unreachable", HealthResponse),),
     ),
+    *files.ENDPOINTS,
+    *agentic.ENDPOINTS,
+    *embeddings.ENDPOINTS,
+    *admin.ENDPOINTS,
+    *dream.ENDPOINTS,
 )
 
 
+def _route(path: str, endpoints: list[Endpoint]) -> Route:
+    # One route per path, so that a 405 names every method of the path in its Allow header.
+    handlers = {e.method: e.handler for e in endpoints}
+    if "GET" in handlers:
+        handlers.setdefault("HEAD", handlers["GET"])
+
+    async def dispatch(request: Request) -> Response:
+        return await handlers[request.method](request)
+
+    return Route(path, dispatch, methods=list(handlers))
+
+
 def routes() -> list[BaseRoute]:
+    by_path: dict[str, list[Endpoint]] = {}
+    for e in ENDPOINTS:
+        by_path.setdefault(e.path, []).append(e)
     return [
-        *(Route(e.path, e.handler, methods=[e.method]) for e in ENDPOINTS),
+        *(_route(path, endpoints) for path, endpoints in by_path.items()),
         *docs.routes(ENDPOINTS),
     ]
 
 
-async def _maintenance_loop(memex: AsyncMemex, interval: float) -> None:
-    # The service's own scheduler for memex.maintenance(), for servers without pg_cron.
-    # While a grown tenant is being moved into the ANN index (in ~10 s calls), the next
-    # call follows after a short pause that lets the tenant's waiting inserts through.
-    delay = interval
-    while True:
-        await asyncio.sleep(delay)
-        delay = interval
-        try:
-            result = await memex.maintenance()
-        except Exception:
-            log.warning("memex.maintenance() failed; retrying in %ss", interval, exc_info=True)
-            continue
-        if result.memories_indexed or result.tenants_indexed:
-            log.info(
-                "maintenance moved %d memories into the ANN index (%d tenant(s) done)",
-                result.memories_indexed,
-                result.tenants_indexed,
-            )
-            delay = min(interval, MAINTENANCE_FOLLOW_UP_SECONDS)
-
-
 def create_app(
-    connect: Callable[[], Any],
-    *,
-    maintenance_interval: float | None = 60.0,
+    connect: Callable[[], contextlib.AbstractAsyncContextManager[AsyncMemex]],
 ) -> Starlette:
-    """The REST app. `connect` is an async callable returning an open AsyncMemex; the app
-    owns it for its lifespan (and closes it on shutdown)."""
+    """The REST app. `connect()` opens the AsyncMemex the app uses for its lifespan
+    (memexdb.service passes the process's runtime, which also runs the scheduled jobs)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        memex: AsyncMemex = await connect()
-        app.state.memex = memex
-        task = None
-        if maintenance_interval:
-            task = asyncio.create_task(_maintenance_loop(memex, maintenance_interval))
-        try:
+        async with connect() as memex:
+            app.state.memex = memex
             yield
-        finally:
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-            await memex.aclose()
 
     return Starlette(
         routes=routes(),

@@ -3,6 +3,7 @@ that renders it is memexdb.rest.ui."""
 
 from __future__ import annotations
 
+import copy
 import functools
 from typing import Any
 
@@ -13,7 +14,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from memexdb import __version__
-from memexdb.params import ErrorResponse
+from memexdb.params import ErrorResponse, served_model
 from memexdb.rest import ui
 from memexdb.rest.endpoint import Endpoint, Reply
 
@@ -21,7 +22,13 @@ _REF = "#/components/schemas/{model}"
 
 # Answers every operation may give (host and origin checks, validation, limits, outages).
 COMMON_ERRORS = (
-    Reply(403, "Browser Origin not allowed (MEMEX_ALLOWED_ORIGINS)", ErrorResponse),
+    Reply(401, "No API key where one is required, or not a valid one", ErrorResponse),
+    Reply(
+        403,
+        "The key may not do this (another agent or user, too little access), or a"
+        " browser Origin not allowed (MEMEX_ALLOWED_ORIGINS)",
+        ErrorResponse,
+    ),
     Reply(421, "Host not allowed (MEMEX_ALLOWED_HOSTS)", ErrorResponse),
     Reply(422, "Invalid input; `error.fields` names each bad field", ErrorResponse),
     Reply(429, "Rate limited; see the Retry-After header", ErrorResponse),
@@ -29,14 +36,14 @@ COMMON_ERRORS = (
 )
 
 
-def _content(model: type[BaseModel]) -> dict[str, Any]:
-    return {"application/json": {"schema": {"$ref": _REF.format(model=model.__name__)}}}
+def _content(model: type[BaseModel], media_type: str = "application/json") -> dict[str, Any]:
+    return {media_type: {"schema": {"$ref": _REF.format(model=model.__name__)}}}
 
 
 def _reply(reply: Reply) -> dict[str, Any]:
     described: dict[str, Any] = {"description": reply.description}
     if reply.model is not None:
-        described["content"] = _content(reply.model)
+        described["content"] = _content(reply.model, reply.media_type)
     return described
 
 
@@ -48,12 +55,18 @@ def _operation(endpoint: Endpoint, definitions: dict[str, Any]) -> dict[str, Any
     ]
     if endpoint.query is not None:
         schema = definitions[endpoint.query.__name__]
+        json_fields: frozenset[str] = getattr(endpoint.query, "json_fields", frozenset())
         parameters += [
             {
                 "name": name,
                 "in": "query",
                 "required": name in schema.get("required", []),
-                "schema": prop,
+                # a JSON value in the query string (?metadata={"k":1}): content, not schema
+                **(
+                    {"content": {"application/json": {"schema": prop}}}
+                    if name in json_fields
+                    else {"schema": prop}
+                ),
             }
             for name, prop in schema["properties"].items()
         ]
@@ -66,6 +79,9 @@ def _operation(endpoint: Endpoint, definitions: dict[str, Any]) -> dict[str, Any
     if endpoint.path != "/health":
         replies += [e for e in COMMON_ERRORS if e.status not in {r.status for r in replies}]
     operation["responses"] = {str(r.status): _reply(r) for r in replies}
+    if endpoint.path != "/health":
+        # a key, or none on a loopback service whose database has no keys yet
+        operation["security"] = [{"bearer": []}, {}]
     return operation
 
 
@@ -97,13 +113,34 @@ def openapi_document(endpoints: tuple[Endpoint, ...]) -> dict[str, Any]:
             "description": "Postgres-native persistent memory for AI agents.",
         },
         "paths": paths,
-        "components": {"schemas": definitions},
+        "components": {
+            "schemas": definitions,
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "An API key from `memexdb keys create` (mxk_...).",
+                }
+            },
+        },
     }
+
+
+@functools.cache
+def served_document(endpoints: tuple[Endpoint, ...], model_id: str | None) -> dict[str, Any]:
+    """The document as this service answers it: with the embedding model it serves."""
+    if model_id is None:
+        return openapi_document(endpoints)
+    document = copy.deepcopy(openapi_document(endpoints))
+    served_model(document["components"]["schemas"], model_id)
+    return document
 
 
 def _openapi(endpoints: tuple[Endpoint, ...]) -> Route:
     async def openapi(request: Request) -> Response:
-        return JSONResponse(openapi_document(endpoints))
+        memex = getattr(request.app.state, "memex", None)  # set by the app's lifespan
+        model_id = memex.model_id if memex is not None else None
+        return JSONResponse(served_document(endpoints, model_id))
 
     return Route("/openapi.json", openapi, methods=["GET"])
 

@@ -16,11 +16,13 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 @dataclass(frozen=True)
 class Reply:
-    """A documented response: status, description and body model (None: no body)."""
+    """A documented response: status, description and body model (None: no body), as
+    `media_type` (for application/x-ndjson: the model of each line)."""
 
     status: int
     description: str
     model: type[BaseModel] | None = None
+    media_type: str = "application/json"
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: the OpenAPI document is cached

@@ -12,7 +12,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memexdb.errors import DatabaseUnavailable, InvalidArgument, MemexError, NotFound, RateLimited
+from memexdb.errors import (
+    Conflict,
+    DatabaseUnavailable,
+    Forbidden,
+    InvalidArgument,
+    MemexError,
+    NotFound,
+    RateLimited,
+    Unauthenticated,
+)
 from memexdb.params import ErrorBody, ErrorResponse, FieldError, field_errors
 
 log = logging.getLogger("memexdb.rest")
@@ -37,6 +46,13 @@ def error_response(
     return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
 
 
+def _not_found(message: str) -> str:
+    # files name their path (the caller gave it); memories never echo an id
+    if message.startswith("file "):
+        return message
+    return "memory not found for this agent_id and user_id"
+
+
 async def on_validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ValidationError)
     fields = field_errors(exc)
@@ -52,7 +68,15 @@ async def on_memex_error(request: Request, exc: Exception) -> Response:
             [FieldError(field=exc.field, message=exc.message)],
         )
     if isinstance(exc, NotFound):
-        return error_response(404, exc.code, "memory not found for this agent_id and user_id")
+        return error_response(404, exc.code, _not_found(str(exc)))
+    if isinstance(exc, Conflict):
+        return error_response(409, exc.code, str(exc))
+    if isinstance(exc, Unauthenticated):
+        return error_response(
+            401, exc.code, str(exc), headers={"WWW-Authenticate": 'Bearer realm="memexdb"'}
+        )
+    if isinstance(exc, Forbidden):
+        return error_response(403, exc.code, str(exc))
     if isinstance(exc, RateLimited):
         return error_response(429, exc.code, "rate limit exceeded", retry_after=exc.retry_after)
     if isinstance(exc, DatabaseUnavailable):

@@ -1,0 +1,274 @@
+"""The agentic tools (MemexAI's memory_memorize and memory_search) over AsyncMemex.
+
+memorize: with an LLM configured, the model reads the text next to the tenant's most
+relevant files and memories and proposes memory_write / memory_patch calls. Each
+proposal is untrusted input: it is parsed and validated like a request (the tenant is
+always the caller's; the model only names a virtual path), bounded in number and size,
+and applied through the same write and patch path as the raw tools, as `memorize-agent`
+on behalf of the caller (SQL records both). Without an LLM, or when it fails, a
+deterministic fallback keeps the text: an episodic memory plus an entry in user/log.md
+under the day's heading. The result says which path ran.
+
+search: memex.search_passages ranks files and memories (BM25 fused with vectors) and
+cuts each to a passage; with `answer` and an LLM, the model answers from the numbered
+passages and the ranks it cites come back with it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from memexdb import params
+from memexdb.errors import Conflict, InvalidArgument, NotFound
+from memexdb.llm import ChatModel, LLMError, ToolCall, function_tool
+from memexdb.params import (
+    MemorizeChange,
+    MemorizeOut,
+    MemorizeRefusal,
+    MemorizeRequest,
+    PassageOut,
+    PassageSearchOut,
+    PassageSearchRequest,
+    ProposedPatch,
+    ProposedWrite,
+    field_errors,
+    file_patch,
+)
+
+if TYPE_CHECKING:
+    from memexdb.client import AsyncMemex
+    from memexdb.types import File
+
+MEMORIZE_ACTOR = "memorize-agent"
+
+MEMORIZE_SYSTEM = f"""\
+You maintain the long-term memory files of an AI agent about one user. You are given the
+user's file names, the memory most relevant to a new text, and the new text. Keep what
+will still matter in later conversations (facts about the user, preferences, decisions,
+plans, commitments, procedures); ignore small talk and what is already recorded.
+
+Record it with tool calls:
+- memory_patch with `append` (and a markdown `heading` such as "## Preferences") to add
+  to a file; the heading and the file are created when missing.
+- memory_patch with `old_text` and `new_text` to correct something recorded that changed;
+  old_text must be copied exactly and occur once in the file.
+- memory_write to create a new file with its whole content.
+Paths are relative: user/... for what concerns the user (user/profile.md,
+user/projects/<name>.md), agent/... for your own notes. Use at most
+{params.MEMORIZE_MAX_PROPOSALS} calls, each under {params.MEMORIZE_PROPOSAL_MAX_CHARS}
+characters. Make no call when nothing is worth keeping."""
+
+ANSWER_SYSTEM = """\
+Answer the question from the numbered memory passages only. Cite each passage you use by
+its number in brackets, e.g. [1] or [2][3]. If the passages do not answer the question,
+say that the memory does not say. Be brief."""
+
+_CITATION = re.compile(r"\[(\d{1,3})\]")
+
+
+def memorize_tools() -> list[dict[str, Any]]:
+    """The tools the inner model may call: the schemas the proposals are checked against."""
+    return [
+        function_tool(
+            "memory_write",
+            "Create or overwrite a memory file with its whole content.",
+            _tool_schema(ProposedWrite),
+        ),
+        function_tool(
+            "memory_patch",
+            "Append under a markdown heading (created if absent), or replace one exact text.",
+            _tool_schema(ProposedPatch),
+        ),
+    ]
+
+
+def _tool_schema(model: type[ProposedWrite] | type[ProposedPatch]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    return schema
+
+
+async def memorize(memex: AsyncMemex, request: MemorizeRequest, now: datetime) -> MemorizeOut:
+    """Keep what is durable in `request.text` (see the module's docstring)."""
+    agent = memex.delegated(MEMORIZE_ACTOR)
+    # Refuse a caller without write access before spending a model call on it.
+    await agent.authorize(request.agent_id, request.user_id, "write")
+    llm = memex.llm
+    if llm is None:
+        return await _fallback(agent, request, now, None)
+    try:
+        reply = await llm.chat(
+            await _memorize_messages(agent, request, now), tools=memorize_tools()
+        )
+    except LLMError as exc:
+        return await _fallback(agent, request, now, str(exc))
+    applied: list[MemorizeChange] = []
+    refused: list[MemorizeRefusal] = []
+    for index, call in enumerate(reply.tool_calls):
+        if index >= params.MEMORIZE_MAX_PROPOSALS:
+            refused.append(_refusal(call, f"over {params.MEMORIZE_MAX_PROPOSALS} proposals"))
+            continue
+        try:
+            applied.append(await _apply(agent, request, call))
+        except _Refused as exc:
+            refused.append(_refusal(call, str(exc)))
+    return MemorizeOut(mode="llm", applied=applied, refused=refused)
+
+
+class _Refused(Exception):
+    """A proposal that is not applied; the message says why."""
+
+
+def _refusal(call: ToolCall, reason: str) -> MemorizeRefusal:
+    return MemorizeRefusal(tool=call.name[:100], arguments=call.arguments[:500], reason=reason)
+
+
+async def _apply(agent: AsyncMemex, request: MemorizeRequest, call: ToolCall) -> MemorizeChange:
+    try:
+        arguments = json.loads(call.arguments)
+    except ValueError:
+        raise _Refused("arguments are not JSON") from None
+    if not isinstance(arguments, dict):
+        raise _Refused("arguments are not a JSON object")
+    who = (request.agent_id, request.user_id)
+    try:
+        if call.name == "memory_write":
+            write = ProposedWrite.model_validate(arguments)
+            file = await agent.write_file(*who, write.path, write.content)
+        elif call.name == "memory_patch":
+            patch = ProposedPatch.model_validate(arguments)
+            file = await agent.patch_request(file_patch(*who, **patch.model_dump()))
+        else:
+            raise _Refused(f"unknown tool {call.name[:100]!r}: memory_write or memory_patch")
+    except ValidationError as exc:
+        raise _Refused("; ".join(f"{e.field}: {e.message}" for e in field_errors(exc))) from None
+    except InvalidArgument as exc:
+        raise _Refused(f"{exc.field}: {exc.message}") from None
+    except (Conflict, NotFound) as exc:
+        raise _Refused(str(exc)) from None
+    # Other errors (forbidden, rate limited, database down) are the caller's or the
+    # service's, not the proposal's: they fail the call.
+    return MemorizeChange(
+        tool=call.name, path=file.path, memory_id=file.memory_id, revision=file.revision
+    )
+
+
+async def _memorize_messages(
+    agent: AsyncMemex, request: MemorizeRequest, now: datetime
+) -> list[dict[str, Any]]:
+    files, _ = await agent.list_files(
+        request.agent_id, request.user_id, limit=params.MEMORIZE_FILE_LIST
+    )
+    names = "\n".join(f"- {f.path} ({f.size} chars)" for f in files) or "(none yet)"
+    context = await agent.smart_read(
+        request.agent_id,
+        request.user_id,
+        request.text[: params.QUERY_MAX_CHARS],
+        budget=params.MEMORIZE_CONTEXT_CHARS,
+    )
+    user = (
+        f"Now: {now:%Y-%m-%d %H:%M} UTC\n\nFiles:\n{names}\n\n"
+        f"Relevant memory:\n{context.context or '(nothing yet)'}\n\n"
+        f"New text:\n{request.text}"
+    )
+    return [{"role": "system", "content": MEMORIZE_SYSTEM}, {"role": "user", "content": user}]
+
+
+async def _fallback(
+    agent: AsyncMemex, request: MemorizeRequest, now: datetime, llm_error: str | None
+) -> MemorizeOut:
+    who = (request.agent_id, request.user_id)
+    memory = await agent.store(
+        *who,
+        request.text,
+        memory_type="episodic",
+        metadata={"source": "memorize"},
+        created_at=now,
+    )
+    log = await _append_to_log(agent, request, now)
+    return MemorizeOut(
+        mode="fallback",
+        applied=[
+            MemorizeChange(tool="store_memory", path=None, memory_id=memory.id, revision=None),
+            MemorizeChange(
+                tool="memory_patch", path=log.path, memory_id=log.memory_id, revision=log.revision
+            ),
+        ],
+        refused=[],
+        llm_error=llm_error,
+    )
+
+
+async def _append_to_log(agent: AsyncMemex, request: MemorizeRequest, now: datetime) -> File:
+    """Append the text to user/log.md under `## <date>`; a full log is moved aside to
+    user/log-<timestamp>.md first (the text always fits a fresh log)."""
+    who = (request.agent_id, request.user_id)
+    path = params.MEMORIZE_LOG_PATH
+    heading = f"## {now:%Y-%m-%d}"
+    entry = f"- {now:%H:%M} " + request.text.strip().replace("\n", "\n  ")
+    try:
+        return await agent.patch_request(file_patch(*who, path, heading=heading, append=entry))
+    except Conflict:
+        current = await agent.read_file(*who, path)
+        if current.size + len(heading) + len(entry) + 4 <= params.CONTENT_MAX_CHARS:
+            raise
+    archive = f"user/log-{now:%Y%m%d%H%M%S}.md"
+    await agent.write_file(*who, archive, current.content, base_revision=0)
+    return await agent.write_file(
+        *who, path, f"{heading}\n{entry}\n", base_revision=current.revision
+    )
+
+
+async def search(memex: AsyncMemex, request: PassageSearchRequest) -> PassageSearchOut:
+    """Passages for `request.query`; with `answer`, the LLM's answer citing them."""
+    rows = await memex.passages(
+        request.agent_id,
+        request.user_id,
+        request.query,
+        top_k=request.top_k,
+        passage_chars=request.passage_chars,
+    )
+    passages = [PassageOut.model_validate(row) for row in rows]
+    if not request.answer:
+        return PassageSearchOut(passages=passages, answer=None, cited=[], llm="not_asked")
+    if memex.llm is None:
+        return PassageSearchOut(passages=passages, answer=None, cited=[], llm="not_configured")
+    try:
+        answer = await _answer(memex.llm, request.query, passages)
+    except LLMError as exc:
+        return PassageSearchOut(
+            passages=passages, answer=None, cited=[], llm="failed", llm_error=str(exc)
+        )
+    cited = sorted({int(n) for n in _CITATION.findall(answer) if 1 <= int(n) <= len(passages)})
+    return PassageSearchOut(passages=passages, answer=answer, cited=cited, llm="answered")
+
+
+async def _answer(llm: ChatModel, query: str, passages: Sequence[PassageOut]) -> str:
+    numbered = "\n\n".join(
+        f"[{p.rank}] ({p.path or f'memory {p.memory_id}'})\n{p.passage}" for p in passages
+    )
+    reply = await llm.chat(
+        [
+            {"role": "system", "content": ANSWER_SYSTEM},
+            {
+                "role": "user",
+                "content": f"Passages:\n{numbered or '(none)'}\n\nQuestion: {query}",
+            },
+        ]
+    )
+    if not reply.content:
+        raise LLMError("the model sent no answer")
+    return reply.content
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+__all__ = ["MEMORIZE_ACTOR", "memorize", "memorize_tools", "search", "utc_now"]

@@ -1,0 +1,25 @@
+"""The API key of an HTTP request (REST and MCP over HTTP): `Authorization: Bearer <key>`.
+
+Only the header's shape is checked here; whether the key is valid, and what it may do, is
+decided in SQL (memex._enter) in the transaction of each call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from memexdb.errors import Unauthenticated
+
+
+def bearer_key(headers: Mapping[str, str] | None) -> str | None:
+    """The key in the Authorization header; None without one. A header of another
+    scheme, or an empty key, is refused rather than ignored."""
+    if headers is None:
+        return None
+    value = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
+    if value is None:
+        return None
+    scheme, _, key = value.strip().partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        raise Unauthenticated("the Authorization header must be 'Bearer <API key>'")
+    return key.strip()

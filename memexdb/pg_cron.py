@@ -1,0 +1,186 @@
+"""The periodic SQL jobs, for servers with pg_cron: their pg_cron names, the functions
+they call and their default schedules, defined once; registering them in cron.job
+(`memexdb schedule`, `memexdb migrate --schedule`) and asking which ones pg_cron runs.
+
+Where pg_cron runs a job, the service's own scheduler (memexdb.runtime.jobs) leaves it
+alone; everywhere else (the embedded server has no pg_cron) the service runs it. pg_cron
+runs jobs only in the database named by its `cron.database_name`, where the extension
+lives, as the role that registered them; cron.job shows a role only its own jobs (a
+superuser sees all), so the service sees what the same role registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import psycopg
+from psycopg.rows import class_row
+
+from memexdb import queries
+from memexdb.errors import InvalidArgument, SetupError
+
+
+@dataclass(frozen=True)
+class CronJob:
+    """A pg_cron job: `select <function>` on `schedule` (cron syntax such as
+    '*/5 * * * *'; pg_cron >= 1.5 also takes '[1-59] seconds')."""
+
+    name: str  # cron.job.jobname
+    function: str  # as to_regprocedure reads it
+    schedule: str  # the default
+    what: str  # for --help
+
+    @property
+    def command(self) -> str:
+        return f"select {self.function}"
+
+    @property
+    def option(self) -> str:
+        """The command-line option that sets its schedule."""
+        return f"--{self.name.removeprefix('memex-')}-schedule"
+
+
+MAINTENANCE = CronJob(
+    "memex-maintenance",
+    "memex.maintenance()",
+    "* * * * *",  # the service's default MEMEX_MAINTENANCE_INTERVAL_SECONDS: 60
+    "expired memories, stale rate-limit rows, grown tenants into the ANN index",
+)
+# every 5 minutes: dream_config.interval_seconds' default (300) for the service's ticks
+CONSOLIDATE = CronJob(
+    "memex-consolidate",
+    "memex.consolidate_due()",
+    "*/5 * * * *",
+    "old episodic memories of due tenants condensed into summaries",
+)
+DREAM = CronJob(
+    "memex-dream", "memex.dream_due()", "*/5 * * * *", "due tenants' files tidied (dreaming)"
+)
+JOBS = (MAINTENANCE, CONSOLIDATE, DREAM)
+NAMES = [job.name for job in JOBS]
+
+
+@dataclass(frozen=True)
+class Registered:
+    """A row of cron.job: one of ours, in this database."""
+
+    jobid: int
+    jobname: str
+    schedule: str
+    command: str
+    active: bool
+    username: str
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """What `schedule` did: the jobs it skipped (and why), and cron.job's rows for our
+    names afterwards."""
+
+    version: str
+    skipped: dict[str, str]
+    jobs: list[Registered]
+
+
+def _setup_steps(database: str) -> str:
+    quoted = database.replace("'", "''")
+    return (
+        "On a server that has pg_cron (e.g. Debian's postgresql-NN-cron):\n"
+        "  1. in postgresql.conf: shared_preload_libraries = 'pg_cron' and "
+        f"cron.database_name = '{quoted}', then restart PostgreSQL;\n"
+        f'  2. in database "{database}", as a superuser: create extension pg_cron;\n'
+        "  3. run `memexdb schedule` again.\n"
+        "Without pg_cron the service (`memexdb serve`, `memexdb mcp`) runs these jobs itself."
+    )
+
+
+@dataclass(frozen=True)
+class PgCron:
+    """pg_cron in this database: its version, whether this role may use it (USAGE on
+    schema cron) and whether its scheduler runs here (None: this role cannot see)."""
+
+    version: str
+    usable: bool
+    running: bool | None
+
+
+def require(conn: psycopg.Connection) -> str:
+    """The version of pg_cron in this database, which this role may use and whose
+    scheduler runs here; SetupError with the setup steps otherwise."""
+    row = conn.execute("select current_database()").fetchone()
+    database = str(row[0]) if row else "?"
+    found = conn.cursor(row_factory=class_row(PgCron)).execute(queries.PG_CRON).fetchone()
+    if found is None:
+        raise SetupError(
+            f'pg_cron is not installed in database "{database}".\n' + _setup_steps(database)
+        )
+    if found.running is False:
+        raise SetupError(
+            f'pg_cron {found.version} is installed in database "{database}", but its scheduler'
+            " does not run there (pg_cron missing from shared_preload_libraries, or"
+            " cron.database_name names another database), so its jobs would never run.\n"
+            + _setup_steps(database)
+        )
+    if not found.usable:
+        raise SetupError(
+            "this role may not use pg_cron: as a superuser, grant usage on schema cron to it"
+            " (or run `memexdb schedule` as a superuser)"
+        )
+    return found.version
+
+
+def registered(conn: psycopg.Connection) -> list[Registered]:
+    """Our jobs in cron.job for this database (those the role may see)."""
+    cur = conn.cursor(row_factory=class_row(Registered))
+    return cur.execute(queries.CRON_JOBS, {"names": NAMES}).fetchall()
+
+
+def schedule(conn: psycopg.Connection, schedules: Mapping[str, str] | None = None) -> Scheduled:
+    """Register every job whose function exists in this database (`schedules`: name ->
+    schedule, default each job's own), all or none. pg_cron keeps one job per name and
+    role: registering again updates it."""
+    schedules = schedules or {}
+    version = require(conn)
+    skipped: dict[str, str] = {}
+    with conn.transaction():
+        for job in JOBS:
+            exists = conn.execute(queries.FUNCTION_EXISTS, {"function": job.function})
+            if not (row := exists.fetchone()) or not row[0]:
+                skipped[job.name] = (
+                    f"{job.function} does not exist in this database (`memexdb migrate`"
+                    " creates the functions of this release)"
+                )
+                continue
+            when = schedules.get(job.name) or job.schedule
+            try:
+                conn.execute(
+                    queries.CRON_SCHEDULE,
+                    {"name": job.name, "schedule": when, "command": job.command},
+                )
+            except psycopg.errors.InvalidParameterValue as exc:
+                raise InvalidArgument(
+                    job.option,
+                    f"{exc.diag.message_primary} (cron syntax such as '*/5 * * * *';"
+                    f" pg_cron >= 1.5 also takes '[1-59] seconds'; this is {version})",
+                ) from None
+    return Scheduled(version, skipped, registered(conn))
+
+
+def unschedule(conn: psycopg.Connection) -> list[str]:
+    """Remove our jobs from this database's cron.job; returns the names removed."""
+    require(conn)
+    rows = conn.execute(queries.CRON_UNSCHEDULE, {"names": NAMES}).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+async def runs(conn: psycopg.AsyncConnection, names: Sequence[str]) -> set[str]:
+    """Which of `names` pg_cron runs in this database now: active in cron.job, with
+    pg_cron's scheduler running here. Empty where pg_cron is not installed, or this role
+    may not read its jobs (then the service runs them too: they may run concurrently)."""
+    cur = await conn.cursor(row_factory=class_row(PgCron)).execute(queries.PG_CRON)
+    found = await cur.fetchone()
+    if found is None or not found.usable or found.running is False:
+        return set()
+    rows = await (await conn.execute(queries.CRON_ACTIVE, {"names": list(names)})).fetchall()
+    return {str(row[0]) for row in rows}

@@ -1,0 +1,43 @@
+"""Reading requests and writing answers, for every REST module: the caller's client,
+bodies and query strings validated by the models of memexdb.params, JSON answers."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from memexdb.bearer import bearer_key
+from memexdb.client import AsyncMemex
+
+Model = TypeVar("Model", bound=BaseModel)
+MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+def memex_of(request: Request) -> AsyncMemex:
+    """The client acting for this request's caller: its API key, checked in SQL."""
+    memex: AsyncMemex = request.app.state.memex
+    return memex.with_key(bearer_key(request.headers))
+
+
+async def body_of(request: Request, model: type[Model]) -> Model:
+    if int(request.headers.get("content-length") or 0) > MAX_BODY_BYTES:
+        raise HTTPException(413, f"request body larger than {MAX_BODY_BYTES} bytes")
+    raw = await request.body()
+    if len(raw) > MAX_BODY_BYTES:
+        raise HTTPException(413, f"request body larger than {MAX_BODY_BYTES} bytes")
+    # JSON mode: strict JSON types (a date is a string, not a number), and malformed or
+    # too deeply nested JSON is a validation error of the field "body".
+    return model.model_validate_json(raw)
+
+
+def query_of(request: Request, model: type[Model]) -> Model:
+    # Query parameters are validated like bodies: the same 422 naming each bad field.
+    return model.model_validate(dict(request.query_params))
+
+
+def json_of(model: BaseModel, status: int = 200) -> JSONResponse:
+    return JSONResponse(model.model_dump(mode="json"), status_code=status)

@@ -1,0 +1,86 @@
+"""What one memexdb process runs on its database: the client (connection pool and
+embedder), a watch that fails requests at once while the database is down, and the
+scheduled jobs (run by one process per database)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+from memexdb.client import AsyncMemex
+from memexdb.config import Settings
+from memexdb.db import FailFastAsyncPool
+from memexdb.llm import ChatModel
+from memexdb.runtime.dreaming import dreaming_job
+from memexdb.runtime.embed_worker import embed_job
+from memexdb.runtime.embedder import embedder_for
+from memexdb.runtime.jobs import Job, JobRunner
+from memexdb.runtime.maintenance import maintenance_job
+from memexdb.runtime.watch import DatabaseWatch
+
+
+def default_jobs(settings: Settings) -> list[Job]:
+    """The jobs every memexdb process offers to run (see memexdb.runtime.jobs)."""
+    jobs = []
+    if settings.maintenance_interval_seconds > 0:
+        jobs.append(maintenance_job(settings.maintenance_interval_seconds))
+    if settings.dream_enabled:
+        jobs.append(dreaming_job())
+    if settings.embed_poll_seconds > 0:
+        jobs.append(embed_job(settings.embed_poll_seconds))
+    return jobs
+
+
+@dataclass
+class Runtime:
+    """A process's open client (`memex`, for the frontends), its database watch and its
+    job runner; `Runtime.open(settings, dsn)` runs them until exit."""
+
+    memex: AsyncMemex
+    watch: DatabaseWatch
+    jobs: JobRunner
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def open(
+        cls,
+        settings: Settings,
+        dsn: str,
+        *,
+        pool_size: int | None = None,
+        jobs: Sequence[Job] | None = None,
+    ) -> AsyncIterator[Runtime]:
+        """Connect to the (migrated) database at `dsn` and run the watch and the jobs
+        until exit."""
+        # Passing the plain embedder makes the client own (and close) its batcher.
+        # Beyond loopback every call needs a key, even while the database has none.
+        memex = await AsyncMemex.connect(
+            dsn,
+            embedder=embedder_for(settings),
+            max_size=pool_size or settings.pool_size,
+            key=settings.api_key,
+            require_key=not settings.loopback_only,
+            llm=ChatModel.from_settings(settings),
+        )
+        async with memex:
+            pool = memex.pool
+            assert isinstance(pool, FailFastAsyncPool)  # memexdb.db.async_pool makes one
+            runtime = cls(
+                memex,
+                DatabaseWatch(dsn, pool),
+                JobRunner(dsn, memex, default_jobs(settings) if jobs is None else jobs),
+            )
+            tasks = [
+                asyncio.create_task(runtime.watch.run(), name="memexdb-watch"),
+                asyncio.create_task(runtime.jobs.run(), name="memexdb-jobs"),
+            ]
+            try:
+                yield runtime
+            finally:
+                for task in tasks:
+                    task.cancel()
+                for task in tasks:
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task

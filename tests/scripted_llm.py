@@ -1,0 +1,84 @@
+"""A small OpenAI-compatible chat server on loopback that answers with scripted replies.
+
+Real chat models cannot run on these machines (no model hub is reachable, and two cores
+would not run one in test time), so the LLM paths of memorize and memory_search are
+tested against this stand-in: each POST /v1/chat/completions records the request and
+returns the next scripted reply (a tool-call reply, a text answer, or an HTTP error).
+The requests are kept so tests can check what memexdb sent."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections import deque
+from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
+from typing import Any
+
+from tests.json_http import JsonHandler, serving
+
+Reply = dict[str, Any] | int
+
+
+def tool_calls(*calls: tuple[str, dict[str, Any] | str]) -> dict[str, Any]:
+    """A reply proposing these (name, arguments) calls; string arguments go out verbatim
+    (malformed JSON included)."""
+    return {
+        "content": None,
+        "tool_calls": [
+            {
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": args if isinstance(args, str) else json.dumps(args),
+                },
+            }
+            for i, (name, args) in enumerate(calls)
+        ],
+    }
+
+
+def answer(text: str) -> dict[str, Any]:
+    """A reply with a text answer."""
+    return {"content": text}
+
+
+class ChatHandler(JsonHandler):
+    server: ScriptedLLM
+
+    def do_POST(self) -> None:
+        self.server.requests.append({"path": self.path, "body": self.read_json()})
+        reply = self.server.replies.popleft() if self.server.replies else 503
+        if self.path != "/v1/chat/completions":
+            reply = 404
+        if isinstance(reply, int):
+            return self.send_json(reply, {"error": {"message": "scripted failure"}})
+        choice = {"index": 0, "message": {"role": "assistant", **reply}, "finish_reason": "stop"}
+        return self.send_json(200, {"object": "chat.completion", "choices": [choice]})
+
+
+class ScriptedLLM(ThreadingHTTPServer):
+    """The server; `script(...)` queues replies, `url` is its base URL (…/v1)."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), ChatHandler)
+        self.replies: deque[Reply] = deque()
+        self.requests: list[dict[str, Any]] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def script(self, *replies: Reply) -> None:
+        """Queue replies: a dict from tool_calls()/answer(), or an HTTP status to fail with
+        (with nothing queued the server answers 503)."""
+        self.replies.extend(replies)
+
+
+@contextlib.contextmanager
+def scripted_llm() -> Iterator[ScriptedLLM]:
+    with serving(ScriptedLLM()) as server:
+        yield server

@@ -1,0 +1,283 @@
+"""The agentic tools, memory_memorize and memory_search, as their users meet them: the
+Python API and the MCP tools through the official SDK client against a real service.
+
+The LLM paths run against tests/scripted_llm.py, a local OpenAI-compatible server that
+answers with scripted tool calls: real chat models cannot run on these machines. What is
+real: the database, the embedder, the validation and write path every proposal takes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memexdb import AsyncMemex
+from memexdb.embedded import EmbeddedPostgres
+from memexdb.embedding import BatchingEmbedder
+from memexdb.errors import Forbidden
+from memexdb.llm import ChatModel
+from memexdb.params import CONTENT_MAX_CHARS, MEMORIZE_MAX_PROPOSALS, MEMORIZE_PROPOSAL_MAX_CHARS
+from tests.conftest import drop_database, new_database
+from tests.live_service import free_port
+from tests.scripted_llm import ScriptedLLM, answer, scripted_llm, tool_calls
+from tests.test_mcp_support import call, call_error, connected, http_client_of, serve
+
+A, U = "agentic", "alice"
+NOW = datetime(2026, 12, 3, 14, 5, tzinfo=UTC)
+PROFILE = "# Alice\n\n## Preferences\n\n- dark mode\n\n## Work\n\n- writes Rust at Acme\n"
+
+
+@pytest.fixture
+def llm() -> Iterator[ScriptedLLM]:
+    with scripted_llm() as server:
+        yield server
+
+
+@pytest.fixture
+async def with_llm(
+    dsn: str, batching_embedder: BatchingEmbedder, llm: ScriptedLLM
+) -> AsyncIterator[AsyncMemex]:
+    client = await AsyncMemex.connect(
+        dsn, embedder=batching_embedder, llm=ChatModel(llm.url, "scripted", timeout=10)
+    )
+    yield client
+    await client.aclose()
+
+
+async def test_memorize_without_an_llm_keeps_the_text(amemex: AsyncMemex) -> None:
+    first = await amemex.memorize(A, U, "I moved to Lisbon last week.", now=NOW)
+    assert first.mode == "fallback" and first.llm_error is None and first.refused == []
+    stored, logged = first.applied
+    assert (stored.tool, logged.tool, logged.path) == (
+        "store_memory",
+        "memory_patch",
+        "user/log.md",
+    )
+    memory = await amemex.get(A, U, stored.memory_id)
+    assert (memory.memory_type, memory.created_at) == ("episodic", NOW)
+    assert memory.metadata == {"source": "memorize"}
+    later = NOW.replace(hour=18, minute=30)
+    await amemex.memorize(A, U, "Started learning\nPortuguese.", now=later)
+    log = await amemex.read_file(A, U, "user/log.md")
+    assert log.content == (
+        "## 2026-12-03\n\n- 14:05 I moved to Lisbon last week.\n"
+        "- 18:30 Started learning\n  Portuguese.\n"
+    )
+    # the writes are memorize-agent's, on behalf of the caller (here the open loopback)
+    revisions = await amemex.list_revisions(A, U, "user/log.md")
+    assert {(r.actor, r.details.get("on_behalf_of")) for r in revisions} == {
+        ("memorize-agent", "open")
+    }
+    hits = await amemex.search(A, U, "where does she live now?", top_k=1)
+    assert hits[0].id == stored.memory_id
+
+
+async def test_a_full_log_is_moved_aside(amemex: AsyncMemex) -> None:
+    filler = "- " + "x" * (CONTENT_MAX_CHARS - 200) + "\n"
+    await amemex.write_file(A, U, "user/log.md", "## 2026-12-02\n\n" + filler)
+    result = await amemex.memorize(A, U, "A note that does not fit " * 20, now=NOW)
+    assert result.mode == "fallback"
+    archived = await amemex.read_file(A, U, "user/log-20261203140500.md")
+    assert archived.content.endswith(filler)
+    log = await amemex.read_file(A, U, "user/log.md")
+    assert log.content.startswith("## 2026-12-03\n- 14:05 A note that does not fit")
+
+
+async def test_memorize_applies_valid_proposals_and_refuses_the_rest(
+    with_llm: AsyncMemex, llm: ScriptedLLM
+) -> None:
+    await with_llm.write_file(A, U, "user/profile.md", PROFILE)
+    await with_llm.write_file(A, "bob", "user/profile.md", "# Bob\n")
+    llm.script(
+        tool_calls(
+            ("memory_patch", {"path": "user/profile.md", "old_text": "Rust", "new_text": "Go"}),
+            (
+                "memory_patch",
+                {"path": "user/profile.md", "heading": "## Home", "append": "- lives in Lisbon"},
+            ),
+            ("memory_write", {"path": "agent/notes/alice.md", "content": "Prefers short answers."}),
+            # hostile: none of these may write anything
+            ("memory_write", {"path": "user/x/../../bob/profile.md", "content": "pwned"}),
+            ("memory_write", {"path": "user/profile.md", "content": "x", "user_id": "bob"}),
+            ("memory_write", {"path": "users/bob/profile.md", "content": "pwned"}),
+            ("memory_write", {"path": "/etc/passwd", "content": "pwned"}),
+            ("memory_write", {"path": "user/huge.md", "content": "x" * 50_000}),
+        ),
+        tool_calls(  # malformed, or not applicable to the file as it is
+            ("memory_patch", {"path": "user/profile.md", "old_text": "Python", "new_text": "C"}),
+            ("memory_patch", {"path": "user/profile.md", "append": "a", "old_text": "b"}),
+            ("shell", {"command": "rm -rf /"}),
+            ("memory_write", "{not json"),
+            ("memory_write", "[1, 2]"),
+        ),
+    )
+    result = await with_llm.memorize(A, U, "I moved to Lisbon and switched from Rust to Go.")
+    assert result.mode == "llm" and result.llm_error is None
+    assert [(c.tool, c.path) for c in result.applied] == [
+        ("memory_patch", "user/profile.md"),
+        ("memory_patch", "user/profile.md"),
+        ("memory_write", "agent/notes/alice.md"),
+    ]
+    reasons = [r.reason for r in result.refused]
+    assert len(reasons) == 5
+    assert reasons[0] == "path: must not contain . or .. segments"
+    assert "user_id" in reasons[1] and "extra" in reasons[1].lower()
+    assert reasons[2] == "path: must start with user/ or agent/"
+    assert reasons[3] == "path: must be relative (no leading /)"
+    assert "content" in reasons[4] and str(MEMORIZE_PROPOSAL_MAX_CHARS) in reasons[4]
+    assert (
+        result.refused[4].arguments
+        == json.dumps({"path": "user/huge.md", "content": "x" * 50_000})[:500]
+    )
+    second = await with_llm.memorize(A, U, "Nothing durable here.")
+    assert second.applied == []
+    reasons = [r.reason for r in second.refused]
+    assert "old_text: was not found" in reasons[0]
+    assert "either append" in reasons[1]
+    assert reasons[2].startswith("unknown tool 'shell'")
+    assert reasons[3:] == ["arguments are not JSON", "arguments are not a JSON object"]
+    profile = await with_llm.read_file(A, U, "user/profile.md")
+    assert (
+        "writes Go at Acme" in profile.content and "## Home\n\n- lives in Lisbon" in profile.content
+    )
+    files, _ = await with_llm.list_files(A, U)
+    assert [f.path for f in files] == ["agent/notes/alice.md", "user/profile.md"]
+    bob = await with_llm.read_file(A, "bob", "user/profile.md")
+    assert (bob.content, bob.revision) == ("# Bob\n", 1)
+    revisions = await with_llm.list_revisions(A, U, "user/profile.md")
+    assert [(r.revision, r.actor) for r in revisions] == [
+        (3, "memorize-agent"),
+        (2, "memorize-agent"),
+        (1, "open"),
+    ]
+    assert revisions[0].details["on_behalf_of"] == "open"
+    # what the model was given: the two tools, the file names, the relevant memory, the text
+    body = llm.requests[0]["body"]
+    assert [t["function"]["name"] for t in body["tools"]] == ["memory_write", "memory_patch"]
+    prompt = body["messages"][1]["content"]
+    assert "- user/profile.md (" in prompt and "### user/profile.md" in prompt
+    assert prompt.endswith("I moved to Lisbon and switched from Rust to Go.")
+    assert body["tools"][0]["function"]["parameters"]["additionalProperties"] is False
+
+
+async def test_memorize_refuses_the_rest_of_too_many_proposals(
+    with_llm: AsyncMemex, llm: ScriptedLLM
+) -> None:
+    calls = [
+        ("memory_patch", {"path": "user/facts.md", "append": f"- fact {i}"})
+        for i in range(MEMORIZE_MAX_PROPOSALS + 3)
+    ]
+    llm.script(tool_calls(*calls))
+    result = await with_llm.memorize(A, U, "many facts")
+    assert (len(result.applied), len(result.refused)) == (MEMORIZE_MAX_PROPOSALS, 3)
+    facts = await with_llm.read_file(A, U, "user/facts.md")
+    assert facts.line_count == MEMORIZE_MAX_PROPOSALS
+
+
+async def test_memorize_falls_back_when_the_llm_fails(
+    with_llm: AsyncMemex, llm: ScriptedLLM, dsn: str, batching_embedder: BatchingEmbedder
+) -> None:
+    llm.script(500, {"content": None, "tool_calls": "not a list"})
+    failed = await with_llm.memorize(A, U, "Remember the dentist on Friday.", now=NOW)
+    assert failed.mode == "fallback" and failed.llm_error and "HTTP 500" in failed.llm_error
+    malformed = await with_llm.memorize(A, U, "And the car service.", now=NOW)
+    assert malformed.mode == "fallback" and "not a chat completion" in str(malformed.llm_error)
+    unreachable = ChatModel(f"http://127.0.0.1:{free_port()}/v1", "none", timeout=5)
+    async with await AsyncMemex.connect(dsn, embedder=batching_embedder, llm=unreachable) as c:
+        down = await c.memorize(A, U, "And the plumber.", now=NOW)
+    assert down.mode == "fallback" and "ConnectError" in str(down.llm_error)
+    log = await with_llm.read_file(A, U, "user/log.md")
+    assert log.content.count("\n- 14:05 ") == 3
+
+
+async def test_memorize_needs_write_access_before_any_model_call(
+    with_llm: AsyncMemex, llm: ScriptedLLM
+) -> None:
+    operator = with_llm.as_operator("test")
+    reader = await operator.create_key("read", agent_id=A)
+    with pytest.raises(Forbidden):
+        await with_llm.with_key(reader.token).memorize(A, U, "I like tea.")
+    assert llm.requests == []
+
+
+async def test_search_passages_pick_the_matching_paragraph(amemex: AsyncMemex) -> None:
+    await amemex.write_file(A, U, "user/profile.md", PROFILE)
+    memory = await amemex.store(A, U, "Alice's manager at Acme is Dana.")
+    rows = await amemex.passages(A, U, "where does Alice work, in which language?", top_k=2)
+    by_path = {r.path: r for r in rows}
+    profile = by_path["user/profile.md"]
+    assert (profile.from_line, profile.to_line) == (9, 9)
+    assert profile.passage == "## Work\n- writes Rust at Acme"
+    assert by_path[None].memory_id == memory.id
+    assert by_path[None].passage == memory.content and by_path[None].from_line is None
+    assert sorted(r.rank for r in rows) == [1, 2]
+    long = "\n".join(["Acme history."] * 200)
+    await amemex.write_file(A, U, "user/acme.md", long)
+    cut = await amemex.passages(A, U, "Acme history", top_k=1, passage_chars=100)
+    assert cut[0].truncated and len(cut[0].passage) == 100 and cut[0].passage.endswith("…")
+    log = await amemex.access_log(A, U)
+    assert log[0].operation == "search"
+
+
+async def test_search_answers_with_citations(with_llm: AsyncMemex, llm: ScriptedLLM) -> None:
+    await with_llm.write_file(A, U, "user/profile.md", PROFILE)
+    plain = await with_llm.search_passages(A, U, "what does Alice write?")
+    assert plain.llm == "not_asked" and plain.answer is None and plain.passages
+    llm.script(answer("She writes Rust [1], per her profile [1][7]."))
+    answered = await with_llm.search_passages(A, U, "what does Alice write?", answer=True)
+    assert answered.llm == "answered" and answered.cited == [1]  # [7] is no passage
+    assert answered.answer is not None and answered.answer.startswith("She writes Rust")
+    prompt = llm.requests[-1]["body"]["messages"][1]["content"]
+    assert "[1] (user/profile.md)\n## Work\n- writes Rust at Acme" in prompt
+    assert prompt.endswith("Question: what does Alice write?")
+    llm.script(503)
+    failed = await with_llm.search_passages(A, U, "what does Alice write?", answer=True)
+    assert failed.llm == "failed" and "HTTP 503" in str(failed.llm_error)
+    # the same passages (scores move with recency as time passes)
+    assert [p.passage for p in failed.passages] == [p.passage for p in answered.passages]
+
+
+async def test_search_without_an_llm_says_so(amemex: AsyncMemex) -> None:
+    result = await amemex.search_passages(A, U, "anything", answer=True)
+    assert (result.llm, result.answer, result.passages) == ("not_configured", None, [])
+
+
+async def test_mcp_memorize_and_search(
+    pg_server: EmbeddedPostgres, template_db: str, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    dsn = new_database(pg_server)
+    try:
+        with serve(tmp_path, dsn=dsn, MEMEX_LLM_URL=llm.url, MEMEX_LLM_MODEL="scripted") as s:
+            async with connected(http_client_of(f"{s.base_url}/mcp")) as c:
+                names = {t.name for t in (await c.list_tools()).tools}
+                assert {"memory_memorize", "memory_search"} <= names
+                llm.script(
+                    tool_calls(
+                        (
+                            "memory_patch",
+                            {"path": "user/profile.md", "heading": "## Pets", "append": "- a cat"},
+                        ),
+                        ("memory_write", {"path": "user/x/../../escape.md", "content": "no"}),
+                    )
+                )
+                who = {"agent_id": A, "user_id": U}
+                done = await call(c, "memory_memorize", **who, text="We adopted a cat, Miso.")
+                assert done["mode"] == "llm"
+                assert [a["path"] for a in done["applied"]] == ["user/profile.md"]
+                assert "path" in done["refused"][0]["reason"]
+                revisions = await call(c, "memory_revisions", **who, path="user/profile.md")
+                assert revisions["revisions"][0]["actor"] == "memorize-agent"
+                llm.script(answer("A cat [1]."))
+                found = await call(c, "memory_search", **who, query="pets?", answer=True)
+                assert found["llm"] == "answered" and found["cited"] == [1]
+                assert found["passages"][0]["path"] == "user/profile.md"
+                assert json.loads(json.dumps(found))["answer"] == "A cat [1]."
+                err = await call_error(c, "memory_memorize", **who, text="   ")
+                assert "text" in err
+                err = await call_error(c, "memory_search", **who, query="q", top_k=0)
+                assert "top_k" in err
+    finally:
+        drop_database(pg_server, dsn)

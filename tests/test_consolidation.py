@@ -1,0 +1,223 @@
+"""Consolidation as its users meet it: memories written over time and asked later through
+the Python API (real embedder), the LLM's abstractive summary (a scripted local chat
+server: real models cannot run here), the operator endpoints of a live service, and the
+service's own scheduler condensing a due tenant by itself."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+
+from memexdb import AsyncMemex, consolidation
+from memexdb.embedded import EmbeddedPostgres
+from memexdb.embedding import BatchingEmbedder
+from memexdb.errors import Forbidden, NotFound
+from memexdb.llm import ChatModel
+from memexdb.params import MemoryCreate
+from tests.conftest import drop_database, new_database, scratch_dir
+from tests.live_service import Service, client, free_port, service_env, uvicorn_args
+from tests.scripted_llm import answer, scripted_llm
+
+A, U = "dreamer", "dana"
+START = datetime(2025, 3, 1, 9, tzinfo=UTC)
+TOPICS = [
+    "Dana's sister Ines lives in Porto and works as a pharmacist.",
+    "Dana adopted a grey cat called Miso in spring.",
+    "Dana is allergic to peanuts and carries an epipen.",
+    "Dana's favourite hike is the Rota Vicentina coastal trail.",
+    "Dana switched her team's tracker from Jira to Linear.",
+]
+
+
+def _history(n: int) -> list[MemoryCreate]:
+    """n episodic memories, one a day: the five facts first, then everyday chatter."""
+    texts = TOPICS + [
+        f"Day {i}: Dana talked about the weather and lunch, nothing new."
+        for i in range(n - len(TOPICS))
+    ]
+    return [
+        MemoryCreate(agent_id=A, user_id=U, content=t, created_at=START + timedelta(days=i))
+        for i, t in enumerate(texts)
+    ]
+
+
+async def test_a_fact_is_found_before_and_after_consolidation(amemex: AsyncMemex) -> None:
+    await amemex.store_many(_history(130))
+    question = "Which tracker does Dana's team use?"
+    before = await amemex.search(A, U, question, top_k=3, mode="hybrid")
+    assert "Linear" in before[0].content
+    run = await amemex.consolidate(A, U, force=True)  # just written: an operator's run
+    assert run is not None and run.status == "done" and run.memories_in == 50
+    after = await amemex.search(A, U, question, top_k=3, mode="hybrid")
+    assert after[0].id == run.summary_id and "Jira to Linear" in after[0].content
+    # the original is still there, archived, and found when asked for
+    archived = await amemex.search(A, U, question, top_k=3, mode="hybrid", include_archived=True)
+    original = next(h for h in archived if h.content == TOPICS[4])
+    memory = await amemex.get(A, U, original.id)
+    assert memory.superseded_by == run.summary_id and memory.archived_at is not None
+    page = await amemex.list_memories(A, U, limit=200, include_archived=True)
+    assert len(page.memories) == 131
+    assert len((await amemex.list_memories(A, U, limit=200)).memories) == 81
+    # export and import carry the lineage
+    rows, _ = await amemex.export_page(A, U, limit=1000)
+    lines = [r.to_json() for r in rows]
+    assert sum("archived_at" in line for line in lines) == 50
+    assert sum(len(line.get("source_ids", [])) for line in lines) == 50
+    restored = await amemex.restore_consolidation(run.id or 0)
+    assert restored.memories_out == 50
+    assert len((await amemex.list_memories(A, U, limit=200)).memories) == 130
+
+
+async def test_with_an_llm_the_summary_is_abstractive(
+    dsn: str, batching_embedder: BatchingEmbedder
+) -> None:
+    with scripted_llm() as llm:
+        client_ = await AsyncMemex.connect(
+            dsn, embedder=batching_embedder, llm=ChatModel(llm.url, "scripted", timeout=10)
+        )
+        async with client_ as memex:
+            await memex.store_many(_history(120))
+            operator = memex.as_operator("test")
+            await operator.set_dream_config(grace_minutes=0)
+            llm.script(answer("- (2025-03-05) Dana's team moved from Jira to Linear."))
+            runs = await consolidation.tick(operator)
+            assert [(r.status, r.details["method"]) for r in runs] == [("done", "llm")]
+            summary = await memex.get(A, U, runs[0].summary_id)  # type: ignore[arg-type]
+            assert summary.content == "- (2025-03-05) Dana's team moved from Jira to Linear."
+            assert summary.source_ids and len(summary.source_ids) == 50
+            prompt = llm.requests[0]["body"]["messages"][1]["content"]
+            assert "(2025-03-01) Dana's sister Ines lives in Porto" in prompt
+            # a failing model leaves the batch to the extractive summary
+            llm.script(503)
+            await memex.store_many(_history(50))  # 120 - 50 + 1 + 50: due again
+            runs = await consolidation.tick(operator)
+            assert [r.details["method"] for r in runs] == ["extractive"]
+
+
+@pytest.fixture(scope="module")
+def live(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[httpx.Client]:
+    dsn = new_database(pg_server)
+    log = scratch_dir("memexdb-dream-") / "service.log"
+    port = free_port()
+    env = service_env(MEMEX_DATABASE_URL=dsn, MEMEX_DREAM_ENABLED="true")
+    service = Service(uvicorn_args(port), env, port, log)
+    try:
+        service.wait_healthy()
+        with client(service.base_url) as http:
+            yield http
+        service.stop()
+    finally:
+        service.close()
+        drop_database(pg_server, dsn)
+        shutil.rmtree(log.parent, ignore_errors=True)
+
+
+def test_operator_endpoints(live: httpx.Client) -> None:
+    http = live
+    memories = [m.model_dump(mode="json") for m in _history(110)]
+    for m in memories:
+        m["agent_id"] = "ops"
+    assert http.post("/v1/memories/batch", json={"memories": memories}).status_code == 201
+    config = http.get("/v1/admin/dream/config").json()
+    assert config["threshold"] == 100 and config["enabled"] is True
+    r = http.put("/v1/admin/dream/config", json={"threshold": 5})
+    assert r.status_code == 422 and r.json()["error"]["fields"][0]["field"] == "threshold"
+    users = http.get("/v1/admin/dream/users", params={"agent_id": "ops"}).json()["users"]
+    assert [(u["user_id"], u["paused"], u["memory_count"]) for u in users] == [(U, False, 110)]
+    # a dry run shows the plan and writes nothing
+    plan = http.post(
+        "/v1/admin/dream/run",
+        json={"agent_id": "ops", "user_id": U, "dry_run": True, "force": True},
+    ).json()["runs"]
+    assert plan[0]["status"] == "dry_run" and len(plan[0]["details"]["source_ids"]) == 50
+    assert http.get("/v1/admin/dream/runs", params={"agent_id": "ops"}).json()["runs"] == []
+    paused = http.put(f"/v1/admin/dream/users/{U}/paused", json={"agent_id": "ops", "paused": True})
+    assert paused.json() == {"agent_id": "ops", "user_id": U, "paused": True}
+    assert (
+        http.put(
+            "/v1/admin/dream/users/nobody/paused", json={"agent_id": "ops", "paused": True}
+        ).status_code
+        == 404
+    )
+    # paused: a forced run still goes (an operator's decision), the tick skips the tenant
+    done = http.post(
+        "/v1/admin/dream/run", json={"agent_id": "ops", "user_id": U, "force": True}
+    ).json()["runs"]
+    assert done[0]["status"] == "done"
+    runs = http.get("/v1/admin/dream/runs", params={"agent_id": "ops", "user_id": U}).json()
+    assert [r["id"] for r in runs["runs"]] == [done[0]["id"]]
+    restore = http.post(f"/v1/admin/dream/runs/{done[0]['id']}/restore")
+    assert restore.status_code == 200 and restore.json()["kind"] == "restore"
+    again = http.post(f"/v1/admin/dream/runs/{done[0]['id']}/restore")
+    assert again.status_code == 409 and again.json()["error"]["code"] == "conflict"
+    assert http.post("/v1/admin/dream/runs/99999/restore").status_code == 404
+    assert http.post("/v1/admin/dream/run", json={"agent_id": "ops"}).status_code == 422
+    # the same run tidies the tenant's files (dreaming), as dream-agent
+    profile = "# Dana\n\n## Pets\n\n- a cat, Miso\n\n## Pets\n\n- A cat, Miso.\n- a dog\n"
+    body = {"agent_id": "ops", "user_id": U, "path": "user/profile.md", "content": profile}
+    assert http.put("/v1/files", json=body).status_code == 200
+    runs = http.post(
+        "/v1/admin/dream/run", json={"agent_id": "ops", "user_id": U, "force": True}
+    ).json()["runs"]
+    dream = next(r for r in runs if r["kind"] == "dream")
+    assert dream["status"] == "done" and dream["files_touched"] == 1
+    where = {"agent_id": "ops", "user_id": U, "path": "user/profile.md"}
+    tidied = http.get("/v1/files/read", params=where).json()
+    assert tidied["content"] == "# Dana\n\n## Pets\n\n- a cat, Miso\n- a dog\n"
+    assert tidied["actor"] == "dream-agent"
+
+
+def test_the_service_condenses_a_due_tenant_by_itself(live: httpx.Client) -> None:
+    http = live
+    memories = [m.model_dump(mode="json") for m in _history(105)]
+    for m in memories:
+        m["agent_id"] = "auto"
+    assert http.post("/v1/memories/batch", json={"memories": memories}).status_code == 201
+    r = http.put("/v1/admin/dream/config", json={"grace_minutes": 0, "interval_seconds": 10})
+    assert r.status_code == 200
+    deadline = time.monotonic() + 90  # the job checks every 30 s, ticks every 10 s
+    runs: list[dict[str, object]] = []
+    while time.monotonic() < deadline and not runs:
+        time.sleep(2)
+        runs = http.get("/v1/admin/dream/runs", params={"agent_id": "auto"}).json()["runs"]
+    assert runs and runs[0]["status"] == "done" and runs[0]["actor"] == "dream-agent"
+
+
+async def test_consolidation_keeps_to_the_callers_scope(amemex: AsyncMemex) -> None:
+    await amemex.store_many(_history(110))
+    other = [m.model_copy(update={"agent_id": "other"}) for m in _history(110)]
+    await amemex.store_many(other)
+    operator = amemex.as_operator("test")
+    writer = amemex.with_key((await operator.create_key("write", agent_id=A)).token)
+    reader = amemex.with_key((await operator.create_key("read", agent_id=A)).token)
+    admin_a = amemex.with_key((await operator.create_key("admin", agent_id=A)).token)
+    with pytest.raises(Forbidden):
+        await writer.consolidate("other", U, force=True)
+    with pytest.raises(Forbidden):
+        await reader.consolidate(A, U, force=True)
+    with pytest.raises(Forbidden):
+        await admin_a.set_dream_config(threshold=50)  # every agent's setting
+    with pytest.raises(Forbidden):
+        await admin_a.consolidate_due()
+    mine = await writer.consolidate(A, U, force=True)
+    assert mine is not None and mine.status == "done"
+    assert mine.actor == "dream-agent"
+    theirs = await operator.consolidate("other", U, force=True)
+    assert theirs is not None
+    # each sees its own runs only; the admin of A manages A's users
+    assert [r.id for r in await reader.consolidation_runs(A)] == [mine.id]
+    with pytest.raises(Forbidden):
+        await reader.consolidation_runs("other")
+    with pytest.raises(Forbidden):
+        await reader.restore_consolidation(mine.id or 0)
+    with pytest.raises(NotFound):  # another agent's run is indistinguishable from none
+        await writer.restore_consolidation(theirs.id or 0)
+    assert [u.user_id for u in await admin_a.dream_users(A)] == [U]
+    assert await admin_a.set_dream_paused(A, U, True) is True
+    with pytest.raises(Forbidden):
+        await admin_a.set_dream_paused("other", U, True)

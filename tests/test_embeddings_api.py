@@ -1,0 +1,219 @@
+"""POST /v1/embeddings against a live service, through OpenAI's official Python client:
+the vectors are the Python embedder's, bit for bit (floats and base64), long texts in
+full; the model is checked; bounds are 422s naming the field; any valid key may embed,
+no key or a revoked one may not; embedding counts against the read rate limit."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import numpy as np
+import openai
+import psycopg
+import pytest
+
+from memexdb.embedded import EmbeddedPostgres
+from memexdb.embedding import Embedder
+from memexdb.embedding.long_text import embed_in_full, plan, window_of
+from memexdb.params import (
+    EMBEDDING_INPUT_MAX_CHARS,
+    EMBEDDINGS_MAX_INPUTS,
+    EMBEDDINGS_MAX_TOTAL_CHARS,
+)
+from tests.conftest import drop_database, new_database, scratch_dir
+from tests.live_service import Service, client, free_port, service_env, uvicorn_args
+
+TEXTS = [
+    "Alice prefers dark mode in every editor",
+    "To deploy, run make release and tag the commit",
+    "Bob is allergic to peanuts",
+]
+LONG = " ".join(
+    f"In week {n} the team moved the billing service to the new cluster, measured its"
+    f" latency and wrote down what broke." * 3
+    for n in range(20)
+)
+
+
+def decoded(embedding: list[float] | str) -> np.ndarray:
+    """A vector as the API sends it: numbers, or base64 of float32 little-endian bytes
+    (which the client hands over as it is when asked for base64 explicitly)."""
+    if isinstance(embedding, str):
+        return np.frombuffer(base64.b64decode(embedding), dtype="<f4").astype(np.float32)
+    return np.array(embedding, dtype=np.float32)
+
+
+@dataclass
+class Live:
+    service: Service
+    dsn: str
+    http: httpx.Client
+    token: str  # a read key of agent "A": any valid key may embed
+
+    def openai(self, token: str | None = None, **options: object) -> openai.OpenAI:
+        return openai.OpenAI(
+            base_url=f"{self.service.base_url}/v1",
+            api_key=token or self.token,
+            max_retries=0,
+            timeout=120,
+            **options,  # type: ignore[arg-type]
+        )
+
+
+@pytest.fixture(scope="module")
+def live(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[Live]:
+    dsn = new_database(pg_server)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("select token from memex.create_key('read', 'A')").fetchone()
+        assert row is not None
+    root = scratch_dir("memexdb-embeddings-")
+    port = free_port()
+    service = Service(uvicorn_args(port), service_env(MEMEX_DATABASE_URL=dsn), port, root / "log")
+    try:
+        service.wait_healthy()
+        with client(service.base_url) as http:
+            yield Live(service, dsn, http, row[0])
+        assert "Traceback" not in service.output(), service.output()[-4000:]
+        service.stop()
+    finally:
+        service.close()
+        drop_database(pg_server, dsn)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_the_openai_client_gets_the_python_embedders_vectors(
+    live: Live, embedder: Embedder
+) -> None:
+    expected = embedder.embed(TEXTS)
+    with live.openai() as api:
+        for encoding in ("float", "base64"):
+            answer = api.embeddings.create(
+                model=embedder.model_id, input=TEXTS, encoding_format=encoding
+            )
+            assert answer.model == embedder.model_id and answer.object == "list"
+            assert [d.index for d in answer.data] == [0, 1, 2]
+            got = np.array([decoded(d.embedding) for d in answer.data])
+            assert got.dtype == np.float32 and np.array_equal(got, expected), encoding
+        # the client's default: it asks for base64 and decodes it itself
+        default = api.embeddings.create(model=embedder.model_id, input=TEXTS[0])
+        assert np.array_equal(np.array(default.data[0].embedding, dtype=np.float32), expected[0])
+    tokens = sum(len(s) for s in window_of(embedder).spans(TEXTS))
+    assert answer.usage.prompt_tokens == answer.usage.total_tokens == tokens
+
+
+def test_a_long_text_is_embedded_in_full(live: Live, embedder: Embedder) -> None:
+    assert len(LONG) <= EMBEDDING_INPUT_MAX_CHARS
+    assert len(plan([LONG], window_of(embedder)).pieces) > 2
+    with live.openai() as api:
+        answer = api.embeddings.create(model=embedder.model_id, input=[LONG, TEXTS[0]])
+    got = np.array([d.embedding for d in answer.data], dtype=np.float32)
+    assert np.array_equal(got, embed_in_full(embedder, [LONG, TEXTS[0]]))
+    assert not np.array_equal(got[0], embedder.embed([LONG])[0])  # not its first 256 tokens
+
+
+def test_the_model_may_be_left_out_but_no_other_may_be_named(
+    live: Live, embedder: Embedder
+) -> None:
+    headers = {"authorization": f"Bearer {live.token}"}
+    r = live.http.post("/v1/embeddings", json={"input": "hello"}, headers=headers)
+    assert r.status_code == 200 and r.json()["model"] == embedder.model_id
+    assert len(r.json()["data"][0]["embedding"]) == 384
+    with live.openai() as api, pytest.raises(openai.UnprocessableEntityError) as refused:
+        api.embeddings.create(model="text-embedding-3-small", input="hello")
+    error = refused.value.response.json()["error"]
+    assert error["code"] == "invalid_argument"
+    assert error["fields"][0]["field"] == "model"
+    assert embedder.model_id in error["message"]
+    # and the OpenAPI document says which model it takes
+    schema = live.http.get("/openapi.json").json()["components"]["schemas"]["EmbeddingRequest"]
+    assert schema["properties"]["model"]["anyOf"][0]["enum"] == [embedder.model_id]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"input": []}, "input"),
+        ({"input": "   "}, "input[0]"),
+        ({"input": ["ok", ""]}, "input[1]"),
+        ({"input": [[1, 2, 3]]}, "input[0]"),  # token arrays: not accepted
+        ({"input": ["x"] * (EMBEDDINGS_MAX_INPUTS + 1)}, "input"),
+        ({"input": ["y" * (EMBEDDING_INPUT_MAX_CHARS + 1)]}, "input[0]"),
+        ({"input": ["z" * 8000] * (EMBEDDINGS_MAX_TOTAL_CHARS // 8000 + 1)}, "input"),
+        # one text more than allowed, each as long as allowed: still a 422, not a 413
+        ({"input": ["w" * EMBEDDING_INPUT_MAX_CHARS] * (EMBEDDINGS_MAX_INPUTS + 1)}, "input"),
+        ({"input": "ok", "encoding_format": "int8"}, "encoding_format"),
+        ({"input": "ok", "dimensions": 128}, "dimensions"),
+    ],
+)
+def test_bad_requests_are_422s_naming_the_field(
+    live: Live, body: dict[str, object], field: str
+) -> None:
+    r = live.http.post(
+        "/v1/embeddings", json=body, headers={"authorization": f"Bearer {live.token}"}
+    )
+    assert r.status_code == 422, r.text[:300]
+    assert r.json()["error"]["fields"][0]["field"] == field
+
+
+def test_any_valid_key_may_embed_and_nothing_else(live: Live, embedder: Embedder) -> None:
+    unknown = "mxk_" + "0" * 12 + "_" + "0" * 64
+    with (
+        live.openai(token=unknown) as api,
+        pytest.raises(openai.AuthenticationError, match="invalid API key"),
+    ):
+        api.embeddings.create(model=embedder.model_id, input="hello")
+    r = live.http.post("/v1/embeddings", json={"input": "hello"})  # no key: the db has keys
+    assert r.status_code == 401
+    with psycopg.connect(live.dsn, autocommit=True) as conn:
+        row = conn.execute("select token, prefix from memex.create_key('write', 'B')").fetchone()
+        assert row is not None
+        with live.openai(token=row[0]) as api:  # another agent's key: a text is no tenant's
+            assert len(api.embeddings.create(model=embedder.model_id, input="x").data) == 1
+            conn.execute("select memex.revoke_key(%s)", (row[1],))
+            with pytest.raises(openai.AuthenticationError, match="revoked"):
+                api.embeddings.create(model=embedder.model_id, input="x")
+
+
+def test_embedding_counts_against_the_read_rate_limit(live: Live, embedder: Embedder) -> None:
+    with psycopg.connect(live.dsn, autocommit=True) as conn:
+        row = conn.execute("select token from memex.create_key('read', 'C')").fetchone()
+        assert row is not None
+        limit = (
+            "insert into memex.settings (name, value) values ('rate_limit_search_per_minute', %s)"
+            " on conflict (name) do update set value = excluded.value"
+        )
+        conn.execute(limit, ("2",))
+        try:
+            with live.openai(token=row[0]) as api:
+                for _ in range(2):
+                    api.embeddings.create(model=embedder.model_id, input="x")
+                with pytest.raises(openai.RateLimitError) as limited:
+                    api.embeddings.create(model=embedder.model_id, input="x")
+            assert int(limited.value.response.headers["retry-after"]) >= 1
+        finally:
+            conn.execute(limit, ("null",))
+
+
+def test_the_readme_example_runs_as_written(live: Live) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    block = next(b for b in blocks if "embeddings.create" in b)
+    script = block.replace("http://localhost:8000", live.service.base_url)
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "MEMEX_API_KEY": live.token},
+        check=True,
+    )
+    assert out.stdout == "384 3\n"

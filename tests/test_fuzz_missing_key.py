@@ -1,0 +1,13 @@
+"""The live service fuzzed from its OpenAPI document, missing key mode (see tests/fuzzing.py)."""
+
+import pytest
+
+from memexdb.embedded import EmbeddedPostgres
+from tests.fuzzing import MISSING_KEY, fuzz
+
+
+@pytest.mark.timeout(900)
+def test_no_server_error_and_no_schema_mismatch(
+    pg_server: EmbeddedPostgres, template_db: str
+) -> None:
+    fuzz(MISSING_KEY, pg_server)

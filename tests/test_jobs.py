@@ -1,0 +1,114 @@
+"""Scheduled jobs run in one process per database: the JobRunner holding the database's
+jobs lock runs them; another takes over once it is gone. Real runners on a real database
+(each in a task here, as each memexdb process runs one)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+
+from memexdb import AsyncMemex
+from memexdb.runtime import Job, JobRunner
+from memexdb.runtime.maintenance import maintenance_job
+
+RETRY = 0.2
+BOUND = 20.0  # seconds any wait below may take at most
+
+
+async def wait_for(check: Callable[[], object]) -> bool:
+    """Poll `check` until it is truthy, for BOUND seconds at most."""
+    for _ in range(int(BOUND / 0.02)):
+        if check():
+            return True
+        await asyncio.sleep(0.02)
+    return bool(check())
+
+
+def recorder(runs: list[str], name: str) -> Job:
+    async def run(memex: AsyncMemex) -> float | None:
+        runs.append(name)
+        return None
+
+    return Job("record", 0.05, run)
+
+
+async def stop(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def test_one_runner_per_database_runs_the_jobs_and_another_takes_over(
+    dsn: str, amemex: AsyncMemex
+) -> None:
+    runs: list[str] = []
+    first = JobRunner(dsn, amemex, [recorder(runs, "first")], retry_seconds=RETRY)
+    second = JobRunner(dsn, amemex, [recorder(runs, "second")], retry_seconds=RETRY)
+    first_task = asyncio.create_task(first.run())
+    assert await wait_for(lambda: first.leading)
+    second_task = asyncio.create_task(second.run())
+    try:
+        assert await wait_for(lambda: runs.count("first") >= 5)
+        await asyncio.sleep(3 * RETRY)  # the second has tried the lock a few times
+        assert "second" not in runs and not second.leading
+
+        await stop(first_task)  # the process that ran them ends: its session ends too
+        assert await wait_for(lambda: "second" in runs)
+        assert second.leading
+        taken_over_at = len(runs)
+        await asyncio.sleep(0.3)
+        assert set(runs[taken_over_at:]) == {"second"}
+    finally:
+        await stop(first_task)
+        await stop(second_task)
+
+
+async def test_a_failing_run_is_retried_and_a_follow_up_comes_sooner(
+    dsn: str, amemex: AsyncMemex
+) -> None:
+    times: list[float] = []
+
+    async def run(memex: AsyncMemex) -> float | None:
+        times.append(time.monotonic())
+        if len(times) == 1:
+            raise RuntimeError("a failing run is logged, not fatal")
+        return 0.05  # work left over: come back sooner than the interval
+
+    runner = JobRunner(dsn, amemex, [Job("flaky", 0.5, run)], retry_seconds=RETRY)
+    task = asyncio.create_task(runner.run())
+    try:
+        assert await wait_for(lambda: len(times) >= 4)
+    finally:
+        await stop(task)
+    assert times[1] - times[0] >= 0.45  # after the failure: the full interval
+    assert times[3] - times[2] < 0.4  # follow-ups: the shorter delay
+
+
+async def test_the_maintenance_job_deletes_expired_memories(dsn: str, amemex: AsyncMemex) -> None:
+    past = datetime.now(UTC) - timedelta(seconds=1)
+    await amemex.store("jobs", "u", "this memory has expired", expires_at=past)
+    await amemex.store("jobs", "u", "this one has not")
+    runner = JobRunner(dsn, amemex, [maintenance_job(0.1)], retry_seconds=RETRY)
+    task = asyncio.create_task(runner.run())
+
+    async def expired_rows() -> int:
+        # as the database owner: the pool's connections are memex_app, and see nothing
+        # without a caller
+        async with await psycopg.AsyncConnection.connect(dsn) as conn:
+            cur = await conn.execute("select count(*) from memex.memories where agent_id = 'jobs'")
+            row = await cur.fetchone()
+            return int(row[0]) if row else -1
+
+    try:
+        for _ in range(int(BOUND / 0.05)):
+            if await expired_rows() == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert await expired_rows() == 1
+    finally:
+        await stop(task)
