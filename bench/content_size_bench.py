@@ -52,6 +52,12 @@ HYBRID_SEARCH = (
     " p_query_embedding => %s, p_top_k => 10, p_alpha => 1, p_mode => 'hybrid',"
     " p_query_text => %s)"
 )
+# what a client that sends only the query (and top_k) gets: its text goes along, no ranking
+# options (hybrid with context since "Recall by default")
+DEFAULT_SEARCH = (
+    "select id from memex.search(p_agent_id => 'bench', p_user_id => 'u',"
+    " p_query_embedding => %s, p_top_k => 10, p_query_text => %s)"
+)
 
 
 def texts(rng: np.random.Generator, n: int, chars: int) -> list[str]:
@@ -91,7 +97,12 @@ def measure(
     dsns: dict[str, str], queries: np.ndarray, terms: list[str], rounds: int
 ) -> dict[str, dict[str, Latency]]:
     """Interleaved round by round, so a busy neighbour slows every configuration alike."""
-    cases = {"vector, alpha 0.7": 0.7, "vector, alpha 1": 1.0, "hybrid, alpha 1": None}
+    cases: dict[str, tuple[str, float | None]] = {
+        "vector, alpha 0.7": (VECTOR_SEARCH, 0.7),
+        "vector, alpha 1": (VECTOR_SEARCH, 1.0),
+        "hybrid, alpha 1": (HYBRID_SEARCH, None),
+        "default request (no options)": (DEFAULT_SEARCH, None),
+    }
     seconds: dict[str, dict[str, list[float]]] = {c: {n: [] for n in dsns} for c in cases}
     conns = {n: psycopg.connect(d, autocommit=True, prepare_threshold=0) for n, d in dsns.items()}
     try:
@@ -99,14 +110,11 @@ def measure(
             register_vector(conn)
             conn.execute(VECTOR_SEARCH, (queries[0], 0.7)).fetchall()  # warm the caches
         for _ in range(rounds):
-            for case, alpha in cases.items():
+            for case, (sql, alpha) in cases.items():
                 for name, conn in conns.items():
                     for q, text in zip(queries, terms, strict=True):
                         started = time.perf_counter()
-                        if alpha is None:
-                            conn.execute(HYBRID_SEARCH, (q, text)).fetchall()
-                        else:
-                            conn.execute(VECTOR_SEARCH, (q, alpha)).fetchall()
+                        conn.execute(sql, (q, text if alpha is None else alpha)).fetchall()
                         seconds[case][name].append(time.perf_counter() - started)
     finally:
         for conn in conns.values():

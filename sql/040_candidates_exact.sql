@@ -2,9 +2,11 @@
 -- BM25 score: the exact, brute-force candidate set. memex.search uses it for tenants up
 -- to settings.exact_scan_max_rows, where a scan through the (agent_id, user_id,
 -- created_at) index is fast and recall is 1.0 by construction. BM25 statistics (document
--- frequencies, mean length) come from the same scan, so they are exact for the tenant;
--- only memories holding a query term have their tsvector unnested (a 10k-memory tenant of
--- paragraphs: hybrid search 166 -> 68 ms, bench/RESULTS.md "Paragraph-sized memories").
+-- frequencies, mean length) come from the same scan, so they are exact for the tenant.
+-- The scan reads no tsvector: lengths are the stored memories.tsv_length (revision 0011),
+-- and the memories holding a query term are found through the GIN index on tsv, so only
+-- theirs are read and unnested (a 10k-memory tenant of paragraphs: bench/RESULTS.md
+-- "Paragraph-sized memories").
 -- p_metadata (null: any) keeps only memories whose metadata contains it, before scoring;
 -- p_include_archived adds the memories consolidation archived.
 drop function if exists memex._candidates_exact(text, text, vector, text[], memex.memory_type[],
@@ -30,23 +32,27 @@ set search_path = pg_catalog, public, pg_temp
 as $$
     with live as materialized (
         select m.id, m.importance::double precision as importance, m.created_at,
-               1 - (m.embedding <=> p_query_embedding) as similarity, m.tsv
+               1 - (m.embedding <=> p_query_embedding) as similarity, m.tsv_length as dl
         from memex._live_memories(p_agent_id, p_user_id, p_memory_types, p_embedding_model,
                                   p_now, p_metadata, p_include_archived) m
     ),
     any_term as (
         select memex._any_term_query(p_terms) as q where cardinality(p_terms) > 0
     ),
+    holding as materialized (
+        -- the tenant's memories holding a query term, through the GIN index (live or not:
+        -- the join below keeps the live ones)
+        select m.id, m.tsv from memex.memories m cross join any_term a
+        where m.agent_id = p_agent_id and m.user_id = p_user_id and m.tsv @@ a.q
+    ),
     occurrences as (
-        -- one row per (memory, query term) it holds; only memories holding a query term
-        -- are unnested
-        select l.id, t.lexeme, coalesce(cardinality(t.positions), 1) as tf,
-               length(l.tsv) as dl
-        from live l cross join any_term a cross join lateral unnest(l.tsv) t
-        where l.tsv @@ a.q and t.lexeme = any (p_terms)
+        -- one row per (memory, query term) it holds
+        select l.id, t.lexeme, coalesce(cardinality(t.positions), 1) as tf, l.dl
+        from holding h join live l using (id) cross join lateral unnest(h.tsv) t
+        where t.lexeme = any (p_terms)
     ),
     stats as (
-        select count(*)::double precision as n, avg(length(l.tsv)) as avgdl from live l
+        select count(*)::double precision as n, avg(l.dl) as avgdl from live l
     ),
     bm25 as (
         select o.id, sum(memex._bm25(o.tf, o.dl, f.df, s.n, s.avgdl)) as score

@@ -236,6 +236,37 @@ def test_text_mode_is_bm25_over_any_query_term(conn: psycopg.Connection) -> None
     assert hits[0]["similarity"] is None
 
 
+def bm25(tf: float, dl: float, df: float, n: float, avgdl: float) -> float:
+    """BM25 as memex._bm25 defines it (k1 1.2, b 0.5)."""
+    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    return idf * tf * 2.2 / (tf + 1.2 * (0.5 + 0.5 * dl / avgdl))
+
+
+def test_bm25_statistics_count_the_tenants_live_memories_only(
+    conn: psycopg.Connection,
+) -> None:
+    # lexemes: deploy key live vault (4); rotat key everi quarter (4); lunch pasta (2)
+    store(conn, "The deploy key lives in the vault", unit((3, 1.0)))
+    store(conn, "Rotate the key every quarter", unit((4, 1.0)))
+    store(conn, "Lunch was pasta", unit((5, 1.0)))
+    # neither another tenant's memories nor an expired one count as documents
+    for _ in range(3):
+        store(conn, "deploy deploy key", unit((3, 1.0)), agent="other")
+    store(conn, "deploy key", unit((3, 1.0)), expires_at=datetime.now(UTC) - timedelta(days=1))
+    row = conn.execute("select bool_and(tsv_length = length(tsv)) from memex.memories").fetchone()
+    assert row == (True,)  # the stored length is the tsvector's
+    hits = search(conn, None, mode="text", query_text="deploy key", alpha=1.0, context_weight=0)
+    n, avgdl = 3, 10 / 3
+    first = bm25(1, 4, 1, n, avgdl) + bm25(1, 4, 2, n, avgdl)
+    second = bm25(1, 4, 2, n, avgdl)
+    assert [h["content"] for h in hits][:2] == [
+        "The deploy key lives in the vault",
+        "Rotate the key every quarter",
+    ]
+    assert hits[0]["text_rank"] == pytest.approx(first, rel=1e-6)
+    assert hits[1]["text_rank"] == pytest.approx(second, rel=1e-6)
+
+
 def test_hybrid_mode_blends_cosine_and_bm25(conn: psycopg.Connection) -> None:
     store(conn, "The deploy key lives in the vault", angled(0.2))
     store(conn, "Lunch was pasta", angled(0.9))
