@@ -22,6 +22,16 @@ MEMEXDB = Path(sys.executable).with_name("memexdb")  # the console script of thi
 START_TIMEOUT = 180.0  # embedded initdb + migration + model load on a loaded 2-core box
 STOP_TIMEOUT = 45.0
 
+
+def artifacts_dir(*parts: str) -> Path:
+    """Where tests keep what a person may want to look at (screenshots): MEMEX_TEST_ARTIFACTS,
+    by default test-artifacts/ at the repository root (gitignored); made if missing."""
+    root = Path(os.environ.get("MEMEX_TEST_ARTIFACTS") or REPO / "test-artifacts")
+    path = root.joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 # Internals that must never reach an HTTP client.
 LEAKS = ("Traceback", "psycopg", "Error(", 'File "', "asyncpg", "pydantic_core")
 
