@@ -219,6 +219,17 @@ def test_console_over_http(service: Service) -> None:
         _html_error(
             http.post("/admin/restore", data={"csrf": token, "agent_id": "a", "user_id": "u"}), 422
         )
+        saved = http.post(
+            "/admin/dream/config",
+            data={"csrf": token, "threshold": "50", "enabled": "false", "batch_size": ""},
+            follow_redirects=False,
+        )
+        assert (saved.status_code, saved.headers["location"]) == (
+            303,
+            "/admin/dream?notice=config_saved",
+        )
+        config = http.get("/v1/admin/dream/config").json()
+        assert (config["threshold"], config["enabled"], config["batch_size"]) == (50, False, 50)
         ok = http.post(
             "/admin/dream/pause",
             data={**form, "csrf": token},
@@ -270,6 +281,24 @@ def test_console_over_http(service: Service) -> None:
             "/v1/admin/keys/" + reader["id"], headers={"Authorization": f"Bearer {admin}"}
         )
         assert revoke.status_code == 200
+        # an agent's admin key: its agent, once named
+        agent_admin = http.post(
+            "/v1/admin/keys",
+            json={"access": "admin", "agent_id": "a"},
+            headers={"Authorization": f"Bearer {admin}"},
+        ).json()["token"]
+        with client(service.base_url) as scoped:
+            token_page = scoped.get("/admin/login").text
+            csrf = re.search(r'name="csrf" value="([^"]+)"', token_page)
+            assert csrf
+            scoped.post("/admin/login", data={"csrf": csrf.group(1), "key": agent_admin})
+            hint = scoped.get("/admin/")
+            assert hint.status_code == 200 and 'id="scoped"' in hint.text
+            mine = scoped.get("/admin/", params={"agent_id": "a"})
+            assert '<a href="/admin/agent?agent_id=a">a</a>' in mine.text
+            _html_error(scoped.get("/admin/", params={"agent_id": "b"}), 403)
+            _html_error(scoped.get("/admin/agent", params={"agent_id": "b"}), 403)
+            assert scoped.get("/admin/agent", params={"agent_id": "a"}).status_code == 200
         out = http.post("/admin/logout", data={"csrf": token.group(1)}, follow_redirects=False)
         assert out.status_code == 303 and out.headers["location"].startswith("/admin/login")
         assert http.get("/admin/", follow_redirects=False).status_code == 303

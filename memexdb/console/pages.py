@@ -108,9 +108,15 @@ async def agents(ctx: Ctx) -> Response:
     query = ctx.request.query_params
     agent_id = query.get("agent_id") or None
     after = query.get("after") or None
-    rows = await ctx.memex.agent_stats(agent_id, limit=PAGE_SIZE, after=after)
+    try:
+        rows = await ctx.memex.agent_stats(agent_id, limit=PAGE_SIZE, after=after)
+    except Forbidden:
+        if agent_id is not None:
+            raise
+        # an agent's admin key: it may see its own agent, once it names it
+        return ctx.render("agents.html", rows=[], agent_id=None, next_after=None, scoped=True)
     more = rows[-1].agent_id if len(rows) == PAGE_SIZE else None
-    return ctx.render("agents.html", rows=rows, agent_id=agent_id, next_after=more)
+    return ctx.render("agents.html", rows=rows, agent_id=agent_id, next_after=more, scoped=False)
 
 
 async def agent(ctx: Ctx) -> Response:
