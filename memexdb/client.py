@@ -857,6 +857,8 @@ class AsyncMemex:
 
     async def revoke_key(self, key: str) -> RevokedKey:
         """Revoke an API key by id or prefix; NotFound outside this caller's scope."""
+        if "\x00" in key:  # Postgres text cannot hold NUL: say so, not the driver
+            raise InvalidArgument("key", "must not contain NUL characters")
         rows: list[RevokedKey] = await self._fetch(RevokedKey, queries.REVOKE_KEY, {"key": key})
         return rows[0]
 

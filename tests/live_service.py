@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -185,6 +186,25 @@ class Service:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=STOP_TIMEOUT)
         self._log.close()
+
+
+@contextlib.contextmanager
+def service_on_new_database(server: Any, name: str) -> Iterator[Service]:
+    """A healthy service (uvicorn, one worker) on a fresh migrated database of the test
+    session's embedded `server`; stopped, and its database dropped, afterwards."""
+    from tests.conftest import drop_database, new_database, scratch_dir
+
+    dsn = new_database(server)
+    log = scratch_dir(f"memexdb-{name}-log-") / "service.log"
+    port = free_port()
+    running = Service(uvicorn_args(port), service_env(MEMEX_DATABASE_URL=dsn), port, log)
+    try:
+        running.wait_healthy()
+        yield running
+    finally:
+        running.close()
+        drop_database(server, dsn)
+        shutil.rmtree(log.parent, ignore_errors=True)
 
 
 def _under(path: str, root: Path) -> bool:

@@ -7,7 +7,6 @@ tests/test_console_ui.py drives the same pages in a browser."""
 from __future__ import annotations
 
 import re
-import shutil
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -20,8 +19,7 @@ from memexdb.console.web import CSRF_COOKIE, KEY_COOKIE, is_loopback, safe_next
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.errors import Forbidden, InvalidArgument
 from memexdb.params import MemoryCreate
-from tests.conftest import drop_database, new_database, scratch_dir
-from tests.live_service import Service, client, free_port, service_env, uvicorn_args
+from tests.live_service import Service, client, service_on_new_database
 
 A, B = "console-a", "console-b"
 
@@ -103,17 +101,8 @@ def test_loopback_and_redirect_rules() -> None:
 
 @pytest.fixture(scope="module")
 def service(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[Service]:
-    dsn = new_database(pg_server)
-    log = scratch_dir("memexdb-console-log-") / "service.log"
-    port = free_port()
-    running = Service(uvicorn_args(port), service_env(MEMEX_DATABASE_URL=dsn), port, log)
-    try:
-        running.wait_healthy()
+    with service_on_new_database(pg_server, "console") as running:
         yield running
-    finally:
-        running.close()
-        drop_database(pg_server, dsn)
-        shutil.rmtree(log.parent, ignore_errors=True)
 
 
 def _csrf(http: httpx.Client) -> str:
@@ -129,6 +118,90 @@ def _html_error(response: httpx.Response, status: int) -> None:
     assert response.headers["content-type"].startswith("text/html")
     assert "Traceback" not in response.text and "psycopg" not in response.text
     assert 'class="error"' in response.text
+
+
+JUNK = ["", "\x00", "x" * 5000, "-1", "0", "99999999999999999999999", "1e3", "é😀", "<b>", "[1]"]
+BASE = {
+    "agent_id": "a",
+    "user_id": "u",
+    "path": "user/p.md",
+    "query": "x",
+    "id": str(uuid.UUID(int=1)),
+    "revision": "1",
+    "from_revision": "1",
+    "to_revision": "1",
+    "access": "root",  # never a valid key request: the service stays open
+    "run_id": "1",
+    "key": "nope",
+    "paused": "true",
+}
+GET_PAGES = {
+    "/admin/": ["agent_id", "after"],
+    "/admin/agent": ["agent_id", "after"],
+    "/admin/memories": [
+        "agent_id",
+        "user_id",
+        "cursor",
+        "memory_type",
+        "include_archived",
+        "created_after",
+        "metadata",
+    ],
+    "/admin/search": [
+        "agent_id",
+        "user_id",
+        "query",
+        "top_k",
+        "alpha",
+        "half_life_days",
+        "mode",
+        "memory_type",
+        "include_archived",
+    ],
+    "/admin/memory": ["agent_id", "user_id", "id"],
+    "/admin/files": ["agent_id", "user_id", "prefix", "limit", "after"],
+    "/admin/file": ["agent_id", "user_id", "path", "limit", "before"],
+    "/admin/revision": ["agent_id", "user_id", "path", "revision"],
+    "/admin/diff": ["agent_id", "user_id", "path", "from_revision", "to_revision"],
+    "/admin/access-log": ["agent_id", "user_id", "since", "until", "limit", "before"],
+    "/admin/dream": ["agent_id", "user_id", "limit", "before", "after"],
+    "/admin/keys": ["agent_id"],
+    "/admin/audit": ["limit", "before"],
+    "/admin/login": ["next", "notice"],
+}
+POST_PAGES = {
+    "/admin/restore": ["agent_id", "user_id", "path", "revision"],
+    "/admin/dream/config": ["enabled", "threshold", "batch_size"],
+    "/admin/dream/pause": ["agent_id", "user_id", "paused", "next"],
+    "/admin/dream/restore": ["run_id"],
+    "/admin/dream/run": ["agent_id", "user_id"],
+    "/admin/keys": ["access", "agent_id", "user_ids", "name", "expires_at"],
+    "/admin/keys/revoke": ["key"],
+}
+
+
+def test_junk_in_any_field_is_never_a_500(service: Service) -> None:
+    """Each field of each page, one at a time, set to text that is not what it expects."""
+    with client(service.base_url) as http:
+        token = _csrf(http)
+        sent = 0
+        for pages, post in ((GET_PAGES, False), (POST_PAGES, True)):
+            for path, names in pages.items():
+                for name in names:
+                    for junk in JUNK:
+                        values = {**BASE, name: junk}
+                        if post:
+                            answer = http.post(path, data={**values, "csrf": token})
+                        else:
+                            answer = http.get(path, params=values)
+                        sent += 1
+                        assert answer.status_code < 500, (path, name, junk, answer.text[:500])
+                        if answer.status_code != 303:  # a done action: back to a page
+                            assert answer.headers["content-type"].startswith("text/html"), path
+                        assert "Traceback" not in answer.text
+        assert sent == 10 * sum(len(n) for p in (GET_PAGES, POST_PAGES) for n in p.values())
+        # the service is still open: no junk made a key
+        assert http.get("/v1/admin/keys").json()["keys"] == []
 
 
 BAD_PAGES = [
@@ -219,6 +292,7 @@ def test_console_over_http(service: Service) -> None:
         _html_error(
             http.post("/admin/restore", data={"csrf": token, "agent_id": "a", "user_id": "u"}), 422
         )
+        before = http.get("/v1/admin/dream/config").json()
         saved = http.post(
             "/admin/dream/config",
             data={"csrf": token, "threshold": "50", "enabled": "false", "batch_size": ""},
@@ -229,7 +303,8 @@ def test_console_over_http(service: Service) -> None:
             "/admin/dream?notice=config_saved",
         )
         config = http.get("/v1/admin/dream/config").json()
-        assert (config["threshold"], config["enabled"], config["batch_size"]) == (50, False, 50)
+        assert (config["threshold"], config["enabled"]) == (50, False)
+        assert config["batch_size"] == before["batch_size"]  # an empty field: unchanged
         ok = http.post(
             "/admin/dream/pause",
             data={**form, "csrf": token},

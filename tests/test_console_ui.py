@@ -8,7 +8,6 @@ kept in $MEMEX_TEST_ARTIFACTS/console (default test-artifacts/console)."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,8 +20,7 @@ from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from memexdb.embedded import EmbeddedPostgres
-from tests.conftest import drop_database, new_database, scratch_dir
-from tests.live_service import Service, artifacts_dir, client, free_port, service_env, uvicorn_args
+from tests.live_service import Service, artifacts_dir, client, service_on_new_database
 from tests.test_docs_ui import browser  # noqa: F401  (the fixture: Debian's chromium)
 
 A, U = "console-agent", "alice"
@@ -42,17 +40,8 @@ WAIT = 20.0  # seconds for any page of the console (server-rendered, small)
 
 @pytest.fixture(scope="module")
 def service(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[Service]:
-    dsn = new_database(pg_server)
-    log = scratch_dir("memexdb-console-ui-log-") / "service.log"
-    port = free_port()
-    running = Service(uvicorn_args(port), service_env(MEMEX_DATABASE_URL=dsn), port, log)
-    try:
-        running.wait_healthy()
+    with service_on_new_database(pg_server, "console-ui") as running:
         yield running
-    finally:
-        running.close()
-        drop_database(pg_server, dsn)
-        shutil.rmtree(log.parent, ignore_errors=True)
 
 
 def seed(http: httpx.Client) -> dict[str, Any]:

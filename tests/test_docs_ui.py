@@ -20,8 +20,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from memexdb.embedded import EmbeddedPostgres
-from tests.conftest import drop_database, new_database, scratch_dir
-from tests.live_service import Service, artifacts_dir, free_port, service_env, uvicorn_args
+from tests.live_service import Service, artifacts_dir, service_on_new_database
 
 RENDER_TIMEOUT = 60.0  # Swagger UI parses a 1.5 MB bundle; a loaded 2-core box is slow
 METHODS = {"get", "post", "put", "patch", "delete"}
@@ -41,17 +40,8 @@ def browser_paths() -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def service(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[Service]:
-    dsn = new_database(pg_server)
-    log = scratch_dir("memexdb-docs-log-") / "service.log"
-    port = free_port()
-    running = Service(uvicorn_args(port), service_env(MEMEX_DATABASE_URL=dsn), port, log)
-    try:
-        running.wait_healthy()
+    with service_on_new_database(pg_server, "docs") as running:
         yield running
-    finally:
-        running.close()
-        drop_database(pg_server, dsn)
-        shutil.rmtree(log.parent, ignore_errors=True)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from pydantic import BaseModel, ConfigDict
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -32,6 +33,24 @@ from memexdb.types import Access, MemoryType, SearchMode
 STATIC = Path(__file__).with_name("static")
 PAGE_SIZE = 50
 ANY_METHOD = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+class AgentsQuery(BaseModel):
+    """Query string of the tenants page."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    agent_id: params.AgentId | None = None
+    after: params.AgentId | None = None
+
+
+class UsersQuery(BaseModel):
+    """Query string of an agent's page."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    agent_id: params.AgentId
+    after: params.UserId | None = None
 
 
 def _tenant(values: Any) -> params.TenantQuery:
@@ -105,11 +124,10 @@ async def logout(ctx: Ctx) -> Response:
 
 
 async def agents(ctx: Ctx) -> Response:
-    query = ctx.request.query_params
-    agent_id = query.get("agent_id") or None
-    after = query.get("after") or None
+    query = validated(AgentsQuery, ctx.request.query_params)
+    agent_id = query.agent_id
     try:
-        rows = await ctx.memex.agent_stats(agent_id, limit=PAGE_SIZE, after=after)
+        rows = await ctx.memex.agent_stats(agent_id, limit=PAGE_SIZE, after=query.after)
     except Forbidden:
         if agent_id is not None:
             raise
@@ -120,11 +138,9 @@ async def agents(ctx: Ctx) -> Response:
 
 
 async def agent(ctx: Ctx) -> Response:
-    query = ctx.request.query_params
-    agent_id = validated(params.KeysQuery, query).agent_id
-    if agent_id is None:
-        raise invalid("agent_id", "required")
-    rows = await ctx.memex.user_stats(agent_id, limit=PAGE_SIZE, after=query.get("after") or None)
+    query = validated(UsersQuery, ctx.request.query_params)
+    agent_id = query.agent_id
+    rows = await ctx.memex.user_stats(agent_id, limit=PAGE_SIZE, after=query.after)
     more = rows[-1].user_id if len(rows) == PAGE_SIZE else None
     return ctx.render(
         "agent.html", agent_id=agent_id, rows=rows, next_after=more, here=_here(ctx.request)
@@ -141,15 +157,18 @@ def _here(request: Request) -> str:
 async def memories(ctx: Ctx) -> Response:
     query = validated(params.ListQuery, ctx.request.query_params)
     page_ = await ctx.memex.list_memories(**query.model_dump())
+    return _memories_page(ctx, query, rows=page_.memories, next_cursor=page_.next_cursor)
+
+
+def _memories_page(ctx: Ctx, tenant: Any, **values: Any) -> Response:
+    """The memories page: a page of the list (rows, next_cursor) or search hits."""
+    shown = {"rows": None, "next_cursor": None, "search": None, "hits": None, **values}
     return ctx.render(
         "memories.html",
-        tenant=query,
-        rows=page_.memories,
-        next_cursor=page_.next_cursor,
+        tenant=tenant,
         types=[t.value for t in MemoryType],
         modes=[m.value for m in SearchMode],
-        search=None,
-        hits=None,
+        **shown,
     )
 
 
@@ -168,16 +187,7 @@ async def search(ctx: Ctx) -> Response:
         memory_types=[memory_type] if memory_type else None,
         include_archived=q.get("include_archived") == "true",
     )
-    return ctx.render(
-        "memories.html",
-        tenant=tenant,
-        rows=None,
-        next_cursor=None,
-        types=[t.value for t in MemoryType],
-        modes=[m.value for m in SearchMode],
-        search=q,
-        hits=hits,
-    )
+    return _memories_page(ctx, tenant, search=q, hits=hits)
 
 
 async def memory(ctx: Ctx) -> Response:

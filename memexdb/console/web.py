@@ -239,7 +239,7 @@ def _error_page(ctx: Ctx, exc: Exception) -> Response:
         status, title, fields = 503, "Database unavailable", []
         message = "The database is unavailable; retry in a moment."
     else:
-        log.error("unexpected console error: %r", exc)
+        log.error("unexpected memexdb error: %r", exc)
         status, title, message, fields = 500, "Internal error", "Internal server error.", []
     return ctx.render("error.html", status, title=title, message=message, fields=fields)
 
@@ -262,6 +262,16 @@ def page(handler: Handler, *, login: bool = True) -> Callable[[Request], Awaitab
             return response
         except (ConsoleError, ValidationError, MemexError) as exc:
             return _error_page(ctx, exc)
+        except Exception:
+            # a page, not the API's JSON; logged once, with its traceback, never shown
+            log.exception("unhandled console error on %s %s", request.method, request.url.path)
+            return ctx.render(
+                "error.html",
+                500,
+                title="Internal error",
+                message="Internal server error.",
+                fields=[],
+            )
 
     return run
 

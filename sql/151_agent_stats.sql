@@ -33,8 +33,7 @@ begin
     perform memex._authorize(p_agent_id, null, 'admin');
     return query
         select a.agent_id, a.users,
-               coalesce(s.episodic, 0), coalesce(s.semantic, 0), coalesce(s.procedural, 0),
-               coalesce(s.archived, 0), coalesce(s.expired, 0), coalesce(s.files, 0),
+               s.episodic, s.semantic, s.procedural, s.archived, s.expired, s.files,
                s.last_write_at
         from (select t.agent_id, count(*) as users from memex.tenants t
               where (p_agent_id is null or t.agent_id = p_agent_id)
@@ -42,26 +41,7 @@ begin
               group by t.agent_id
               order by t.agent_id
               limit p_limit) a
-        left join lateral (
-            select count(*) filter (where m.path is null and m.archived_at is null
-                                      and m.memory_type = 'episodic' and not m.gone)
-                       as episodic,
-                   count(*) filter (where m.path is null and m.archived_at is null
-                                      and m.memory_type = 'semantic' and not m.gone)
-                       as semantic,
-                   count(*) filter (where m.path is null and m.archived_at is null
-                                      and m.memory_type = 'procedural' and not m.gone)
-                       as procedural,
-                   count(*) filter (where m.path is null and m.archived_at is not null)
-                       as archived,
-                   count(*) filter (where m.path is null and m.archived_at is null and m.gone)
-                       as expired,
-                   count(*) filter (where m.path is not null) as files,
-                   max(m.updated_at) as last_write_at
-            from (select r.path, r.archived_at, r.memory_type, r.updated_at,
-                         coalesce(r.expires_at <= v_now, false) as gone
-                  from memex.memories r where r.agent_id = a.agent_id) m
-        ) s on true
+        cross join lateral memex._holdings(a.agent_id, null, v_now) s
         order by a.agent_id;
 end
 $$;

@@ -37,35 +37,14 @@ begin
     perform memex._authorize(p_agent_id, null, 'admin');
     return query
         select t.agent_id, t.user_id,
-               coalesce(s.episodic, 0), coalesce(s.semantic, 0), coalesce(s.procedural, 0),
-               coalesce(s.archived, 0), coalesce(s.expired, 0), coalesce(s.files, 0),
+               s.episodic, s.semantic, s.procedural, s.archived, s.expired, s.files,
                s.last_write_at, t.dream_paused
         from (select t0.agent_id, t0.user_id, t0.dream_paused from memex.tenants t0
               where t0.agent_id = p_agent_id
                 and (p_after is null or t0.user_id > p_after)
               order by t0.user_id
               limit p_limit) t
-        left join lateral (
-            select count(*) filter (where m.path is null and m.archived_at is null
-                                      and m.memory_type = 'episodic' and not m.gone)
-                       as episodic,
-                   count(*) filter (where m.path is null and m.archived_at is null
-                                      and m.memory_type = 'semantic' and not m.gone)
-                       as semantic,
-                   count(*) filter (where m.path is null and m.archived_at is null
-                                      and m.memory_type = 'procedural' and not m.gone)
-                       as procedural,
-                   count(*) filter (where m.path is null and m.archived_at is not null)
-                       as archived,
-                   count(*) filter (where m.path is null and m.archived_at is null and m.gone)
-                       as expired,
-                   count(*) filter (where m.path is not null) as files,
-                   max(m.updated_at) as last_write_at
-            from (select r.path, r.archived_at, r.memory_type, r.updated_at,
-                         coalesce(r.expires_at <= v_now, false) as gone
-                  from memex.memories r
-                  where r.agent_id = t.agent_id and r.user_id = t.user_id) m
-        ) s on true
+        cross join lateral memex._holdings(t.agent_id, t.user_id, v_now) s
         order by t.user_id;
 end
 $$;
