@@ -64,7 +64,13 @@ def seed(http: httpx.Client) -> dict[str, Any]:
         json={"access": "read", "agent_id": A},
         headers={"Authorization": f"Bearer {token}"},
     )
-    return {"admin": token, "reader": reader.json()["token"], "run": condensed[0]["id"]}
+    return {
+        "admin": token,
+        "reader": reader.json()["token"],
+        "run": condensed[0]["id"],
+        "summary": condensed[0]["summary_id"],
+        "condensed": condensed[0]["memories_in"],
+    }
 
 
 class Steps:
@@ -176,6 +182,15 @@ def test_console_in_a_browser(service: Service, browser: webdriver.Chrome) -> No
     assert content.startswith(title.rstrip(".…").rstrip())
     assert s.find("#archived").text == "no"
     s.shot("memory")
+
+    # Lineage: the consolidation summary names its sources; a source, archived, its summary
+    s.open(f"/admin/memory?agent_id={A}&user_id={U}&id={keys['summary']}")
+    sources = s.find("#source-ids").find_elements(By.TAG_NAME, "a")
+    assert len(sources) == keys["condensed"] >= 2
+    s.click_and_load(sources[0])
+    assert s.find("#archived").text != "no"
+    assert s.find("#superseded-by").text == keys["summary"]
+    s.shot("archived-source")
 
     # The file, its two revisions, and the diff between them
     s.click_and_load(browser.find_element(By.LINK_TEXT, "Files"))
