@@ -189,15 +189,16 @@ class Service:
 
 
 @contextlib.contextmanager
-def service_on_new_database(server: Any, name: str) -> Iterator[Service]:
+def service_on_new_database(server: Any, name: str, **env: str) -> Iterator[Service]:
     """A healthy service (uvicorn, one worker) on a fresh migrated database of the test
-    session's embedded `server`; stopped, and its database dropped, afterwards."""
+    session's embedded `server`, with settings `env`; stopped, and its database dropped,
+    afterwards."""
     from tests.conftest import drop_database, new_database, scratch_dir
 
     dsn = new_database(server)
     log = scratch_dir(f"memexdb-{name}-log-") / "service.log"
     port = free_port()
-    running = Service(uvicorn_args(port), service_env(MEMEX_DATABASE_URL=dsn), port, log)
+    running = Service(uvicorn_args(port), service_env(MEMEX_DATABASE_URL=dsn, **env), port, log)
     try:
         running.wait_healthy()
         yield running

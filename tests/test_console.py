@@ -22,6 +22,7 @@ from memexdb.params import MemoryCreate
 from tests.live_service import Service, client, service_on_new_database
 
 A, B = "console-a", "console-b"
+PUBLIC_HOST = "memex.example.com"
 
 
 async def test_agent_and_user_stats_count_what_tenants_hold(amemex: AsyncMemex) -> None:
@@ -101,7 +102,9 @@ def test_loopback_and_redirect_rules() -> None:
 
 @pytest.fixture(scope="module")
 def service(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[Service]:
-    with service_on_new_database(pg_server, "console") as running:
+    # a second Host name, as a service behind a TLS proxy answers (MEMEX_ALLOWED_HOSTS)
+    hosts = f"127.0.0.1:*,{PUBLIC_HOST}"
+    with service_on_new_database(pg_server, "console", MEMEX_ALLOWED_HOSTS=hosts) as running:
         yield running
 
 
@@ -348,6 +351,19 @@ def test_console_over_http(service: Service) -> None:
             c for c in welcome.headers.get_list("set-cookie") if c.startswith(KEY_COOKIE)
         ).lower()
         assert "httponly" in cookie and "samesite=strict" in cookie and "path=/admin" in cookie
+        # beyond loopback the cookie is Secure, and plain HTTP is called out
+        public = {"Host": PUBLIC_HOST, "Origin": f"https://{PUBLIC_HOST}"}
+        assert 'id="plain-http"' in http.get("/admin/login", headers=public).text
+        assert 'id="plain-http"' not in http.get("/admin/login").text
+        behind_tls = httpx.post(  # its own cookie jar: a Secure cookie goes over https only
+            f"{service.base_url}/admin/login",
+            data={**login, "key": admin},
+            headers={**public, "Cookie": f"{CSRF_COOKIE}={login['csrf']}"},
+            follow_redirects=False,
+        )
+        assert behind_tls.status_code == 303
+        secure = [c.lower() for c in behind_tls.headers.get_list("set-cookie")]
+        assert secure and all("; secure" in c for c in secure), secure
         keys = http.get("/admin/keys")
         assert keys.status_code == 200 and reader["prefix"] in keys.text
         assert admin not in keys.text

@@ -22,6 +22,7 @@ from memexdb.console.web import (
     Handler,
     form_of,
     invalid,
+    is_loopback,
     page,
     safe_next,
     set_key_cookie,
@@ -90,7 +91,13 @@ async def login_form(ctx: Ctx) -> Response:
         next=safe_next(ctx.request.query_params.get("next")),
         open_service=open_service,
         error=None,
+        plain_http=_plain_http(ctx.request),
     )
+
+
+def _plain_http(request: Request) -> bool:
+    """Served without TLS to another machine: the browser will not keep a Secure cookie."""
+    return request.url.scheme != "https" and not is_loopback(request.headers.get("host", ""))
 
 
 async def login(ctx: Ctx) -> Response:
@@ -109,7 +116,13 @@ async def login(ctx: Ctx) -> Response:
             error, status = "This key is not an admin key: the console needs one.", 403
     if error is not None:
         return ctx.render(
-            "login.html", status, next=target, open_service=False, error=error, logged_in=False
+            "login.html",
+            status,
+            next=target,
+            open_service=False,
+            error=error,
+            logged_in=False,
+            plain_http=_plain_http(ctx.request),
         )
     response = ctx.finish(Response(status_code=303, headers={"Location": target}))
     return set_key_cookie(ctx, response, key)
