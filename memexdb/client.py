@@ -55,6 +55,7 @@ from memexdb.params import (
 from memexdb.types import (
     Access,
     AccessEvent,
+    AgentStats,
     ApiKey,
     AuditEvent,
     ConsolidationRun,
@@ -84,6 +85,7 @@ from memexdb.types import (
     SearchMode,
     SmartRead,
     StaleEmbedding,
+    UserStats,
 )
 
 _OPEN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
@@ -864,6 +866,8 @@ class AsyncMemex:
 
     async def revoke_key(self, key: str) -> RevokedKey:
         """Revoke an API key by id or prefix; NotFound outside this caller's scope."""
+        if "\x00" in key:  # Postgres text cannot hold NUL: say so, not the driver
+            raise InvalidArgument("key", "must not contain NUL characters")
         rows: list[RevokedKey] = await self._fetch(RevokedKey, queries.REVOKE_KEY, {"key": key})
         return rows[0]
 
@@ -1357,6 +1361,30 @@ class AsyncMemex:
         )
         return bool(rows[0])
 
+    # --- Tenants at a glance (the admin console): memex.agent_stats, memex.user_stats ---
+
+    async def agent_stats(
+        self,
+        agent_id: str | None = None,
+        *,
+        limit: int = params.DEFAULT_RUNS_LIMIT,
+        after: str | None = None,
+    ) -> list[AgentStats]:
+        """Agents in agent_id order after `after` (admin; `agent_id`: that one only), each
+        with its users and its memories by type, archived, expired and files."""
+        return await self._fetch(
+            AgentStats, queries.AGENT_STATS, {"agent_id": agent_id, "limit": limit, "after": after}
+        )
+
+    async def user_stats(
+        self, agent_id: str, *, limit: int = params.DEFAULT_RUNS_LIMIT, after: str | None = None
+    ) -> list[UserStats]:
+        """The users of an agent in user_id order after `after` (admin of the agent), each
+        with its memories by type, archived, expired, files and consolidation pause."""
+        return await self._fetch(
+            UserStats, queries.USER_STATS, {"agent_id": agent_id, "limit": limit, "after": after}
+        )
+
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -1529,3 +1557,5 @@ class Memex:
     consolidation_runs = _blocking(AsyncMemex.consolidation_runs)
     dream_users = _blocking(AsyncMemex.dream_users)
     set_dream_paused = _blocking(AsyncMemex.set_dream_paused)
+    agent_stats = _blocking(AsyncMemex.agent_stats)
+    user_stats = _blocking(AsyncMemex.user_stats)

@@ -1066,6 +1066,8 @@ PathPrefix = Annotated[
         description="Only files whose path starts with this (e.g. user/ or agent/notes/).",
         json_schema_extra={"pattern": "^[A-Za-z0-9._/-]*$"},
     ),
+    # Postgres text cannot hold NUL: a 422 here, not the driver's error (a 500)
+    _NoNul,
 ]
 FileContent = Annotated[
     str,

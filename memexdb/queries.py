@@ -290,6 +290,15 @@ SET_DREAM_PAUSED = """
 select memex.set_dream_paused(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_paused => %(paused)s)
 """
+# The admin console's tenant pages (memexdb.console)
+AGENT_STATS = """
+select * from memex.agent_stats(
+    p_agent_id => %(agent_id)s, p_limit => %(limit)s, p_after => %(after)s)
+"""
+USER_STATS = """
+select * from memex.user_stats(
+    p_agent_id => %(agent_id)s, p_limit => %(limit)s, p_after => %(after)s)
+"""
 
 # pg_cron (memexdb.pg_cron) in this database: may this role use it, and does its scheduler
 # run here? Its launcher connects to the database of cron.database_name, where alone jobs

@@ -427,3 +427,34 @@ class DreamUser:
     runs_done: int
     runs_failed: int
     runs_restored: int
+
+
+@dataclass(frozen=True, slots=True)
+class AgentStats:
+    """A row of memex.agent_stats: one agent, its users and what they hold."""
+
+    agent_id: str
+    users: int
+    episodic: int
+    semantic: int
+    procedural: int
+    archived: int
+    expired: int
+    files: int
+    last_write_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class UserStats:
+    """A row of memex.user_stats: one user of an agent and what it holds."""
+
+    agent_id: str
+    user_id: str
+    episodic: int
+    semantic: int
+    procedural: int
+    archived: int
+    expired: int
+    files: int
+    last_write_at: datetime | None
+    dream_paused: bool

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -21,6 +22,16 @@ REPO = Path(__file__).resolve().parents[1]
 MEMEXDB = Path(sys.executable).with_name("memexdb")  # the console script of this venv
 START_TIMEOUT = 180.0  # embedded initdb + migration + model load on a loaded 2-core box
 STOP_TIMEOUT = 45.0
+
+
+def artifacts_dir(*parts: str) -> Path:
+    """Where tests keep what a person may want to look at (screenshots): MEMEX_TEST_ARTIFACTS,
+    by default test-artifacts/ at the repository root (gitignored); made if missing."""
+    root = Path(os.environ.get("MEMEX_TEST_ARTIFACTS") or REPO / "test-artifacts")
+    path = root.joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
 
 # Internals that must never reach an HTTP client.
 LEAKS = ("Traceback", "psycopg", "Error(", 'File "', "asyncpg", "pydantic_core")
@@ -175,6 +186,26 @@ class Service:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=STOP_TIMEOUT)
         self._log.close()
+
+
+@contextlib.contextmanager
+def service_on_new_database(server: Any, name: str, **env: str) -> Iterator[Service]:
+    """A healthy service (uvicorn, one worker) on a fresh migrated database of the test
+    session's embedded `server`, with settings `env`; stopped, and its database dropped,
+    afterwards."""
+    from tests.conftest import drop_database, new_database, scratch_dir
+
+    dsn = new_database(server)
+    log = scratch_dir(f"memexdb-{name}-log-") / "service.log"
+    port = free_port()
+    running = Service(uvicorn_args(port), service_env(MEMEX_DATABASE_URL=dsn, **env), port, log)
+    try:
+        running.wait_healthy()
+        yield running
+    finally:
+        running.close()
+        drop_database(server, dsn)
+        shutil.rmtree(log.parent, ignore_errors=True)
 
 
 def _under(path: str, root: Path) -> bool:

@@ -1,7 +1,7 @@
 """`/docs` as a person meets it: Debian's headless Chromium, driven by Selenium through
 Debian's chromedriver, loads the page from a real service and must render every operation
 of the OpenAPI document, with nothing fetched from outside the service. The screenshot is
-kept in test-artifacts/docs.png."""
+kept in test-artifacts/docs.png (or $MEMEX_TEST_ARTIFACTS)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from memexdb.embedded import EmbeddedPostgres
-from tests.conftest import drop_database, new_database, scratch_dir
-from tests.live_service import REPO, Service, free_port, service_env, uvicorn_args
+from tests.live_service import Service, artifacts_dir, service_on_new_database
 
-ARTIFACTS = REPO / "test-artifacts"
 RENDER_TIMEOUT = 60.0  # Swagger UI parses a 1.5 MB bundle; a loaded 2-core box is slow
 METHODS = {"get", "post", "put", "patch", "delete"}
 
@@ -42,17 +40,8 @@ def browser_paths() -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def service(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[Service]:
-    dsn = new_database(pg_server)
-    log = scratch_dir("memexdb-docs-log-") / "service.log"
-    port = free_port()
-    running = Service(uvicorn_args(port), service_env(MEMEX_DATABASE_URL=dsn), port, log)
-    try:
-        running.wait_healthy()
+    with service_on_new_database(pg_server, "docs") as running:
         yield running
-    finally:
-        running.close()
-        drop_database(pg_server, dsn)
-        shutil.rmtree(log.parent, ignore_errors=True)
 
 
 @pytest.fixture
@@ -110,8 +99,8 @@ def test_docs_render_every_operation(service: Service, browser: webdriver.Chrome
     expected = operations(document)
     assert "/v1/memories/search" in {path for _, path, _ in expected}
 
-    ARTIFACTS.mkdir(exist_ok=True)
-    screenshot = ARTIFACTS / "docs.png"
+    artifacts = artifacts_dir()
+    screenshot = artifacts / "docs.png"
     screenshot.unlink(missing_ok=True)
     browser.get(f"{service.base_url}/docs")
     try:
@@ -141,7 +130,7 @@ def test_docs_render_every_operation(service: Service, browser: webdriver.Chrome
     WebDriverWait(browser, RENDER_TIMEOUT, poll_frequency=0.2).until(
         lambda d: '"query"' in block.text
     )
-    browser.save_screenshot(str(ARTIFACTS / "docs-search.png"))
+    browser.save_screenshot(str(artifacts / "docs-search.png"))
 
     # Everything the page loaded came from the service itself (no CDN, no validator).
     loaded = browser.execute_script(

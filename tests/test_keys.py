@@ -309,6 +309,8 @@ OPERATOR_ONLY = {
     "consolidate_due",
     "set_dream_config",
     "dream_due",
+    "agent_stats",
+    "user_stats",
 }
 
 

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from memexdb import __version__
+from memexdb import __version__, console
 from memexdb.client import AsyncMemex
 from memexdb.errors import DatabaseUnavailable
 from memexdb.params import (
@@ -289,6 +289,8 @@ def routes() -> list[BaseRoute]:
     return [
         *(_route(path, endpoints) for path, endpoints in by_path.items()),
         *docs.routes(ENDPOINTS),
+        # the admin console (HTML pages, not in the OpenAPI document): memexdb.console
+        *console.routes(),
     ]
 
 

@@ -1,0 +1,298 @@
+"""The console's plumbing: the admin key in a cookie, CSRF checks of every POST, forms,
+templates and error pages.
+
+The console holds no rights of its own: each page acts with the key of its cookie (or
+with no key, which SQL accepts only from an open loopback service without keys), through
+AsyncMemex, and SQL answers 401/403 exactly as it does for the REST API.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from memexdb.client import AsyncMemex
+from memexdb.errors import (
+    Conflict,
+    DatabaseUnavailable,
+    Forbidden,
+    InvalidArgument,
+    MemexError,
+    NotFound,
+    RateLimited,
+    Unauthenticated,
+)
+from memexdb.params import field_errors
+
+log = logging.getLogger("memexdb.console")
+
+PREFIX = "/admin"
+KEY_COOKIE = "memex_admin_key"
+CSRF_COOKIE = "memex_admin_csrf"
+CSRF_FIELD = "csrf"
+MAX_FORM_BYTES = 64 * 1024
+LOOPBACK_NAMES = frozenset({"localhost"})
+
+# What a redirect after an action may say (a code in the URL, never text from it).
+NOTICES = {
+    "logged_in": "Logged in.",
+    "logged_out": "Logged out.",
+    "restored": "Revision restored: the file has a new revision with that content.",
+    "paused": "Consolidation paused for this user.",
+    "resumed": "Consolidation resumed for this user.",
+    "config_saved": "Consolidation settings saved.",
+    "run_restored": "Run undone: its memories are live again.",
+    "ran": "Consolidation ran for this user.",
+    "nothing_ran": "Nothing to do: another runner holds this user, or nothing was due.",
+    "revoked": "Key revoked.",
+}
+
+templates = Environment(
+    loader=PackageLoader("memexdb.console", "templates"),
+    autoescape=select_autoescape(default=True, default_for_string=True),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+templates.globals["prefix"] = PREFIX
+templates.globals["csrf_field"] = CSRF_FIELD
+
+
+def admin_url(page: str, /, **query: Any) -> str:
+    """`/admin/<page>?query` (None values left out)."""
+    given = {k: v for k, v in query.items() if v is not None}
+    return f"{PREFIX}/{page}" + (f"?{urlencode(given)}" if given else "")
+
+
+templates.globals["url"] = admin_url
+
+
+class ConsoleError(Exception):
+    """A page that says what went wrong, with its status."""
+
+    def __init__(self, status: int, title: str, message: str, fields: list[str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.title = title
+        self.message = message
+        self.fields = fields or []
+
+
+def invalid(field: str, message: str) -> ConsoleError:
+    """The 422 page of one bad field."""
+    return ConsoleError(422, "Invalid input", "Some fields are not valid:", [f"{field}: {message}"])
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a Host header names this machine (127.0.0.0/8, ::1, localhost)."""
+    if host.startswith("["):  # [v6]:port
+        name = host[1:].split("]", 1)[0]
+    else:
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    name = name.lower()
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class Ctx:
+    """One request to the console: who it acts as and its CSRF token."""
+
+    request: Request
+    memex: AsyncMemex
+    key: str | None
+    csrf: str
+    new_csrf: bool
+
+    def render(self, template: str, status: int = 200, **values: Any) -> Response:
+        notice = NOTICES.get(self.request.query_params.get("notice", ""))
+        page = {"csrf": self.csrf, "logged_in": self.key is not None, "notice": notice}
+        html = templates.get_template(template).render({**page, **values})
+        return self.finish(HTMLResponse(html, status_code=status))
+
+    def finish(self, response: Response) -> Response:
+        secure = not is_loopback(self.request.headers.get("host", ""))
+        if self.new_csrf:
+            response.set_cookie(
+                CSRF_COOKIE,
+                self.csrf,
+                path=PREFIX,
+                httponly=True,
+                samesite="strict",
+                secure=secure,
+            )
+        response.headers["Cache-Control"] = "no-store"
+        response.headers["X-Frame-Options"] = "DENY"
+        response.headers["Content-Security-Policy"] = (
+            "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:;"
+            " form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        )
+        response.headers["Referrer-Policy"] = "same-origin"
+        return response
+
+    def redirect(self, page: str, /, **query: Any) -> Response:
+        return self.finish(RedirectResponse(admin_url(page, **query), status_code=303))
+
+
+Handler = Callable[[Ctx], Awaitable[Response]]
+
+
+def context(request: Request) -> Ctx:
+    memex: AsyncMemex = request.app.state.memex
+    key = request.cookies.get(KEY_COOKIE) or None
+    csrf = request.cookies.get(CSRF_COOKIE) or ""
+    new = len(csrf) < 32
+    if new:
+        csrf = secrets.token_urlsafe(32)
+    return Ctx(request, memex.with_key(key), key, csrf, new)
+
+
+def _same_origin(request: Request) -> bool:
+    """A POST from this console's own pages: SameSite=Strict keeps the cookies off
+    cross-site requests, and a browser's Origin (or Referer) must name this host."""
+    host = request.headers.get("host", "")
+    if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        return False
+    source = request.headers.get("origin") or request.headers.get("referer")
+    if source is None:
+        return True  # not a browser (curl...): the token below still has to match
+    scheme, _, rest = source.partition("://")
+    return scheme in ("http", "https") and rest.split("/", 1)[0] == host
+
+
+async def form_of(ctx: Ctx) -> dict[str, str]:
+    """The POSTed form (urlencoded), after the CSRF checks."""
+    request = ctx.request
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/x-www-form-urlencoded":
+        raise ConsoleError(415, "Unsupported form", "Send the console's forms from its pages.")
+    if int(request.headers.get("content-length") or 0) > MAX_FORM_BYTES:
+        raise ConsoleError(413, "Form too large", f"Forms are at most {MAX_FORM_BYTES} bytes.")
+    raw = await request.body()
+    if len(raw) > MAX_FORM_BYTES:
+        raise ConsoleError(413, "Form too large", f"Forms are at most {MAX_FORM_BYTES} bytes.")
+    try:
+        pairs = parse_qsl(raw.decode("utf-8"), keep_blank_values=True, max_num_fields=200)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ConsoleError(400, "Unreadable form", "The form could not be read.") from exc
+    form = dict(pairs)
+    cookie = request.cookies.get(CSRF_COOKIE, "")
+    token = form.pop(CSRF_FIELD, "")
+    if not (
+        _same_origin(request)
+        and cookie
+        and token
+        and hmac.compare_digest(cookie.encode(), token.encode())
+    ):
+        raise ConsoleError(
+            403,
+            "Form refused",
+            "This form did not come from this console's own page (or the page is too old):"
+            " go back, reload the page and submit it again.",
+        )
+    return form
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def validated(model: type[Model], values: Mapping[str, str | None]) -> Model:
+    """The model's fields from `values` (a query string or form; empty fields left out)."""
+    given = {k: values[k] for k in model.model_fields if values.get(k) not in (None, "")}
+    return model.model_validate(given)
+
+
+def _error_page(ctx: Ctx, exc: Exception) -> Response:
+    if isinstance(exc, ConsoleError):
+        status, title, message, fields = exc.status, exc.title, exc.message, exc.fields
+    elif isinstance(exc, ValidationError):
+        status, title = 422, "Invalid input"
+        fields = [f"{e.field}: {e.message}" for e in field_errors(exc)]
+        message = "Some fields are not valid:"
+    elif isinstance(exc, InvalidArgument):
+        status, title, message = 422, "Invalid input", "Some fields are not valid:"
+        fields = [f"{exc.field}: {exc.message}"]
+    elif isinstance(exc, NotFound):
+        status, title, message, fields = 404, "Not found", str(exc), []
+    elif isinstance(exc, Forbidden):
+        status, title, fields = 403, "Not allowed", []
+        message = f"Your key may not do this: {exc}. The console needs an admin key."
+    elif isinstance(exc, Conflict):
+        status, title, message, fields = 409, "Conflict", str(exc), []
+    elif isinstance(exc, RateLimited):
+        status, title, message, fields = 429, "Too many requests", "Rate limit exceeded.", []
+    elif isinstance(exc, DatabaseUnavailable):
+        status, title, fields = 503, "Database unavailable", []
+        message = "The database is unavailable; retry in a moment."
+    else:
+        log.error("unexpected memexdb error: %r", exc)
+        status, title, message, fields = 500, "Internal error", "Internal server error.", []
+    return ctx.render("error.html", status, title=title, message=message, fields=fields)
+
+
+def page(handler: Handler, *, login: bool = True) -> Callable[[Request], Awaitable[Response]]:
+    """A console route: errors become pages; without a usable key, the login page."""
+
+    async def run(request: Request) -> Response:
+        ctx = context(request)
+        try:
+            return await handler(ctx)
+        except Unauthenticated as exc:
+            if not login:
+                return _error_page(ctx, ConsoleError(401, "Not logged in", str(exc)))
+            target = request.url.path if request.method == "GET" else None
+            query = f"?{request.url.query}" if request.url.query and target else ""
+            response = ctx.redirect("login", next=(target + query) if target else None)
+            if ctx.key is not None:
+                response.delete_cookie(KEY_COOKIE, path=PREFIX)
+            return response
+        except (ConsoleError, ValidationError, MemexError) as exc:
+            return _error_page(ctx, exc)
+        except Exception:
+            # a page, not the API's JSON; logged once, with its traceback, never shown
+            log.exception("unhandled console error on %s %s", request.method, request.url.path)
+            return ctx.render(
+                "error.html",
+                500,
+                title="Internal error",
+                message="Internal server error.",
+                fields=[],
+            )
+
+    return run
+
+
+def safe_next(value: str | None) -> str:
+    """A redirect target inside the console only (no scheme, host or `//`)."""
+    if value and value.startswith(f"{PREFIX}/") and "//" not in value and "\\" not in value:
+        return value
+    return f"{PREFIX}/"
+
+
+def set_key_cookie(ctx: Ctx, response: Response, key: str | None) -> Response:
+    if key is None:
+        response.delete_cookie(KEY_COOKIE, path=PREFIX)
+        return response
+    response.set_cookie(
+        KEY_COOKIE,
+        key,
+        path=PREFIX,
+        httponly=True,
+        samesite="strict",
+        secure=not is_loopback(ctx.request.headers.get("host", "")),
+    )
+    return response
