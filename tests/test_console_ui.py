@@ -155,10 +155,12 @@ def test_console_in_a_browser(service: Service, browser: webdriver.Chrome) -> No
     assert s.heading() == f"Memories of {A} / {U}"
     assert "archived" in s.find("#memories").text or "summary of" in s.find("#memories").text
 
-    # Search: ranked results with the parts of each score
+    # Search with no options, as a user would first: the default ranking, the parts of
+    # each score, and the formula it used
     s.find("#query").send_keys("How does Alice take her coffee?")
-    Select(s.find("select[name=mode]")).select_by_visible_text("hybrid")
+    assert Select(s.find("select[name=mode]")).first_selected_option.text == "default"
     s.click_and_load(s.find("#search"))
+    assert "Without α: score = relevance · (1 + 0.25·recency)" in s.text()
     hits = browser.find_elements(By.CSS_SELECTOR, "#results tr.hit")
     assert hits, s.text()
     first = hits[0]
@@ -169,6 +171,9 @@ def test_console_in_a_browser(service: Service, browser: webdriver.Chrome) -> No
     for name in ("similarity", "relevance", "recency", "score"):
         assert 0.0 <= float(parts[name]) <= 1.5, parts
     assert float(parts["importance"]) == 1.0
+    # the default formula, from the parts shown (4 decimals each)
+    expected = float(parts["relevance"]) * (1 + 0.25 * float(parts["recency"]))
+    assert abs(float(parts["score"]) - expected) < 1e-3, parts
     assert "coffee" in first.text.lower(), first.text
     scores = [float(h.find_element(By.CSS_SELECTOR, "td.score").text) for h in hits]
     assert scores == sorted(scores, reverse=True)

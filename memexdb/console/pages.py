@@ -181,6 +181,10 @@ def _memories_page(ctx: Ctx, tenant: Any, **values: Any) -> Response:
         tenant=tenant,
         types=[t.value for t in MemoryType],
         modes=[m.value for m in SearchMode],
+        # the defaults a search without options gets (params: one definition)
+        boost=params.RECENCY_BOOST,
+        half_life_default=params.HALF_LIFE_DAYS_DEFAULT,
+        half_life_memex=params.HALF_LIFE_DAYS_MEMEX,
         **shown,
     )
 
