@@ -160,7 +160,7 @@ def test_console_in_a_browser(service: Service, browser: webdriver.Chrome) -> No
     s.find("#query").send_keys("How does Alice take her coffee?")
     assert Select(s.find("select[name=mode]")).first_selected_option.text == "default"
     s.click_and_load(s.find("#search"))
-    assert "Without α: score = relevance · (1 + 0.25·recency)" in s.text()
+    assert "score = relevance · (1 + 0.25·recency) · importance" in s.text()
     hits = browser.find_elements(By.CSS_SELECTOR, "#results tr.hit")
     assert hits, s.text()
     first = hits[0]
