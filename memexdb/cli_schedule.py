@@ -36,6 +36,8 @@ def add_parser(sub: Any) -> None:
         + "; ".join(f"{job.name}: {job.command}" for job in pg_cron.JOBS)
         + ". A job whose function is not in the database is skipped. Running it again "
         "updates the jobs (one per name). The service then leaves these jobs to pg_cron. "
+        "With MEMEX_LLM_URL set, memex-consolidate and memex-dream are left to the "
+        "service's scheduler, which runs them with the LLM (and removed if registered). "
         "The server needs pg_cron in shared_preload_libraries, cron.database_name set to "
         "this database, and `create extension pg_cron` in it.",
     )
@@ -62,7 +64,7 @@ def _show(jobs: list[pg_cron.Registered]) -> None:
         )
 
 
-def run(args: argparse.Namespace, dsn: str) -> int:
+def run(args: argparse.Namespace, dsn: str, *, llm: bool = False) -> int:
     schedules = {job.name: getattr(args, _dest(job)) for job in pg_cron.JOBS}
     with psycopg.connect(dsn, autocommit=True) as conn:
         if getattr(args, "unschedule", False):
@@ -73,7 +75,8 @@ def run(args: argparse.Namespace, dsn: str) -> int:
             print(f"pg_cron {pg_cron.require(conn)}:")
             _show(pg_cron.registered(conn))
             return 0
-        done = pg_cron.schedule(conn, {name: when for name, when in schedules.items() if when})
+        chosen = {name: when for name, when in schedules.items() if when}
+        done = pg_cron.schedule(conn, chosen, llm=llm)
     for name, why in done.skipped.items():
         print(f"skipped {name}: {why}")
     print(f"pg_cron {done.version} runs:")

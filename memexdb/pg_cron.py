@@ -27,13 +27,18 @@ class CronJob:
     '*/5 * * * *'; pg_cron >= 1.5 also takes '[1-59] seconds')."""
 
     name: str  # cron.job.jobname
-    function: str  # as to_regprocedure reads it
+    function: str  # the call, with its arguments left to their defaults
     schedule: str  # the default
     what: str  # for --help
 
     @property
     def command(self) -> str:
         return f"select {self.function}"
+
+    @property
+    def proc(self) -> str:
+        """The function's name (as to_regproc reads it: one function of that name)."""
+        return self.function.partition("(")[0]
 
     @property
     def option(self) -> str:
@@ -58,6 +63,9 @@ DREAM = CronJob(
     "memex-dream", "memex.dream_due()", "*/5 * * * *", "due tenants' files tidied (dreaming)"
 )
 JOBS = (MAINTENANCE, CONSOLIDATE, DREAM)
+# With an LLM the service's own scheduler runs these (abstractive summaries, contradictions
+# resolved); a pg_cron run has no model and would take the due tenants first.
+LLM_JOBS = (CONSOLIDATE, DREAM)
 NAMES = [job.name for job in JOBS]
 
 
@@ -136,16 +144,27 @@ def registered(conn: psycopg.Connection) -> list[Registered]:
     return cur.execute(queries.CRON_JOBS, {"names": NAMES}).fetchall()
 
 
-def schedule(conn: psycopg.Connection, schedules: Mapping[str, str] | None = None) -> Scheduled:
+def schedule(
+    conn: psycopg.Connection, schedules: Mapping[str, str] | None = None, *, llm: bool = False
+) -> Scheduled:
     """Register every job whose function exists in this database (`schedules`: name ->
-    schedule, default each job's own), all or none. pg_cron keeps one job per name and
-    role: registering again updates it."""
+    schedule, default each job's own), all or none; with `llm` (the service has a model)
+    not the consolidation jobs, which its scheduler runs with it (registered before, they
+    are removed). pg_cron keeps one job per name and role: registering again updates it."""
     schedules = schedules or {}
     version = require(conn)
     skipped: dict[str, str] = {}
     with conn.transaction():
+        if llm:
+            names = [job.name for job in LLM_JOBS]
+            conn.execute(queries.CRON_UNSCHEDULE, {"names": names}).fetchall()
         for job in JOBS:
-            exists = conn.execute(queries.FUNCTION_EXISTS, {"function": job.function})
+            if llm and job in LLM_JOBS:
+                skipped[job.name] = (
+                    "MEMEX_LLM_URL is set: the service's scheduler runs it with the LLM"
+                )
+                continue
+            exists = conn.execute(queries.FUNCTION_EXISTS, {"function": job.proc})
             if not (row := exists.fetchone()) or not row[0]:
                 skipped[job.name] = (
                     f"{job.function} does not exist in this database (`memexdb migrate`"

@@ -313,7 +313,7 @@ select e.extversion as version,
         from pg_stat_activity a) as running
 from pg_extension e where e.extname = 'pg_cron'
 """
-FUNCTION_EXISTS = "select to_regprocedure(%(function)s) is not null"
+FUNCTION_EXISTS = "select to_regproc(%(function)s) is not null"
 CRON_SCHEDULE = "select cron.schedule(%(name)s, %(schedule)s, %(command)s)"
 # The memex jobs in cron.job for this database (a role sees its own; a superuser, all).
 CRON_JOBS = """

@@ -151,8 +151,8 @@ def cron_db(cron_database: str) -> Iterator[str]:
         conn.execute("select cron.unschedule(jobid) from cron.job")
 
 
-def memexdb(dsn: str, *args: str) -> tuple[int, str]:
-    return run_cli(args, service_env(MEMEX_DATABASE_URL=dsn), timeout=CLI_TIMEOUT)
+def memexdb(dsn: str, *args: str, **env: str) -> tuple[int, str]:
+    return run_cli(args, service_env(MEMEX_DATABASE_URL=dsn, **env), timeout=CLI_TIMEOUT)
 
 
 class Row(NamedTuple):
@@ -194,17 +194,9 @@ def test_schedule_registers_each_job_once_and_unschedule_removes_them(cron_db: s
     code, out = memexdb(cron_db, "migrate", "--schedule")
     assert code == 0, out
     assert "migrated to revision" in out, out
-    # A job whose function this release lacks (consolidation, dreaming) is skipped.
-    with psycopg.connect(cron_db) as conn:
-        present = [
-            job
-            for job in pg_cron.JOBS
-            if conn.execute("select to_regprocedure(%s)", (job.function,)).fetchone() != (None,)
-        ]
-    assert pg_cron.MAINTENANCE in present
-    for job in pg_cron.JOBS:
-        skipped = f"skipped {job.name}: {job.function} does not exist in this database"
-        assert (skipped in out) == (job not in present), out
+    # this release has every job's function (a missing one would be skipped, and said so)
+    present = list(pg_cron.JOBS)
+    assert "skipped" not in out, out
     jobs = cron_jobs(cron_db)
     assert [job[1:] for job in jobs] == [
         (job.name, job.schedule, job.command, True) for job in present
@@ -226,6 +218,16 @@ def test_schedule_registers_each_job_once_and_unschedule_removes_them(cron_db: s
     assert "memexdb: invalid --maintenance-schedule: invalid schedule: every minute" in out, out
     assert schedule_of(cron_db, maintenance) == "*/5 * * * *", out
 
+    # A service with an LLM runs consolidation itself: scheduling leaves (and removes)
+    # those jobs, and keeps the others.
+    code, out = memexdb(cron_db, "schedule", MEMEX_LLM_URL="http://127.0.0.1:9/v1")
+    assert code == 0, out
+    for job in pg_cron.LLM_JOBS:
+        assert f"skipped {job.name}: MEMEX_LLM_URL is set" in out, out
+    assert [job.jobname for job in cron_jobs(cron_db)] == ["memex-maintenance"]
+    code, out = memexdb(cron_db, "schedule")
+    assert code == 0 and len(cron_jobs(cron_db)) == len(jobs), out
+
     code, out = memexdb(cron_db, "schedule", "--unschedule")
     assert code == 0, out
     names = ", ".join(sorted(job.name for job in present))
@@ -244,14 +246,16 @@ def _exists(dsn: str, memory_id: UUID) -> bool:
         return conn.execute("select from memex.memories where id = %s", (memory_id,)).rowcount == 1
 
 
-def _cron_runs_since(dsn: str, since: datetime) -> list[tuple[str, str]]:
-    """pg_cron's runs of memex-maintenance that started at `since` or later."""
+def _cron_runs_since(
+    dsn: str, since: datetime, job: str = "memex-maintenance"
+) -> list[tuple[str, str]]:
+    """pg_cron's runs of `job` that started at `since` or later."""
     with psycopg.connect(dsn) as conn:
         rows = conn.execute(
             "select d.status, d.return_message from cron.job_run_details d"
             " join cron.job j using (jobid)"
-            " where j.jobname = 'memex-maintenance' and d.start_time >= %s",
-            (since,),
+            " where j.jobname = %s and d.start_time >= %s",
+            (job, since),
         ).fetchall()
     return [(str(status), str(message)) for status, message in rows]
 
@@ -259,10 +263,17 @@ def _cron_runs_since(dsn: str, since: datetime) -> list[tuple[str, str]]:
 def test_pg_cron_runs_maintenance_and_the_service_leaves_it_to_pg_cron(
     cron_db: str, tmp_path: Path
 ) -> None:
-    code, out = memexdb(cron_db, "migrate", "--schedule")
+    every_minute = ("--consolidate-schedule", "* * * * *", "--dream-schedule", "* * * * *")
+    code, out = memexdb(cron_db, "migrate", "--schedule", *every_minute)
     assert code == 0, out
     since = datetime.now(UTC)
     first = _store_expired(cron_db, "expired before pg_cron's next run")
+    # a tenant due for condensing (130 episodic memories, no grace period), for pg_cron's
+    # memex-consolidate in the same minute
+    with psycopg.connect(cron_db, autocommit=True) as conn:
+        conn.execute("""select memex.set_dream_config('{"grace_minutes": 0}')""")
+        for i in range(130):
+            store(conn, f"day {i}: cron fact {i}", unit((1, 1.0)), user="cron-user")
 
     port = free_port()
     env = service_env(MEMEX_DATABASE_URL=cron_db, MEMEX_MAINTENANCE_INTERVAL_SECONDS="1")
@@ -279,9 +290,26 @@ def test_pg_cron_runs_maintenance_and_the_service_leaves_it_to_pg_cron(
         runs = _cron_runs_since(cron_db, since)
         assert runs and all(status == "succeeded" for status, _ in runs), runs
         print(f"pg_cron ran memex.maintenance() {time.monotonic() - started:.1f} s later: {runs}")
+        # the consolidation jobs ran in the same minute, as the operator: one summary
+        for job in ("memex-consolidate", "memex-dream"):
+
+            def finished(job: str = job) -> bool:
+                runs = _cron_runs_since(cron_db, since, job)
+                return bool(runs) and all(s not in ("starting", "running") for s, _ in runs)
+
+            assert wait_until(finished, LOG_WAIT), _cron_runs_since(cron_db, since, job)
+            done = _cron_runs_since(cron_db, since, job)
+            assert all(status == "succeeded" for status, _ in done), done
+        with psycopg.connect(cron_db) as conn:
+            condensed = conn.execute(
+                "select status, memories_in from memex.consolidation_runs"
+                " where user_id = 'cron-user' and kind = 'condense'"
+            ).fetchall()
+        assert condensed == [("done", 50)], condensed
 
         code, out = memexdb(cron_db, "schedule", "--unschedule")
-        assert code == 0 and "unscheduled: memex-maintenance" in out, out
+        assert code == 0, out
+        assert "unscheduled: memex-consolidate, memex-dream, memex-maintenance" in out, out
         assert wait_until(lambda: TAKES_OVER in service.output(), LOG_WAIT), service.output()
         second = _store_expired(cron_db, "expired while the service runs maintenance")
         assert wait_until(lambda: not _exists(cron_db, second), LOG_WAIT), service.output()
