@@ -41,7 +41,7 @@ LN2 = math.log(2)
 CANDIDATES = """
 select m.metadata->>'label', c.similarity, coalesce(c.text_rank, 0),
        extract(epoch from c.created_at)
-from memex._candidates_exact(%s, %s, %s, memex._query_terms(%s), null, null, %s) c
+from memex._candidates_exact(%s, %s, %s, memex._query_terms(%s), null, null, %s, null) c
 join memex.memories m on m.id = c.id order by c.created_at, c.id
 """
 
