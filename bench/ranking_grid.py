@@ -41,7 +41,7 @@ LN2 = math.log(2)
 CANDIDATES = """
 select m.metadata->>'label', c.similarity, coalesce(c.text_rank, 0),
        extract(epoch from c.created_at)
-from memex._candidates_exact(%s, %s, %s, memex._query_terms(%s), null, null, %s) c
+from memex._candidates_exact(%s, %s, %s, memex._query_terms(%s), null, null, %s, null) c
 join memex.memories m on m.id = c.id order by c.created_at, c.id
 """
 
@@ -138,6 +138,8 @@ def rank(
     norm_cosine: bool = False,
     sat: float | None = None,
     context: str = "blend",
+    w: float = 0.5,
+    minmax: bool = False,
 ) -> list[str]:
     sim, bm, t = q["sim"], q["bm25"], q["t"]
     if undated:
@@ -147,7 +149,10 @@ def rank(
     if sat:
         text = bm / (bm + sat)
     cos = sim / sim.max() if norm_cosine else sim
-    own = {"vector": cos, "text": text, "hybrid": 0.5 * cos + 0.5 * text}[mode]
+    if minmax:  # cosine over the candidates onto 0..1, as bm25 / best bm25 already is
+        low, high = sim.min(), sim.max()
+        cos = (sim - low) / (high - low) if high > low else sim * 0
+    own = {"vector": cos, "text": text, "hybrid": w * cos + (1 - w) * text}[mode]
 
     def nb(k: int) -> np.ndarray:
         a = _shift(own, k)
@@ -240,6 +245,18 @@ VARIANTS: list[tuple[str, dict[str, Any]]] = [
     ("hybrid alpha 1, context within a session", {"alpha": 1.0, "context": "session"}),
     ("hybrid alpha 1, context 0.25", {"alpha": 1.0, "ctx": 0.25}),
     ("hybrid alpha 1, context 1.0", {"alpha": 1.0, "ctx": 1.0}),
+    # Relevance normalisation, the idea of "Recall by default, after the merge": cosine
+    # min-max scaled over the tenant's candidates before the hybrid blend (BM25 / best
+    # BM25 already spans 0..1, raw MiniLM cosine a narrow band of it), the blend's vector
+    # weight w swept since the scales change; all with the default tiebreaker.
+    *[
+        (
+            f"default (boost 0.25, hl 90), w {w}{', cosine min-max' if mm else ''}",
+            {"kind": "boost", "beta": 0.25, "hl": 90.0, "w": w, "minmax": mm},
+        )
+        for mm in (False, True)
+        for w in (0.3, 0.4, 0.5, 0.6, 0.7)
+    ],
 ]
 
 
