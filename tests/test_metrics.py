@@ -14,7 +14,6 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -27,7 +26,17 @@ from memexdb import Memex, metrics, migrate, queries
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.metrics import LATENCY_BUCKETS
 from tests.conftest import drop_database, new_database, scratch_dir
-from tests.live_service import Service, cli_args, free_port, service_env, wait_until
+from tests.live_service import (
+    Service,
+    cli_args,
+    free_port,
+    kill_postgres,
+    service_env,
+    wait_until,
+)
+from tests.test_mcp_support import serve
+from tests.test_recovery import kill_postmaster, start_blocked
+from tests.test_rest import Live
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -77,37 +86,19 @@ def scrape(http: httpx.Client, **headers: str) -> Samples:
     return parse(r.text)
 
 
-@dataclass
-class Live:
-    service: Service
-    http: httpx.Client
-    dsn: str
-
-
-def serve(dsn: str, log: Path, *, workers: int = 1, **env: str) -> Service:
-    port = free_port()
-    args = cli_args("serve", "--port", str(port), "--workers", str(workers))
-    service = Service(args, service_env(MEMEX_DATABASE_URL=dsn, **env), port, log)
-    try:
-        service.wait_healthy()
-    except BaseException:
-        service.close()
-        raise
-    return service
-
-
 @pytest.fixture(scope="module")
 def live(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[Live]:
     """`memexdb serve` (one worker, JSON logs) on a fresh database of its own."""
     dsn = new_database(pg_server)
     root = scratch_dir("memexdb-metrics-")
-    service = serve(dsn, root / "serve.log", MEMEX_LOG_FORMAT="json")
     try:
-        with httpx.Client(base_url=service.base_url, timeout=60) as http:
+        with (
+            serve(root, dsn=dsn, MEMEX_LOG_FORMAT="json") as service,
+            httpx.Client(base_url=service.base_url, timeout=60) as http,
+        ):
             yield Live(service, http, dsn)
-        assert service.stop() == 0, service.output()[-4000:]
+            assert service.stop() == 0, service.output()[-4000:]
     finally:
-        service.close()
         drop_database(pg_server, dsn)
         shutil.rmtree(root, ignore_errors=True)
 
@@ -295,29 +286,39 @@ def _workers(service: Service) -> dict[int, psutil.Process]:
     return found
 
 
+def _probes(samples: Samples | None) -> float:
+    """The GET /health/live answers counted in `samples` (0 without samples)."""
+    if samples is None:
+        return 0.0
+    labels = {"route": "/health/live", "method": "GET", "status": "200"}
+    return value(samples, "memex_http_requests_total", **labels)
+
+
 def test_two_workers_add_up_in_one_scrape(pg_server: EmbeddedPostgres, template_db: str) -> None:
     dsn = new_database(pg_server)
     root = scratch_dir("memexdb-metrics-workers-")
-    service = serve(dsn, root / "serve.log", workers=2)
-    figures_dir = None
     try:
-        figures_dir = next(iter(_workers(service).values())).environ()[metrics.MULTIPROC_ENV]
-        # a new connection per request, 8 at a time: the kernel hands each to either
-        # worker, and a busy worker leaves the next ones to the other
-        answered: dict[str, int] = {}
-        with httpx.Client(
-            base_url=service.base_url,
-            timeout=30,
-            limits=httpx.Limits(max_keepalive_connections=0),
-        ) as http:
+        with (
+            serve(root, workers=2, dsn=dsn) as service,
+            httpx.Client(
+                base_url=service.base_url,
+                timeout=30,
+                # a new connection per request: the kernel hands each to either worker
+                limits=httpx.Limits(max_keepalive_connections=0),
+            ) as http,
+        ):
+            first = next(iter(_workers(service).values()))
+            figures_dir = Path(first.environ()[metrics.MULTIPROC_ENV])
 
             def live_probe(_: int) -> str:
                 r = http.get("/health/live")
                 assert r.status_code == 200, r.text
                 return str(r.headers["x-memex-worker"])
 
-            # (a worker may still be loading the model, or be replaced by uvicorn after a
-            # slow start on a loaded machine)
+            # 8 at a time, so that a busy worker leaves the next ones to the other (which
+            # may still be loading the model, or be replaced by uvicorn after a slow start
+            # on a loaded machine)
+            answered: dict[str, int] = {}
             deadline = time.monotonic() + 120
             with ThreadPoolExecutor(8) as pool:
                 for _ in range(2000):  # rounds of 16 requests
@@ -326,38 +327,28 @@ def test_two_workers_add_up_in_one_scrape(pg_server: EmbeddedPostgres, template_
                     if len(answered) == 2 or time.monotonic() > deadline:
                         break
                     time.sleep(0.05)
-            assert len(answered) == 2, answered
             pids = set(_workers(service))
-            assert {int(w) for w in answered} == pids, (answered, pids)
+            assert {int(w) for w in answered} == pids and len(pids) == 2, (answered, pids)
             sent = sum(answered.values())
+
+            # every scrape, whichever worker answers it, counts both workers' requests
             scraped_by: set[str] = set()
             for _ in range(100):
                 r = http.get("/metrics")
                 assert r.status_code == 200, r.text
                 samples = parse(r.text)
-                # every scrape, whichever worker answers it, counts both workers' requests
-                assert (
-                    value(
-                        samples,
-                        "memex_http_requests_total",
-                        route="/health/live",
-                        method="GET",
-                        status="200",
-                    )
-                    == sent
-                ), (answered, r.headers["x-memex-worker"])
-                # each worker's pool (at least its one connection), added up
-                pool = total(samples, "memex_db_pool_connections")
+                assert _probes(samples) == sent, (answered, r.headers["x-memex-worker"])
                 scraped_by.add(r.headers["x-memex-worker"])
                 if len(scraped_by) == 2:
                     break
             assert scraped_by == set(answered), scraped_by
-            assert pool >= 2, pool
+            # each worker's pool (at least its one connection), added up
+            assert total(samples, "memex_db_pool_connections") >= 2, samples
 
             # a worker killed outright: uvicorn starts another; its counts stay, its pool
             # leaves the gauges (its live-gauge file is marked dead at the next scrape)
             victim = min(pids)
-            assert list(Path(figures_dir).glob(f"gauge_livesum_{victim}.db"))
+            assert list(figures_dir.glob(f"gauge_livesum_{victim}.db"))
             os.kill(victim, signal.SIGKILL)
             assert wait_until(lambda: len(set(_workers(service)) - {victim}) == 2, 60)
 
@@ -365,24 +356,12 @@ def test_two_workers_add_up_in_one_scrape(pg_server: EmbeddedPostgres, template_
                 r = http.get("/metrics")
                 return parse(r.text) if r.status_code == 200 else None
 
-            samples = wait_until(scraped, 30)
-            assert (
-                samples
-                and value(
-                    samples,
-                    "memex_http_requests_total",
-                    route="/health/live",
-                    method="GET",
-                    status="200",
-                )
-                == sent
-            )
-            assert not list(Path(figures_dir).glob(f"gauge_live*_{victim}.db"))
-        assert service.stop() == 0, service.output()[-4000:]
+            assert _probes(wait_until(scraped, 30)) == sent
+            assert not list(figures_dir.glob(f"gauge_live*_{victim}.db"))
+            assert service.stop() == 0, service.output()[-4000:]
         # the figures of this start are gone with it
-        assert not Path(figures_dir).exists()
+        assert not figures_dir.exists()
     finally:
-        service.close()
         drop_database(pg_server, dsn)
         shutil.rmtree(root, ignore_errors=True)
 
@@ -393,13 +372,14 @@ def test_two_workers_add_up_in_one_scrape(pg_server: EmbeddedPostgres, template_
 def test_keys_protect_metrics_and_a_dead_database_leaves_scrapes_fast() -> None:
     root = scratch_dir("memexdb-metrics-auth-")
     pg = EmbeddedPostgres(root / "pg")
-    service = None
     token = f"scrape-{uuid.uuid4().hex}"
     try:
         dsn = pg.start()
         migrate(dsn)
-        service = serve(dsn, root / "serve.log", MEMEX_METRICS_TOKEN=token)
-        with httpx.Client(base_url=service.base_url, timeout=30) as http:
+        with (
+            serve(root, dsn=dsn, MEMEX_METRICS_TOKEN=token) as service,
+            httpx.Client(base_url=service.base_url, timeout=30) as http,
+        ):
             # no keys yet, on loopback: open
             assert value(scrape(http), "memex_up") == 1
 
@@ -448,10 +428,8 @@ def test_keys_protect_metrics_and_a_dead_database_leaves_scrapes_fast() -> None:
             # without the token nothing can check a key (or its absence) now
             assert status(None) == 503
             assert status(admin) == 503
-        assert service.stop() == 0, service.output()[-4000:]
+            assert service.stop() == 0, service.output()[-4000:]
     finally:
-        if service is not None:
-            service.close()
         pg.stop()
         shutil.rmtree(root, ignore_errors=True)
 
@@ -479,3 +457,39 @@ def test_every_memex_function_call_of_the_client_has_its_label() -> None:
             called = labels[name]
             if "(" in sql.split("from memex.", 1)[1].split()[0]:
                 assert called is not None and called.startswith("memex."), name
+
+
+def test_not_ready_while_the_embedded_postmaster_is_restarted() -> None:
+    root = scratch_dir("memexdb-metrics-heal-")
+    data_dir = root / "data"
+    port = free_port()
+    service = Service(
+        cli_args("serve", "--port", str(port)),
+        service_env(MEMEX_DATA_DIR=str(data_dir)),
+        port,
+        root / "serve.log",
+    )
+    try:
+        service.wait_healthy()
+        with httpx.Client(base_url=service.base_url, timeout=30) as http:
+            assert http.get("/health/ready").status_code == 200
+            assert value(scrape(http), "memex_up") == 1
+
+            def ready() -> dict[str, object]:
+                r = http.get("/health/ready")
+                return {"status": r.status_code, **r.json()}
+
+            # the restart is held back (the data dir's lock) until we let it go
+            with start_blocked(data_dir):
+                kill_postmaster(data_dir / "pgdata")
+                down = wait_until(lambda: ready()["status"] == 503 and ready(), timeout=10)
+                assert down and down["reason"] == "database_unavailable", down
+                assert http.get("/health/live").status_code == 200
+                assert value(scrape(http), "memex_up") == 0
+            assert wait_until(lambda: ready()["status"] == 200, timeout=30)
+            assert value(scrape(http), "memex_up") == 1
+        assert service.stop() == 0, service.output()[-4000:]
+    finally:
+        service.close()
+        kill_postgres(data_dir)  # only after a failure
+        shutil.rmtree(root, ignore_errors=True)
