@@ -299,7 +299,7 @@ def test_two_workers_add_up_in_one_scrape(pg_server: EmbeddedPostgres, template_
     root = scratch_dir("memexdb-metrics-workers-")
     try:
         with (
-            serve(root, workers=2, dsn=dsn) as service,
+            serve(root, workers=2, dsn=dsn, MEMEX_LOG_FORMAT="json") as service,
             httpx.Client(
                 base_url=service.base_url,
                 timeout=30,
@@ -342,6 +342,12 @@ def test_two_workers_add_up_in_one_scrape(pg_server: EmbeddedPostgres, template_
                 if len(scraped_by) == 2:
                     break
             assert scraped_by == set(answered), scraped_by
+            # the workers log as the serve process does: JSON, an access line per request
+            lines = service.output().splitlines()
+            entries = [json.loads(line) for line in lines if line.startswith("{")]
+            assert all(line.startswith("{") for line in lines if line.strip()), lines
+            logged_by = {str(e["pid"]) for e in entries if e.get("route") == "/health/live"}
+            assert logged_by == set(answered), logged_by
             # each worker's pool (at least its one connection), added up
             assert total(samples, "memex_db_pool_connections") >= 2, samples
 
@@ -477,16 +483,16 @@ def test_not_ready_while_the_embedded_postmaster_is_restarted() -> None:
 
             def ready() -> dict[str, object]:
                 r = http.get("/health/ready")
-                return {"status": r.status_code, **r.json()}
+                return {**r.json(), "code": r.status_code}
 
             # the restart is held back (the data dir's lock) until we let it go
             with start_blocked(data_dir):
                 kill_postmaster(data_dir / "pgdata")
-                down = wait_until(lambda: ready()["status"] == 503 and ready(), timeout=10)
+                down = wait_until(lambda: ready()["code"] == 503 and ready(), timeout=10)
                 assert down and down["reason"] == "database_unavailable", down
                 assert http.get("/health/live").status_code == 200
                 assert value(scrape(http), "memex_up") == 0
-            assert wait_until(lambda: ready()["status"] == 200, timeout=30)
+            assert wait_until(lambda: ready()["code"] == 200, timeout=30)
             assert value(scrape(http), "memex_up") == 1
         assert service.stop() == 0, service.output()[-4000:]
     finally:
