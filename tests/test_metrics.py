@@ -22,8 +22,9 @@ import psycopg
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from memexdb import Memex, metrics, migrate, queries
+from memexdb import AsyncMemex, Memex, metrics, migrate, queries
 from memexdb.embedded import EmbeddedPostgres
+from memexdb.errors import Forbidden
 from memexdb.metrics import LATENCY_BUCKETS
 from tests.conftest import drop_database, new_database, scratch_dir
 from tests.live_service import (
@@ -499,3 +500,31 @@ def test_not_ready_while_the_embedded_postmaster_is_restarted() -> None:
         service.close()
         kill_postgres(data_dir)  # only after a failure
         shutil.rmtree(root, ignore_errors=True)
+
+
+async def test_metrics_snapshot_reads_what_the_tables_hold(
+    amemex: AsyncMemex, conn: psycopg.Connection
+) -> None:
+    for user, n in (("big", 3), ("small", 2)):
+        for i in range(n):
+            await amemex.store("snap", user, f"memory {i} of {user}")
+    a_memory = (await amemex.list_memories("snap", "small")).memories[0]
+    # as the ANN path would have it: one tenant in the index, one memory queued
+    conn.execute("update memex.tenants set ann = true where user_id = 'big'")
+    conn.execute("insert into memex.embed_queue (memory_id) values (%s)", (a_memory.id,))
+    await amemex.consolidate("snap", "small", force=True)
+    rows = await amemex.as_operator("test").metrics_snapshot()
+    figures = {(r.metric, r.kind, r.status): r.value for r in rows}
+    runs = conn.execute(
+        "select kind, status, count(*) from memex.consolidation_runs group by 1, 2"
+    ).fetchall()
+    assert runs and all(figures[("consolidation_runs", k, s)] == n for k, s, n in runs)
+    # the one inserted here, and the consolidation's summary waiting for its own vector
+    queued = conn.execute("select count(*) from memex.embed_queue").fetchone()
+    assert queued is not None and figures[("embed_queue_depth", None, None)] == queued[0] == 2
+    assert figures[("ann_index_tenants", None, None)] == 1
+    assert figures[("ann_index_memories", None, None)] == 3
+    # operator only: a tenant's key may not read the service's figures
+    token = (await amemex.as_operator("test").create_key("read", agent_id="snap")).token
+    with pytest.raises(Forbidden):
+        await amemex.with_key(token).metrics_snapshot()
