@@ -1477,6 +1477,8 @@ class Memex:
 
     ping = _blocking(AsyncMemex.ping)
     maintenance = _blocking(AsyncMemex.maintenance)
+    metrics_snapshot = _blocking(AsyncMemex.metrics_snapshot)
+    schema_state = _blocking(AsyncMemex.schema_state)
     set_setting = _blocking(AsyncMemex.set_setting)
     embed_queued = _blocking(AsyncMemex.embed_queued)
     embed_texts = _blocking(AsyncMemex.embed_texts)
