@@ -19,8 +19,9 @@ from typing import IO, Any
 import psycopg
 import uvicorn
 from tqdm import tqdm
+from uvicorn.config import LOGGING_CONFIG
 
-from memexdb import __version__, cli_keys, cli_schedule, params, queries
+from memexdb import __version__, cli_keys, cli_schedule, logs, metrics, params, queries
 from memexdb.client import Memex
 from memexdb.config import Settings, SettingsError, env_name, listens_on_loopback_only
 from memexdb.embedded import EmbeddedPostgresError
@@ -30,8 +31,6 @@ from memexdb.runtime import Attach, Database, open_database
 from memexdb.runtime.embedder import embedder_for
 
 log = logging.getLogger("memexdb")
-
-LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -44,6 +43,11 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             relay = tempfile.mkdtemp(prefix="memexdb-mcp-")
             cleanup.callback(shutil.rmtree, relay, ignore_errors=True)
             os.environ["MEMEX_MCP_RELAY_DIR"] = relay
+            # ... and write their metrics here, so that a scrape answered by any of them
+            # adds up all of them (a fresh dir per start: no figures of an earlier one).
+            figures = metrics.new_multiprocess_dir()
+            cleanup.callback(metrics.remove_multiprocess_dir, figures)
+            os.environ[metrics.MULTIPROC_ENV] = figures
         if not listens_on_loopback_only(args.host) and not _has_live_keys(database.dsn):
             print(
                 f"memexdb: refusing to serve on {args.host} without API keys: anyone who "
@@ -58,7 +62,10 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         os.environ["MEMEX_DATABASE_URL"] = database.dsn
         # ... and the listen host, which the MCP endpoints accept in Host headers.
         os.environ["MEMEX_HOST"] = args.host
+        # ... and log as this process does (--log-level included).
+        logs.export_to_workers(args.log_level, settings.log_format)
         log.info("memexdb %s serving on http://%s:%s", __version__, args.host, args.port)
+        log_config = logs.uvicorn_log_config(args.log_level, settings.log_format)
         try:
             uvicorn.run(
                 "memexdb.service:app_from_env",
@@ -67,6 +74,9 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
                 port=args.port,
                 workers=args.workers,
                 log_level=args.log_level,
+                # json: the service logs each request itself (request id, route, latency)
+                access_log=log_config is None,
+                log_config=log_config if log_config is not None else LOGGING_CONFIG,
                 # Keep-alive timeouts of load balancers are typically 60 s.
                 timeout_keep_alive=65,
             )
@@ -440,9 +450,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser(settings).parse_args(argv)
 
     # Logs go to stderr: `memexdb dsn` and `status` print their answers alone on stdout.
-    logging.basicConfig(
-        level=settings.log_level.upper().replace("TRACE", "DEBUG"), format=LOG_FORMAT
-    )
+    logs.configure(getattr(args, "log_level", settings.log_level), settings.log_format)
     commands = {
         "serve": _serve,
         "mcp": _mcp,

@@ -37,10 +37,10 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 from pydantic import ValidationError
 
-from memexdb import agentic, params, queries
+from memexdb import agentic, metrics, params, queries
 from memexdb.db import async_pool
 from memexdb.embedding import BatchingEmbedder, Embedder, build_embedder
-from memexdb.errors import Conflict, InvalidArgument, SetupError, translate
+from memexdb.errors import Conflict, InvalidArgument, RateLimited, SetupError, translate
 from memexdb.llm import ChatModel
 from memexdb.params import (
     ExportedMemory,
@@ -75,12 +75,14 @@ from memexdb.types import (
     Memory,
     MemoryPage,
     MemoryType,
+    MetricFigure,
     ModelCount,
     Passage,
     PatchPreview,
     QueuedMemory,
     ReembedPage,
     RevokedKey,
+    SchemaState,
     SearchHit,
     SearchMode,
     SmartRead,
@@ -280,29 +282,33 @@ class AsyncMemex:
         factory = class_row(row_type) if row_type else scalar_row
         try:
             async with self.pool.connection() as conn:
-                cur = conn.cursor(row_factory=factory)
-                if not (enter and self._enters):
-                    return await (await cur.execute(sql, values)).fetchall()
-                try:
-                    # BEGIN, the caller, the call and COMMIT go out together: one round
-                    # trip (plain statements: conn.transaction() would add a second).
-                    async with conn.pipeline():
-                        await conn.execute("begin")
-                        await conn.execute(*self._entry())
-                        if self.credentials.delegate is not None:
-                            await conn.execute(
-                                queries.DELEGATE, {"delegate": self.credentials.delegate}
-                            )
-                        await cur.execute(sql, values)
-                        await conn.execute("commit")
-                except BaseException:
-                    # an error skips the rest of the pipeline, the COMMIT included
-                    if conn.info.transaction_status in _OPEN_TRANSACTION:
-                        await conn.rollback()
-                    raise
-                return await cur.fetchall()
+                with metrics.sql_call(sql):
+                    cur = conn.cursor(row_factory=factory)
+                    if not (enter and self._enters):
+                        return await (await cur.execute(sql, values)).fetchall()
+                    try:
+                        # BEGIN, the caller, the call and COMMIT go out together: one round
+                        # trip (plain statements: conn.transaction() would add a second).
+                        async with conn.pipeline():
+                            await conn.execute("begin")
+                            await conn.execute(*self._entry())
+                            if self.credentials.delegate is not None:
+                                await conn.execute(
+                                    queries.DELEGATE, {"delegate": self.credentials.delegate}
+                                )
+                            await cur.execute(sql, values)
+                            await conn.execute("commit")
+                    except BaseException:
+                        # an error skips the rest of the pipeline, the COMMIT included
+                        if conn.info.transaction_status in _OPEN_TRANSACTION:
+                            await conn.rollback()
+                        raise
+                    return await cur.fetchall()
         except Exception as exc:
-            raise translate(exc) from exc
+            error = translate(exc)
+            if isinstance(error, RateLimited):
+                metrics.rate_limited(error.operation)
+            raise error from exc
 
     def _entry(self) -> tuple[str, dict[str, Any]]:
         who = self.credentials
@@ -343,6 +349,7 @@ class AsyncMemex:
             "embedding_model": self.model_id,
         }
         rows: list[Memory] = await self._fetch(Memory, queries.STORE, values)
+        metrics.count_by_type(metrics.MEMORIES_STORED, rows)
         return rows[0]
 
     async def store_many(self, items: Sequence[MemoryCreate]) -> list[Memory]:
@@ -352,9 +359,11 @@ class AsyncMemex:
             raise InvalidArgument("memories", "must hold at least one memory")
         batch = list(items)  # NewMemory items checked themselves when they were built
         embeddings = await self.embedder.embed_many([i.content for i in batch])
-        return await self._fetch(
+        stored: list[Memory] = await self._fetch(
             Memory, queries.STORE_MANY, _store_params(batch, embeddings, self.model_id)
         )
+        metrics.count_by_type(metrics.MEMORIES_STORED, stored)
+        return stored
 
     async def search(
         self,
@@ -395,7 +404,7 @@ class AsyncMemex:
             else await self.embedder.embed_one(request.query)
         )
         types = request.types()
-        return await self._fetch(
+        hits: list[SearchHit] = await self._fetch(
             SearchHit,
             queries.SEARCH,
             {
@@ -412,6 +421,8 @@ class AsyncMemex:
                 "include_archived": request.include_archived,
             },
         )
+        metrics.count_by_type(metrics.MEMORIES_SEARCHED, hits)
+        return hits
 
     async def _by_id(self, sql: str, agent_id: str, user_id: str, memory_id: UUID) -> Memory:
         tenant = validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
@@ -422,7 +433,9 @@ class AsyncMemex:
 
     async def forget(self, agent_id: str, user_id: str, memory_id: UUID) -> Memory:
         """Delete one memory of the tenant; raises NotFound if it is not theirs."""
-        return await self._by_id(queries.FORGET, agent_id, user_id, memory_id)
+        deleted = await self._by_id(queries.FORGET, agent_id, user_id, memory_id)
+        metrics.count_by_type(metrics.MEMORIES_DELETED, [deleted])
+        return deleted
 
     async def count(
         self,
@@ -678,11 +691,22 @@ class AsyncMemex:
                 "lineage": [_jsonb(m.lineage()) for m in batch],
             },
         )
+        metrics.count_by_type(metrics.MEMORIES_STORED, rows)
         return len(rows), len(stale)
 
     async def ping(self) -> None:
         """Raise DatabaseUnavailable unless the database answers."""
         await self._fetch(None, queries.PING, enter=False)
+
+    async def metrics_snapshot(self) -> list[MetricFigure]:
+        """The database's figures for GET /metrics (memex.metrics_snapshot; operator)."""
+        return await self._fetch(MetricFigure, queries.METRICS_SNAPSHOT)
+
+    async def schema_state(self) -> SchemaState:
+        """The schema's revision and whether a migration runs now (readiness; no caller
+        needed)."""
+        rows: list[SchemaState] = await self._fetch(SchemaState, queries.SCHEMA_STATE, enter=False)
+        return rows[0]
 
     async def maintenance(self) -> MaintenanceResult:
         """Run memex.maintenance(): delete expired memories and stale rate-limit rows, and
@@ -720,27 +744,33 @@ class AsyncMemex:
         process dies first, the transaction is rolled back: every entry stays queued."""
         async with self._transaction() as conn:
             cur = conn.cursor(row_factory=class_row(QueuedMemory))
-            rows = await (await cur.execute(queries.EMBED_QUEUE_TAKE)).fetchall()
+            with metrics.sql_call(queries.EMBED_QUEUE_TAKE):
+                rows = await (await cur.execute(queries.EMBED_QUEUE_TAKE)).fetchall()
             if not rows:
                 return EmbedBatch(0, 0, 0)
             done, failed = await self._embed_each(rows)
             written = 0
             if done:
-                result = await conn.execute(
-                    queries.SET_EMBEDDINGS,
-                    {
-                        "ids": [row.memory_id for row, _ in done],
-                        "contents": [row.content for row, _ in done],
-                        "embeddings": [vector for _, vector in done],
-                        "embedding_model": self.model_id,
-                    },
-                )
-                written = int((await result.fetchone() or (0,))[0])
+                with metrics.sql_call(queries.SET_EMBEDDINGS):
+                    result = await conn.execute(
+                        queries.SET_EMBEDDINGS,
+                        {
+                            "ids": [row.memory_id for row, _ in done],
+                            "contents": [row.content for row, _ in done],
+                            "embeddings": [vector for _, vector in done],
+                            "embedding_model": self.model_id,
+                        },
+                    )
+                    written = int((await result.fetchone() or (0,))[0])
             if failed:
-                await conn.execute(
-                    queries.EMBED_QUEUE_FAILED,
-                    {"ids": [row.memory_id for row, _ in failed], "errors": [e for _, e in failed]},
-                )
+                with metrics.sql_call(queries.EMBED_QUEUE_FAILED):
+                    await conn.execute(
+                        queries.EMBED_QUEUE_FAILED,
+                        {
+                            "ids": [row.memory_id for row, _ in failed],
+                            "errors": [e for _, e in failed],
+                        },
+                    )
             errors = tuple(f"{r.memory_id} (attempt {r.attempts + 1}): {e}" for r, e in failed)
             return EmbedBatch(len(rows), written, len(failed), errors)
 
@@ -1519,6 +1549,8 @@ class Memex:
 
     ping = _blocking(AsyncMemex.ping)
     maintenance = _blocking(AsyncMemex.maintenance)
+    metrics_snapshot = _blocking(AsyncMemex.metrics_snapshot)
+    schema_state = _blocking(AsyncMemex.schema_state)
     set_setting = _blocking(AsyncMemex.set_setting)
     embed_queued = _blocking(AsyncMemex.embed_queued)
     embed_texts = _blocking(AsyncMemex.embed_texts)

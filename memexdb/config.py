@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "MEMEX_"
 LogLevel = Literal["critical", "error", "warning", "info", "debug", "trace"]
+LogFormat = Literal["text", "json"]
 
 
 class SettingsError(ValueError):
@@ -47,6 +48,16 @@ class Settings(BaseSettings):
     port: int = Field(8000, ge=0, le=65535, description="TCP port to listen on")
     workers: int = Field(1, ge=1, description="uvicorn worker processes")
     log_level: LogLevel = Field("info", description="log level of the service")
+    log_format: LogFormat = Field(
+        "text",
+        description="text, or json: one JSON object per line, and one line per HTTP request"
+        " (request id, method, route, status, latency; never bodies or query text)",
+    )
+    metrics_token: str | None = Field(
+        None,
+        description="a bearer token that may read GET /metrics (besides admin keys), checked"
+        " without the database, so scrapes answer while it is down",
+    )
     pool_size: int = Field(10, ge=1, description="database connections per worker")
     rate_limit_store_per_minute: int | None = Field(
         None, ge=0, description="per-agent store limit written to memex.settings"
@@ -101,7 +112,7 @@ class Settings(BaseSettings):
     def _expand_user(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None
 
-    @field_validator("log_level", mode="before")
+    @field_validator("log_level", "log_format", mode="before")
     @classmethod
     def _lower(cls, value: Any) -> Any:
         return value.lower() if isinstance(value, str) else value

@@ -53,9 +53,11 @@ class RateLimited(MemexError):
 
     code = "rate_limited"
 
-    def __init__(self, message: str, retry_after: float) -> None:
+    def __init__(self, message: str, retry_after: float, operation: str | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        # the limited operation: 'store' (writes) or 'search' (reads)
+        self.operation = operation
 
 
 class Unauthenticated(MemexError):
@@ -119,10 +121,9 @@ def translate(exc: BaseException) -> BaseException:
     if state == "MX409":
         return Conflict(message)
     if state == "MX429":
-        retry = 1.0
-        if diag.message_detail:
-            retry = float(json.loads(diag.message_detail).get("retry_after_seconds", 1.0))
-        return RateLimited(message, retry)
+        detail = json.loads(diag.message_detail) if diag.message_detail else {}
+        retry = float(detail.get("retry_after_seconds", 1.0))
+        return RateLimited(message, retry, detail.get("operation"))
     if state.startswith("08") or state in {"57P01", "57P02", "57P03"}:
         return DatabaseUnavailable("database is unavailable")
     if state == "22000" and "dimensions" in message:

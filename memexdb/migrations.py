@@ -100,6 +100,14 @@ def current_revision(conn: Connection) -> str | None:
     return context.get_current_revision()
 
 
+def older_revisions() -> frozenset[str]:
+    """The revisions this version ships before its head: a database at one of them is
+    not migrated to this version yet."""
+    scripts = ScriptDirectory.from_config(_alembic_config())
+    head = scripts.get_current_head()
+    return frozenset(s.revision for s in scripts.walk_revisions() if s.revision != head)
+
+
 def head_revision() -> str:
     """The newest revision this version of memexdb ships."""
     head = ScriptDirectory.from_config(_alembic_config()).get_current_head()

@@ -679,6 +679,28 @@ class HealthResponse(BaseModel):
     version: str
 
 
+class LiveResponse(BaseModel):
+    """GET /health/live: the process serves requests (nothing else is checked)."""
+
+    status: Literal["ok"]
+    version: str
+    pid: int
+
+
+# database_unavailable (down, or its embedded server being restarted), migrating (a
+# migration holds its lock), schema_behind (not migrated to this release yet)
+NotReady = Literal["database_unavailable", "migrating", "schema_behind"]
+
+
+class ReadyResponse(BaseModel):
+    """GET /health/ready: whether this process should get traffic, and if not why."""
+
+    status: Literal["ok", "unavailable"]
+    reason: NotReady | None = None
+    message: str | None = None
+    version: str
+
+
 class FieldError(BaseModel):
     field: str
     message: str

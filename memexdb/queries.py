@@ -90,6 +90,10 @@ returning name
 
 PING = "select 1"
 
+# GET /metrics (operator) and GET /health/ready (no caller needed)
+METRICS_SNAPSHOT = "select metric, kind, status, value from memex.metrics_snapshot()"
+SCHEMA_STATE = "select revision, migrating from memex.schema_state()"
+
 # `memexdb status`
 SERVER_VERSION = "show server_version"
 SCHEMA_REVISION = (

@@ -4,13 +4,13 @@ the environment so that every uvicorn worker process builds the same app."""
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Mount
 
+from memexdb import logs, metrics
 from memexdb.client import AsyncMemex
 from memexdb.config import Settings
 from memexdb.errors import SetupError
@@ -18,6 +18,7 @@ from memexdb.mcp import build_mcp_server
 from memexdb.mcp.http import McpTransports, WorkerHeader, transport_security_for
 from memexdb.rest import create_app
 from memexdb.rest.host_guard import RestHostGuard
+from memexdb.rest.observe import Observe
 from memexdb.runtime import Runtime
 
 
@@ -28,10 +29,10 @@ def app_from_env() -> Starlette:
     dsn = settings.database_url
     if not dsn:
         raise SetupError("MEMEX_DATABASE_URL is not set; start the service with `memexdb serve`")
-    if not logging.getLogger().handlers:
-        # Worker processes start unconfigured; without this the MCP SDK would install
-        # its own root handler and format.
-        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    # Worker processes start unconfigured (without this the MCP SDK would install its own
+    # root handler and format): they log at MEMEX_LOG_LEVEL in MEMEX_LOG_FORMAT, which
+    # `memexdb serve` exports to them.
+    logs.configure(settings.log_level, settings.log_format)
 
     @contextlib.asynccontextmanager
     async def runtime() -> AsyncIterator[AsyncMemex]:
@@ -39,7 +40,7 @@ def app_from_env() -> Starlette:
         async with Runtime.open(settings, dsn) as opened:
             yield opened.memex
 
-    rest = create_app(runtime)
+    rest = create_app(runtime, metrics_token=settings.metrics_token)
 
     def memex() -> AsyncMemex:
         # Opened by the REST lifespan: MCP and REST share one pool and one embedder.
@@ -51,11 +52,18 @@ def app_from_env() -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with rest.router.lifespan_context(rest), mcp.lifespan():
-            yield
+        try:
+            async with rest.router.lifespan_context(rest), mcp.lifespan():
+                yield
+        finally:
+            metrics.mark_this_process_dead()  # its pool leaves the service's gauges
 
     return Starlette(
         routes=[*mcp.routes, Mount("", app=RestHostGuard(rest, security))],
-        middleware=[Middleware(WorkerHeader)],
+        # Observe is outermost: every request is counted and logged, refusals included.
+        middleware=[
+            Middleware(Observe, json_log=settings.log_format == "json"),
+            Middleware(WorkerHeader),
+        ],
         lifespan=lifespan,
     )

@@ -132,6 +132,26 @@ class EmbedQueueDepth:
 
 
 @dataclass(frozen=True, slots=True)
+class MetricFigure:
+    """A row of memex.metrics_snapshot: one of GET /metrics' database-derived figures
+    (`kind` and `status` only for consolidation_runs)."""
+
+    metric: str
+    kind: str | None
+    status: str | None
+    value: int
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaState:
+    """memex.schema_state: the schema's alembic revision (None: never migrated) and
+    whether a migration holds its lock right now."""
+
+    revision: str | None
+    migrating: bool
+
+
+@dataclass(frozen=True, slots=True)
 class StaleEmbedding:
     """A row of memex.stale_embeddings: a memory whose vector is of another model."""
 

@@ -2,10 +2,10 @@
 -- ('store': every write, 'search': every read), configured in memex.settings as
 -- rate_limit_<op>_per_minute (null = unlimited). The limit is counted per caller: per API
 -- key (however many agents it names), per bound SQL role, and per agent when the caller
--- has no key (open mode, the operator). Raises SQLSTATE MX429 with retry_after_seconds in
--- DETAIL (json). A security definer, so that callers need no access to memex.rate_limits;
--- memex._caller reads the binding of the session's login role first, so a SQL role cannot
--- choose whose counter it hits.
+-- has no key (open mode, the operator). Raises SQLSTATE MX429 with retry_after_seconds and
+-- the operation in DETAIL (json). A security definer, so that callers need no access to
+-- memex.rate_limits; memex._caller reads the binding of the session's login role first, so
+-- a SQL role cannot choose whose counter it hits.
 create or replace function memex._enforce_rate_limit(p_operation text, p_agent_id text)
 returns void
 language plpgsql
@@ -34,7 +34,8 @@ begin
                 replace(v_subject, ':', ' ')
             using errcode = 'MX429',
                   detail = json_build_object(
-                      'retry_after_seconds', v_result.retry_after_seconds)::text;
+                      'retry_after_seconds', v_result.retry_after_seconds,
+                      'operation', p_operation)::text;
     end if;
 end
 $$;

@@ -15,6 +15,7 @@ fixed cost per call, such as a remote embeddings API.
 
 import asyncio
 import threading
+import time
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,12 +25,14 @@ from typing import Self
 
 import numpy as np
 
+from memexdb import metrics
 from memexdb.embedding.cache import EmbeddingCache
 from memexdb.embedding.errors import EmbeddingError
 from memexdb.embedding.long_text import Plan, plan, window_of
 from memexdb.embedding.protocol import Embedder, Vectors, validate_text, validate_texts
 
-_Waiter = tuple[str, asyncio.Future[Vectors]]
+# (text, its caller's future, when it was queued: perf_counter)
+_Waiter = tuple[str, asyncio.Future[Vectors], float]
 
 
 @dataclass
@@ -95,7 +98,7 @@ class BatchingEmbedder:
         loop = asyncio.get_running_loop()
         queue = self._queue_for(loop)
         future: asyncio.Future[Vectors] = loop.create_future()
-        queue.pending.append((text, future))
+        queue.pending.append((text, future, time.perf_counter()))
         if not queue.running:  # else the batch that is running dispatches on completion
             if len(queue.pending) >= self.max_batch:
                 self._dispatch(loop, queue)
@@ -112,7 +115,7 @@ class BatchingEmbedder:
         missing = [t for t in dict.fromkeys(batch) if t not in known]
         # Awaiting chunk by chunk lets queued embed_one batches run in between.
         parts = [
-            await loop.run_in_executor(self._executor, self._run, chunk)
+            await loop.run_in_executor(self._executor, self._run, chunk, [time.perf_counter()])
             for chunk in self._chunks(missing)
         ]
         if not known and len(missing) == len(batch):  # nothing cached, no repeats
@@ -137,7 +140,10 @@ class BatchingEmbedder:
         """Blocking ``embed_many`` for sync callers (not from the event loop thread)."""
         batch = validate_texts(texts)
         self._check_open()
-        parts = [self._executor.submit(self._run, chunk).result() for chunk in self._chunks(batch)]
+        parts = [
+            self._executor.submit(self._run, chunk, [time.perf_counter()]).result()
+            for chunk in self._chunks(batch)
+        ]
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     async def aclose(self) -> None:
@@ -145,7 +151,7 @@ class BatchingEmbedder:
         self._closed = True
         queue = self._queues.get(asyncio.get_running_loop())
         if queue is not None:
-            waiting = [f for _, f in (*queue.pending, *queue.running)]
+            waiting = [f for _, f, _ in (*queue.pending, *queue.running)]
             if waiting:
                 await asyncio.wait(waiting)
         await asyncio.to_thread(self._executor.shutdown, wait=True)
@@ -201,9 +207,15 @@ class BatchingEmbedder:
             return dict(zip(texts, vectors, strict=True))
         return {t: self.cache.put(t, v) for t, v in zip(texts, vectors, strict=True)}
 
-    def _run(self, texts: list[str]) -> Vectors:
-        """Runs on the worker thread."""
+    def _run(self, texts: list[str], queued_at: Sequence[float]) -> Vectors:
+        """Runs on the worker thread. `queued_at`: when each request of this model call
+        was made (one time for a whole embed_many chunk)."""
+        started = time.perf_counter()
+        for at in queued_at:
+            metrics.EMBEDDING_QUEUE_WAIT.observe(started - at)
+        metrics.EMBEDDING_BATCH_SIZE.observe(len(texts))
         vectors = self.embedder.embed(texts)
+        metrics.EMBEDDING_DURATION.observe(time.perf_counter() - started)
         if vectors.shape != (len(texts), self.embedder.dim):
             raise EmbeddingError(
                 f"{self.embedder!r} returned shape {vectors.shape} for {len(texts)} texts"
@@ -225,9 +237,12 @@ class BatchingEmbedder:
             return
         queue.running = batch
         # A text asked for twice in one batch is embedded once.
-        unique = list(dict.fromkeys(text for text, _ in batch))
+        unique = list(dict.fromkeys(text for text, _, _ in batch))
+        queued_at = [at for _, _, at in batch]
         try:
-            done = asyncio.wrap_future(self._executor.submit(self._run, unique), loop=loop)
+            done = asyncio.wrap_future(
+                self._executor.submit(self._run, unique, queued_at), loop=loop
+            )
         except RuntimeError:  # the executor was shut down by close()
             done = loop.create_future()
             done.set_exception(EmbeddingError("BatchingEmbedder is closed"))
@@ -243,9 +258,9 @@ class BatchingEmbedder:
         error = None if finished.cancelled() else finished.exception()
         vectors: dict[str, Vectors] = {}
         if not finished.cancelled() and error is None:
-            unique = list(dict.fromkeys(text for text, _ in batch))
+            unique = list(dict.fromkeys(text for text, _, _ in batch))
             vectors = self._remember(unique, finished.result())
-        for text, future in batch:
+        for text, future, _ in batch:
             if future.done():
                 continue
             if finished.cancelled():

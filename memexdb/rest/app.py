@@ -41,7 +41,7 @@ from memexdb.params import (
     SearchResult,
     TenantQuery,
 )
-from memexdb.rest import admin, agentic, docs, dream, embeddings, files
+from memexdb.rest import admin, agentic, docs, dream, embeddings, files, ops
 from memexdb.rest.endpoint import Endpoint, Reply
 from memexdb.rest.errors import HANDLERS, CatchAll
 from memexdb.rest.parsing import body_of, json_of, memex_of, query_of
@@ -261,7 +261,9 @@ ENDPOINTS = (
         "200 when the database answers, 503 otherwise",
         Reply(200, "Healthy", HealthResponse),
         errors=(Reply(503, "Database unreachable", HealthResponse),),
+        open=True,
     ),
+    *ops.ENDPOINTS,
     *files.ENDPOINTS,
     *agentic.ENDPOINTS,
     *embeddings.ENDPOINTS,
@@ -296,12 +298,16 @@ def routes() -> list[BaseRoute]:
 
 def create_app(
     connect: Callable[[], contextlib.AbstractAsyncContextManager[AsyncMemex]],
+    *,
+    metrics_token: str | None = None,
 ) -> Starlette:
     """The REST app. `connect()` opens the AsyncMemex the app uses for its lifespan
-    (memexdb.service passes the process's runtime, which also runs the scheduled jobs)."""
+    (memexdb.service passes the process's runtime, which also runs the scheduled jobs).
+    `metrics_token`: a bearer token that may read GET /metrics besides admin keys."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        app.state.scrapes = ops.ScrapeAccess(metrics_token)
         async with connect() as memex:
             app.state.memex = memex
             yield

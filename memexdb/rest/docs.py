@@ -44,6 +44,8 @@ def _reply(reply: Reply) -> dict[str, Any]:
     described: dict[str, Any] = {"description": reply.description}
     if reply.model is not None:
         described["content"] = _content(reply.model, reply.media_type)
+    elif reply.media_type != "application/json":
+        described["content"] = {reply.media_type: {"schema": {"type": "string"}}}
     return described
 
 
@@ -76,10 +78,10 @@ def _operation(endpoint: Endpoint, definitions: dict[str, Any]) -> dict[str, Any
     if endpoint.body is not None:
         operation["requestBody"] = {"required": True, "content": _content(endpoint.body)}
         replies.append(Reply(413, "Request body larger than 16 MiB", ErrorResponse))
-    if endpoint.path != "/health":
+    if not endpoint.open:
         replies += [e for e in COMMON_ERRORS if e.status not in {r.status for r in replies}]
     operation["responses"] = {str(r.status): _reply(r) for r in replies}
-    if endpoint.path != "/health":
+    if not endpoint.open:
         # a key, or none on a loopback service whose database has no keys yet
         operation["security"] = [{"bearer": []}, {}]
     return operation

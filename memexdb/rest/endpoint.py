@@ -16,8 +16,9 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 @dataclass(frozen=True)
 class Reply:
-    """A documented response: status, description and body model (None: no body), as
-    `media_type` (for application/x-ndjson: the model of each line)."""
+    """A documented response: status, description and body model (None: no body, or a
+    string if `media_type` is not JSON, e.g. text/plain), as `media_type` (for
+    application/x-ndjson: the model of each line)."""
 
     status: int
     description: str
@@ -40,6 +41,8 @@ class Endpoint:
     # Path parameters: name -> JSON schema.
     path_params: dict[str, dict[str, str]] = field(default_factory=dict)
     errors: tuple[Reply, ...] = ()
+    # Open to everyone (probes): no API key, and none of the common errors (401, 422...).
+    open: bool = False
 
     @property
     def openapi_path(self) -> str:

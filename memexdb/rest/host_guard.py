@@ -11,8 +11,21 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memexdb.rest.errors import error_response
 
-# Liveness probes (a container platform's, by pod IP) carry no tenant data.
-OPEN_PATHS = frozenset({"/health"})
+# Liveness and readiness probes (a container platform's, by pod IP) carry no tenant data.
+OPEN_PATHS = frozenset({"/health", "/health/live", "/health/ready"})
+# Prometheus scrapes by the service's name or IP. A scrape that sends a key (the metrics
+# token, an admin key) is let past the Host check: a page that rebinds a name to
+# 127.0.0.1 may send the header but knows no valid key, and /metrics refuses every
+# invalid one (401), on a database without keys too. Without a key, /metrics is checked
+# like the REST API.
+SCRAPE_PATH = "/metrics"
+
+
+def _open(scope: Scope) -> bool:
+    path = scope["path"]
+    if path == SCRAPE_PATH:
+        return any(name == b"authorization" for name, _ in scope["headers"])
+    return path in OPEN_PATHS
 
 
 class RestHostGuard:
@@ -24,7 +37,7 @@ class RestHostGuard:
         self._check = TransportSecurityMiddleware(security)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] not in OPEN_PATHS:
+        if scope["type"] == "http" and not _open(scope):
             request = Request(scope, receive)
             refused = await self._check.validate_request(request, is_post=False)
             if refused is not None:

@@ -9,6 +9,7 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
+from memexdb import metrics
 from memexdb.client import AsyncMemex
 from memexdb.config import Settings
 from memexdb.db import FailFastAsyncPool
@@ -19,6 +20,16 @@ from memexdb.runtime.embedder import embedder_for
 from memexdb.runtime.jobs import Job, JobRunner
 from memexdb.runtime.maintenance import maintenance_job
 from memexdb.runtime.watch import DatabaseWatch
+
+POOL_METRICS_INTERVAL = 1.0  # psycopg_pool's stats: a dict read, no I/O
+
+
+async def _pool_metrics(pool: FailFastAsyncPool) -> None:
+    """Keep memex_db_pool_connections current (forever; cancel to stop): with several
+    workers a scrape reads every worker's last figures, not only its own."""
+    while True:
+        metrics.observe_pool(pool.get_stats())
+        await asyncio.sleep(POOL_METRICS_INTERVAL)
 
 
 def default_jobs(settings: Settings) -> list[Job]:
@@ -75,6 +86,7 @@ class Runtime:
             tasks = [
                 asyncio.create_task(runtime.watch.run(), name="memexdb-watch"),
                 asyncio.create_task(runtime.jobs.run(), name="memexdb-jobs"),
+                asyncio.create_task(_pool_metrics(pool), name="memexdb-pool-metrics"),
             ]
             try:
                 yield runtime
