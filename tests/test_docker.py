@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from memexdb.config import Settings, env_name
+from tests.live_service import required
 
 ROOT = Path(__file__).resolve().parent.parent
 # name:X.Y.Z or name:vX.Y.Z-..., never a moving tag such as pg17, 3.11-slim or latest
@@ -137,11 +138,9 @@ def test_prometheus_scrapes_the_service_with_a_bearer_token() -> None:
 def test_promtool_accepts_the_prometheus_config(tmp_path: Path) -> None:
     """Debian's promtool (2.42) checks the config; the token file it names must exist,
     so the copy names a scratch one."""
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        if os.environ.get("CI"):
-            pytest.fail("promtool (Debian's prometheus) is not installed, but CI needs it")
-        pytest.skip("promtool is not installed (apt-get install prometheus)")
+    promtool = required(
+        shutil.which("promtool"), "promtool is not installed (apt-get install prometheus)"
+    )
     text = (DOCKER / "prometheus" / "prometheus.yml").read_text()
     token = tmp_path / "token"
     token.write_text("t")
@@ -188,10 +187,10 @@ def test_grafana_is_provisioned_with_the_dashboard() -> None:
 def compose_config(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     """`docker-compose config` on our file, as Debian's docker-compose 1.29 reads it (no
     engine needed). Skipped without it, except in CI (CI set), where .ci/run installs it."""
-    if shutil.which("docker-compose") is None:
-        if os.environ.get("CI"):
-            pytest.fail("docker-compose is not installed, but CI needs it")
-        pytest.skip("docker-compose is not installed (apt-get install docker-compose)")
+    required(
+        shutil.which("docker-compose"),
+        "docker-compose is not installed (apt-get install docker-compose)",
+    )
     env_file = tmp_path / "empty.env"  # not the project's .env, whatever it holds
     env_file.write_text("")
     clean = {

@@ -39,8 +39,23 @@ from psycopg.conninfo import make_conninfo
 
 from memexdb.embedded import EmbeddedPostgres
 from tests.conftest import drop_database, new_database
-from tests.live_service import Service, cli_args, free_port, run_cli, service_env, wait_until
-from tests.test_pg_cron import DATABASE, DEFERS, LOG_WAIT, cron_jobs, pg_cron_bindir, pg_cron_server
+from tests.live_service import (
+    Service,
+    cli_args,
+    free_port,
+    required,
+    run_cli,
+    service_env,
+    wait_until,
+)
+from tests.test_pg_cron import (
+    DATABASE,
+    DEFERS,
+    LOG_WAIT,
+    cron_jobs,
+    pg_cron_server,
+    require_pg_cron_bindir,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKER = ROOT / "docker"
@@ -231,14 +246,9 @@ def test_dashboard_queries_only_what_the_live_service_exports(live: Live) -> Non
     print(f"{len(dashboard_exprs())} dashboard queries over {len(queried)} exported names")
 
 
-def prometheus_binary() -> str | None:
-    found = shutil.which("prometheus")
-    if found is None:
-        message = "Debian's prometheus is not installed (apt-get install prometheus)"
-        if os.environ.get("CI"):
-            pytest.fail(f"{message}, but CI needs it")
-        pytest.skip(message)
-    return found
+def prometheus_binary() -> str:
+    message = "Debian's prometheus is not installed (apt-get install prometheus)"
+    return required(shutil.which("prometheus"), message)
 
 
 def _query(http: httpx.Client, expr: str) -> dict[str, Any]:
@@ -255,7 +265,6 @@ def test_prometheus_scrapes_the_service_and_evaluates_the_dashboard(
     with the stack's config pointed at the live service. The service refuses a scrape
     without a credential, so memex_up in Prometheus shows the token went through."""
     binary = prometheus_binary()
-    assert binary is not None
     config = yaml.safe_load(PROMETHEUS_YML.read_text())
     (job,) = config["scrape_configs"]
     token_file = tmp_path / "token"
@@ -354,12 +363,7 @@ def image_database() -> Iterator[tuple[str, Path]]:
     """A PostgreSQL with pg_cron (tests/test_pg_cron.py's server) and database DATABASE,
     made the way the Postgres image's first start makes POSTGRES_DB: created, then the
     scripts of docker/postgres/initdb/ run in it with psql. Yields (DSN, bin dir)."""
-    bindir = pg_cron_bindir()
-    if bindir is None:
-        message = "no PostgreSQL with pg_cron and pgvector (run .ci/pg_cron.sh as root)"
-        if os.environ.get("CI"):
-            pytest.fail(f"{message}, but CI needs it")
-        pytest.skip(message)
+    bindir = require_pg_cron_bindir()
     with pg_cron_server(bindir) as server:
         with psycopg.connect(server, autocommit=True) as admin:
             assert admin.execute("show shared_preload_libraries").fetchone() == ("pg_cron",)

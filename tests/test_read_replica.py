@@ -13,7 +13,6 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -27,30 +26,11 @@ from memexdb.embedded.accounts import ROOT_BASE, service_account
 from memexdb.embedded.binaries import bundled_pginstall, pginstall_for
 from memexdb.embedded.server import BUNDLE_VERSION
 from tests.conftest import scratch_dir
-from tests.live_service import kill_postgres, wait_until
+from tests.live_service import kill_postgres, run_as_postgres_user, wait_until
 from tests.sqlapi import search, store, unit
 
 REPLAY_WAIT = 30.0
 LIMIT = "rate_limit_search_per_minute"
-
-
-def _run(args: list[str | Path], cwd: Path, timeout: float = 120.0) -> None:
-    """A PostgreSQL program as the embedded server's OS user (postgres refuses root)."""
-    acct = service_account()
-    res = subprocess.run(
-        [str(a) for a in args],
-        user=acct.uid if acct.switch else None,
-        group=acct.gid if acct.switch else None,
-        extra_groups=list(acct.groups) if acct.switch else None,
-        cwd=cwd,
-        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    assert res.returncode == 0, f"{args[0]} failed: {res.stdout}{res.stderr}"
 
 
 @dataclass
@@ -76,12 +56,12 @@ def pair() -> Iterator[Pair]:
         primary.start()
         migrate(primary.dsn)
         # -R: standby.signal and primary_conninfo; -X stream: the WAL of the copy too
-        _run([bindir / "pg_basebackup", "-h", primary.socket_dir, "-U", "postgres",
+        run_as_postgres_user([bindir / "pg_basebackup", "-h", primary.socket_dir, "-U", "postgres",
               "-D", pgdata, "-R", "-X", "stream", "-c", "fast"], standby)  # fmt: skip
         with (pgdata / "postgresql.auto.conf").open("a") as conf:
             # its own socket (the copied memexdb.conf names the primary's); read after it
             conf.write(f"unix_socket_directories = '{standby}'\nhot_standby = on\n")
-        _run([bindir / "pg_ctl", "start", "-D", pgdata, "-l", standby / "log", "-w",
+        run_as_postgres_user([bindir / "pg_ctl", "start", "-D", pgdata, "-l", standby / "log", "-w",
               "-t", "60"], standby)  # fmt: skip
         started = True
         replica = primary.dsn.replace(str(primary.socket_dir), str(standby))
@@ -91,7 +71,9 @@ def pair() -> Iterator[Pair]:
     finally:
         if started:
             try:
-                _run([bindir / "pg_ctl", "stop", "-D", pgdata, "-m", "fast", "-w"], standby)
+                run_as_postgres_user(
+                    [bindir / "pg_ctl", "stop", "-D", pgdata, "-m", "fast", "-w"], standby
+                )
             except (AssertionError, subprocess.TimeoutExpired):
                 kill_postgres(pgdata)
         primary.stop()
