@@ -65,9 +65,9 @@ def test_compose_file_is_consistent() -> None:
     # server listens on the unix socket alone)
     check = " ".join(services["postgres"]["healthcheck"]["test"])
     assert "-h 127.0.0.1" in check and "select 1" in check, check
-    # the service is healthy once it answers (docker/Dockerfile's HEALTHCHECK too)
+    # the service is healthy once ready (docker/Dockerfile HEALTHCHECK too)
     check = " ".join(services["memexdb"]["healthcheck"]["test"])
-    assert "http://127.0.0.1:8000/health" in check, check
+    assert "http://127.0.0.1:8000/health/ready" in check, check
     assert "change-me" not in (ROOT / "docker-compose.yml").read_text()
 
 
@@ -97,6 +97,7 @@ def test_dockerfile_copies_what_exists() -> None:
     assert "COPY docker/entrypoint.sh /usr/local/bin/memexdb-entrypoint" in dockerfile
     assert 'ENTRYPOINT ["memexdb-entrypoint"]' in dockerfile
     assert 'CMD ["serve"]' in dockerfile
+    assert "urlopen('http://127.0.0.1:8000/health/ready', timeout=3)" in dockerfile
     (base,) = from_images(DOCKER / "Dockerfile")
     assert EXACT_TAG.match(base), base
     for script in (DOCKER / "entrypoint.sh", DOCKER / "prometheus" / "entrypoint.sh"):
