@@ -242,7 +242,11 @@ def test_dashboard_queries_only_what_the_live_service_exports(live: Live) -> Non
         "memex_up",
     ):
         assert name in exported.labels, f"no series of {name} after a store and a search"
+    # and the dashboard shows every memex_ metric the service exports
     queried = set().union(*(query_metrics(e) for e in dashboard_exprs()))
+    families = set(re.findall(r"^# TYPE (memex_\w+) ", live.metrics, flags=re.M))
+    unshown = {f for f in families if not any(q.startswith(f) for q in queried)}
+    assert not unshown, f"exported but on no panel: {sorted(unshown)}"
     print(f"{len(dashboard_exprs())} dashboard queries over {len(queried)} exported names")
 
 
