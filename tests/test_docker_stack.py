@@ -37,6 +37,7 @@ import pytest
 import yaml
 from psycopg.conninfo import make_conninfo
 
+from memexdb import pg_cron
 from memexdb.embedded import EmbeddedPostgres
 from tests.conftest import drop_database, new_database
 from tests.live_service import (
@@ -425,7 +426,10 @@ def test_service_entrypoint_migrates_schedules_and_serves(
         out = service.output()
         assert "migrated to revision" in out and "runs:" in out, out
         jobs = {job.jobname: job for job in cron_jobs(dsn)}
-        assert "memex-maintenance" in jobs and all(j.active for j in jobs.values()), jobs
+        # memex-consolidate and memex-dream are skipped today (README, "Scheduling with
+        # pg_cron": the check looks their functions up without arguments)
+        assert "memex-maintenance" in jobs, jobs
+        assert set(jobs) <= set(pg_cron.NAMES) and all(j.active for j in jobs.values()), jobs
         # the service leaves the job to pg_cron, as the stack means it to
         assert wait_until(lambda: DEFERS in service.output(), LOG_WAIT), service.output()
         # exec: the process started is memexdb now, not a shell waiting for it
