@@ -1,14 +1,17 @@
 """Retrieval quality on LoCoMo: hit@1/5/10 and MRR of memex.search against the gold
-evidence turns, per question category, for vector, text and hybrid modes and several
+evidence turns, per question category, for the default request (no ranking options, what
+a client sending only query and top_k gets), vector, text and hybrid modes and several
 recency settings.
 
 One tenant per conversation, each turn one memory (``speaker: text``, plus the caption of
 a shared image) back-dated to its session's date; each question is searched in its
 conversation with "now" = the end of that conversation. Category 5 (adversarial) is
 reported apart. The dataset is read from the path given; nothing of it is stored in the
-project.
+project. ``--timestamps now`` stores every turn at the same moment instead (recency then
+cannot help or hurt: a check that a ranking idea does not live off the dates).
 
     python bench/locomo_eval.py ../shared/data/locomo/locomo10.json
+    python bench/locomo_eval.py ../shared/data/locomo/locomo10.json --timestamps now
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import build_embedder
 
 DIA_ID = re.compile(r"D(\d+):(\d+)")
+UNDATED = datetime(2026, 1, 1, tzinfo=UTC)  # --timestamps now: every turn stored at this time
 KS = (1, 5, 10)
 
 
@@ -59,21 +63,48 @@ class Conversation:
 
 @dataclass(frozen=True)
 class Setting:
+    """A search request; None = not sent (memex.search's default)."""
+
     name: str
-    mode: str
-    alpha: float
-    half_life_days: float = 30.0
-    context_weight: float | None = None  # None: the mode's default
+    mode: str | None
+    alpha: float | None
+    half_life_days: float | None = None
+    context_weight: float | None = None
+
+    def sql(self) -> str:
+        """memex.search with the options this setting sends, as named arguments."""
+        sent = [
+            f"p_{name} => %({name})s"
+            for name in ("mode", "alpha", "half_life_days", "context_weight")
+            if getattr(self, name) is not None
+        ]
+        return (
+            "select metadata->>'label' from memex.search(p_agent_id => %(agent)s,"
+            " p_user_id => %(user)s, p_query_embedding => %(embedding)s, p_top_k => 10,"
+            " p_query_text => %(text)s, p_now => %(now)s"
+            + "".join(", " + arg for arg in sent)
+            + ")"
+        )
+
+    def values(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "alpha": self.alpha,
+            "half_life_days": self.half_life_days,
+            "context_weight": self.context_weight,
+        }
 
 
 SETTINGS = [
+    Setting("**default request (no options)**", None, None),
+    Setting("vector, no alpha (default formula)", "vector", None),
     Setting("vector, alpha 1 (no recency)", "vector", 1.0),
     Setting("vector, alpha 1, context 0.5", "vector", 1.0, context_weight=0.5),
     Setting("text (BM25), alpha 1, context 0", "text", 1.0, context_weight=0.0),
     Setting("text (BM25), alpha 1", "text", 1.0),
     Setting("hybrid, alpha 1, context 0", "hybrid", 1.0, context_weight=0.0),
     Setting("hybrid, alpha 1", "hybrid", 1.0),
-    Setting("vector, alpha 0.7, half-life 30 d (memex default)", "vector", 0.7),
+    Setting("vector, alpha 0.7, half-life 30 d (memex; the default before)", "vector", 0.7),
     Setting("hybrid, alpha 0.7, half-life 30 d", "hybrid", 0.7),
     Setting("hybrid, alpha 0.9, half-life 365 d", "hybrid", 0.9, 365.0),
 ]
@@ -84,7 +115,7 @@ def normalise_dia_ids(raw: str) -> set[str]:
     return {f"D{int(s)}:{int(t)}" for s, t in DIA_ID.findall(raw.replace("D:", "D"))}
 
 
-def load_dataset(path: Path) -> list[Conversation]:
+def load_dataset(path: Path, timestamps: str = "dated") -> list[Conversation]:
     conversations = []
     for sample in json.loads(path.read_text()):
         conv = Conversation(sample["sample_id"])
@@ -95,11 +126,15 @@ def load_dataset(path: Path) -> list[Conversation]:
         for number in sessions:
             when = datetime.strptime(talk[f"session_{number}_date_time"], "%I:%M %p on %d %B, %Y")
             when = when.replace(tzinfo=UTC)
+            if timestamps == "now":
+                when = UNDATED
             for index, turn in enumerate(talk[f"session_{number}"]):
                 text = f"{turn['speaker']}: {turn['text']}"
                 if turn.get("blip_caption"):
                     text += f" [shares an image: {turn['blip_caption']}]"
                 at = when + timedelta(seconds=index)
+                if timestamps == "now":
+                    at = when  # the same moment for every turn
                 conv.turns.append({"dia_id": turn["dia_id"], "content": text, "at": at})
                 conv.end = max(conv.end, at)
         for qa in sample["qa"]:
@@ -145,7 +180,7 @@ def load_memories(conn: psycopg.Connection, conversations: list[Conversation], m
                 contents,
                 list(vectors),
                 model.model_id,
-                [Jsonb({"dia_id": t["dia_id"]}) for t in conv.turns],
+                [Jsonb({"label": t["dia_id"]}) for t in conv.turns],
                 [t["at"] for t in conv.turns],
             ),
         )
@@ -159,26 +194,19 @@ def evaluate(
     setting: Setting,
 ) -> dict[str, dict[str, float]]:
     sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    sql = (
-        "select metadata->>'dia_id' from memex.search(p_agent_id => 'locomo',"
-        " p_user_id => %s, p_query_embedding => %s, p_top_k => 10, p_alpha => %s,"
-        " p_half_life_days => %s, p_query_text => %s, p_mode => %s, p_now => %s,"
-        " p_context_weight => %s)"
-    )
+    sql = setting.sql()
     for conv in conversations:
         for q in conv.questions:
             rows = conn.execute(
                 sql,
-                (
-                    conv.sample_id,
-                    query_vectors[q.text],
-                    setting.alpha,
-                    setting.half_life_days,
-                    q.text,
-                    setting.mode,
-                    conv.end,
-                    setting.context_weight,
-                ),
+                {
+                    "agent": "locomo",
+                    "user": conv.sample_id,
+                    "embedding": query_vectors[q.text],
+                    "text": q.text,
+                    "now": conv.end,
+                    **setting.values(),
+                },
             ).fetchall()
             ranked = [r[0] for r in rows]
             first = next((i for i, d in enumerate(ranked) if d in q.evidence), None)
@@ -217,13 +245,19 @@ def main() -> int:
     parser.add_argument("data", type=Path, help="path to locomo10.json")
     parser.add_argument("--dsn", help="use this database instead of a fresh embedded one")
     parser.add_argument("--out", type=Path, default=Path("bench/out"))
+    parser.add_argument(
+        "--timestamps",
+        choices=["dated", "now"],
+        default="dated",
+        help="dated: each session at its date (default); now: every turn at the same moment",
+    )
     args = parser.parse_args()
 
     print(f"command: python {' '.join(sys.argv)}")
     for key, value in machine_facts().items():
         print(f"{key}: {value}")
 
-    conversations = load_dataset(args.data)
+    conversations = load_dataset(args.data, args.timestamps)
     print(
         f"conversations: {len(conversations)}, turns: {sum(len(c.turns) for c in conversations)},"
         f" questions with evidence: {sum(len(c.questions) for c in conversations)}"
@@ -254,7 +288,8 @@ def main() -> int:
                 print(f"{setting.name}: {time.perf_counter() - started:.1f} s")
         print_tables(results)
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "locomo.json").write_text(json.dumps(results, indent=2))
+        name = "locomo.json" if args.timestamps == "dated" else "locomo-undated.json"
+        (args.out / name).write_text(json.dumps(results, indent=2))
     finally:
         if server is not None:
             server.stop()

@@ -227,13 +227,7 @@ async def _append_to_log(agent: AsyncMemex, request: MemorizeRequest, now: datet
 
 async def search(memex: AsyncMemex, request: PassageSearchRequest) -> PassageSearchOut:
     """Passages for `request.query`; with `answer`, the LLM's answer citing them."""
-    rows = await memex.passages(
-        request.agent_id,
-        request.user_id,
-        request.query,
-        top_k=request.top_k,
-        passage_chars=request.passage_chars,
-    )
+    rows = await memex.passages_for(request)
     passages = [PassageOut.model_validate(row) for row in rows]
     if not request.answer:
         return PassageSearchOut(passages=passages, answer=None, cited=[], llm="not_asked")

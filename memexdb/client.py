@@ -15,7 +15,15 @@ import difflib
 import functools
 import re
 import threading
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -51,6 +59,7 @@ from memexdb.types import (
     AuditEvent,
     ConsolidationRun,
     CreatedKey,
+    DreamPlan,
     DreamUser,
     EmbedBatch,
     Embeddings,
@@ -352,10 +361,10 @@ class AsyncMemex:
         query: str,
         *,
         top_k: int = params.DEFAULT_TOP_K,
-        alpha: float = params.DEFAULT_ALPHA,
-        half_life_days: float = params.DEFAULT_HALF_LIFE_DAYS,
+        alpha: float | None = params.DEFAULT_ALPHA,
+        half_life_days: float | None = params.DEFAULT_HALF_LIFE_DAYS,
         memory_types: Sequence[MemoryType | str] | None = None,
-        mode: SearchMode | str = params.DEFAULT_MODE,
+        mode: SearchMode | str | None = params.DEFAULT_MODE,
         now: datetime | None = None,
         context_weight: float | None = None,
         metadata: dict[str, Any] | None = None,
@@ -394,7 +403,7 @@ class AsyncMemex:
                 "query_text": request.query,
                 "embedding_model": self.model_id,
                 "memory_types": [str(t) for t in types] if types else None,
-                "mode": str(request.mode),
+                "mode": None if request.mode is None else str(request.mode),
                 "now": now,
                 "context_weight": request.context_weight,
                 "metadata": _jsonb(request.metadata),
@@ -1154,6 +1163,10 @@ class AsyncMemex:
             top_k=top_k,
             passage_chars=passage_chars,
         )
+        return await self.passages_for(request)
+
+    async def passages_for(self, request: params.PassageSearchRequest) -> list[Passage]:
+        """passages() for a request already validated (memexdb.agentic.search's)."""
         values = {
             **request.model_dump(exclude={"answer"}),
             "query_embedding": await self.embedder.embed_one(request.query),
@@ -1208,44 +1221,75 @@ class AsyncMemex:
         """Condense the tenant's oldest episodic memories if it is due (`force`: even if
         not); see memex.consolidate_tenant. None when another runner holds the tenant.
         `summary` (with the `source_ids` it summarizes) replaces the extractive summary."""
-        validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
-        rows: list[ConsolidationRun] = await self._fetch(
-            ConsolidationRun,
+        return await self._tenant_run(
             queries.CONSOLIDATE_TENANT,
-            {
-                "agent_id": agent_id,
-                "user_id": user_id,
-                "dry_run": dry_run,
-                "force": force,
-                "summary": summary,
-                "source_ids": [str(i) for i in source_ids] if source_ids is not None else None,
-            },
+            agent_id,
+            user_id,
+            dry_run=dry_run,
+            force=force,
+            summary=summary,
+            source_ids=[str(i) for i in source_ids] if source_ids is not None else None,
         )
-        run = rows[0] if rows else None
-        return run if run is not None and run.status is not None else None
 
     async def consolidate_due(self, *, dry_run: bool = False) -> list[ConsolidationRun]:
         """One consolidation tick over every tenant (admin); the runs (plans if dry_run)."""
         return await self._fetch(ConsolidationRun, queries.CONSOLIDATE_DUE, {"dry_run": dry_run})
 
     async def dream(
-        self, agent_id: str, user_id: str, *, dry_run: bool = False, force: bool = False
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        dry_run: bool = False,
+        force: bool = False,
+        edits: Sequence[Mapping[str, Any]] | None = None,
     ) -> ConsolidationRun | None:
-        """Tidy the tenant's files if it is due (`force`: even if not): duplicate lines
+        """Tidy the tenant's files if it is due (`force`: even if not): `edits` (over
+        dream_plan: path, revision, old_text, new_text, reason) applied, duplicate lines
         and repeated headings merged, as dream-agent; see memex.dream_tenant. None when
         another runner holds the tenant."""
+        return await self._tenant_run(
+            queries.DREAM_TENANT,
+            agent_id,
+            user_id,
+            dry_run=dry_run,
+            force=force,
+            edits=Jsonb(list(edits)) if edits is not None else None,
+        )
+
+    async def _tenant_run(
+        self, query: str, agent_id: str, user_id: str, **arguments: Any
+    ) -> ConsolidationRun | None:
+        """One tenant's consolidation run (or plan); None when another runner holds it."""
         validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
         rows: list[ConsolidationRun] = await self._fetch(
-            ConsolidationRun,
-            queries.DREAM_TENANT,
-            {"agent_id": agent_id, "user_id": user_id, "dry_run": dry_run, "force": force},
+            ConsolidationRun, query, {"agent_id": agent_id, "user_id": user_id, **arguments}
         )
         run = rows[0] if rows else None
         return run if run is not None and run.status is not None else None
 
-    async def dream_due(self, *, dry_run: bool = False) -> list[ConsolidationRun]:
-        """One tick of dreaming over files, every tenant (admin); the runs."""
-        return await self._fetch(ConsolidationRun, queries.DREAM_DUE, {"dry_run": dry_run})
+    async def dream_due(
+        self, *, dry_run: bool = False, edits: Sequence[Mapping[str, Any]] | None = None
+    ) -> list[ConsolidationRun]:
+        """One tick of dreaming over files, every tenant (admin); the runs. `edits` as
+        for dream, each with its tenant's agent_id and user_id."""
+        return await self._fetch(
+            ConsolidationRun,
+            queries.DREAM_DUE,
+            {"dry_run": dry_run, "edits": Jsonb(list(edits)) if edits is not None else None},
+        )
+
+    async def dream_plan(
+        self, agent_id: str | None = None, user_id: str | None = None, *, force: bool = False
+    ) -> list[DreamPlan]:
+        """The files the next dream reads: of the due tenants (admin), or of one."""
+        if agent_id is not None or user_id is not None:
+            validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
+        return await self._fetch(
+            DreamPlan,
+            queries.DREAM_PLAN,
+            {"agent_id": agent_id, "user_id": user_id, "force": force},
+        )
 
     async def restore_consolidation(self, run_id: int) -> ConsolidationRun:
         """Undo a condense run: its sources live again, its summary archived."""
@@ -1478,6 +1522,7 @@ class Memex:
     consolidate_due = _blocking(AsyncMemex.consolidate_due)
     dream = _blocking(AsyncMemex.dream)
     dream_due = _blocking(AsyncMemex.dream_due)
+    dream_plan = _blocking(AsyncMemex.dream_plan)
     restore_consolidation = _blocking(AsyncMemex.restore_consolidation)
     dream_config = _blocking(AsyncMemex.dream_config)
     set_dream_config = _blocking(AsyncMemex.set_dream_config)

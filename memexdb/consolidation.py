@@ -8,19 +8,33 @@ and their sources), has the model summarize each batch, and hands the summary ba
 memex.consolidate_tenant together with the batch it summarizes, so the bookkeeping is the
 same SQL; a batch that changed meanwhile (MX409) waits for the next tick, and a model
 that fails leaves that batch to the extractive summary.
+
+Dreaming with an LLM also resolves contradictions: the tick asks SQL which tenants the next
+dream takes and their files (memex.dream_plan: those written since the last dream first,
+then the older ones they may contradict), shows them to the model, and hands the
+edits it proposes (replace one exact text, as a memory_patch does) to memex.dream_due,
+which applies them in the same run and revision as its tidying, as dream-agent. Each
+proposal is untrusted: it is validated like a request, must name a file the model was
+shown (at the revision shown), and is bounded in number and size; refused ones are
+recorded in the run's details. A model that fails leaves the files to the tidying alone.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
+from memexdb import params
 from memexdb.errors import Conflict
-from memexdb.llm import ChatModel, LLMError
+from memexdb.llm import ChatModel, LLMError, ToolCall, function_tool
+from memexdb.params import ProposedEdit, field_errors
 
 if TYPE_CHECKING:
     from memexdb.client import AsyncMemex
-    from memexdb.types import ConsolidationRun
+    from memexdb.types import ConsolidationRun, DreamPlan
 
 log = logging.getLogger("memexdb.jobs")
 
@@ -31,12 +45,44 @@ decisions, plans, commitments, procedures) with its date as "(YYYY-MM-DD)"; when
 memories contradict each other keep the later one; drop small talk and repetition.
 Write a plain list, one fact per line starting with "- ". Write nothing else."""
 
+CONTRADICTIONS_SYSTEM = f"""\
+You review the memory files an AI agent keeps about one user, looking only for
+contradictions: two statements that cannot both be true now (an old address and a new
+one, a job that changed, a preference reversed). When the files show which is current
+(a date, "now", "moved", "no longer", a later dated entry), fix the outdated statement
+with resolve_contradiction: old_text copied exactly from the file (a whole line or
+sentence, occurring once in it), new_text the corrected statement, kept as history when
+that is useful ("Lived in Berlin until 2026-03"), or empty to remove it. When you cannot
+tell which statement is current, leave both. Change nothing else: no rewording, no
+merging, no new facts. At most {params.DREAM_MAX_EDITS} calls; none when there is no
+contradiction."""
+
 
 async def tick(memex: AsyncMemex) -> list[ConsolidationRun]:
     """One consolidation tick over every tenant: condensing, then dreaming over files;
     the runs that did something."""
     condensed = await condense(memex)
-    return condensed + await memex.dream_due()
+    return condensed + await dream(memex)
+
+
+async def dream(
+    memex: AsyncMemex,
+    tenant: tuple[str, str] | None = None,
+    *,
+    dry_run: bool = False,
+    force: bool = False,
+) -> list[ConsolidationRun]:
+    """Dream over the due tenants' files (or over `tenant`'s): with an LLM, contradictions
+    the model finds are resolved in the same run as the tidying."""
+    edits = None
+    if memex.llm is not None:
+        edits = []
+        for plan in await memex.dream_plan(*(tenant or (None, None)), force=force):
+            edits += await _resolutions(memex.llm, plan)
+    if tenant is None:
+        return await memex.dream_due(dry_run=dry_run, edits=edits)
+    run = await memex.dream(*tenant, dry_run=dry_run, force=force, edits=edits)
+    return [run] if run is not None else []
 
 
 async def condense(memex: AsyncMemex) -> list[ConsolidationRun]:
@@ -84,3 +130,81 @@ async def _abstract(llm: ChatModel, sources: list[dict[str, Any]]) -> str | None
         log.warning("consolidation: the LLM's summary is empty or too long; extractive summary")
         return None
     return text
+
+
+def _resolve_tool() -> dict[str, Any]:
+    schema = ProposedEdit.model_json_schema()
+    schema.pop("title", None)
+    return function_tool(
+        "resolve_contradiction",
+        "Replace the one occurrence of old_text in the file at path with new_text.",
+        schema,
+    )
+
+
+async def _resolutions(llm: ChatModel, plan: DreamPlan) -> list[dict[str, Any]]:
+    """The edits the model proposes for one tenant's files (refused ones included, with
+    the reason, for the run's details); none if the model fails."""
+    shown: dict[str, int] = {}
+    parts: list[str] = []
+    used = 0
+    # the files written since the last dream first, then the others they may contradict
+    for file in sorted(plan.files, key=lambda f: not f["new"]):
+        if used + len(file["content"]) > params.DREAM_LLM_CONTEXT_CHARS:
+            continue
+        used += len(file["content"])
+        shown[file["path"]] = file["revision"]
+        since = " (written since the last review)" if file["new"] else ""
+        parts.append(f"=== {file['path']}{since} ===\n{file['content']}")
+    if not parts:
+        return []
+    try:
+        reply = await llm.chat(
+            [
+                {"role": "system", "content": CONTRADICTIONS_SYSTEM},
+                {"role": "user", "content": "\n\n".join(parts)},
+            ],
+            tools=[_resolve_tool()],
+        )
+    except LLMError as exc:
+        log.warning(
+            "dreaming: the LLM failed for %s/%s (%s); tidying only",
+            plan.agent_id,
+            plan.user_id,
+            exc,
+        )
+        return []
+    tenant = {"agent_id": plan.agent_id, "user_id": plan.user_id}
+    edits = []
+    for index, call in enumerate(reply.tool_calls):
+        edit = _checked_edit(call, shown, over_limit=index >= params.DREAM_MAX_EDITS)
+        edits.append(tenant | edit)
+    return edits
+
+
+def _checked_edit(call: ToolCall, shown: dict[str, int], *, over_limit: bool) -> dict[str, Any]:
+    """One proposal as an edit for SQL, or as a refusal naming the reason."""
+
+    def refused(path: object, reason: str) -> dict[str, Any]:
+        # SQL records a refusal under a path; a proposal without a usable one gets ""
+        return {"path": path if isinstance(path, str) else "", "refused": reason}
+
+    try:
+        arguments = json.loads(call.arguments)
+    except ValueError:
+        return refused("", "arguments are not JSON")
+    if not isinstance(arguments, dict):
+        return refused("", "arguments are not a JSON object")
+    path = str(arguments.get("path", ""))[:300]
+    if call.name != "resolve_contradiction":
+        return refused(path, f"unknown tool {call.name[:100]!r}")
+    if over_limit:
+        return refused(path, f"over {params.DREAM_MAX_EDITS} edits")
+    try:
+        edit = ProposedEdit.model_validate(arguments)
+    except ValidationError as exc:
+        reasons = "; ".join(f"{e.field}: {e.message}" for e in field_errors(exc))
+        return refused(path, reasons[:300])
+    if edit.path not in shown:
+        return refused(edit.path, "not a file the model was shown")
+    return edit.model_dump() | {"revision": shown[edit.path]}

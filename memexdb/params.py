@@ -51,9 +51,20 @@ LIST_LIMIT_MAX = 1000  # memories per page of memex.list_memories / memex.export
 
 # Defaults (the same as the SQL functions' argument defaults).
 DEFAULT_TOP_K = 10
-DEFAULT_ALPHA = 0.7
-DEFAULT_HALF_LIFE_DAYS = 30.0
-DEFAULT_MODE = SearchMode.VECTOR
+# No alpha sent (None, SQL null): score = relevance * (1 + RECENCY_BOOST * recency) *
+# importance, recency a bounded tiebreaker; an alpha sent explicitly gets the memex formula
+# (alpha * relevance + (1 - alpha) * recency) * importance. README "Ranking".
+DEFAULT_ALPHA: float | None = None
+RECENCY_BOOST = 0.25  # memex._score's constant
+# No half-life sent (None, SQL null): HALF_LIFE_DAYS_DEFAULT with the default formula (no
+# alpha), HALF_LIFE_DAYS_MEMEX (memex's own default) when an alpha is sent.
+DEFAULT_HALF_LIFE_DAYS: float | None = None
+HALF_LIFE_DAYS_DEFAULT = 90.0
+HALF_LIFE_DAYS_MEMEX = 30.0
+# No mode sent (None, SQL null): hybrid for the default ranking (no alpha sent) when there
+# is a query text (always through the client, REST and MCP); vector (memex's) when an alpha
+# is sent, or for SQL callers that send only an embedding.
+DEFAULT_MODE: SearchMode | None = None
 DEFAULT_MEMORY_TYPE = MemoryType.EPISODIC
 DEFAULT_IMPORTANCE = 1.0
 DEFAULT_LIST_LIMIT = 50
@@ -256,31 +267,34 @@ TopK = Annotated[
     BeforeValidator(_integral),
 ]
 Alpha = Annotated[
-    float,
-    Strict(),
+    Annotated[float, Strict()] | None,
     Field(
         ge=0.0,
         le=1.0,
         allow_inf_nan=False,
-        description="Weight of relevance against recency: 1 = relevance only, 0 = newest first.",
+        description="Weight of relevance against recency in the memex formula"
+        " alpha * relevance + (1 - alpha) * recency: 1 = relevance only, 0 = newest first."
+        " Not sent (null, the default): relevance * (1 + 0.25 * recency), where recency"
+        " only breaks ties among relevant memories of any age.",
     ),
 ]
 HalfLifeDays = Annotated[
-    float,
-    Strict(),
+    Annotated[float, Strict()] | None,
     Field(
         ge=HALF_LIFE_MIN_DAYS,
         le=HALF_LIFE_MAX_DAYS,
         allow_inf_nan=False,
-        description="Age in days at which recency has halved.",
+        description="Age in days at which recency has halved. Not sent (null, the default):"
+        f" {HALF_LIFE_DAYS_DEFAULT:g} days without alpha, {HALF_LIFE_DAYS_MEMEX:g} with alpha.",
     ),
 ]
+_MODE = (
+    "vector: cosine similarity; text: BM25 full-text rank; hybrid: both blended."
+    " Not sent: hybrid, or vector when alpha is sent (the memex ranking)."
+)
 Mode = Annotated[
-    SearchMode,
-    _enum(
-        SearchMode,
-        "vector: cosine similarity; text: BM25 full-text rank; hybrid: both blended.",
-    ),
+    Annotated[SearchMode, _enum(SearchMode, _MODE)] | None,
+    Field(description=_MODE),
 ]
 ContextWeight = Annotated[
     Annotated[float, Strict()] | None,
@@ -426,7 +440,8 @@ IncludeArchivedQuery = Annotated[bool, _INCLUDE_ARCHIVED]
 
 
 class MemorySearchRequest(_Request):
-    """Search a tenant's memories: score = (alpha*relevance + (1-alpha)*recency)*importance."""
+    """Search a tenant's memories: score = relevance * (1 + 0.25 * recency) * importance, or
+    (alpha*relevance + (1-alpha)*recency)*importance when alpha is sent."""
 
     agent_id: AgentId
     user_id: UserId
@@ -572,8 +587,9 @@ class MemoryBatchResponse(BaseModel):
 
 
 class SearchResult(MemoryOut):
-    """A ranked memory with the parts of its score:
-    score = (alpha * relevance + (1 - alpha) * recency) * importance."""
+    """A ranked memory with the parts of its score: score = relevance * (1 + 0.25 *
+    recency) * importance, or (alpha * relevance + (1 - alpha) * recency) * importance
+    when alpha is sent."""
 
     score: float
     similarity: float | None = Field(description="cosine similarity of query and memory")
@@ -1408,6 +1424,10 @@ MEMORIZE_PROPOSAL_MAX_CHARS = 8000
 MEMORIZE_CONTEXT_CHARS = 6000
 MEMORIZE_FILE_LIST = 100
 MEMORIZE_LOG_PATH = "user/log.md"
+# dreaming with an LLM: the files shown to the model per tenant (in path order, while they
+# fit), and the edits taken from its answer (sql/129 takes at most 200 per call)
+DREAM_LLM_CONTEXT_CHARS = 24_000
+DREAM_MAX_EDITS = 8
 
 
 PassageTopK = Annotated[
@@ -1519,6 +1539,16 @@ class ProposedPatch(_Request):
     append: ProposalText | None = None
     old_text: ProposalText | None = None
     new_text: Annotated[str, Field(max_length=MEMORIZE_PROPOSAL_MAX_CHARS)] | None = None
+
+
+class ProposedEdit(_Request):
+    """An edit the dreaming model proposes to resolve a contradiction in a file it was
+    shown: the one occurrence of old_text becomes new_text (empty: removed)."""
+
+    path: FilePath
+    old_text: ProposalText
+    new_text: Annotated[str, Field(max_length=MEMORIZE_PROPOSAL_MAX_CHARS)]
+    reason: Annotated[str, Field(max_length=300)] = ""
 
 
 class MemorizeChange(BaseModel):

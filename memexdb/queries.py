@@ -266,9 +266,13 @@ CONSOLIDATE_DUE = "select * from memex.consolidate_due(p_dry_run => %(dry_run)s)
 DREAM_TENANT = """
 select * from memex.dream_tenant(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_dry_run => %(dry_run)s,
-    p_force => %(force)s)
+    p_force => %(force)s, p_edits => %(edits)s)
 """
-DREAM_DUE = "select * from memex.dream_due(p_dry_run => %(dry_run)s)"
+DREAM_DUE = "select * from memex.dream_due(p_dry_run => %(dry_run)s, p_edits => %(edits)s)"
+DREAM_PLAN = """
+select * from memex.dream_plan(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_force => %(force)s)
+"""
 RESTORE_CONSOLIDATION = "select * from memex.restore_consolidation(p_run_id => %(run_id)s)"
 DREAM_CONFIG = "select memex.dream_config()"
 SET_DREAM_CONFIG = "select memex.set_dream_config(p_changes => %(changes)s)"

@@ -379,6 +379,15 @@ class PatchPreview:
 
 
 @dataclass(frozen=True, slots=True)
+class DreamPlan:
+    """A row of memex.dream_plan: the files the next dream over a tenant reads."""
+
+    agent_id: str
+    user_id: str
+    files: list[dict[str, Any]]  # {path, revision, content}
+
+
+@dataclass(frozen=True, slots=True)
 class ConsolidationRun:
     """A row of memex.consolidation_runs (or a plan: id None, status dry_run or nothing)."""
 

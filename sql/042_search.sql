@@ -1,6 +1,8 @@
 -- memex.search: the memories of one tenant ranked by relevance and recency, in one call.
 --
---   relevance = cosine similarity                              (mode 'vector', the default)
+--   mode      = p_mode, or when not given (null, the default): 'hybrid' if no alpha is
+--               given and there is a query text, else 'vector' (memex's)
+--   relevance = cosine similarity                              (mode 'vector')
 --             | bm25 / best bm25                               (mode 'text')
 --             | w * cosine + (1 - w) * bm25 / best bm25        (mode 'hybrid', w =
 --                                                               settings.hybrid_vector_weight)
@@ -8,12 +10,19 @@
 --   otherwise), each memory also takes relevance from its neighbours in time:
 --   relevance = (r + c * max(r of the memories just before and after)
 --                  + c/2 * max(r of the memories two before and after)) / (1 + 1.5 c)
---   recency   = exp(-ln2 / half_life_days * age_days)
---   score     = (alpha * relevance + (1 - alpha) * recency) * importance
+--   recency   = exp(-ln2 / half_life_days * age_days), half_life_days when not given
+--               (null, the default): 90 without alpha, 30 (memex's) with alpha
+--   score     = (relevance + 0.25 * recency * |relevance|) * importance
+--                   when alpha is not given (null, the default): recency is a bounded
+--                   tiebreaker, at most 25 % on top of relevance (bench/RESULTS.md,
+--                   "Recall by default"), so the past stays findable and the newer of
+--                   two equally relevant memories (an updated fact) ranks first
+--             | (alpha * relevance + (1 - alpha) * recency) * importance
+--                   when alpha is given (the memex formula)
 --
--- With importance 1.0 (the default) mode 'vector' is exactly the memex formula;
--- importance 0..2 scales a memory's score. BM25 matches any query term (english stemming,
--- stop words dropped). Tenants are ranked exactly (every row scored) until they are moved
+-- With importance 1.0 (the default), mode 'vector' and an explicit alpha, this is exactly
+-- the memex formula; importance 0..2 scales a memory's score. BM25 matches any query term
+-- (english stemming, stop words dropped). Tenants are ranked exactly (every row scored) until they are moved
 -- into the ANN index (tenants.ann: memex.maintenance does it past
 -- settings.exact_scan_max_rows); those rank the union of the nearest (from the ANN index
 -- chosen with memex.configure_vector_index, HNSW by default), newest and best
@@ -38,11 +47,11 @@ create or replace function memex.search(
     p_user_id text,
     p_query_embedding vector,
     p_top_k integer default 10,
-    p_alpha double precision default 0.7,
-    p_half_life_days double precision default 30,
+    p_alpha double precision default null,
+    p_half_life_days double precision default null,
     p_memory_types memex.memory_type[] default null,
     p_query_text text default null,
-    p_mode text default 'vector',
+    p_mode text default null,
     p_embedding_model text default null,
     p_now timestamptz default null,
     p_context_weight double precision default null,
@@ -77,14 +86,23 @@ begin
     if p_top_k is null or p_top_k not between 1 and 100 then
         perform memex._invalid('top_k', 'must be between 1 and 100');
     end if;
-    if p_alpha is null or p_alpha not between 0 and 1 then
+    if p_alpha is not null and p_alpha not between 0 and 1 then
         perform memex._invalid('alpha', 'must be between 0 and 1');
     end if;
     -- a shorter half-life would overflow the decay's exponent (ln 2 / half-life * age)
-    if p_half_life_days is null or p_half_life_days not between 0.001 and 36500 then
+    if p_half_life_days is not null and p_half_life_days not between 0.001 and 36500 then
         perform memex._invalid('half_life_days', 'must be between 0.001 and 36500 days');
     end if;
-    if p_mode is null or p_mode not in ('vector', 'text', 'hybrid') then
+    -- no half-life sent: 90 days for the default formula (a tiebreak that still tells
+    -- apart memories months apart), memex's 30 days when alpha is sent
+    p_half_life_days := coalesce(p_half_life_days, case when p_alpha is null then 90 else 30 end);
+    -- no mode sent: hybrid for the default ranking (no alpha) when there is a query text;
+    -- vector (memex's) when alpha is sent or there is only an embedding
+    p_mode := coalesce(p_mode,
+                       case when p_alpha is null
+                                 and coalesce(btrim(p_query_text, E' \t\n\r\f\x0b'), '') <> ''
+                            then 'hybrid' else 'vector' end);
+    if p_mode not in ('vector', 'text', 'hybrid') then
         perform memex._invalid('mode', 'must be one of vector, text, hybrid');
     end if;
     if p_mode <> 'text' then
@@ -130,7 +148,7 @@ begin
     v_exact := coalesce(v_exact, true);
     v_depth := greatest(p_top_k, memex._setting('ann_candidates', '200')::integer);
     -- newest memories among the ANN candidates: only recency's weight makes them matter
-    v_recent := case when p_alpha = 1 then v_depth
+    v_recent := case when p_alpha is not null and p_alpha = 1 then v_depth
                      else greatest(v_depth,
                                    memex._setting('ann_recent_candidates', '5000')::integer)
                 end;
@@ -149,13 +167,14 @@ begin
     end if;
 
     if p_mode = 'vector' and v_context = 0 then
-        -- Pure vector ranking (the default): relevance is the similarity itself, so the
+        -- Pure vector ranking (mode 'vector' without context, the memex request): relevance
+        -- is the similarity itself, so the
         -- text statistics and the context window are skipped. Same formula and order as
         -- the general query below (bench/RESULTS.md, "Scale benchmark": 2.1 -> 0.8 ms).
         return query
         with top as (
             select r.*,
-                   (p_alpha * r.similarity + (1 - p_alpha) * r.recency) * r.importance as score
+                   memex._score(r.similarity, r.recency, r.importance, p_alpha) as score
             from (
                 select c.id, c.importance, c.created_at, c.similarity,
                        memex._recency(c.created_at, v_now, p_half_life_days) as recency
@@ -223,7 +242,7 @@ begin
             window w as (order by n.created_at, n.id)
         ),
         top as (
-            select s.*, (p_alpha * s.relevance + (1 - p_alpha) * s.recency) * s.importance as score
+            select s.*, memex._score(s.relevance, s.recency, s.importance, p_alpha) as score
             from scored s
             order by score desc, s.created_at desc, s.id
             limit p_top_k
@@ -244,4 +263,5 @@ $$;
 comment on function memex.search(text, text, vector, integer, double precision,
                                  double precision, memex.memory_type[], text, text, text,
                                  timestamptz, double precision, jsonb, boolean) is
-    'Rank a tenant''s memories: (alpha*relevance + (1-alpha)*recency) * importance.';
+    'Rank a tenant''s memories: relevance with recency as a bounded tiebreaker, or'
+    ' (alpha*relevance + (1-alpha)*recency) when alpha is given; times importance.';

@@ -1,7 +1,7 @@
 -- memex.smart_read (MCP memory_smart_read): one context block of at most p_budget
 -- characters (100 to 100000, default 4000) from the files and memories of tenant
--- (agent_id, user_id) most relevant to p_query: memex.search in hybrid mode (alpha 0.9,
--- the top 20), best first, each under a header line naming its path ('### user/x.md') or
+-- (agent_id, user_id) most relevant to p_query: memex.search in hybrid mode with its
+-- default ranking (no alpha: recency a bounded tiebreaker; the top 20), best first, each under a header line naming its path ('### user/x.md') or
 -- id ('### memory <uuid>'). An item that does not fit whole is cut (ending in '…') if
 -- at least 200 characters of room remain, and the block ends there; it never exceeds the
 -- budget. sources lists what went in ({path | id, score, chars, truncated}). Logged in the
@@ -41,7 +41,7 @@ begin
     for v_hit in
         select h.id, h.content, h.score, m.path
         from memex.search(p_agent_id, p_user_id, p_query_embedding, p_top_k => 20,
-                          p_alpha => 0.9, p_query_text => p_query, p_mode => 'hybrid',
+                          p_query_text => p_query, p_mode => 'hybrid',
                           p_embedding_model => p_embedding_model) h
         left join memex.memories m on m.id = h.id
         order by h.score desc

@@ -1,7 +1,8 @@
 -- memex.search_passages (MCP memory_search): the passages of tenant (agent_id, user_id)
 -- most relevant to p_query, best first. Files and memories are ranked together by
 -- memex.search in hybrid mode: BM25 over the english tsvector fused with vector
--- similarity (settings.hybrid_vector_weight), weighted 0.9 against recency. A memory is
+-- similarity (settings.hybrid_vector_weight), with memex.search's default ranking (no
+-- alpha: recency a bounded tiebreaker, so passages of any age are found). A memory is
 -- its own passage; a file gives its best block: the paragraph (lines between blank lines)
 -- led by the markdown heading it sits under, that best matches the query terms
 -- (ts_rank_cd; ties and no match: the earliest), with its line range. A passage longer than
@@ -47,7 +48,7 @@ begin
         select h.id, h.content, h.score, m.path,
                row_number() over (order by h.score desc, h.id)::integer as rank
         from memex.search(p_agent_id, p_user_id, p_query_embedding, p_top_k => p_top_k,
-                          p_alpha => 0.9, p_query_text => p_query, p_mode => 'hybrid',
+                          p_query_text => p_query, p_mode => 'hybrid',
                           p_embedding_model => p_embedding_model) h
         left join memex.memories m on m.id = h.id
     ),

@@ -42,11 +42,8 @@ begin
                                                   p_dry_run => p_dry_run, p_now => p_now);
             exception when others then
                 get stacked diagnostics v_error = message_text;
-                insert into memex.consolidation_runs
-                    (agent_id, user_id, kind, status, actor, finished_at, error)
-                values (v_tenant.agent_id, v_tenant.user_id, 'condense', 'failed',
-                        'dream-agent', clock_timestamp(), v_error)
-                returning * into v_run;
+                v_run := memex._record_failed_run(v_tenant.agent_id, v_tenant.user_id,
+                                                  'condense', v_error);
             end;
             exit when v_run.status is null or v_run.status = 'nothing';  -- locked or not due
             return next v_run;

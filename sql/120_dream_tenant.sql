@@ -7,7 +7,12 @@
 --   * read: the files written since the last dream (all of them the first time, or
 --     forced), in path order; a file whose newest revision is a restore is left as
 --     restored (someone chose that content, maybe to undo a dream);
---   * tidied by memex._dream_clean (repeated headings merged, duplicate lines removed);
+--   * p_edits (from a model that read memex.dream_plan, to resolve contradictions) apply
+--     first (memex._dream_edit: each to the revision it was proposed for; one that does
+--     not apply is refused and listed in details.refused, as are edits for a log, a file
+--     left as restored or no file); a file an edit names is read even if not written since
+--     the last dream; then tidied by memex._dream_clean (repeated headings merged,
+--     duplicate lines removed);
 --   * a file that changed is rewritten through memex._save_file as dream-agent
 --     (memex._delegate: the revision and the access-log entry name the caller as
 --     on_behalf_of), operation 'write', based on the revision read: a file written
@@ -18,24 +23,26 @@
 --     left of a tick's budget); the rest are listed in details.deferred, and the tenant
 --     stays due so that the next run goes on with them;
 --   * when a file changed, one line per file goes to user/dream-log.md (memex._dream_log):
---     "- HH:MM user/profile.md: 3 duplicate lines removed, 1 repeated heading merged";
+--     "- HH:MM user/profile.md: 1 contradiction resolved, 3 duplicate lines removed";
 --   * tenants.last_dreamed_at is set when the run is over (also when nothing changed, so
 --     the tenant is not read again until it writes again), unless files were deferred; a
 --     file skipped for a write made meanwhile stays newer than the mark.
 -- The run is recorded in memex.consolidation_runs (kind dream, status done): files_in
 -- (read), files_out = files_touched (rewritten), details.files (path, read_revision,
--- revision, lines_removed, headings_merged, removed: the first 20 removed lines), skipped,
--- deferred, log. One dream per tenant at a time: a transaction-level advisory lock on the
--- tenant, held until commit (a runner that finds it taken returns null). A run that
--- changes nothing is returned with status nothing and details.reason, and not recorded;
+-- revision, lines_removed, headings_merged, removed: the first 20 removed lines, resolved:
+-- the edits applied), skipped, deferred, refused, log. One dream per tenant at a time: a
+-- transaction-level advisory lock on the tenant, held until commit (a runner that finds
+-- it taken returns null). A run that changes nothing is returned with status nothing and details.reason, and not recorded;
 -- p_dry_run returns the plan (status dry_run) and writes nothing.
+drop function if exists memex.dream_tenant(text, text, boolean, boolean, timestamptz, integer);
 create or replace function memex.dream_tenant(
     p_agent_id text,
     p_user_id text,
     p_dry_run boolean default false,
     p_force boolean default false,
     p_now timestamptz default null,
-    p_budget integer default null
+    p_budget integer default null,
+    p_edits jsonb default null
 )
 returns memex.consolidation_runs
 language plpgsql
@@ -55,7 +62,11 @@ declare
     v_file_at   timestamptz;  -- the same, of the files dreams read
     v_reason    text;
     v_file      record;
+    v_edit      record;
     v_clean     record;
+    v_read      text[] := '{}';  -- the paths read and not left as restored
+    v_refused   jsonb := '[]';
+    v_resolved  integer;
     v_saved     memex.file_record;
     v_done      jsonb := '[]';
     v_skipped   jsonb := '[]';
@@ -72,6 +83,7 @@ begin
     if p_budget is not null and p_budget < 1 then
         perform memex._invalid('budget', 'must be 1 or more');
     end if;
+    perform memex._check_dream_edits(p_edits);
     perform memex._authorize(p_agent_id, p_user_id, 'write');
     v_budget := least(coalesce(p_budget, (v_config ->> 'write_budget')::integer),
                       (v_config ->> 'write_budget')::integer);
@@ -115,19 +127,9 @@ begin
         end if;
     end if;
     for v_file in
-        -- revision 0: a row a bound role inserted itself, with no revision yet
-        select m.id, m.path, m.content, m.embedding, m.embedding_model,
-               coalesce(r.revision, 0) as revision, r.operation
-        from memex.memories m
-        left join lateral (
-            select r.revision, r.operation from memex.file_revisions r
-            where r.agent_id = m.agent_id and r.user_id = m.user_id and r.path = m.path
-            order by r.revision desc limit 1) r on true
-        where m.agent_id = p_agent_id and m.user_id = p_user_id and m.path is not null
-          and memex._dream_reads(m.path)
-          and (p_force or v_dreamed is null
-               or (m.updated_at > v_dreamed and m.actor is distinct from 'dream-agent'))
-        order by m.path collate "C"
+        select * from memex._dream_files(p_agent_id, p_user_id, v_dreamed, p_force, array(
+            select e ->> 'path' from jsonb_array_elements(coalesce(p_edits, '[]')) e
+            where not e ? 'refused'))
     loop
         v_run.files_in := v_run.files_in + 1;
         if v_file.operation = 'restore' then
@@ -136,7 +138,11 @@ begin
                 'reason', 'restored: left as restored until it is written again'));
             continue;
         end if;
-        v_clean := memex._dream_clean(v_file.content);
+        v_read := v_read || v_file.path;
+        v_edit := memex._dream_edit(v_file.path, v_file.content, v_file.revision, p_edits);
+        v_refused := v_refused || v_edit.refused;
+        v_resolved := jsonb_array_length(v_edit.resolved);
+        v_clean := memex._dream_clean(v_edit.content);
         continue when v_clean.content = v_file.content
                       or btrim(v_clean.content, E' \t\n\r\f\x0b') = '';
         if v_run.files_out >= v_budget or v_stopped is not null then
@@ -157,9 +163,10 @@ begin
                 v_saved := memex._save_file(
                     p_agent_id, p_user_id, v_file.path, v_clean.content, v_file.embedding,
                     v_file.embedding_model, 'write', v_file.revision,
-                    jsonb_build_object('dream', jsonb_build_object(
+                    jsonb_build_object('dream', jsonb_strip_nulls(jsonb_build_object(
                         'run', v_run.id, 'lines_removed', v_clean.lines_removed,
-                        'headings_merged', v_clean.headings_merged)));
+                        'headings_merged', v_clean.headings_merged,
+                        'contradictions_resolved', nullif(v_resolved, 0)))));
             exception
                 when sqlstate 'MX409' then
                     -- written (or deleted) since it was read: that write stands, and the
@@ -180,6 +187,9 @@ begin
         end if;
         v_run.files_out := v_run.files_out + 1;
         v_said := concat_ws(', ',
+            case when v_resolved > 0 then
+                v_resolved || ' contradiction'
+                || case when v_resolved > 1 then 's' else '' end || ' resolved' end,
             case when v_clean.lines_removed > 0 then
                 v_clean.lines_removed || ' duplicate line'
                 || case when v_clean.lines_removed > 1 then 's' else '' end || ' removed' end,
@@ -189,7 +199,7 @@ begin
         v_done := v_done || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
             'path', v_file.path, 'read_revision', v_file.revision, 'revision', v_saved.revision,
             'lines_removed', v_clean.lines_removed, 'headings_merged', v_clean.headings_merged,
-            'removed', to_jsonb(v_clean.removed))));
+            'removed', to_jsonb(v_clean.removed), 'resolved', nullif(v_edit.resolved, '[]'))));
         -- the log says what changed in a few thousand characters, however many files
         if coalesce(length(array_to_string(v_lines, E'\n')), 0) < 8000 then
             v_lines := v_lines || format('- %s %s: %s',
@@ -202,9 +212,18 @@ begin
         end if;
     end loop;
     v_run.files_touched := v_run.files_out;
+    select v_refused || coalesce(jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
+               'path', e ->> 'path', 'old_text', left(e ->> 'old_text', 200),
+               'reason', coalesce(left(e ->> 'refused', 300),
+                                  'not a file dreams edit (a log, restored, or no such file)')))),
+                    '[]')
+    into v_refused
+    from jsonb_array_elements(coalesce(p_edits, '[]')) e
+    where not (e ->> 'path' = any (v_read));
     v_run.details := jsonb_strip_nulls(jsonb_build_object(
         'files', v_done, 'skipped', nullif(v_skipped, '[]'),
-        'deferred', nullif(v_deferred, '[]'), 'stopped', v_stopped));
+        'deferred', nullif(v_deferred, '[]'), 'stopped', v_stopped,
+        'refused', nullif(v_refused, '[]')));
     if v_run.files_out = 0 then
         v_run.status := 'nothing';
         v_run.details := v_run.details - 'files' || jsonb_build_object('reason', case
@@ -247,5 +266,6 @@ begin
 end
 $$;
 
-comment on function memex.dream_tenant(text, text, boolean, boolean, timestamptz, integer) is
-    'Dream over a due tenant''s files: repeated headings merged, duplicate lines removed; logged.';
+comment on function memex.dream_tenant(text, text, boolean, boolean, timestamptz, integer, jsonb)
+    is 'Dream over a due tenant''s files: edits applied, repeated headings merged, duplicate'
+       ' lines removed; logged.';

@@ -72,11 +72,11 @@ def search(
     agent: str = "agent",
     user: str = "user",
     top_k: int = 10,
-    alpha: float = 0.7,
+    alpha: float | None = 0.7,
     half_life_days: float = 30.0,
     memory_types: list[str] | None = None,
     query_text: str | None = None,
-    mode: str = "vector",
+    mode: str | None = "vector",
     now: datetime | None = None,
     context_weight: float | None = None,
 ) -> list[dict[str, Any]]:

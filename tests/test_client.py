@@ -37,7 +37,9 @@ async def test_store_and_search_best_match_first(amemex: AsyncMemex) -> None:
     hits = await amemex.search("agent", "alice", "which colour does she like best?", top_k=3)
     assert hits[0].content == FACTS[0][0]
     assert hits[0].similarity is not None and hits[0].similarity > hits[1].similarity  # type: ignore[operator]
-    assert hits[0].score == pytest.approx(0.7 * hits[0].similarity + 0.3 * hits[0].recency)
+    # no alpha sent: relevance (hybrid) with recency as a bounded tiebreaker
+    assert hits[0].score == pytest.approx(hits[0].relevance * (1 + 0.25 * hits[0].recency))
+    assert hits[0].text_rank is not None  # hybrid by default
     hits = await amemex.search(
         "agent", "alice", "how do I reboot staging?", memory_types=[MemoryType.PROCEDURAL]
     )

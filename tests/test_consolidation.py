@@ -21,7 +21,7 @@ from memexdb.llm import ChatModel
 from memexdb.params import MemoryCreate
 from tests.conftest import drop_database, new_database, scratch_dir
 from tests.live_service import Service, client, free_port, service_env, uvicorn_args
-from tests.scripted_llm import answer, scripted_llm
+from tests.scripted_llm import answer, scripted_llm, tool_calls
 
 A, U = "dreamer", "dana"
 START = datetime(2025, 3, 1, 9, tzinfo=UTC)
@@ -73,14 +73,17 @@ async def test_a_fact_is_found_before_and_after_consolidation(amemex: AsyncMemex
     assert len((await amemex.list_memories(A, U, limit=200)).memories) == 130
 
 
+async def _with_llm(dsn: str, embedder: BatchingEmbedder, url: str) -> AsyncMemex:
+    return await AsyncMemex.connect(
+        dsn, embedder=embedder, llm=ChatModel(url, "scripted", timeout=10)
+    )
+
+
 async def test_with_an_llm_the_summary_is_abstractive(
     dsn: str, batching_embedder: BatchingEmbedder
 ) -> None:
     with scripted_llm() as llm:
-        client_ = await AsyncMemex.connect(
-            dsn, embedder=batching_embedder, llm=ChatModel(llm.url, "scripted", timeout=10)
-        )
-        async with client_ as memex:
+        async with await _with_llm(dsn, batching_embedder, llm.url) as memex:
             await memex.store_many(_history(120))
             operator = memex.as_operator("test")
             await operator.set_dream_config(grace_minutes=0)
@@ -97,6 +100,77 @@ async def test_with_an_llm_the_summary_is_abstractive(
             await memex.store_many(_history(50))  # 120 - 50 + 1 + 50: due again
             runs = await consolidation.tick(operator)
             assert [r.details["method"] for r in runs] == ["extractive"]
+
+
+PROFILE = (
+    "# Dana\n\n- Lives in Berlin, Kreuzberg\n- Works at Acme as a designer\n"
+    "- Moved to Lisbon in March 2026\n- Likes oat milk\n- likes oat milk.\n"
+)
+
+
+async def test_with_an_llm_a_dream_resolves_contradictions(
+    dsn: str, batching_embedder: BatchingEmbedder
+) -> None:
+    with scripted_llm() as llm:
+        async with await _with_llm(dsn, batching_embedder, llm.url) as memex:
+            await memex.write_file(A, U, "user/profile.md", PROFILE)
+            await memex.write_file(A, U, "user/log.md", "- Lives in Berlin\n")
+            operator = memex.as_operator("test")
+            await operator.set_dream_config(grace_minutes=0)
+            fix = {
+                "path": "user/profile.md",
+                "old_text": "- Lives in Berlin, Kreuzberg",
+                "new_text": "- Lived in Berlin, Kreuzberg, until March 2026",
+                "reason": "moved to Lisbon",
+            }
+            llm.script(
+                tool_calls(
+                    ("resolve_contradiction", fix),
+                    # hostile or broken proposals: refused, the good one still applies
+                    ("resolve_contradiction", fix | {"path": "user/log.md"}),
+                    ("resolve_contradiction", fix | {"path": "../../etc/passwd"}),
+                    ("resolve_contradiction", fix | {"agent_id": "someone-else"}),
+                    ("resolve_contradiction", fix | {"old_text": "x" * 50_000}),
+                    ("resolve_contradiction", fix | {"old_text": "Lives on Mars"}),
+                    ("memory_write", {"path": "user/profile.md", "content": "gone"}),
+                    ("resolve_contradiction", "{not json"),
+                )
+            )
+            [run] = await consolidation.tick(operator)
+            assert run.kind == "dream" and run.status == "done", run
+            profile = await memex.read_file(A, U, "user/profile.md")
+            assert profile.content == (
+                "# Dana\n\n- Lived in Berlin, Kreuzberg, until March 2026\n"
+                "- Works at Acme as a designer\n- Moved to Lisbon in March 2026\n"
+                "- Likes oat milk\n"
+            )
+            [done] = run.details["files"]
+            assert [e["reason"] for e in done["resolved"]] == ["moved to Lisbon"]
+            assert done["lines_removed"] == 1
+            refused = [r["reason"] for r in run.details["refused"]]
+            assert len(refused) == 7, refused
+            assert refused.count("not a file the model was shown") == 1  # the log
+            assert any(r.startswith("path:") for r in refused)  # the traversal
+            assert any("agent_id" in r for r in refused)  # no tenant of its own choosing
+            assert any(r.startswith("old_text:") for r in refused)  # 50,000 characters
+            assert "unknown tool 'memory_write'" in refused
+            assert "arguments are not JSON" in refused
+            assert (await memex.read_file(A, U, "user/log.md")).content == "- Lives in Berlin\n"
+            # the model was shown the file it may edit, not the log
+            prompt = llm.requests[0]["body"]["messages"][1]["content"]
+            assert "=== user/profile.md (written since the last review) ===" in prompt
+            assert "user/log.md" not in prompt
+            revisions = await memex.list_revisions(A, U, "user/profile.md")
+            newest = max(revisions, key=lambda r: r.revision)
+            assert newest.actor == "dream-agent"
+            dream_log = (await memex.read_file(A, U, "user/dream-log.md")).content
+            assert "1 contradiction resolved, 1 duplicate line removed" in dream_log
+            # a model that fails leaves the files to the tidying alone
+            await memex.write_file(A, U, "user/notes.md", "- tea\n- Tea\n")
+            llm.script(503)
+            [run] = await consolidation.tick(operator)
+            assert run.status == "done" and "refused" not in run.details
+            assert (await memex.read_file(A, U, "user/notes.md")).content == "- tea\n"
 
 
 @pytest.fixture(scope="module")

@@ -293,6 +293,7 @@ TENANT_API = {"store", "store_many", "search", "forget", "count", "embedding_dim
     "restore_consolidation",
     "dream_config",
     "dream_tenant",
+    "dream_plan",
 }
 OPERATOR_ONLY = {
     "maintenance",

@@ -146,9 +146,11 @@ async def exercise(client: Client, who: dict[str, str]) -> None:
         assert {"agent_id", "user_id"} <= set(tool.input_schema["properties"])
     search_args = tools["search_memories"].input_schema["properties"]
     assert (search_args["top_k"]["minimum"], search_args["top_k"]["maximum"]) == (1, 100)
-    assert (search_args["alpha"]["minimum"], search_args["alpha"]["maximum"]) == (0, 1)
-    assert search_args["half_life_days"]["minimum"] == 0.001
-    assert search_args["mode"]["enum"] == ["vector", "text", "hybrid"]
+    # alpha, half_life_days and mode are optional (null: the default ranking, README "Ranking")
+    alpha, mode = search_args["alpha"]["anyOf"], search_args["mode"]["anyOf"]
+    assert (alpha[0]["minimum"], alpha[0]["maximum"], alpha[1]) == (0, 1, {"type": "null"})
+    assert search_args["half_life_days"]["anyOf"][0]["minimum"] == 0.001
+    assert (mode[0]["enum"], mode[1]) == (["vector", "text", "hybrid"], {"type": "null"})
     assert {"memory_types", "context_weight"} <= set(search_args)
     store_args = tools["store_memory"].input_schema["properties"]
     assert store_args["memory_type"]["enum"] == ["episodic", "semantic", "procedural"]

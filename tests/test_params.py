@@ -60,10 +60,26 @@ def _read_line(conn: psycopg.Connection, line: int) -> None:
 def test_search_defaults_match(conn: psycopg.Connection) -> None:
     declared = _defaults(conn, "memex.search")
     assert float(_sql_literal(declared["top_k"])) == params.DEFAULT_TOP_K
-    assert float(_sql_literal(declared["alpha"])) == params.DEFAULT_ALPHA
-    assert float(_sql_literal(declared["half_life_days"])) == params.DEFAULT_HALF_LIFE_DAYS
-    assert _sql_literal(declared["mode"]) == params.DEFAULT_MODE.value
+    # alpha and mode default to null on both sides: no alpha means the default formula
+    # (memex._score with RECENCY_BOOST), no mode means hybrid when there is a query text
+    assert params.DEFAULT_ALPHA is None
+    assert declared["alpha"] == "NULL::double precision"
+    assert params.DEFAULT_HALF_LIFE_DAYS is None
+    assert declared["half_life_days"] == "NULL::double precision"
+    body = conn.execute("select prosrc from pg_proc where oid = 'memex.search'::regproc")
+    search_source = body.fetchone()
+    assert search_source is not None
+    assert (
+        "coalesce(p_half_life_days, case when p_alpha is null"
+        f" then {params.HALF_LIFE_DAYS_DEFAULT:g} else {params.HALF_LIFE_DAYS_MEMEX:g} end)"
+    ) in search_source[0]
+    assert params.DEFAULT_MODE is None
+    assert declared["mode"] == "NULL::text"
     assert declared["context_weight"] == "NULL::double precision"
+    body = conn.execute("select prosrc from pg_proc where oid = 'memex._score'::regproc")
+    source = body.fetchone()
+    assert source is not None
+    assert f"p_relevance + {params.RECENCY_BOOST} * p_recency" in source[0]
     request = MemorySearchRequest(**WHO, query="q")
     assert (request.top_k, request.alpha, request.half_life_days, request.mode) == (
         params.DEFAULT_TOP_K,

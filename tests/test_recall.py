@@ -96,13 +96,16 @@ def exact_top(
     tenant: dict[str, np.ndarray],
     query: np.ndarray,
     k: int,
-    alpha: float,
+    alpha: float | None,
     half_life: float = 30.0,
     types: list[str] | None = None,
 ) -> list[str]:
     similarity = tenant["vectors"] @ query
     recency = np.exp(-math.log(2) / half_life * tenant["ages"])
-    score = (alpha * similarity + (1 - alpha) * recency) * tenant["importance"]
+    if alpha is None:  # the default formula: recency a bounded tiebreaker (memex._score)
+        score = (similarity + 0.25 * recency * np.abs(similarity)) * tenant["importance"]
+    else:
+        score = (alpha * similarity + (1 - alpha) * recency) * tenant["importance"]
     if types is not None:
         score = np.where(np.isin(tenant["types"], types), score, -np.inf)
     order = np.argsort(-score)[:k]
@@ -114,7 +117,7 @@ def recall(
     tenant: dict[str, np.ndarray],
     agent: str,
     queries: np.ndarray,
-    alpha: float,
+    alpha: float | None,
     types: list[str] | None = None,
 ) -> float:
     found = 0
@@ -133,12 +136,14 @@ def test_exact_path_equals_brute_force(conn: psycopg.Connection) -> None:
     tenant = load_tenant(conn, rng, "exact", 3000)
     load_tenant(conn, rng, "neighbour", 1000)  # must never leak into the results
     queries = clustered(rng, 15)
-    for alpha in (1.0, 0.7, 0.3):
+    for alpha in (1.0, 0.7, 0.3, None):
         assert recall(conn, tenant, "exact", queries, alpha) == 1.0
     assert recall(conn, tenant, "exact", queries[:5], 0.7, types=["procedural"]) == 1.0
     # same order too, not just the same set
     hits = search(conn, queries[0], agent="exact", user="u", top_k=10, alpha=0.7, now=NOW)
     assert [h["content"] for h in hits] == exact_top(tenant, queries[0], 10, 0.7)
+    hits = search(conn, queries[0], agent="exact", user="u", top_k=10, alpha=None, now=NOW)
+    assert [h["content"] for h in hits] == exact_top(tenant, queries[0], 10, None)
 
 
 def test_ann_path_keeps_recall_and_never_runs_short(conn: psycopg.Connection) -> None:
@@ -156,6 +161,7 @@ def test_ann_path_keeps_recall_and_never_runs_short(conn: psycopg.Connection) ->
     queries = topics.vectors(20)
     assert recall(conn, tenant, "big", queries, 1.0) >= 0.95
     assert recall(conn, tenant, "big", queries, 0.7) >= 0.95
+    assert recall(conn, tenant, "big", queries, None) >= 0.95  # no alpha: the default formula
     # a filter that matches ~2 % of the tenant still fills top_k (iterative scans)
     rare = int((tenant["types"] == "procedural").sum())
     assert rare >= 10
@@ -177,7 +183,7 @@ def test_vector_mode_ranks_exactly_like_the_general_query(conn: psycopg.Connecti
     assert index_grown_tenants(conn) == 1
     for agent in ("small", "large"):
         for query in clustered(rng, 4):
-            for alpha in (1.0, 0.7):
+            for alpha in (1.0, 0.7, None):
                 fast = search(conn, query, agent=agent, user="u", alpha=alpha, now=NOW)
                 general = search(
                     conn,
@@ -205,5 +211,5 @@ def test_ann_path_reranks_the_newest_memories_when_recency_counts(
     tenant = load_tenant(conn, rng, "big", 3000)
     assert index_grown_tenants(conn) == 1
     queries = clustered(rng, 8)
-    for alpha in (0.7, 0.3):
+    for alpha in (0.7, 0.3, None):
         assert recall(conn, tenant, "big", queries, alpha) == 1.0

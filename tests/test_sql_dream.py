@@ -587,3 +587,155 @@ def test_the_dream_log_when_full_or_edited(db: psycopg.Connection) -> None:
     log = content(db, "user/dream-log.md", user="edited") or ""
     assert log.startswith(edited) and log.endswith(" user/p.md: 1 duplicate line removed\n")
     assert log.count("\n") == edited.count("\n") + 1
+
+
+CONTRADICTED = "# Profile\n\n- Lives in Berlin\n- Moved to Paris in March 2026\n- Tea\n- tea\n"
+
+
+def test_proposed_edits_resolve_contradictions_in_the_same_revision(
+    db: psycopg.Connection,
+) -> None:
+    write(db, "user/profile.md", CONTRADICTED)
+    write(db, "user/work.md", "- Engineer at Acme\n")
+    write(db, "user/log.md", "- Lives in Berlin\n")  # a log: never read, so never edited
+    plan = db.execute("select * from memex.dream_plan(p_now => %s)", (LATER,)).fetchall()
+    assert [(p["agent_id"], p["user_id"]) for p in plan] == [(A, U)]
+    assert plan[0]["files"] == [
+        {"path": "user/profile.md", "revision": 1, "content": CONTRADICTED, "new": True},
+        {"path": "user/work.md", "revision": 1, "content": "- Engineer at Acme\n", "new": True},
+    ]
+    edits = [
+        {
+            "path": "user/profile.md",
+            "revision": 1,
+            "old_text": "- Lives in Berlin\n",
+            "new_text": "- Lived in Berlin until March 2026\n",
+            "reason": "moved to Paris",
+        },
+        # refused, and the others still apply: absent text, a stale revision, a log, a
+        # file not read, and one the caller refused already
+        {"path": "user/profile.md", "revision": 1, "old_text": "Lives in Rome", "new_text": ""},
+        {"path": "user/work.md", "revision": 7, "old_text": "Acme", "new_text": "Initech"},
+        {"path": "user/log.md", "revision": 1, "old_text": "Berlin", "new_text": "Paris"},
+        {"path": "user/other.md", "refused": "not a file it was shown"},
+    ]
+    run = dream(db, now=LATER, edits=psycopg.types.json.Jsonb(edits))
+    assert run["status"] == "done" and (run["files_in"], run["files_out"]) == (2, 1), run
+    assert content(db, "user/profile.md") == (
+        "# Profile\n\n- Lived in Berlin until March 2026\n- Moved to Paris in March 2026\n- Tea\n"
+    )
+    assert content(db, "user/work.md") == "- Engineer at Acme\n"
+    assert content(db, "user/log.md") == "- Lives in Berlin\n"
+    [done] = run["details"]["files"]
+    assert done["resolved"] == [
+        {
+            "old_text": "- Lives in Berlin\n",
+            "new_text": "- Lived in Berlin until March 2026\n",
+            "reason": "moved to Paris",
+        }
+    ]
+    assert done["lines_removed"] == 1
+    refused = {(r["path"], r["reason"]) for r in run["details"]["refused"]}
+    assert ("user/work.md", "the file changed since the edit was proposed") in refused
+    assert ("user/other.md", "not a file it was shown") in refused
+    assert ("user/log.md", "not a file dreams edit (a log, restored, or no such file)") in refused
+    assert any(p == "user/profile.md" and "old_text" in r for p, r in refused), refused
+    assert len(refused) == 4
+    # one revision, by dream-agent, that says what it did; the log says it too
+    rev = revisions(db, "user/profile.md")
+    assert [(r["revision"], r["actor"]) for r in rev][1:] == [(2, "dream-agent")]
+    assert rev[1]["details"]["dream"]["contradictions_resolved"] == 1
+    log = content(db, "user/dream-log.md")
+    assert log is not None
+    assert "user/profile.md: 1 contradiction resolved, 1 duplicate line removed" in log
+
+
+def test_the_dream_plan(db: psycopg.Connection) -> None:
+    write(db, "user/a.md", "- a\n", user="u1")
+    write(db, "user/b.md", "- b\n", user="u2")
+    dream(db, user="u2", now=LATER)  # u2 dreamed: its file is not new any more
+    write(db, "user/c.md", "- c\n", user="u2")
+    restored = write(db, "user/r.md", "- r1\n", user="u3")
+    write(db, "user/r.md", "- r2\n", user="u3")
+    db.execute(
+        "select memex.restore_revision(%s, 'u3', 'user/r.md', %s, %s, 'test-model')",
+        (A, restored["revision"], VEC),
+    )
+    due = db.execute("select * from memex.dream_plan(p_now => %s)", (LATER,)).fetchall()
+    # every file is shown, so an old statement a new one contradicts is seen; u3's one
+    # file is left as restored, so u3 is not shown
+    assert {r["user_id"]: [(f["path"], f["new"]) for f in r["files"]] for r in due} == {
+        "u1": [("user/a.md", True)],
+        "u2": [("user/b.md", False), ("user/c.md", True)],
+    }
+    one = db.execute(
+        "select * from memex.dream_plan(p_agent_id => %s, p_user_id => 'u2', p_force => true)",
+        (A,),
+    ).fetchall()
+    assert [(f["path"], f["new"]) for f in one[0]["files"]] == [
+        ("user/b.md", True),
+        ("user/c.md", True),
+    ]
+    before = written(db)
+    db.execute("select memex.set_dream_config('{\"enabled\": false}')")
+    assert db.execute("select * from memex.dream_plan(p_now => %s)", (LATER,)).fetchall() == []
+    db.execute("select memex.set_dream_config('{\"enabled\": true}')")
+    assert written(db) == before  # a plan writes nothing
+    with pytest.raises(psycopg.Error) as invalid:
+        db.execute("select * from memex.dream_plan(p_agent_id => %s)", (A,))
+    assert (invalid.value.sqlstate, invalid.value.diag.column_name) == ("MX422", "user_id")
+
+
+@pytest.mark.parametrize(
+    "edits",
+    ['{"path": "user/p.md"}', "[1]", '[{"old_text": "x"}]', '[{"path": 3}]'],
+)
+def test_malformed_edits_are_refused_before_anything_runs(
+    db: psycopg.Connection, edits: str
+) -> None:
+    write(db, "user/p.md", "- p\n- p\n")
+    before = written(db)
+    for sql in (
+        "select * from memex.dream_tenant(%(a)s, %(u)s, p_now => %(now)s, p_edits => %(e)s)",
+        "select * from memex.dream_due(p_now => %(now)s, p_edits => %(e)s)",
+    ):
+        with pytest.raises(psycopg.Error) as error:
+            db.execute(sql, {"a": A, "u": U, "now": LATER, "e": edits})
+        assert (error.value.sqlstate, error.value.diag.column_name) == ("MX422", "edits")
+        db.rollback()
+    assert written(db) == before
+
+
+def test_dream_due_hands_each_tenant_its_own_edits(db: psycopg.Connection) -> None:
+    for user in ("u1", "u2"):
+        write(db, "user/p.md", "- Lives in Berlin\n- Moved to Paris\n", user=user)
+    edit = {"path": "user/p.md", "revision": 1, "old_text": "- Lives in Berlin\n", "new_text": ""}
+    runs = db.execute(
+        "select * from memex.dream_due(p_now => %s, p_edits => %s)",
+        (LATER, psycopg.types.json.Jsonb([{"agent_id": A, "user_id": "u2", **edit}])),
+    ).fetchall()
+    assert [(r["user_id"], r["status"]) for r in runs] == [("u2", "done")]
+    assert content(db, "user/p.md", user="u1") == "- Lives in Berlin\n- Moved to Paris\n"
+    assert content(db, "user/p.md", user="u2") == "- Moved to Paris\n"
+
+
+def test_an_edit_may_correct_an_old_file_that_a_new_one_contradicts(
+    db: psycopg.Connection,
+) -> None:
+    write(db, "user/profile.md", "- Lives in Berlin\n- Vegetarian\n")
+    dream(db, now=LATER)  # read once: not new any more
+    write(db, "user/travel.md", "- Moved to Lisbon in May\n")
+    [plan] = db.execute("select * from memex.dream_plan(p_now => %s)", (LATER,)).fetchall()
+    assert [(f["path"], f["new"]) for f in plan["files"]] == [
+        ("user/profile.md", False),
+        ("user/travel.md", True),
+    ]
+    edit = {
+        "path": "user/profile.md",
+        "revision": 1,
+        "old_text": "- Lives in Berlin\n",
+        "new_text": "- Lived in Berlin until May\n",
+    }
+    run = dream(db, now=LATER, edits=psycopg.types.json.Jsonb([edit]))
+    assert run["status"] == "done" and run["files_in"] == 2, run
+    assert content(db, "user/profile.md") == "- Lived in Berlin until May\n- Vegetarian\n"

@@ -255,9 +255,11 @@ def build_mcp_server(
         metadata: MetadataFilter = None,
         include_archived: IncludeArchived = False,
     ) -> SearchResponse:
-        """Recall the tenant's memories most relevant to `query`, best first. Each result
-        carries its score and the parts of it: score = (alpha * relevance + (1 - alpha) *
-        recency) * importance."""
+        """Recall the tenant's memories most relevant to `query`, best first, from any point
+        in the past; of two equally relevant memories the newer comes first. Each result
+        carries its score and the parts of it: score = relevance * (1 + 0.25 * recency) *
+        importance, or (alpha * relevance + (1 - alpha) * recency) * importance when alpha
+        is given."""
         async with _tool_errors():
             tenant = await tenant_of(agent_id, user_id, ctx)
             hits = await client(ctx).search(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
+from memexdb import consolidation
 from memexdb.params import (
     DreamConfig,
     DreamConfigOut,
@@ -70,16 +71,17 @@ async def runs(request: Request) -> Response:
 async def run_now(request: Request) -> Response:
     body = await body_of(request, DreamRunRequest)
     memex = memex_of(request)
+    dry, force = body.dry_run, body.force
     if body.agent_id is not None and body.user_id is not None:
-        a, u, dry, force = body.agent_id, body.user_id, body.dry_run, body.force
-        runs = [
-            await memex.consolidate(a, u, dry_run=dry, force=force),
-            await memex.dream(a, u, dry_run=dry, force=force),
-        ]
-        done = [r for r in runs if r is not None]
+        tenant = (body.agent_id, body.user_id)
+        condensed = await memex.consolidate(*tenant, dry_run=dry, force=force)
+        done = [condensed] if condensed is not None else []
+        done += await consolidation.dream(memex, tenant, dry_run=dry, force=force)
+    elif dry:
+        done = await memex.consolidate_due(dry_run=True)
+        done += await consolidation.dream(memex, dry_run=True)
     else:
-        done = await memex.consolidate_due(dry_run=body.dry_run)
-        done += await memex.dream_due(dry_run=body.dry_run)
+        done = await consolidation.tick(memex)
     return json_of(RunList(runs=[RunOut.model_validate(r) for r in done], next_before=None))
 
 
