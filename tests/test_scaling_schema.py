@@ -90,6 +90,7 @@ NOT_DELEGATED = {
     "erase_user",
     "set_dream_paused",
     "dream_users",
+    "dream_plan",
 }
 
 CONSTRAINTS = """
