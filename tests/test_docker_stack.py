@@ -461,12 +461,23 @@ def run_entrypoint(dsn: str, *args: str, **extra: str) -> tuple[int, str]:
     return res.returncode, res.stdout + res.stderr
 
 
-def test_service_entrypoint_without_pg_cron_stops_with_the_setup_steps(dsn: str) -> None:
+def test_service_entrypoint_without_pg_cron_stops_with_the_setup_steps(
+    dsn: str, tmp_path: Path
+) -> None:
     """The embedded PostgreSQL has no pg_cron: `serve` stops with exit code 2 and the
-    steps (the container's restart policy tries again); PG_CRON=off skips that step, and
-    another command runs as is."""
+    steps (the container's restart policy tries again); with PG_CRON=off it serves (the
+    service runs the jobs itself), and another command runs as is."""
     code, out = run_entrypoint(dsn)
     assert code == 2, out
     assert "pg_cron is not installed" in out and "Traceback" not in out, out
     code, out = run_entrypoint(dsn, "migrate", PG_CRON="off")
     assert code == 0 and "migrated to revision" in out, out
+    port = free_port()
+    env = entrypoint_env(dsn, port, PG_CRON="off")
+    service = Service([str(SERVICE_ENTRYPOINT)], env, port, tmp_path / "entrypoint.log")
+    try:
+        service.wait_healthy()
+        assert "pg_cron is not installed" not in service.output(), service.output()
+        assert service.stop() == 0, service.output()
+    finally:
+        service.close()
