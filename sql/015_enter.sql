@@ -7,7 +7,8 @@
 --                 when any live key exists; otherwise the caller is "open": every tenant,
 --                 admin access (a loopback service before its first key).
 -- Raises SQLSTATE 28000 (401) with a message saying what is wrong. Returns the caller.
--- last_used_at is written at most once a minute per key.
+-- last_used_at is written at most once a minute per key, and not in a read-only
+-- transaction (a hot standby answers keyed reads; the primary records the next use).
 create or replace function memex._enter(p_token text, p_require_key boolean default false)
 returns jsonb
 language plpgsql
@@ -54,7 +55,10 @@ begin
             raise exception 'API key % expired at %', v_key.prefix, v_key.expires_at
                 using errcode = '28000';
         end if;
-        if v_key.last_used_at is null or v_key.last_used_at < now() - interval '1 minute' then
+        -- (not in a read-only transaction, e.g. on a hot standby: a read replica answers
+        -- searches with the key; the primary records its next use; docs/scaling.md)
+        if (v_key.last_used_at is null or v_key.last_used_at < now() - interval '1 minute')
+           and current_setting('transaction_read_only') = 'off' then
             update memex.api_keys k set last_used_at = now() where k.id = v_key.id;
         end if;
         v_caller := jsonb_build_object(

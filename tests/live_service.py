@@ -13,15 +13,20 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import httpx
 import psutil
+import pytest
+
+from memexdb.embedded.accounts import service_account
 
 REPO = Path(__file__).resolve().parents[1]
 MEMEXDB = Path(sys.executable).with_name("memexdb")  # the console script of this venv
 START_TIMEOUT = 180.0  # embedded initdb + migration + model load on a loaded 2-core box
 STOP_TIMEOUT = 45.0
+
+T = TypeVar("T")
 
 
 def artifacts_dir(*parts: str) -> Path:
@@ -258,3 +263,33 @@ def kill_postgres(data_dir: Path) -> None:
         with contextlib.suppress(psutil.Error):
             p.kill()
     psutil.wait_procs(procs, timeout=10)
+
+
+def run_as_postgres_user(args: Sequence[str | Path], cwd: Path, timeout: float = 60.0) -> None:
+    """Run a PostgreSQL program (initdb, pg_ctl, pg_basebackup) to success: postgres
+    refuses root, so as root as the embedded server's OS user."""
+    acct = service_account()
+    res = subprocess.run(
+        [str(a) for a in args],
+        user=acct.uid if acct.switch else None,
+        group=acct.gid if acct.switch else None,
+        extra_groups=list(acct.groups) if acct.switch else None,
+        cwd=cwd,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert res.returncode == 0, f"{args[0]} failed: {res.stdout}{res.stderr}"
+
+
+def required(found: T | None, message: str) -> T:
+    """`found` (a tool or server the test needs), or skip the test saying `message`; in CI
+    (CI set), where .ci/run installs it, fail instead."""
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}, but CI needs it")
+        pytest.skip(message)
+    return found

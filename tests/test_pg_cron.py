@@ -36,6 +36,8 @@ from tests.live_service import (
     cli_args,
     free_port,
     kill_postgres,
+    required,
+    run_as_postgres_user,
     run_cli,
     service_env,
     wait_until,
@@ -60,22 +62,10 @@ def pg_cron_bindir() -> Path | None:
     return max(found, key=lambda b: int(b.parent.name), default=None)
 
 
-def _run(args: list[str | Path], cwd: Path, timeout: float = 60.0) -> None:
-    acct = service_account()  # postgres refuses root: as root, the embedded server's user
-    res = subprocess.run(
-        [str(a) for a in args],
-        user=acct.uid if acct.switch else None,
-        group=acct.gid if acct.switch else None,
-        extra_groups=list(acct.groups) if acct.switch else None,
-        cwd=cwd,
-        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    assert res.returncode == 0, f"{args[0]} failed: {res.stdout}{res.stderr}"
+def require_pg_cron_bindir() -> Path:
+    """pg_cron_bindir(), or skip the test (fail it in CI, where .ci/run installs one)."""
+    message = "no PostgreSQL with pg_cron and pgvector (run .ci/pg_cron.sh as root)"
+    return required(pg_cron_bindir(), message)
 
 
 @contextlib.contextmanager
@@ -88,7 +78,7 @@ def pg_cron_server(bindir: Path) -> Iterator[str]:
         os.chown(root, acct.uid, acct.gid)
     pgdata = root / "pgdata"
     try:
-        _run([bindir / "initdb", "-D", pgdata, "-U", "postgres", "--auth=trust",
+        run_as_postgres_user([bindir / "initdb", "-D", pgdata, "-U", "postgres", "--auth=trust",
               "--encoding=UTF8", "--locale=C.UTF-8", "--no-instructions"], root)  # fmt: skip
         with (pgdata / "postgresql.conf").open("a") as conf:
             conf.write(
@@ -100,24 +90,22 @@ def pg_cron_server(bindir: Path) -> Iterator[str]:
                 # pg_cron runs a job over a libpq connection: the unix socket (trust auth)
                 f"cron.host = '{root}'\n"
             )
-        _run([bindir / "pg_ctl", "start", "-D", pgdata, "-l", root / "log", "-w", "-t", "60"], root)
+        run_as_postgres_user(
+            [bindir / "pg_ctl", "start", "-D", pgdata, "-l", root / "log", "-w", "-t", "60"], root
+        )
         yield f"postgresql://postgres@/postgres?host={root}"
     finally:
         with contextlib.suppress(AssertionError, subprocess.TimeoutExpired):
-            _run([bindir / "pg_ctl", "stop", "-D", pgdata, "-m", "immediate", "-w"], root)
+            run_as_postgres_user(
+                [bindir / "pg_ctl", "stop", "-D", pgdata, "-m", "immediate", "-w"], root
+            )
         kill_postgres(pgdata)  # only if the stop failed
         shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
 def cron_server() -> Iterator[str]:
-    bindir = pg_cron_bindir()
-    if bindir is None:
-        message = "no PostgreSQL with pg_cron and pgvector (run .ci/pg_cron.sh as root)"
-        if os.environ.get("CI"):
-            pytest.fail(f"{message}, but CI needs it for the pg_cron tests")
-        pytest.skip(message)
-    with pg_cron_server(bindir) as dsn:
+    with pg_cron_server(require_pg_cron_bindir()) as dsn:
         yield dsn
 
 
