@@ -80,8 +80,6 @@ GLOBAL_FUNCTIONS = {
     "store_many",
     "unbind_sql_role",
 }
-# The metrics branch (merged before this one) brings these two; until then they are absent.
-FROM_THE_METRICS_BRANCH = {"metrics_snapshot", "schema_state"}
 # Functions with p_agent_id that still stay on the coordinator (docs/scaling.md says why).
 NOT_DELEGATED = {
     "bind_sql_role",
@@ -91,6 +89,8 @@ NOT_DELEGATED = {
     "set_dream_paused",
     "dream_users",
     "dream_plan",
+    "agent_stats",
+    "user_stats",
 }
 
 CONSTRAINTS = """
@@ -254,7 +254,7 @@ def test_tenant_functions_take_the_distribution_argument(conn: psycopg.Connectio
     for f in _rows(conn, FUNCTIONS):
         functions.setdefault(str(f["name"]), set()).update(f["args"])  # type: ignore[arg-type]
     routed = {name for name, args in functions.items() if "p_agent_id" in args}
-    assert set(functions) - routed == GLOBAL_FUNCTIONS - (FROM_THE_METRICS_BRANCH - set(functions))
+    assert set(functions) - routed == GLOBAL_FUNCTIONS
     assert routed >= NOT_DELEGATED
     for name in GLOBAL_FUNCTIONS | NOT_DELEGATED:
         assert f"`memex.{name}`" in DOC, f"docs/scaling.md does not say how memex.{name} runs"
