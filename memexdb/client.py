@@ -1575,6 +1575,7 @@ class Memex:
     smart_read = _blocking(AsyncMemex.smart_read)
     access_log = _blocking(AsyncMemex.access_log)
     passages = _blocking(AsyncMemex.passages)
+    passages_for = _blocking(AsyncMemex.passages_for)
     search_passages = _blocking(AsyncMemex.search_passages)
     memorize = _blocking(AsyncMemex.memorize)
     authorize = _blocking(AsyncMemex.authorize)

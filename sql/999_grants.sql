@@ -43,7 +43,7 @@ grant execute on function
 -- The helpers it runs with its caller's rights.
 grant execute on function
     memex._setting, memex._invalid, memex._check_tenant, memex._check_memory,
-    memex._memory_record, memex._recency, memex._bm25, memex._query_terms,
+    memex._memory_record, memex._recency, memex._score, memex._bm25, memex._query_terms,
     memex._any_term_query, memex._live_memories, memex._candidates_exact,
     memex._candidates_ann, memex._vector_index_settings, memex._enforce_rate_limit,
     memex._authorize, memex._caller, memex._caller_all, memex._caller_agent,
