@@ -73,9 +73,10 @@ async def dream(
     force: bool = False,
 ) -> list[ConsolidationRun]:
     """Dream over the due tenants' files (or over `tenant`'s): with an LLM, contradictions
-    the model finds are resolved in the same run as the tidying."""
+    the model finds are resolved in the same run as the tidying. A dry run returns SQL's
+    plan and asks no model."""
     edits = None
-    if memex.llm is not None:
+    if memex.llm is not None and not dry_run:
         edits = []
         for plan in await memex.dream_plan(*(tenant or (None, None)), force=force):
             edits += await _resolutions(memex.llm, plan)
@@ -85,12 +86,27 @@ async def dream(
     return [run] if run is not None else []
 
 
-async def condense(memex: AsyncMemex) -> list[ConsolidationRun]:
-    """Condense every due tenant's oldest batch (abstractive with an LLM)."""
-    if memex.llm is None:
-        return await memex.consolidate_due()
+async def condense(
+    memex: AsyncMemex,
+    tenant: tuple[str, str] | None = None,
+    *,
+    dry_run: bool = False,
+    force: bool = False,
+) -> list[ConsolidationRun]:
+    """Condense every due tenant's oldest batch, or `tenant`'s (`force`: even if not due);
+    abstractive with an LLM. A dry run returns SQL's plans and asks no model."""
+    if memex.llm is None or dry_run:
+        if tenant is None:
+            return await memex.consolidate_due(dry_run=dry_run)
+        run = await memex.consolidate(*tenant, dry_run=dry_run, force=force)
+        return [run] if run is not None else []
+    if tenant is None:
+        plans = await memex.consolidate_due(dry_run=True)
+    else:
+        plan = await memex.consolidate(*tenant, dry_run=True, force=force)
+        plans = [plan] if plan is not None and plan.status != "nothing" else []
     runs = []
-    for plan in await memex.consolidate_due(dry_run=True):
+    for plan in plans:
         if plan.status != "dry_run":
             runs.append(plan)  # a failed tenant, recorded by SQL
             continue
@@ -99,6 +115,7 @@ async def condense(memex: AsyncMemex) -> list[ConsolidationRun]:
             run = await memex.consolidate(
                 plan.agent_id,
                 plan.user_id,
+                force=force,
                 summary=summary,
                 source_ids=plan.details["source_ids"],
             )

@@ -102,6 +102,21 @@ async def test_with_an_llm_the_summary_is_abstractive(
             assert [r.details["method"] for r in runs] == ["extractive"]
 
 
+async def test_an_operators_run_for_one_tenant_is_abstractive_too(
+    dsn: str, batching_embedder: BatchingEmbedder
+) -> None:
+    with scripted_llm() as llm:
+        async with await _with_llm(dsn, batching_embedder, llm.url) as memex:
+            await memex.store_many(_history(60))  # under the threshold: forced
+            operator = memex.as_operator("test")
+            [plan] = await consolidation.condense(operator, (A, U), dry_run=True, force=True)
+            assert plan.status == "dry_run" and llm.requests == []  # a plan asks no model
+            llm.script(answer("- (2025-03-05) Dana's team moved from Jira to Linear."))
+            [run] = await consolidation.condense(operator, (A, U), force=True)
+            assert (run.status, run.details["method"], run.memories_in) == ("done", "llm", 50)
+            assert len(llm.requests) == 1
+
+
 PROFILE = (
     "# Dana\n\n- Lives in Berlin, Kreuzberg\n- Works at Acme as a designer\n"
     "- Moved to Lisbon in March 2026\n- Likes oat milk\n- likes oat milk.\n"

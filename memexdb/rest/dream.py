@@ -74,11 +74,10 @@ async def run_now(request: Request) -> Response:
     dry, force = body.dry_run, body.force
     if body.agent_id is not None and body.user_id is not None:
         tenant = (body.agent_id, body.user_id)
-        condensed = await memex.consolidate(*tenant, dry_run=dry, force=force)
-        done = [condensed] if condensed is not None else []
+        done = await consolidation.condense(memex, tenant, dry_run=dry, force=force)
         done += await consolidation.dream(memex, tenant, dry_run=dry, force=force)
     elif dry:
-        done = await memex.consolidate_due(dry_run=True)
+        done = await consolidation.condense(memex, dry_run=True)
         done += await consolidation.dream(memex, dry_run=True)
     else:
         done = await consolidation.tick(memex)
