@@ -16,7 +16,6 @@ passages and the ranks it cites come back with it.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -131,11 +130,9 @@ def _refusal(call: ToolCall, reason: str) -> MemorizeRefusal:
 
 async def _apply(agent: AsyncMemex, request: MemorizeRequest, call: ToolCall) -> MemorizeChange:
     try:
-        arguments = json.loads(call.arguments)
-    except ValueError:
-        raise _Refused("arguments are not JSON") from None
-    if not isinstance(arguments, dict):
-        raise _Refused("arguments are not a JSON object")
+        arguments = call.argument_object()
+    except ValueError as exc:
+        raise _Refused(str(exc)) from None
     who = (request.agent_id, request.user_id)
     try:
         if call.name == "memory_write":

@@ -21,7 +21,6 @@ recorded in the run's details. A model that fails leaves the files to the tidyin
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -207,11 +206,9 @@ def _checked_edit(call: ToolCall, shown: dict[str, int], *, over_limit: bool) ->
         return {"path": path if isinstance(path, str) else "", "refused": reason}
 
     try:
-        arguments = json.loads(call.arguments)
-    except ValueError:
-        return refused("", "arguments are not JSON")
-    if not isinstance(arguments, dict):
-        return refused("", "arguments are not a JSON object")
+        arguments = call.argument_object()
+    except ValueError as exc:
+        return refused("", str(exc))
     path = str(arguments.get("path", ""))[:300]
     if call.name != "resolve_contradiction":
         return refused(path, f"unknown tool {call.name[:100]!r}")

@@ -33,6 +33,16 @@ class ToolCall:
     name: str
     arguments: str
 
+    def argument_object(self) -> dict[str, Any]:
+        """The arguments as a JSON object, or ValueError saying why they are not one."""
+        try:
+            parsed = json.loads(self.arguments)
+        except ValueError:
+            raise ValueError("arguments are not JSON") from None
+        if not isinstance(parsed, dict):
+            raise ValueError("arguments are not a JSON object")
+        return parsed
+
 
 @dataclass(frozen=True, slots=True)
 class ChatReply:
