@@ -217,12 +217,14 @@ class AsyncMemex:
         key: str | None = None,
         require_key: bool = False,
         llm: ChatModel | None = None,
+        open_timeout: float = 30.0,
     ) -> AsyncMemex:
         """Open a pool on a migrated database and check the embedder fits its schema.
 
         `key` is the API key calls are made with; `require_key` refuses calls without
         one even while the database has no keys. `llm` (the client closes it) is the chat
-        model memorize and search_passages' answers use; None: their LLM-free forms."""
+        model memorize and search_passages' answers use; None: their LLM-free forms.
+        DatabaseUnavailable when no connection opens within `open_timeout` seconds."""
         if embedder is None:
             embedder = build_embedder("minilm")
         owns = not isinstance(embedder, BatchingEmbedder)
@@ -233,7 +235,7 @@ class AsyncMemex:
         )
         pool = async_pool(dsn, min_size=min_size, max_size=max_size)
         try:
-            await pool.open(wait=True, timeout=30)
+            await pool.open(wait=True, timeout=open_timeout)
             async with pool.connection() as conn:
                 cur = conn.cursor(row_factory=scalar_row)
                 try:

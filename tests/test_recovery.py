@@ -111,16 +111,21 @@ def assert_fails_fast(http: httpx.Client, who: dict[str, str]) -> None:
         assert took < FAIL_FAST_SECONDS, f"{method} {path} took {took:.2f} s to answer 503"
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_serve_heals_a_killed_embedded_postmaster(data_dir: Path, workers: int) -> None:
-    who = {"agent_id": "heal", "user_id": uuid.uuid4().hex[:8]}
+def serve_embedded(data_dir: Path, workers: int) -> Service:
+    """`memexdb serve --workers N` on the embedded server in `data_dir`."""
     port = free_port()
-    service = Service(
+    return Service(
         cli_args("serve", "--port", str(port), "--workers", str(workers)),
         service_env(MEMEX_DATA_DIR=str(data_dir)),
         port,
         data_dir.parent / "serve.log",
     )
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_serve_heals_a_killed_embedded_postmaster(data_dir: Path, workers: int) -> None:
+    who = {"agent_id": "heal", "user_id": uuid.uuid4().hex[:8]}
+    service = serve_embedded(data_dir, workers)
     try:
         service.wait_healthy()
         with client(service.base_url) as http:
@@ -170,6 +175,73 @@ def test_serve_heals_a_killed_embedded_postmaster(data_dir: Path, workers: int) 
         wait_until(lambda: restarts() >= 2, timeout=10.0)
         assert restarts() == 2, service.output()[-4000:]
         assert service.stop() == 0
+        assert wait_no_postgres(data_dir) == []
+        assert "Traceback" not in service.output(), service.output()[-4000:]
+    finally:
+        service.close()
+
+
+def uvicorn_workers(service: Service) -> list[psutil.Process]:
+    """The worker processes uvicorn spawned under `memexdb serve --workers N`."""
+    workers = []
+    for p in psutil.Process(service.proc.pid).children():
+        with contextlib.suppress(psutil.Error):  # e.g. the killed one, until reaped
+            if p.status() != psutil.STATUS_ZOMBIE and "spawn_main" in " ".join(p.cmdline()):
+                workers.append(p)
+    return workers
+
+
+def test_worker_started_during_an_outage_waits_for_the_database(data_dir: Path) -> None:
+    """uvicorn replaces a worker that dies, also while the database is down: the new one
+    waits for the database and then serves, rather than failing its startup."""
+    who = {"agent_id": "heal-worker", "user_id": "u"}
+    service = serve_embedded(data_dir, 2)
+    try:
+        service.wait_healthy()
+        with client(service.base_url) as http:
+            assert healthy_everywhere(http)
+            assert http.post("/v1/memories", json={**who, "content": DOG}).status_code == 201
+            before = {p.pid for p in uvicorn_workers(service)}
+            assert len(before) == 2, before
+            with start_blocked(data_dir):
+                kill_postmaster(data_dir / "pgdata")
+                victim = sorted(before)[0]
+                os.kill(victim, signal.SIGKILL)
+                # uvicorn notices the dead worker and starts another, which finds no
+                # database; held down for longer than one connection attempt
+                assert wait_until(
+                    lambda: len({p.pid for p in uvicorn_workers(service)} - before) == 1,
+                    timeout=DOWN_NOTICED_SECONDS,
+                ), service.output()[-4000:]
+                assert wait_until(
+                    lambda: "starts serving once it is back" in service.output(),
+                    timeout=RECOVERY_SECONDS,
+                ), service.output()[-4000:]
+                time.sleep(6.0)  # past one attempt (memexdb.runtime.startup.ATTEMPT_SECONDS)
+                assert status_of(http) == 503
+            # the new worker too: uvicorn logs each worker's startup
+            assert wait_until(
+                lambda: service.output().count("Application startup complete") == 3,
+                RECOVERY_SECONDS,
+            ), service.output()[-4000:]
+            assert healthy_everywhere(http)
+            assert len(uvicorn_workers(service)) == 2
+            assert http.get("/v1/memories/count", params=who).json()["count"] == 1
+
+            # Stopped while a worker waits: it ends at once, without a traceback.
+            with start_blocked(data_dir):
+                kill_postmaster(data_dir / "pgdata")
+                os.kill(uvicorn_workers(service)[0].pid, signal.SIGKILL)
+                assert wait_until(
+                    lambda: service.output().count("starts serving once it is back") == 2,
+                    timeout=RECOVERY_SECONDS,
+                ), service.output()[-4000:]
+                service.send(signal.SIGTERM)
+                assert wait_until(
+                    lambda: "stopped while waiting for the database" in service.output(),
+                    timeout=DOWN_NOTICED_SECONDS,
+                ), service.output()[-4000:]
+        assert service.wait()[0] == 0
         assert wait_no_postgres(data_dir) == []
         assert "Traceback" not in service.output(), service.output()[-4000:]
     finally:

@@ -19,6 +19,7 @@ from memexdb.runtime.embed_worker import embed_job
 from memexdb.runtime.embedder import embedder_for
 from memexdb.runtime.jobs import Job, JobRunner
 from memexdb.runtime.maintenance import maintenance_job
+from memexdb.runtime.startup import when_database_is_up
 from memexdb.runtime.watch import DatabaseWatch
 
 POOL_METRICS_INTERVAL = 1.0  # psycopg_pool's stats: a dict read, no I/O
@@ -67,13 +68,20 @@ class Runtime:
         until exit."""
         # Passing the plain embedder makes the client own (and close) its batcher.
         # Beyond loopback every call needs a key, even while the database has none.
-        memex = await AsyncMemex.connect(
-            dsn,
-            embedder=embedder_for(settings),
-            max_size=pool_size or settings.pool_size,
-            key=settings.api_key,
-            require_key=not settings.loopback_only,
-            llm=ChatModel.from_settings(settings),
+        embedder = embedder_for(settings)
+        llm = ChatModel.from_settings(settings)
+        # A worker uvicorn (re)starts during an outage waits for the database
+        # (memexdb.runtime.startup) rather than failing after one pool timeout.
+        memex = await when_database_is_up(
+            lambda timeout: AsyncMemex.connect(
+                dsn,
+                embedder=embedder,
+                max_size=pool_size or settings.pool_size,
+                key=settings.api_key,
+                require_key=not settings.loopback_only,
+                llm=llm,
+                open_timeout=timeout,
+            )
         )
         async with memex:
             pool = memex.pool
