@@ -54,6 +54,9 @@ def fetch(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
     root.chmod(0o755)
     server = EmbeddedPostgres(root / "pg")
     out: dict[str, list[dict[str, Any]]] = {"locomo": [], "temporal": []}
+    # each tenant's memory vectors by label, shared by its questions (variants that compare
+    # candidates with each other)
+    vectors: dict[tuple[str, str], dict[str, np.ndarray]] = {}
     try:
         dsn = server.start()
         migrate(dsn)
@@ -62,6 +65,10 @@ def fetch(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
 
             def load(agent: str, user: str, items: list[tuple[str, str, datetime]]) -> None:
                 contents = [c for c, _, _ in items]
+                embedded = list(model.embed(contents))
+                vectors[(agent, user)] = {
+                    label: np.asarray(v) for (_, label, _), v in zip(items, embedded, strict=True)
+                }
                 conn.execute(
                     "select count(*) from memex.store_many(%s, %s, %s, %s, 'm', null, null,"
                     " %s, null, %s)",
@@ -69,7 +76,7 @@ def fetch(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
                         [agent] * len(items),
                         [user] * len(items),
                         contents,
-                        list(model.embed(contents)),
+                        embedded,
                         [Jsonb({"label": label}) for _, label, _ in items],
                         [at for _, _, at in items],
                     ),
@@ -78,6 +85,7 @@ def fetch(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
             def candidates(agent: str, user: str, text: str, vector: Any, now: datetime) -> Any:
                 rows = conn.execute(CANDIDATES, (agent, user, vector, text, now)).fetchall()
                 return {
+                    "vectors": vectors[(agent, user)],
                     "now": now.timestamp(),
                     "labels": [r[0] for r in rows],
                     "sim": np.array([r[1] for r in rows]),
@@ -98,14 +106,14 @@ def fetch(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
                 )
             conn.execute("analyze memex.memories")
             for c in convs:
-                vectors = model.embed([q.text for q in c.questions])
-                for q, v in zip(c.questions, vectors, strict=True):
+                asked = model.embed([q.text for q in c.questions])
+                for q, v in zip(c.questions, asked, strict=True):
                     found = candidates("locomo", c.sample_id, q.text, v, c.end)
                     out["locomo"].append({"cat": q.category, "gold": q.evidence, **found})
             for u in tset["users"]:
                 now = datetime.fromisoformat(u["asked_at"])
-                vectors = model.embed([q["query"] for q in u["questions"]])
-                for tq, v in zip(u["questions"], vectors, strict=True):
+                asked = model.embed([q["query"] for q in u["questions"]])
+                for tq, v in zip(u["questions"], asked, strict=True):
                     out["temporal"].append(
                         {**tq, **candidates("temporal", u["user"], tq["query"], v, now)}
                     )
@@ -140,6 +148,10 @@ def rank(
     context: str = "blend",
     w: float = 0.5,
     minmax: bool = False,
+    rrf: float | None = None,
+    band: float | None = None,
+    promote: tuple[float, float] | None = None,
+    oracle: bool = False,
 ) -> list[str]:
     sim, bm, t = q["sim"], q["bm25"], q["t"]
     if undated:
@@ -153,6 +165,11 @@ def rank(
         low, high = sim.min(), sim.max()
         cos = (sim - low) / (high - low) if high > low else sim * 0
     own = {"vector": cos, "text": text, "hybrid": w * cos + (1 - w) * text}[mode]
+    if rrf:  # reciprocal rank fusion of the cosine and BM25 orders instead of the blend
+        by_cos, by_bm = np.empty(len(sim)), np.empty(len(sim))
+        by_cos[np.argsort(-sim)] = np.arange(len(sim))
+        by_bm[np.argsort(-bm)] = np.arange(len(sim))
+        own = 1 / (rrf + by_cos) + np.where(bm > 0, 1 / (rrf + by_bm), 0)
 
     def nb(k: int) -> np.ndarray:
         a = _shift(own, k)
@@ -172,8 +189,42 @@ def rank(
     rec = np.exp(np.maximum(-LN2 / half * np.maximum(now - t, 0) / 86400, -700))
     # the memex blend, or the bounded multiplicative boost
     score = alpha * rel + (1 - alpha) * rec if kind == "blend" else rel + beta * rec * np.abs(rel)
+    if band is not None:  # near-ties (relevance within `band` of the best): newest first
+        tied = rel >= rel.max() * (1 - band)
+        score = np.where(tied, 10.0 + t / 1e10, score)
+    if promote is not None:
+        score = _promote_newer(q, score, rel, *promote)
+    if oracle and q.get("kind") == "update":
+        score = _newest_takes_best_version(q, score)
     order = np.lexsort((-t, -score))
     return [q["labels"][i] for i in order[:10]]
+
+
+def _promote_newer(
+    q: dict[str, Any], score: np.ndarray, rel: np.ndarray, tau: float, rho: float
+) -> np.ndarray:
+    """Among the 30 best, a memory takes the score of an older one it resembles (cosine
+    >= tau) when its own relevance is at least rho times that one's: "supersession"
+    guessed from the vectors."""
+    pool = np.argsort(-score)[:30]
+    vecs = np.stack([q["vectors"][q["labels"][i]] for i in pool])
+    cos, t = vecs @ vecs.T, q["t"][pool]
+    out = score.copy()
+    for a, i in enumerate(pool):
+        older = (t < t[a]) & (cos[a] >= tau) & (rel[i] >= rho * rel[pool])
+        if older.any():
+            out[i] = max(score[i], score[pool][older].max())
+    return out
+
+
+def _newest_takes_best_version(q: dict[str, Any], score: np.ndarray) -> np.ndarray:
+    """A bound, not a ranking (it reads the answer): the newest version of an updated fact
+    gets the best score of any of its versions, as if the ranking knew which memories
+    are versions of one fact (what supersession at write time would record)."""
+    versions = [q["labels"].index(x) for x in [*q["older"], q["gold"]]]
+    out = score.copy()
+    out[versions[-1]] = max(score[i] for i in versions) + 1e-9
+    return out
 
 
 def locomo(data: list[dict[str, Any]], **kw: Any) -> tuple[float, float]:
@@ -210,6 +261,8 @@ def temporal(data: list[dict[str, Any]], **kw: Any) -> tuple[float, float, float
 def span(fraction: float) -> Callable[[np.ndarray], float]:
     return lambda t: max(float(t.max() - t.min()) / 86400 * fraction, 1.0)
 
+
+DEFAULT: dict[str, Any] = {"kind": "boost", "beta": 0.25, "hl": 90.0}  # the default request
 
 VARIANTS: list[tuple[str, dict[str, Any]]] = [
     ("memex default: vector, alpha 0.7, hl 30", {"mode": "vector", "alpha": 0.7}),
@@ -257,6 +310,26 @@ VARIANTS: list[tuple[str, dict[str, Any]]] = [
         for mm in (False, True)
         for w in (0.3, 0.4, 0.5, 0.6, 0.7)
     ],
+    # 2026-12-04: recency among near-ties, supersession guessed from the vectors, rank
+    # fusion; all on the default tiebreaker (boost 0.25, hl 90).
+    *[
+        (f"default, newest first within {b:.0%} of the best relevance", {**DEFAULT, "band": b})
+        for b in (0.1, 0.2, 0.3)
+    ],
+    *[
+        (
+            f"default, newer memory takes an older one's score at cosine >= {tau},"
+            f" own relevance >= {rho} x",
+            {**DEFAULT, "promote": (tau, rho)},
+        )
+        for tau in (0.4, 0.5, 0.6)
+        for rho in (0.7, 0.85)
+    ],
+    *[(f"default with RRF (k {k}) instead of the blend", {**DEFAULT, "rrf": k}) for k in (10, 60)],
+    (
+        "bound: default + newest version takes its fact's best score (reads the answer)",
+        {**DEFAULT, "oracle": True},
+    ),
 ]
 
 
