@@ -191,6 +191,20 @@ def uvicorn_workers(service: Service) -> list[psutil.Process]:
     return workers
 
 
+def served_by(http: httpx.Client, who: dict[str, str], times: int = 6) -> set[int]:
+    """The worker pids that answered `times` successful counts (X-Memex-Worker), each on a
+    new connection (a kept-alive one stays with one worker)."""
+    pids = set()
+    for _ in range(times):
+        with contextlib.suppress(httpx.TransportError):
+            r = http.get(
+                "/v1/memories/count", params=who, headers={"connection": "close"}, timeout=10.0
+            )
+            if r.status_code == 200:
+                pids.add(int(r.headers["x-memex-worker"]))
+    return pids
+
+
 def test_worker_started_during_an_outage_waits_for_the_database(data_dir: Path) -> None:
     """uvicorn replaces a worker that dies, also while the database is down: the new one
     waits for the database and then serves, rather than failing its startup."""
@@ -210,7 +224,7 @@ def test_worker_started_during_an_outage_waits_for_the_database(data_dir: Path) 
                 # uvicorn notices the dead worker and starts another, which finds no
                 # database; held down for longer than one connection attempt
                 assert wait_until(
-                    lambda: len({p.pid for p in uvicorn_workers(service)} - before) == 1,
+                    lambda: {p.pid for p in uvicorn_workers(service)} - before,
                     timeout=DOWN_NOTICED_SECONDS,
                 ), service.output()[-4000:]
                 assert wait_until(
@@ -218,14 +232,12 @@ def test_worker_started_during_an_outage_waits_for_the_database(data_dir: Path) 
                     timeout=RECOVERY_SECONDS,
                 ), service.output()[-4000:]
                 time.sleep(6.0)  # past one attempt (memexdb.runtime.startup.ATTEMPT_SECONDS)
-                assert status_of(http) == 503
-            # the new worker too: uvicorn logs each worker's startup
-            assert wait_until(
-                lambda: service.output().count("Application startup complete") == 3,
-                RECOVERY_SECONDS,
-            ), service.output()[-4000:]
-            assert healthy_everywhere(http)
-            assert len(uvicorn_workers(service)) == 2
+            # A worker started during the outage answers (every response names its worker):
+            # one that had failed its startup would have been replaced, and logged it.
+            assert wait_until(lambda: served_by(http, who) - before, RECOVERY_SECONDS, 0.05), (
+                service.output()[-4000:]
+            )
+            assert "startup failed" not in service.output(), service.output()[-4000:]
             assert http.get("/v1/memories/count", params=who).json()["count"] == 1
 
             # Stopped while a worker waits: it ends at once, without a traceback.
@@ -233,7 +245,7 @@ def test_worker_started_during_an_outage_waits_for_the_database(data_dir: Path) 
                 kill_postmaster(data_dir / "pgdata")
                 os.kill(uvicorn_workers(service)[0].pid, signal.SIGKILL)
                 assert wait_until(
-                    lambda: service.output().count("starts serving once it is back") == 2,
+                    lambda: service.output().count("starts serving once it is back") >= 2,
                     timeout=RECOVERY_SECONDS,
                 ), service.output()[-4000:]
                 service.send(signal.SIGTERM)
