@@ -1,21 +1,41 @@
 -- memex._candidates_ann: candidates for a tenant in the ANN index (tenants.ann): the union
 -- of the p_depth nearest neighbours (the HNSW or ivfflat index chosen with
 -- memex.configure_vector_index; memex.search sets its session settings, with iterative
--- scans so the tenant filter does not starve the index), the p_recent most recent
--- memories (recency can outweigh a small lead in similarity: at alpha 0.7 the best ten of
--- a large tenant are mostly recent memories ranked far below the nearest few hundred,
--- bench/RESULTS.md; and alpha = 0 sees what is newest) and the p_depth memories matching
--- the most query terms (GIN index). Each is scored like the exact path; BM25 document
--- frequencies are counted over the whole tenant through the GIN index. p_metadata (null:
--- any) keeps only memories whose metadata contains it, inside each branch (the HNSW
--- iterative scan goes on until it has p_depth that match); p_include_archived adds the
--- memories consolidation archived.
+-- scans so the tenant filter does not starve the index), recency candidates among the
+-- p_recent most recent memories (recency can outweigh a small lead in similarity: at
+-- alpha 0.7 the best ten of a large tenant are mostly recent memories ranked far below
+-- the nearest few hundred, bench/RESULTS.md; and alpha = 0 sees what is newest) and the
+-- p_depth memories matching the most query terms (GIN index). Each is scored like the
+-- exact path; BM25 document frequencies are counted over the whole tenant through the GIN
+-- index. p_metadata (null: any) keeps only memories whose metadata contains it, inside
+-- each branch (the HNSW iterative scan goes on until it has p_depth that match);
+-- p_include_archived adds the memories consolidation archived.
+--
+-- Recency candidates that cannot reach the top k are skipped unread. When p_top_k is
+-- given (memex.search's vector-only ranking, where the score is memex._score(similarity,
+-- recency, importance, p_alpha)) and the request filters on neither memory types nor
+-- metadata, the newest p_recent entries of the tenant's (agent_id, user_id, created_at)
+-- index, which carries importance and id (revision 0012), are read without the table:
+-- a memory that is not among the p_depth nearest has a similarity of at most the least
+-- similarity among them (s_min), so its score is at most memex._score(s_min, its recency,
+-- its importance, p_alpha). Only the entries whose bound reaches the k-th best score
+-- already known (among the nearest and, when alpha is given, the p_depth newest, scored
+-- in full) are read from the table and scored. The top k is then the same as ranking all
+-- p_recent newest, with one caveat: the ANN index's order is approximate, so a memory
+-- more similar than s_min that the index did not return can be skipped (the old union
+-- scored it if it was among the newest). Entries of memories that are archived, expired
+-- or of another embedding model count towards p_recent here (they are dropped when read).
+-- With memory type or metadata filters, query terms or the context window (p_top_k null:
+-- relevance is not the similarity) the p_recent newest live memories are all scored.
 drop function if exists memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
                                               text, timestamptz, integer);
 drop function if exists memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
                                               text, timestamptz, integer, integer);
 drop function if exists memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
                                               text, timestamptz, integer, integer, jsonb);
+drop function if exists memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
+                                              text, timestamptz, integer, integer, jsonb,
+                                              boolean);
 
 create or replace function memex._candidates_ann(
     p_agent_id text,
@@ -28,7 +48,10 @@ create or replace function memex._candidates_ann(
     p_depth integer,
     p_recent integer,
     p_metadata jsonb,
-    p_include_archived boolean default false
+    p_include_archived boolean default false,
+    p_top_k integer default null,
+    p_alpha double precision default null,
+    p_half_life_days double precision default null
 )
 returns setof memex._candidate
 language sql
@@ -47,19 +70,66 @@ as $$
     any_term as (
         select memex._any_term_query(p_terms) as q where cardinality(p_terms) > 0
     ),
-    picked as (
+    nearest as materialized (
         -- Each branch carries the columns the ranking needs from the rows its index scan
         -- has already read, so no candidate is looked up a second time.
-        (select l.id, l.importance::double precision as importance, l.created_at,
-                1 - (l.embedding <=> p_query_embedding) as similarity
-         from live l
-         where l.ann  -- implies the ANN index's predicate, so the planner may use it
-           and p_query_embedding is not null
-         order by l.embedding <=> p_query_embedding limit p_depth)
+        select l.id, l.importance::double precision as importance, l.created_at,
+               1 - (l.embedding <=> p_query_embedding) as similarity
+        from live l
+        where l.ann  -- implies the ANN index's predicate, so the planner may use it
+          and p_query_embedding is not null
+        order by l.embedding <=> p_query_embedding limit p_depth
+    ),
+    newest as materialized (
+        -- all p_recent newest without pruning; the p_depth newest (scored in full, to
+        -- raise the k-th score before the bound is tested) with it and alpha given
+        select l.id, l.importance::double precision as importance, l.created_at,
+               1 - (l.embedding <=> p_query_embedding) as similarity
+        from live l
+        where p_alpha is not null
+           or not (p_top_k is not null and p_query_embedding is not null
+                      and coalesce(cardinality(p_terms), 0) = 0
+                      and p_memory_types is null and p_metadata is null)
+        order by l.created_at desc
+        limit case when (p_top_k is not null and p_query_embedding is not null
+                      and coalesce(cardinality(p_terms), 0) = 0
+                      and p_memory_types is null and p_metadata is null) then p_depth else p_recent end
+    ),
+    bar as materialized (  -- the least similarity among the nearest and the k-th best score known
+        select (select min(n.similarity) from nearest n) as similarity,
+               (select s.score
+                from (select memex._score(k.similarity,
+                                          memex._recency(k.created_at, p_now, p_half_life_days),
+                                          k.importance, p_alpha) as score
+                      from (select * from nearest union select * from newest) k) s
+                order by s.score desc offset p_top_k - 1 limit 1) as score
+        where (p_top_k is not null and p_query_embedding is not null
+                      and coalesce(cardinality(p_terms), 0) = 0
+                      and p_memory_types is null and p_metadata is null)
+    ),
+    entries as (  -- with pruning: the p_recent newest index entries (an index-only scan)
+        select r.id, r.created_at, r.importance
+        from memex.memories r
+        where (p_top_k is not null and p_query_embedding is not null
+                      and coalesce(cardinality(p_terms), 0) = 0
+                      and p_memory_types is null and p_metadata is null)
+          and r.agent_id = p_agent_id and r.user_id = p_user_id
+        order by r.created_at desc limit p_recent
+    ),
+    reachable as (  -- the entries whose bound reaches the k-th score, read and scored
+        select l.id, l.importance::double precision as importance, l.created_at,
+               1 - (l.embedding <=> p_query_embedding) as similarity
+        from entries e cross join bar b join live l on l.id = e.id
+        where b.score is null  -- fewer than k known: no bound
+           or memex._score(b.similarity, memex._recency(e.created_at, p_now, p_half_life_days),
+                           e.importance::double precision, p_alpha) >= b.score
+    ),
+    picked as (
+        select * from nearest
         union
-        (select l.id, l.importance::double precision, l.created_at,
-                1 - (l.embedding <=> p_query_embedding)
-         from live l order by l.created_at desc limit p_recent)
+        select * from newest
+        union
+        select * from reachable
         union
         (select l.id, l.importance::double precision, l.created_at,
                 1 - (l.embedding <=> p_query_embedding)
@@ -101,5 +171,7 @@ $$;
 
 comment on function memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
                                           text, timestamptz, integer, integer, jsonb,
-                                          boolean) is
-    'Nearest, newest and best text-matching memories of a large tenant, scored (ANN search).';
+                                          boolean, integer, double precision,
+                                          double precision) is
+    'Nearest, newest (those that can reach the top k) and best text-matching memories of a'
+    ' large tenant, scored (ANN search).';

@@ -190,7 +190,8 @@ begin
                     from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
                                                v_terms, p_memory_types, p_embedding_model,
                                                v_now, v_depth, v_recent, p_metadata,
-                                               p_include_archived) a
+                                               p_include_archived, p_top_k, p_alpha,
+                                               p_half_life_days) a
                     where not v_exact
                 ) c
                 offset 0  -- evaluate similarity and recency once per row

@@ -6,13 +6,15 @@ the index never has a live row outside it, also when an insert races the move.""
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 
 import numpy as np
 import psycopg
 import pytest
+from pgvector.psycopg import register_vector
 
-from tests.sqlapi import search, unit
-from tests.test_recall import index_grown_tenants, load_tenant
+from tests.sqlapi import search, store, unit
+from tests.test_recall import NOW, clustered, index_grown_tenants, load_tenant
 from tests.test_vector_index import index_tenant, set_setting
 
 
@@ -161,3 +163,64 @@ def test_index_tenant_validates_the_tenant(conn: psycopg.Connection, agent: str)
     with pytest.raises(psycopg.Error) as info:
         index_tenant(conn, agent)
     assert (info.value.sqlstate, info.value.diag.column_name) == ("MX422", "agent_id")
+
+
+def test_skipped_recency_candidates_could_not_have_reached_the_top_k(
+    conn: psycopg.Connection,
+) -> None:
+    # An ANN tenant where recency counts: an old memory that is the best match and many
+    # newer ones. The newest ann_recent_candidates cover the whole tenant, so ranking all
+    # of them (the union before early stopping) is exact; memex._candidates_ann reads only
+    # those whose bound (least similarity among the nearest, own recency and importance)
+    # reaches the k-th best score known, and its top k must still be the exact path's.
+    set_setting(conn, "ann_candidates", "10")  # few nearest: the bound decides a lot
+    set_setting(conn, "hnsw_ef_search", "400")  # ... and they are the exact nearest
+    set_setting(conn, "ann_recent_candidates", "5000")
+    rng = np.random.default_rng(21)
+    load_tenant(conn, rng, "early", 800)
+    old_match = unit((0, 1.0), (1, 0.05))
+    store(
+        conn,
+        "early-old-match",
+        old_match,
+        agent="early",
+        user="u",
+        created_at=NOW - timedelta(days=300),
+    )
+    assert index_tenant(conn, "early") == 801
+    queries = [unit((0, 1.0)), *clustered(rng, 8)]
+
+    def top(query: np.ndarray, alpha: float | None, ann: bool) -> list[str]:
+        conn.execute(
+            "update memex.tenants set ann = %s where agent_id = 'early' and user_id = 'u'",
+            (ann,),
+        )
+        hits = search(
+            conn,
+            query,
+            agent="early",
+            user="u",
+            alpha=alpha,
+            half_life_days=30.0 if alpha is not None else 90.0,
+            now=NOW,
+        )
+        assert len(hits) == 10
+        return [str(hit["content"]) for hit in hits]
+
+    for query in queries:
+        for alpha in (0.7, None):
+            assert top(query, alpha, ann=True) == top(query, alpha, ann=False), alpha
+    # the old match is found by the ANN path, first without alpha
+    assert top(queries[0], None, ann=True)[0] == "early-old-match"
+    assert "early-old-match" in top(queries[0], 0.7, ann=True)
+
+    # ... and most of the 801 recency candidates are never read when the nearest are 50:
+    # the bound of a memory outside them stays below the k-th score
+    register_vector(conn)
+    for alpha, most in ((None, 100), (0.7, 300)):
+        row = conn.execute(
+            "select count(*) from memex._candidates_ann('early', 'u', %s, null, null, null,"
+            " %s, 50, 5000, null, false, 10, %s, %s)",
+            (queries[1], NOW, alpha, 30.0 if alpha is not None else 90.0),
+        ).fetchone()
+        assert row is not None and 50 <= row[0] < most, (alpha, row)
