@@ -9,10 +9,28 @@
 -- tenant of paragraphs: bench/RESULTS.md "Paragraph-sized memories").
 -- p_metadata (null: any) keeps only memories whose metadata contains it, before scoring;
 -- p_include_archived adds the memories consolidation archived.
+-- Each row also carries best_text_rank, the tenant's highest BM25 score (the same on every
+-- row; null without a match), which memex.search divides by: taken from the few matching
+-- memories here, it spares the search a pass over every candidate (a window).
 drop function if exists memex._candidates_exact(text, text, vector, text[], memex.memory_type[],
                                                 text, timestamptz);
 drop function if exists memex._candidates_exact(text, text, vector, text[], memex.memory_type[],
                                                 text, timestamptz, jsonb);
+
+-- The result was memex._candidate until best_text_rank was added: a result type cannot
+-- be changed in place, so that function is dropped once.
+do $$
+begin
+    if exists (select from pg_proc p
+               where p.oid = to_regprocedure('memex._candidates_exact(text, text, vector,'
+                                             ' text[], memex.memory_type[], text,'
+                                             ' timestamptz, jsonb, boolean)')
+                 and p.prorettype = 'memex._candidate'::regtype) then
+        drop function memex._candidates_exact(text, text, vector, text[], memex.memory_type[],
+                                              text, timestamptz, jsonb, boolean);
+    end if;
+end
+$$;
 
 create or replace function memex._candidates_exact(
     p_agent_id text,
@@ -25,7 +43,9 @@ create or replace function memex._candidates_exact(
     p_metadata jsonb,
     p_include_archived boolean default false
 )
-returns setof memex._candidate
+returns table (id uuid, importance double precision, created_at timestamptz,
+               similarity double precision, text_rank double precision,
+               best_text_rank double precision)
 language sql
 stable
 set search_path = pg_catalog, public, pg_temp
@@ -62,7 +82,8 @@ as $$
         cross join stats s
         group by o.id
     )
-    select l.id, l.importance, l.created_at, l.similarity, b.score
+    select l.id, l.importance, l.created_at, l.similarity, b.score,
+           (select max(x.score) from bm25 x)
     from live l left join bm25 b on b.id = l.id
 $$;
 
