@@ -157,7 +157,7 @@ as $$
     occurrences as (
         select c.id, t.lexeme, coalesce(cardinality(t.positions), 1) as tf, length(c.tsv) as dl,
                avg(length(c.tsv)) over () as avgdl
-        from candidates c cross join lateral unnest(c.tsv) t
+        from candidates c cross join lateral unnest(ts_filter(setweight(c.tsv, 'A', p_terms), '{a}')) t
         where cardinality(p_terms) > 0 and t.lexeme = any (p_terms)
     ),
     bm25 as (

@@ -207,27 +207,30 @@ begin
     else
         return query
         with candidates as (
+            -- best_text_rank: the highest BM25 score among the candidates (the exact path
+            -- has it from its matching memories; the ANN path takes it over its candidates)
             select c.* from memex._candidates_exact(p_agent_id, p_user_id, p_query_embedding,
                                                     v_terms, p_memory_types,
                                                     p_embedding_model, v_now, p_metadata,
                                                     p_include_archived) c
             where v_exact
             union all
-            select c.* from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
-                                                  v_terms, p_memory_types, p_embedding_model,
-                                                  v_now, v_depth, v_recent, p_metadata,
-                                                  p_include_archived) c
+            select c.*, max(c.text_rank) over () as best_text_rank
+            from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
+                                       v_terms, p_memory_types, p_embedding_model,
+                                       v_now, v_depth, v_recent, p_metadata,
+                                       p_include_archived) c
             where not v_exact
         ),
         normalised as (
-            select c.*,
+            select c.id, c.importance, c.created_at, c.similarity, c.text_rank,
                    case p_mode
                        when 'vector' then c.similarity
                        when 'text'
-                           then coalesce(c.text_rank / nullif(max(c.text_rank) over (), 0), 0)
+                           then coalesce(c.text_rank / nullif(c.best_text_rank, 0), 0)
                        else v_weight * c.similarity
                             + (1 - v_weight)
-                              * coalesce(c.text_rank / nullif(max(c.text_rank) over (), 0), 0)
+                              * coalesce(c.text_rank / nullif(c.best_text_rank, 0), 0)
                    end as own
             from candidates c
         ),
@@ -251,7 +254,16 @@ begin
         select m.id, m.agent_id, m.user_id, m.memory_type, m.content, t.importance, m.metadata,
                m.created_at, m.expires_at, t.similarity, t.text_rank, t.relevance, t.recency,
                t.score
-        from top t join memex.memories m on m.id = t.id
+        from top t
+             -- one primary-key lookup per row of the top k: for "limit p_top_k" the generic
+             -- plan assumes 10 % of the candidates, and would hash a small table whole
+             -- (a 1k-memory tenant: bench/RESULTS.md "Paragraph-sized memories"); offset 0
+             -- keeps the lookup per row
+             cross join lateral (
+                 select m.id, m.agent_id, m.user_id, m.memory_type, m.content, m.metadata,
+                        m.created_at, m.expires_at
+                 from memex.memories m where m.id = t.id offset 0
+             ) m
         order by t.score desc, t.created_at desc, t.id;
     end if;
 

@@ -267,6 +267,28 @@ def test_bm25_statistics_count_the_tenants_live_memories_only(
     assert hits[1]["text_rank"] == pytest.approx(second, rel=1e-6)
 
 
+@pytest.mark.parametrize("path", ["exact", "ann"])
+def test_bm25_term_frequency_counts_every_occurrence(conn: psycopg.Connection, path: str) -> None:
+    # lexemes: deploy (3 times) key; deploy key; lunch pasta: every length 2, so the mean
+    # length is 2 whichever memories it is taken over
+    store(conn, "Deploy, deploy, deploy the key", unit((3, 1.0)))
+    store(conn, "Deploy the key", unit((4, 1.0)))
+    store(conn, "Lunch was pasta", unit((5, 1.0)))
+    if path == "ann":
+        conn.execute("select memex.index_tenant('agent', 'user')")
+        row = conn.execute(
+            "select ann from memex.tenants where agent_id = 'agent' and user_id = 'user'"
+        ).fetchone()
+        assert row == (True,)
+    hits = search(conn, None, mode="text", query_text="deploy", alpha=1.0, context_weight=0)
+    n, avgdl = 3, 2
+    assert [h["content"] for h in hits][:2] == ["Deploy, deploy, deploy the key", "Deploy the key"]
+    # tf 3: each of the three occurrences counts, not only the lexeme
+    assert hits[0]["text_rank"] == pytest.approx(bm25(3, 2, 2, n, avgdl), rel=1e-6)
+    assert hits[1]["text_rank"] == pytest.approx(bm25(1, 2, 2, n, avgdl), rel=1e-6)
+    assert hits[2]["text_rank"] is None
+
+
 def test_hybrid_mode_blends_cosine_and_bm25(conn: psycopg.Connection) -> None:
     store(conn, "The deploy key lives in the vault", angled(0.2))
     store(conn, "Lunch was pasta", angled(0.9))
