@@ -22,6 +22,8 @@ from memexdb.embedding.protocol import Vectors, no_vectors, unit_rows, validate_
 DEFAULT_THREADS = 2
 # Batch 256 peaked at 3 GB RSS with MiniLM; with 32 the process stays near 450 MB.
 DEFAULT_BATCH_SIZE = 32
+# What one model call costs beyond its tokens, in tokens of one text (length_groups).
+CALL_OVERHEAD_TOKENS = 64
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,38 @@ def _window(model: TextEmbedding) -> TokenizerWindow | None:
         return None
 
 
+def length_groups(lengths: Sequence[int], overhead: int = CALL_OVERHEAD_TOKENS) -> list[list[int]]:
+    """Indexes of texts split into model calls that waste little on padding.
+
+    A model call pads every text to its longest one, so a batch of short queries with
+    one long text costs as much as a batch of long texts. The texts are sorted by
+    (estimated) length and cut where the padding saved outweighs ``overhead``, the
+    fixed cost of a call in tokens: the cuts minimise the sum over calls of
+    ``texts * longest + overhead`` (dynamic programming over the sorted order).
+    """
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    n = len(order)
+    best = [0] + [0] * n  # best[i]: cost of the first i sorted texts
+    cut = [0] * (n + 1)
+    for end in range(1, n + 1):
+        longest = lengths[order[end - 1]]
+        best[end], cut[end] = min(
+            (best[start] + (end - start) * longest + overhead, start) for start in range(end)
+        )
+    groups: list[list[int]] = []
+    end = n
+    while end > 0:
+        groups.append(order[cut[end] : end])
+        end = cut[end]
+    return groups[::-1]
+
+
+def estimated_tokens(text: str, window: TokenizerWindow | None) -> int:
+    """A token count from the length (about 4 characters a token), capped at the window."""
+    tokens = len(text) // 4 + 2
+    return tokens if window is None else min(tokens, window.capacity + 2)
+
+
 class FastEmbedModel:
     """A fastembed text model, e.g. ``FastEmbedModel("BAAI/bge-small-en-v1.5")``.
 
@@ -107,11 +141,14 @@ class FastEmbedModel:
         cache_dir: Path | None = None,
         specific_model_path: Path | None = None,
         local_files_only: bool = False,
+        group_by_length: bool = True,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
         self._model_name = model_name
         self._batch_size = batch_size
+        # Model calls of texts of similar length (length_groups); False: as they come.
+        self.group_by_length = group_by_length
         self._loaded = load_text_embedding(
             model_name,
             threads=threads,
@@ -136,9 +173,23 @@ class FastEmbedModel:
         batch = validate_texts(texts)
         if not batch:
             return no_vectors(self.dim)
-        with self._loaded.lock:
-            rows = list(self._loaded.model.embed(batch, batch_size=self._batch_size))
-        return unit_rows(np.stack(rows), expected_rows=len(batch), dim=self.dim)
+        groups = [list(range(len(batch)))]
+        if self.group_by_length and len(batch) > 1:
+            window = self._loaded.window
+            groups = length_groups([estimated_tokens(t, window) for t in batch])
+        if len(groups) == 1:
+            with self._loaded.lock:
+                rows = list(self._loaded.model.embed(batch, batch_size=self._batch_size))
+            return unit_rows(np.stack(rows), expected_rows=len(batch), dim=self.dim)
+        out = np.empty((len(batch), self.dim), dtype=np.float32)
+        for group in groups:
+            for lo in range(0, len(group), self._batch_size):
+                part = group[lo : lo + self._batch_size]
+                texts = [batch[i] for i in part]
+                with self._loaded.lock:
+                    rows = list(self._loaded.model.embed(texts, batch_size=len(part)))
+                out[part] = unit_rows(np.stack(rows), expected_rows=len(part), dim=self.dim)
+        return out
 
     def __repr__(self) -> str:
         return f"FastEmbedModel({self._model_name!r}, dim={self.dim})"

