@@ -27,7 +27,9 @@
 -- settings.exact_scan_max_rows); those rank the union of the nearest (from the ANN index
 -- chosen with memex.configure_vector_index, HNSW by default), newest and best
 -- text-matching settings.ann_candidates rows (never fewer than top_k when that many
--- match). Ties break on newer first, then id. p_now fixes "now" for replays and tests.
+-- match; the newest settings.ann_recent_candidates when alpha is given, since recency
+-- then outweighs relevance) and, with context, the two memories before and after each
+-- nearest and text-matching one. Ties break on newer first, then id. p_now fixes "now" for replays and tests.
 -- p_metadata (a JSON object; null: any) keeps only memories whose metadata contains it
 -- (metadata @> p_metadata), before ranking: it filters the candidates, not the top k.
 -- Memories archived by consolidation are ranked too with p_include_archived (by default
@@ -218,8 +220,12 @@ begin
             select c.*, max(c.text_rank) over () as best_text_rank
             from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
                                        v_terms, p_memory_types, p_embedding_model,
-                                       v_now, v_depth, v_recent, p_metadata,
-                                       p_include_archived) c
+                                       v_now, v_depth,
+                                       -- the default formula's recency adds at most 25 %:
+                                       -- the newest matter no more than any other memory
+                                       case when p_alpha is null then v_depth else v_recent end,
+                                       p_metadata, p_include_archived,
+                                       p_neighbours => case when v_context > 0 then 2 else 0 end) c
             where not v_exact
         ),
         normalised as (

@@ -224,3 +224,82 @@ def test_skipped_recency_candidates_could_not_have_reached_the_top_k(
             (queries[1], NOW, alpha, 30.0 if alpha is not None else 90.0),
         ).fetchone()
         assert row is not None and 50 <= row[0] < most, (alpha, row)
+
+
+def default_request(conn: psycopg.Connection, agent: str, text: str, ann: bool) -> list[str]:
+    """The contents of the default request's top 3 (query text, no ranking options) for
+    tenant (agent, 'u'), ranked through the ANN index or (ann false) by the exact scan."""
+    conn.execute(
+        "update memex.tenants set ann = %s where agent_id = %s and user_id = 'u'", (ann, agent)
+    )
+    register_vector(conn)
+    rows = conn.execute(
+        "select content from memex.search(p_agent_id => %s, p_user_id => 'u',"
+        " p_query_embedding => %s, p_top_k => 3, p_query_text => %s, p_now => %s)",
+        (agent, unit((0, 1.0)), text, NOW),
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def test_the_default_request_takes_context_from_true_neighbours_in_time(
+    conn: psycopg.Connection,
+) -> None:
+    # An old memory that alone matches the query's word, among 400 that match nothing; its
+    # neighbours in time match nothing either, but the default request's context window
+    # ranks the nearest two right after it (they take relevance from it; importance up to
+    # 1.5 lifts the others to at most ~0.1 of the hit's relevance). On the exact path that
+    # follows from scanning everything; on the ANN path the neighbours must be fetched,
+    # since they are neither near the query nor new nor matching its text.
+    set_setting(conn, "ann_candidates", "10")
+    set_setting(conn, "ann_recent_candidates", "50")  # far fewer than the tenant's
+    rng = np.random.default_rng(31)
+    load_tenant(conn, rng, "ctx", 400)
+    at = NOW - timedelta(days=200, minutes=30)  # between two of the random memories
+    for name, hours in (("before-2", -2), ("before-1", -1), ("zebra", 0), ("after-1", 1)):
+        content = "we saw a zebra at the zoo" if name == "zebra" else f"{name} nothing here"
+        store(
+            conn,
+            content,
+            clustered(rng, 1)[0],
+            agent="ctx",
+            user="u",
+            created_at=at + timedelta(hours=hours),
+        )
+    store(
+        conn,
+        "after-2 nothing here",
+        clustered(rng, 1)[0],
+        agent="ctx",
+        user="u",
+        created_at=at + timedelta(hours=2),
+    )
+    assert index_tenant(conn, "ctx") == 405
+    exact = [c.split(" ")[0] for c in default_request(conn, "ctx", "zebra", ann=False)]
+    assert exact[0] == "we" and set(exact) == {"we", "before-1", "after-1"}
+    found = [c.split(" ")[0] for c in default_request(conn, "ctx", "zebra", ann=True)]
+    assert found[0] == "we" and set(found) == set(exact)
+
+
+def test_the_ann_path_finds_the_memory_holding_the_rarest_query_term(
+    conn: psycopg.Connection,
+) -> None:
+    # BM25 weighs a term by its rarity: the one memory holding "zebra" is the best text
+    # match for "apple zebra", above 600 memories saying "apple" three times (ts_rank,
+    # blind to rarity, puts those first). The ANN path's text candidates must include it
+    # although it is old and far from the query's vector.
+    set_setting(conn, "ann_candidates", "10")
+    set_setting(conn, "ann_recent_candidates", "50")
+    rng = np.random.default_rng(32)
+    for i in range(601):  # the zebra in the middle, not last in the heap
+        old = i == 300
+        store(
+            conn,
+            "a zebra at the zoo" if old else f"apple apple apple pie number {i}",
+            clustered(rng, 1)[0],
+            agent="rare",
+            user="u",
+            created_at=NOW - timedelta(days=300 if old else float(rng.uniform(0, 100))),
+        )
+    assert index_tenant(conn, "rare") == 601
+    assert default_request(conn, "rare", "apple zebra", ann=False)[0] == "a zebra at the zoo"
+    assert default_request(conn, "rare", "apple zebra", ann=True)[0] == "a zebra at the zoo"

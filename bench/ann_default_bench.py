@@ -1,0 +1,240 @@
+"""The default request (hybrid with context, no options) on a tenant in the ANN index:
+latency and recall@10 against the exact path, for the functions as migrated ("now") and,
+with --baseline-sql, older sql/ function files ("before"), in the same run.
+
+`bench/scale_bench.py` times vector-only requests; this one sends what a client that
+sends only its query gets: the query's embedding and its text. One tenant of --rows
+memories of synthetic text (a Zipf-like vocabulary), clustered vectors, dates spread over
+two years and some importance, moved into the HNSW index the way a DBA does it
+(memex.index_tenant before the import, memex.configure_vector_index after it). Each
+query is a memory's vector plus as much noise again, and three of its words plus one
+random word.
+
+Recall@10 is measured against the same request on the exact path (the tenant taken out
+of the ANN index for the while, tenants.ann = false), which scores every memory. The two
+function versions are swapped in between rounds on one database (the same data and
+index), each round timing every query once; "vector, alpha 1" (the ANN index alone, no
+text, no recency) is timed in the same rounds as the floor any ANN ranking pays.
+
+    git show main:sql/041_candidates_ann.sql main:sql/042_search.sql > /tmp/before.sql
+    python bench/ann_default_bench.py --baseline-sql /tmp/before.sql
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+from content_size_bench import backend_cpu
+from harness import (
+    Latency,
+    create_database,
+    embedded_server,
+    log,
+    print_header,
+    run_main,
+    write_json,
+)
+from machine import machine_facts
+from pgvector.psycopg import register_vector
+
+REPO = Path(__file__).resolve().parents[1]
+FUNCTIONS = ("041_candidates_ann.sql", "042_search.sql")
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+VOCABULARY = 5000
+WORDS = 30  # per memory
+COPY = (
+    "copy memex.memories (agent_id, user_id, content, embedding, embedding_model, importance,"
+    " created_at) from stdin (format binary)"
+)
+DEFAULT_SEARCH = (
+    "select id from memex.search(p_agent_id => 'bench', p_user_id => 'u',"
+    " p_query_embedding => %s, p_top_k => 10, p_query_text => %s, p_now => %s)"
+)
+VECTOR_SEARCH = (
+    "select id from memex.search(p_agent_id => 'bench', p_user_id => 'u',"
+    " p_query_embedding => %s, p_top_k => 10, p_alpha => 1, p_now => %s)"
+)
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    result: np.ndarray = (v / np.linalg.norm(v, axis=-1, keepdims=True)).astype(np.float32)
+    return result
+
+
+def dataset(
+    rng: np.random.Generator, rows: int, queries: int
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Contents, vectors, importance, ages (s), query vectors and query texts."""
+    ranks = np.arange(VOCABULARY)
+    p = 1 / (ranks + 10.0)
+    words = rng.choice(VOCABULARY, size=(rows, WORDS), p=p / p.sum())
+    contents = [" ".join(f"w{w}" for w in row) for row in words]
+    centroids = unit(rng.standard_normal((max(rows // 50, 1), 384)))
+    # a memory's cosine with its cluster's centre is ~0.7, with its cluster-mates ~0.5
+    vectors = unit(
+        centroids[rng.integers(len(centroids), size=rows)] + unit(rng.standard_normal((rows, 384)))
+    )
+    importance = np.where(rng.random(rows) < 0.2, rng.uniform(0.5, 1.5, rows), 1.0)
+    ages = rng.uniform(0, 730 * 86400, rows)
+    picks = rng.integers(rows, size=queries)
+    asked = unit(vectors[picks] + unit(rng.standard_normal((queries, 384))))
+    texts = [
+        " ".join(
+            [f"w{w}" for w in rng.choice(words[i], 3, replace=False)]
+            + [f"w{rng.integers(VOCABULARY)}"]
+        )
+        for i in picks
+    ]
+    return contents, vectors, importance, ages, asked, texts
+
+
+def load(
+    conn: psycopg.Connection[Any],
+    contents: list[str],
+    vectors: np.ndarray,
+    importance: np.ndarray,
+    ages: np.ndarray,
+) -> float:
+    """Import the tenant straight into the ANN index, then build HNSW; seconds taken."""
+    started = time.perf_counter()
+    conn.execute("select memex.configure_vector_index('none')")
+    conn.execute("select memex.index_tenant('bench', 'u')")
+    with conn.cursor() as cur, cur.copy(COPY) as copy:
+        copy.set_types(["text", "text", "text", "vector", "text", "float4", "timestamptz"])
+        for content, vector, imp, age in zip(contents, vectors, importance, ages, strict=True):
+            copy.write_row(
+                (
+                    "bench",
+                    "u",
+                    content,
+                    vector,
+                    "synthetic",
+                    float(imp),
+                    NOW - timedelta(seconds=float(age)),
+                )
+            )
+    conn.execute("vacuum (analyze) memex.memories")
+    conn.execute("set statement_timeout = 0")
+    conn.execute("select memex.configure_vector_index('hnsw')")
+    conn.execute("checkpoint")
+    return time.perf_counter() - started
+
+
+def drop_functions(conn: psycopg.Connection[Any]) -> None:
+    """Every version of the two functions, so that a file's overloads never meet another's."""
+    for name in ("_candidates_ann", "search"):
+        for (signature,) in conn.execute(
+            "select p.oid::regprocedure::text from pg_proc p"
+            " where p.pronamespace = 'memex'::regnamespace and p.proname = %s",
+            (name,),
+        ).fetchall():
+            conn.execute(f"drop function {signature}")
+
+
+def install(dsn: str, sql: str) -> None:
+    """Replace the two functions (on a connection of its own: a file is many statements,
+    which a prepared statement cannot hold)."""
+    with psycopg.connect(dsn) as conn:
+        drop_functions(conn)
+        conn.execute(sql.encode())
+
+
+def top_ids(conn: psycopg.Connection[Any], sql: str, params: tuple[Any, ...]) -> list[str]:
+    return [str(r[0]) for r in conn.execute(sql, params).fetchall()]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=100_000, help="memories of the tenant")
+    parser.add_argument("--queries", type=int, default=60, help="queries per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--baseline-sql", type=Path, help="older 041 and 042 in one file")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
+    args = parser.parse_args(argv)
+    facts = machine_facts()
+    command = print_header(facts)
+    rng = np.random.default_rng(args.seed)
+    contents, vectors, importance, ages, asked, texts = dataset(rng, args.rows, args.queries)
+    versions = {"now": "\n".join((REPO / "sql" / f).read_text() for f in FUNCTIONS)}
+    if args.baseline_sql:
+        versions = {"before": args.baseline_sql.read_text(), **versions}
+    cases = {"default request (no options)": DEFAULT_SEARCH, "vector, alpha 1": VECTOR_SEARCH}
+
+    def params(case: str, i: int) -> tuple[Any, ...]:
+        if case == "vector, alpha 1":
+            return (asked[i], NOW)
+        return (asked[i], texts[i], NOW)
+
+    with embedded_server("ann-default") as server:
+        dsn = create_database(server.dsn, "ann_default")
+        with psycopg.connect(dsn, autocommit=True, prepare_threshold=0) as conn:
+            register_vector(conn)
+            log(f"loading {args.rows:,} memories")
+            log(f"loaded and indexed in {load(conn, contents, vectors, importance, ages):.0f} s")
+            conn.execute("update memex.tenants set ann = false where agent_id = 'bench'")
+            exact = {
+                case: [top_ids(conn, sql, params(case, i)) for i in range(args.queries)]
+                for case, sql in cases.items()
+            }
+            conn.execute("update memex.tenants set ann = true where agent_id = 'bench'")
+            log("exact rankings taken")
+            cpu_box = backend_cpu(conn)
+            seconds: dict[str, dict[str, list[float]]] = {
+                c: {v: [] for v in versions} for c in cases
+            }
+            cpu: dict[str, dict[str, list[float]]] = {c: {v: [] for v in versions} for c in cases}
+            recall: dict[str, dict[str, list[float]]] = {
+                c: {v: [] for v in versions} for c in cases
+            }
+            for r in range(args.rounds):
+                for version, sql_text in versions.items():
+                    install(dsn, sql_text)
+                    for case, sql in cases.items():
+                        top_ids(conn, sql, params(case, 0))  # plan and warm
+                        for i in range(args.queries):
+                            cpu_box.clear()
+                            started = time.perf_counter()
+                            got = top_ids(conn, sql, params(case, i))
+                            seconds[case][version].append(time.perf_counter() - started)
+                            cpu[case][version].append(sum(cpu_box))
+                            if r == 0:
+                                recall[case][version].append(
+                                    len(set(got) & set(exact[case][i])) / 10
+                                )
+                log(f"round {r + 1} of {args.rounds} done")
+    print()
+    print("| search | functions | n | p50 ms | p99 ms | CPU p50 ms | recall@10 vs exact |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    report: dict[str, Any] = {
+        "command": command,
+        "machine": facts,
+        "args": vars(args) | {"baseline_sql": str(args.baseline_sql), "out": str(args.out)},
+        "results": {},
+    }
+    for case in cases:
+        for version in versions:
+            lat = Latency.of(seconds[case][version])
+            cpu_ms = float(np.median(cpu[case][version])) * 1000
+            rec = float(np.mean(recall[case][version]))
+            print(
+                f"| {case} | {version} | {lat.n} | {lat.p50_ms:.2f} | {lat.p99_ms:.2f}"
+                f" | {cpu_ms:.2f} | {rec:.3f} |"
+            )
+            report["results"][f"{case} / {version}"] = lat.__dict__ | {
+                "cpu_p50_ms": cpu_ms,
+                "recall_at_10": rec,
+            }
+    log(f"wrote {write_json(args.out, 'ann_default', report)}")
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main)
