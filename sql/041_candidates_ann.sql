@@ -17,7 +17,7 @@
 -- Recency candidates that cannot reach the top k are skipped unread. When p_top_k is
 -- given (memex.search's vector-only ranking, where the score is memex._score(similarity,
 -- recency, importance, p_alpha)) and the request filters on neither memory types nor
--- metadata, the newest p_recent entries of the tenant's (agent_id, user_id, created_at)
+-- metadata (memex._ann_bounded, the one statement of that condition), the newest p_recent entries of the tenant's (agent_id, user_id, created_at)
 -- index, which carries importance and id (revision 0012), are read without the table:
 -- a memory that is not among the p_depth nearest has a similarity of at most the least
 -- similarity among them (s_min), so its score is at most memex._score(s_min, its recency,
@@ -109,13 +109,12 @@ as $$
                1 - (l.embedding <=> p_query_embedding) as similarity
         from live l
         where p_alpha is not null
-           or not (p_top_k is not null and p_query_embedding is not null
-                      and coalesce(cardinality(p_terms), 0) = 0
-                      and p_memory_types is null and p_metadata is null)
+           or not memex._ann_bounded(p_top_k, p_query_embedding, p_terms, p_memory_types,
+                                     p_metadata)
         order by l.created_at desc
-        limit case when (p_top_k is not null and p_query_embedding is not null
-                      and coalesce(cardinality(p_terms), 0) = 0
-                      and p_memory_types is null and p_metadata is null) then p_depth else p_recent end
+        limit case when memex._ann_bounded(p_top_k, p_query_embedding, p_terms, p_memory_types,
+                                           p_metadata)
+                   then p_depth else p_recent end
     ),
     rare_terms as (
         -- the rarest query terms, as long as fewer than p_depth memories hold a rarer one
@@ -168,16 +167,12 @@ as $$
                                           k.importance, p_alpha) as score
                       from (select * from nearest union select * from newest) k) s
                 order by s.score desc offset p_top_k - 1 limit 1) as score
-        where (p_top_k is not null and p_query_embedding is not null
-                      and coalesce(cardinality(p_terms), 0) = 0
-                      and p_memory_types is null and p_metadata is null)
+        where memex._ann_bounded(p_top_k, p_query_embedding, p_terms, p_memory_types, p_metadata)
     ),
     entries as (  -- with pruning: the p_recent newest index entries (an index-only scan)
         select r.id, r.created_at, r.importance
         from memex.memories r
-        where (p_top_k is not null and p_query_embedding is not null
-                      and coalesce(cardinality(p_terms), 0) = 0
-                      and p_memory_types is null and p_metadata is null)
+        where memex._ann_bounded(p_top_k, p_query_embedding, p_terms, p_memory_types, p_metadata)
           and r.agent_id = p_agent_id and r.user_id = p_user_id
         order by r.created_at desc limit p_recent
     ),
