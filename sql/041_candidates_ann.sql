@@ -6,30 +6,32 @@
 -- alpha 0.7 the best ten of a large tenant are mostly recent memories ranked far below
 -- the nearest few hundred, bench/RESULTS.md; and alpha = 0 sees what is newest) and the
 -- memories holding the rarest query terms (GIN index): terms are taken rarest first while
--- fewer than p_depth memories hold a rarer one, and of the last term taken up to 4
--- p_depth memories, since BM25 weighs a term by its rarity (ranking the matches by
--- ts_rank instead, blind to rarity, read every memory holding a common word and missed
--- the best BM25 matches). Each is scored like the exact path; BM25 document frequencies
--- are counted over the whole tenant through the GIN index, once per query term. p_metadata (null: any) keeps only memories whose metadata contains it, inside
+-- fewer than p_depth memories hold a rarer one, and of the last term taken the 4 p_depth
+-- memories holding the most query terms, since BM25 weighs a term by its rarity (ranking
+-- every match by ts_rank instead, blind to rarity, read every memory holding a common
+-- word and missed the best BM25 matches). Each is scored like the exact path; BM25
+-- document frequencies are counted over the whole tenant through the GIN index, once per
+-- query term. p_metadata (null: any) keeps only memories whose metadata contains it, inside
 -- each branch (the HNSW iterative scan goes on until it has p_depth that match);
 -- p_include_archived adds the memories consolidation archived.
 --
 -- Recency candidates that cannot reach the top k are skipped unread. When p_top_k is
 -- given (memex.search's vector-only ranking, where the score is memex._score(similarity,
 -- recency, importance, p_alpha)) and the request filters on neither memory types nor
--- metadata (memex._ann_bounded, the one statement of that condition), the newest p_recent entries of the tenant's (agent_id, user_id, created_at)
--- index, which carries importance and id (revision 0012), are read without the table:
--- a memory that is not among the p_depth nearest has a similarity of at most the least
--- similarity among them (s_min), so its score is at most memex._score(s_min, its recency,
--- its importance, p_alpha). Only the entries whose bound reaches the k-th best score
--- already known (among the nearest and, when alpha is given, the p_depth newest, scored
--- in full) are read from the table and scored. The top k is then the same as ranking all
--- p_recent newest, with one caveat: the ANN index's order is approximate, so a memory
--- more similar than s_min that the index did not return can be skipped (the old union
--- scored it if it was among the newest). Entries of memories that are archived, expired
--- or of another embedding model count towards p_recent here (they are dropped when read).
--- With memory type or metadata filters, query terms or the context window (p_top_k null:
--- relevance is not the similarity) the p_recent newest live memories are all scored.
+-- metadata (memex._ann_bounded, the one statement of that condition), the newest p_recent
+-- entries of the tenant's (agent_id, user_id, created_at) index, which carries importance
+-- and id (revision 0012), are read without the table: a memory that is not among the
+-- p_depth nearest has a similarity of at most the least similarity among them (s_min), so
+-- its score is at most memex._score(s_min, its recency, its importance, p_alpha). Only
+-- the entries whose bound reaches the k-th best score already known (among the nearest
+-- and, when alpha is given, the p_depth newest, scored in full) are read from the table
+-- and scored. The top k is then the same as ranking all p_recent newest, with one caveat:
+-- the ANN index's order is approximate, so a memory more similar than s_min that the
+-- index did not return can be skipped (the old union scored it if it was among the
+-- newest). Entries of memories that are archived, expired or of another embedding model
+-- count towards p_recent here (they are dropped when read). With memory type or metadata
+-- filters, query terms or the context window (p_top_k null: relevance is not the
+-- similarity) the p_recent newest live memories are all scored.
 --
 -- p_neighbours (memex.search passes 2 when its context window is on) adds the p_neighbours
 -- live memories just before and just after each nearest and text-matching memory, in the
@@ -119,23 +121,31 @@ as $$
     rare_terms as (
         -- the rarest query terms, as long as fewer than p_depth memories hold a rarer one
         -- (always the rarest): the memories with the most BM25 to gain hold these
-        select f.lexeme
-        from (select f.lexeme, sum(f.df) over (order by f.df, f.lexeme) - f.df as rarer
+        select f.lexeme, f.df
+        from (select f.lexeme, f.df, sum(f.df) over (order by f.df, f.lexeme) - f.df as rarer
               from frequencies f where f.df > 0) f
         where f.rarer < p_depth
     ),
     text_best as materialized (
-        -- every memory holding one of the rarer terms (fewer than p_depth) and up to
-        -- 4 p_depth of those holding the last, most common one taken: a term that common
-        -- weighs little in BM25, so any of them will do
+        -- every memory holding one of the rarer terms (fewer than p_depth), and of those
+        -- holding the last, most common one taken, the 4 p_depth holding the most query
+        -- terms (ts_rank), when they are few enough to rank (25 p_depth); else any 4
+        -- p_depth of them: a term that common weighs little in BM25
         select distinct l.id, l.importance, l.created_at, l.similarity
         from rare_terms t
         cross join lateral (
-            select l.id, l.importance::double precision as importance, l.created_at,
-                   1 - (l.embedding <=> p_query_embedding) as similarity
-            from live l
-            where l.tsv @@ quote_literal(t.lexeme)::tsquery
-            limit 4 * p_depth
+            (select l.id, l.importance::double precision as importance, l.created_at,
+                    1 - (l.embedding <=> p_query_embedding) as similarity
+             from live l, any_term a
+             where t.df <= 25 * p_depth and l.tsv @@ quote_literal(t.lexeme)::tsquery
+             order by ts_rank(l.tsv, a.q) desc
+             limit 4 * p_depth)
+            union all
+            (select l.id, l.importance::double precision, l.created_at,
+                    1 - (l.embedding <=> p_query_embedding)
+             from live l
+             where t.df > 25 * p_depth and l.tsv @@ quote_literal(t.lexeme)::tsquery
+             limit 4 * p_depth)
         ) l
     ),
     neighbours as (
