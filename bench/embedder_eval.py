@@ -39,7 +39,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ranking_grid
 from locomo_eval import load_dataset
-from machine import machine_facts
 from temporal_set import build
 
 from memexdb.embedding import build_embedder
@@ -96,18 +95,12 @@ def throughput(model: Any, texts: list[str], queries: list[str]) -> tuple[float,
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("data", type=Path, help="path to locomo10.json")
-    parser.add_argument("--seed", type=int, default=7, help="of the temporal set")
-    parser.add_argument("--users", type=int, default=20)
-    parser.add_argument("--out", type=Path, default=Path("bench/out"))
+    parser = ranking_grid.arguments(__doc__.split("\n\n")[0])
     parser.add_argument(
         "--conversations", type=int, default=10, help="the first N LoCoMo conversations"
     )
     args = parser.parse_args()
-    print(f"command: python {' '.join(sys.argv)}")
-    for key, value in machine_facts().items():
-        print(f"{key}: {value}")
+    ranking_grid.print_run()
 
     convs = load_dataset(args.data)[: args.conversations]
     tset = build(args.seed, args.users)
@@ -143,13 +136,7 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|---|")
     for row, kw in ROWS:
         for name, data in results.items():
-            l5, l10 = ranking_grid.locomo(data["locomo"], **kw)
-            first, up5, order, st5 = ranking_grid.temporal(data["temporal"], **kw)
-            print(
-                f"| {name} | {row} | {l5:.3f} | {l10:.3f} | {first:.3f} | {up5:.3f}"
-                f" | {order:.3f} | {st5:.3f} |",
-                flush=True,
-            )
+            print(f"| {name} | {row} | {ranking_grid.measures(data, False, **kw)} |", flush=True)
     return 0
 
 

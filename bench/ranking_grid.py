@@ -333,16 +333,37 @@ VARIANTS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(description: str) -> argparse.ArgumentParser:
+    """The options every LoCoMo + temporal-set script takes (this one, embedder_eval)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("data", type=Path, help="path to locomo10.json")
     parser.add_argument("--seed", type=int, default=7, help="of the temporal set")
     parser.add_argument("--users", type=int, default=20)
     parser.add_argument("--out", type=Path, default=Path("bench/out"))
-    args = parser.parse_args()
+    return parser
+
+
+def print_run() -> None:
+    """The command line and the machine facts that head every result."""
     print(f"command: python {' '.join(sys.argv)}")
     for key, value in machine_facts().items():
         print(f"{key}: {value}")
+
+
+def measures(data: dict[str, list[dict[str, Any]]], undated: bool, **kw: Any) -> str:
+    """One variant's table cells: LoCoMo hit@5, hit@10, (undated hit@5,) then the
+    temporal set's newest first, newest@5, order when both found and stable hit@5."""
+    l5, l10 = locomo(data["locomo"], **kw)
+    values = [l5, l10]
+    if undated:
+        values.append(locomo(data["locomo"], undated=True, **kw)[0])
+    values.extend(temporal(data["temporal"], **kw))
+    return " | ".join(f"{v:.3f}" for v in values)
+
+
+def main() -> int:
+    args = arguments(__doc__.split("\n\n")[0]).parse_args()
+    print_run()
     data = fetch(args)
     print(
         "\n| variant | LoCoMo hit@5 | hit@10 | undated hit@5 | newest first | newest@5"
@@ -350,14 +371,7 @@ def main() -> int:
     )
     print("|---|---|---|---|---|---|---|---|")
     for name, kw in VARIANTS:
-        l5, l10 = locomo(data["locomo"], **kw)
-        u5, _ = locomo(data["locomo"], undated=True, **kw)
-        first, up5, order, st5 = temporal(data["temporal"], **kw)
-        print(
-            f"| {name} | {l5:.3f} | {l10:.3f} | {u5:.3f} | {first:.3f} | {up5:.3f}"
-            f" | {order:.3f} | {st5:.3f} |",
-            flush=True,
-        )
+        print(f"| {name} | {measures(data, True, **kw)} |", flush=True)
     return 0
 
 

@@ -90,9 +90,22 @@ def status_of(http: httpx.Client, path: str = "/health") -> int:
         return 0
 
 
-def healthy_everywhere(http: httpx.Client, times: int = 6) -> bool:
-    # With several workers each has its own view: several answers in a row, then.
-    return all(status_of(http) == 200 for _ in range(times))
+def healthy_everywhere(http: httpx.Client, workers: int, tries: int = 20) -> bool:
+    """Whether /health said 200 from each of `workers` worker processes (X-Memex-Worker),
+    each asked on a new connection (a kept-alive one stays with one worker), and nothing
+    but 200 in at most `tries` answers."""
+    pids: set[str] = set()
+    for _ in range(tries):
+        try:
+            r = http.get("/health", headers={"connection": "close"}, timeout=10.0)
+        except httpx.TransportError:
+            return False
+        if r.status_code != 200:
+            return False
+        pids.add(r.headers["x-memex-worker"])
+        if len(pids) >= workers:
+            return True
+    return False
 
 
 def assert_fails_fast(http: httpx.Client, who: dict[str, str]) -> None:
@@ -129,7 +142,7 @@ def test_serve_heals_a_killed_embedded_postmaster(data_dir: Path, workers: int) 
     try:
         service.wait_healthy()
         with client(service.base_url) as http:
-            assert healthy_everywhere(http)
+            assert wait_until(lambda: healthy_everywhere(http, workers), RECOVERY_SECONDS)
             # Every worker's job runner has tried the jobs lock by now: one holds it.
             time.sleep(1.0)
             assert service.output().count("runs the scheduled jobs") == 1, service.output()
@@ -149,7 +162,7 @@ def test_serve_heals_a_killed_embedded_postmaster(data_dir: Path, workers: int) 
                 noticed = time.monotonic() - killed_at
                 assert_fails_fast(http, who)
                 released_at = time.monotonic()
-            assert wait_until(lambda: healthy_everywhere(http), RECOVERY_SECONDS, 0.05)
+            assert wait_until(lambda: healthy_everywhere(http, workers), RECOVERY_SECONDS, 0.05)
             now = time.monotonic()
             print(
                 f"\nworkers={workers}: first request 503 in {first:.2f} s, /health 503"
@@ -166,7 +179,7 @@ def test_serve_heals_a_killed_embedded_postmaster(data_dir: Path, workers: int) 
             killed_at = time.monotonic()
             kill_postmaster(data_dir / "pgdata")
             time.sleep(0.05)
-            assert wait_until(lambda: healthy_everywhere(http), RECOVERY_SECONDS, 0.05)
+            assert wait_until(lambda: healthy_everywhere(http, workers), RECOVERY_SECONDS, 0.05)
             print(f"workers={workers}: healthy {time.monotonic() - killed_at:.2f} s after kill -9")
             assert http.get("/v1/memories/count", params=who).json()["count"] == 2
         # The process that owns the server restarts it; the workers only reconnect. (It
@@ -213,7 +226,7 @@ def test_worker_started_during_an_outage_waits_for_the_database(data_dir: Path) 
     try:
         service.wait_healthy()
         with client(service.base_url) as http:
-            assert healthy_everywhere(http)
+            assert wait_until(lambda: healthy_everywhere(http, 2), RECOVERY_SECONDS)
             assert http.post("/v1/memories", json={**who, "content": DOG}).status_code == 201
             before = {p.pid for p in uvicorn_workers(service)}
             assert len(before) == 2, before
