@@ -15,6 +15,9 @@ import fcntl
 import os
 import shutil
 import signal
+import socket
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -364,3 +367,38 @@ async def test_mcp_stdio_sharing_a_services_server_reconnects_after_its_restart(
     assert "using the embedded PostgreSQL of pid" in log, log[-3000:]
     assert "restarted it in" not in log and "now running" not in log, log[-3000:]
     assert wait_no_postgres(data_dir) == []
+
+
+STOPPED_BEFORE_THE_WAIT = """
+import asyncio, logging, signal, sys
+import uvicorn
+from memexdb.client import AsyncMemex
+from memexdb.runtime.startup import when_database_is_up
+
+# uvicorn's worker handles SIGTERM before our wait installs its own handler; a stop in
+# that window reaches only uvicorn's (its Server.handle_exit sets should_exit)
+server = uvicorn.Server(uvicorn.Config("memexdb.service:app_from_env"))
+signal.signal(signal.SIGTERM, server.handle_exit)
+signal.raise_signal(signal.SIGTERM)
+assert server.should_exit
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+asyncio.run(when_database_is_up(lambda t: AsyncMemex.connect(sys.argv[1], open_timeout=t)))
+"""
+
+
+def test_a_stop_before_the_wait_for_the_database_is_not_lost() -> None:
+    """A worker stopped after uvicorn took over SIGTERM but before it began to wait for a
+    database that is down ends at once (it used to wait for the database for minutes,
+    holding up the service's stop)."""
+    with socket.socket() as s:  # a port nothing listens on: the database is down
+        s.bind(("127.0.0.1", 0))
+        dsn = f"postgresql://memex@127.0.0.1:{s.getsockname()[1]}/memex"
+    done = subprocess.run(
+        [sys.executable, "-c", STOPPED_BEFORE_THE_WAIT, dsn],
+        capture_output=True,
+        text=True,
+        timeout=30,  # without the fix: 5-minute patience for a database that never comes
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "stopped while waiting for the database" in done.stderr, done.stderr[-4000:]
+    assert "Traceback" not in done.stderr, done.stderr[-4000:]

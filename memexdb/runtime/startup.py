@@ -51,11 +51,21 @@ def _stop_signals(stop: asyncio.Event) -> Iterator[None]:
             previous[sig] = signal.signal(sig, handler)
     except ValueError:  # not the main thread: nobody would see our handler anyway
         pass
+    if any(_already_stopping(before) for before in previous.values()):
+        stop.set()
     try:
         yield
     finally:
         for sig, before in previous.items():
             signal.signal(sig, before)  # type: ignore[arg-type]
+
+
+def _already_stopping(handler: object) -> bool:
+    """Whether the signal handler we replace has already been asked to stop: a SIGTERM
+    that came after uvicorn installed its handler (Server.handle_exit, which sets
+    should_exit) but before ours would otherwise go unseen, and the worker would wait for
+    the database for minutes while its supervisor waits for it to end."""
+    return getattr(getattr(handler, "__self__", None), "should_exit", False) is True
 
 
 async def when_database_is_up(
