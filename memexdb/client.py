@@ -933,7 +933,9 @@ class AsyncMemex:
         )
         embedding = await self.embedder.embed_one(request.content)
         values = {**request.model_dump(), "embedding": embedding, "embedding_model": self.model_id}
-        return (await self._fetch(File, queries.WRITE_FILE, values))[0]  # type: ignore[no-any-return]
+        written: File = (await self._fetch(File, queries.WRITE_FILE, values))[0]
+        metrics.FILE_WRITES.labels("write").inc()
+        return written
 
     async def read_file(
         self,
@@ -1030,6 +1032,7 @@ class AsyncMemex:
                         "embedding_model": self.model_id,
                     },
                 )
+                metrics.FILE_WRITES.labels("patch").inc()
                 return rows[0]
             except Conflict:
                 if request.base_revision is not None or attempt == 2:
@@ -1048,7 +1051,9 @@ class AsyncMemex:
             path=path,
             base_revision=base_revision,
         )
-        return (await self._fetch(File, queries.DELETE_FILE, query.model_dump()))[0]  # type: ignore[no-any-return]
+        deleted: File = (await self._fetch(File, queries.DELETE_FILE, query.model_dump()))[0]
+        metrics.FILE_WRITES.labels("delete").inc()
+        return deleted
 
     async def list_revisions(
         self,
@@ -1125,7 +1130,9 @@ class AsyncMemex:
         old = await self.get_revision(agent_id, user_id, path, request.revision)
         embedding = await self.embedder.embed_one(old.content) if old.content else None
         values = {**request.model_dump(), "embedding": embedding, "embedding_model": self.model_id}
-        return (await self._fetch(File, queries.RESTORE_REVISION, values))[0]  # type: ignore[no-any-return]
+        restored: File = (await self._fetch(File, queries.RESTORE_REVISION, values))[0]
+        metrics.FILE_WRITES.labels("restore").inc()
+        return restored
 
     async def smart_read(
         self,

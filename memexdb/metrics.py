@@ -108,6 +108,11 @@ MEMORIES_SEARCHED = Counter(
 MEMORIES_DELETED = Counter(
     "memex_memories_deleted", "Memories deleted one by one (not erasures), by type", ["type"]
 )
+FILE_WRITES = Counter(
+    "memex_file_writes",
+    "File-memory writes through the service, by operation (write, patch, delete, restore)",
+    ["operation"],
+)
 RATE_LIMIT_REJECTIONS = Counter(
     "memex_rate_limit_rejections",
     "Calls refused by the per-minute limits (429), by kind",
@@ -121,6 +126,8 @@ for _kind in MemoryType:
         _counter.labels(_kind.value)
 for _limit in ("write", "read"):
     RATE_LIMIT_REJECTIONS.labels(_limit)
+for _operation in ("write", "patch", "delete", "restore"):
+    FILE_WRITES.labels(_operation)
 
 # --- SQL calls ----------------------------------------------------------------------------
 

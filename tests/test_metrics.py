@@ -53,6 +53,7 @@ SPEC_NAMES = {
     "memex_memories_stored_total": {"type"},
     "memex_memories_searched_total": {"type"},
     "memex_memories_deleted_total": {"type"},
+    "memex_file_writes_total": {"operation"},
     "memex_rate_limit_rejections_total": {"kind"},
     "memex_consolidation_runs": {"kind", "status"},
     "memex_embed_queue_depth": set(),
@@ -528,3 +529,23 @@ async def test_metrics_snapshot_reads_what_the_tables_hold(
     token = (await amemex.as_operator("test").create_key("read", agent_id="snap")).token
     with pytest.raises(Forbidden):
         await amemex.with_key(token).metrics_snapshot()
+
+
+def test_file_writes_count_by_operation(live: Live) -> None:
+    where = {"agent_id": f"files-{uuid.uuid4().hex[:6]}", "user_id": "u", "path": "user/a.md"}
+    before = scrape(live.http)
+    assert live.http.put("/v1/files", json={**where, "content": "# A\n"}).status_code == 200
+    r = live.http.patch("/v1/files", json={**where, "append": "- b", "heading": "# A"})
+    assert r.status_code == 200, r.text
+    assert live.http.delete("/v1/files", params=where).status_code == 200
+    r = live.http.post("/v1/files/restore", json={**where, "revision": 1})
+    assert r.status_code == 200, r.text
+    # refused writes are not counted
+    assert live.http.delete("/v1/files", params={**where, "base_revision": "1"}).status_code == 409
+    after = scrape(live.http)
+
+    def moved(operation: str) -> float:
+        name = "memex_file_writes_total"
+        return total(after, name, operation=operation) - total(before, name, operation=operation)
+
+    assert [moved(op) for op in ("write", "patch", "delete", "restore")] == [1, 1, 1, 1]
