@@ -149,8 +149,13 @@ begin
     from memex.tenants t where t.agent_id = p_agent_id and t.user_id = p_user_id;
     v_exact := coalesce(v_exact, true);
     v_depth := greatest(p_top_k, memex._setting('ann_candidates', '200')::integer);
-    -- newest memories among the ANN candidates: only recency's weight makes them matter
-    v_recent := case when p_alpha is not null and p_alpha = 1 then v_depth
+    -- newest memories among the ANN candidates: only recency's weight makes them matter.
+    -- Without alpha recency adds at most 25 %, so the newest matter no more than any other
+    -- memory, except to the vector-only ranking, which bounds them all unread
+    -- (memex._candidates_ann).
+    v_recent := case when p_alpha = 1 or (p_alpha is null and not (p_mode = 'vector'
+                                                                   and v_context = 0))
+                     then v_depth
                      else greatest(v_depth,
                                    memex._setting('ann_recent_candidates', '5000')::integer)
                 end;
@@ -220,11 +225,8 @@ begin
             select c.*, max(c.text_rank) over () as best_text_rank
             from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
                                        v_terms, p_memory_types, p_embedding_model,
-                                       v_now, v_depth,
-                                       -- the default formula's recency adds at most 25 %:
-                                       -- the newest matter no more than any other memory
-                                       case when p_alpha is null then v_depth else v_recent end,
-                                       p_metadata, p_include_archived,
+                                       v_now, v_depth, v_recent, p_metadata,
+                                       p_include_archived,
                                        p_neighbours => case when v_context > 0 then 2 else 0 end) c
             where not v_exact
         ),
