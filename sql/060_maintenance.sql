@@ -14,7 +14,7 @@ returns memex.maintenance_result
 language plpgsql
 volatile
 security definer
-set search_path = pg_catalog, public, pg_temp
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_result  memex.maintenance_result;
@@ -42,8 +42,8 @@ begin
         order by t.memory_count desc
     loop
         -- not a row lock on the tenant: that would hold its inserts for the whole call
-        continue when not pg_try_advisory_xact_lock(
-            hashtext('memex.index_tenant'), hashtext(v_tenant.agent_id || '/' || v_tenant.user_id));
+        continue when not pg_try_advisory_xact_lock(memex._lock_key(
+            'index_tenant', jsonb_build_array(v_tenant.agent_id, v_tenant.user_id)::text));
         loop
             v_step := memex._index_tenant_step(v_tenant.agent_id, v_tenant.user_id, v_batch);
             v_result.memories_indexed := v_result.memories_indexed + v_step.moved;
