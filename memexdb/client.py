@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import difflib
 import functools
+import random
 import re
 import threading
 from collections.abc import (
@@ -26,6 +27,7 @@ from collections.abc import (
 )
 from dataclasses import dataclass, replace
 from datetime import datetime
+from time import monotonic
 from typing import Any, Concatenate, ParamSpec, TypeVar
 from uuid import UUID
 
@@ -95,6 +97,11 @@ _OPEN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 # Vectors of recently embedded texts kept per client (~1.5 KiB each at 384-d: ~6 MiB):
 # agents repeat queries and contents (bench/RESULTS.md, "Load test").
 EMBEDDING_CACHE_ENTRIES = 4096
+# An unconditional patch (no base_revision) that loses a race is tried again: at most
+# this many tries, within this many seconds (then Conflict), each after a random pause
+# of up to 10 ms x 2^try (at most 250 ms), so that concurrent appends to one file spread.
+UNCONDITIONAL_PATCH_TRIES = 40
+UNCONDITIONAL_PATCH_SECONDS = 15.0
 
 
 def _store_params(
@@ -179,6 +186,8 @@ class AsyncMemex:
         self._owns_embedder = owns_embedder
         self._owns_pool = owns_pool
         self._enters = enters
+        # set inside `transaction()`: every call runs on this connection, in its transaction
+        self._conn: psycopg.AsyncConnection[Any] | None = None
 
     def _acting_as(self, credentials: Credentials) -> AsyncMemex:
         return AsyncMemex(
@@ -282,6 +291,8 @@ class AsyncMemex:
         enter: bool = True,
     ) -> list[Any]:
         factory = class_row(row_type) if row_type else scalar_row
+        if self._conn is not None:
+            return await self._fetch_in_transaction(self._conn, factory, sql, values)
         try:
             async with self.pool.connection() as conn:
                 with metrics.sql_call(sql):
@@ -311,6 +322,36 @@ class AsyncMemex:
             if isinstance(error, RateLimited):
                 metrics.rate_limited(error.operation)
             raise error from exc
+
+    @staticmethod
+    async def _fetch_in_transaction(
+        conn: psycopg.AsyncConnection[Any], factory: Any, sql: str, values: dict[str, Any] | None
+    ) -> list[Any]:
+        try:
+            # a savepoint: a call that fails (a Conflict that is retried) leaves the
+            # transaction's other work in place
+            async with conn.transaction():
+                with metrics.sql_call(sql):
+                    cur = conn.cursor(row_factory=factory)
+                    return await (await cur.execute(sql, values)).fetchall()
+        except Exception as exc:
+            error = translate(exc)
+            if isinstance(error, RateLimited):
+                metrics.rate_limited(error.operation)
+            raise error from exc
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncMemex]:
+        """This client, with every call it makes inside the block in one database
+        transaction: all of them applied when the block ends, none if it raises (e.g.
+        memorize's memory and its log entry). Embedding still happens before each call."""
+        if self._conn is not None:
+            yield self
+            return
+        async with self._transaction() as conn:
+            bound = self._acting_as(self.credentials)
+            bound._conn = conn
+            yield bound
 
     def _entry(self) -> tuple[str, dict[str, Any]]:
         who = self.credentials
@@ -1013,9 +1054,14 @@ class AsyncMemex:
         )
 
     async def patch_request(self, request: params.FilePatch) -> File:
-        """`patch_file` from a validated FilePatch (the REST body)."""
+        """`patch_file` from a validated FilePatch (the REST body). A patch without
+        `base_revision` applies to whatever the file holds when it lands: one that finds
+        the file moved on between its preview and its write is previewed, embedded and
+        tried again after a random pause, up to UNCONDITIONAL_PATCH_TRIES times within
+        UNCONDITIONAL_PATCH_SECONDS, so concurrent appends all land."""
         values = request.model_dump()
-        for attempt in range(3):
+        deadline = monotonic() + UNCONDITIONAL_PATCH_SECONDS
+        for attempt in range(UNCONDITIONAL_PATCH_TRIES):
             preview: PatchPreview = (
                 await self._fetch(PatchPreview, queries.PREVIEW_PATCH, values)
             )[0]
@@ -1035,8 +1081,14 @@ class AsyncMemex:
                 metrics.FILE_WRITES.labels("patch").inc()
                 return rows[0]
             except Conflict:
-                if request.base_revision is not None or attempt == 2:
+                if (
+                    request.base_revision is not None
+                    or attempt == UNCONDITIONAL_PATCH_TRIES - 1
+                    or monotonic() >= deadline
+                ):
                     raise
+                pause = min(0.25, 0.01 * 2**attempt)
+                await asyncio.sleep(random.uniform(0, pause))  # noqa: S311 (jitter, not a secret)
         raise AssertionError("unreachable")
 
     async def delete_file(

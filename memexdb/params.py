@@ -709,7 +709,7 @@ class FieldError(BaseModel):
 class ErrorBody(BaseModel):
     code: str = Field(
         description="invalid_argument | not_found | conflict | rate_limited | database_unavailable"
-        " | payload_too_large | method_not_allowed | host_not_allowed | origin_not_allowed"
+        " | busy | payload_too_large | method_not_allowed | host_not_allowed | origin_not_allowed"
         " | internal_error"
     )
     message: str

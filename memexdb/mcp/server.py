@@ -27,6 +27,7 @@ from memexdb.bearer import bearer_key
 from memexdb.client import AsyncMemex
 from memexdb.errors import (
     Conflict,
+    Busy,
     DatabaseUnavailable,
     Forbidden,
     InvalidArgument,
@@ -163,6 +164,8 @@ def _message(exc: MemexError) -> str:
         return f"rate limit exceeded; retry in {max(1, math.ceil(exc.retry_after))} s"
     if isinstance(exc, DatabaseUnavailable):
         return "the memory database is unavailable; retry later"
+    if isinstance(exc, Busy):
+        return f"busy: {exc}; retry"
     log.error("unexpected memexdb error: %r", exc)
     return "internal error"
 
