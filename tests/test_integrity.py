@@ -49,9 +49,7 @@ class Tenants:
     a_run: int
 
     def as_role(self, name: str) -> psycopg.Connection:
-        return psycopg.connect(
-            make_conninfo(self.dsn, user=self.roles[name]), autocommit=True
-        )
+        return psycopg.connect(make_conninfo(self.dsn, user=self.roles[name]), autocommit=True)
 
 
 def _vector(axis: int = 0) -> np.ndarray:
@@ -78,7 +76,7 @@ def tenants(dsn: str) -> Iterator[Tenants]:
             conn.execute(
                 "select memex.store('A', 'alice', %s, %s, 'test-model', 'episodic', 1.0, '{}',"
                 " null, %s)",
-                (f"Old day {i}: {MARKER} walked", _vector(1), datetime.now(UTC) - timedelta(days=90)),
+                (f"Old day {i}: {MARKER}", _vector(1), datetime.now(UTC) - timedelta(days=90)),
             )
         conn.execute(
             "select memex.write_file('A', 'alice', %s, %s, %s, 'test-model')",
@@ -114,8 +112,7 @@ FINGERPRINT = {
     "tenants": "select * from memex.tenants where agent_id = 'A' order by user_id",
     "file_revisions": "select * from memex.file_revisions where agent_id = 'A' order by id",
     "access_log": "select * from memex.access_log where agent_id = 'A' order by id",
-    "consolidation_runs": "select * from memex.consolidation_runs where agent_id = 'A'"
-    " order by id",
+    "consolidation_runs": "select * from memex.consolidation_runs where agent_id = 'A' order by id",
     "audit_log": "select * from memex.audit_log where agent_id = 'A' order by id",
     "api_keys": "select id, revoked_at, expires_at, access, user_ids from memex.api_keys"
     " where agent_id = 'A' order by id",
@@ -245,7 +242,7 @@ def test_internal_writers_refuse_another_tenants_bound_role(tenants: Tenants) ->
             "select memex._save_file('A', 'alice', 'user/planted.md', 'planted',"
             " array_fill(0.1, array[384])::vector, 'm', 'write', null)",
             "select memex._lock_file('A', 'alice', 'user/notes.md', null)",
-            "select memex._lock_key('file', '[\"A\", \"alice\", \"user/notes.md\"]')",
+            'select memex._lock_key(\'file\', \'["A", "alice", "user/notes.md"]\')',
         ):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(sql)
@@ -482,10 +479,7 @@ async def test_concurrent_unconditional_appends_all_land(amemex: AsyncMemex) -> 
     refused with 409. Unconditional appends now all land, each once."""
     await amemex.write_file("A", "alice", "user/todo.md", "# Todo\n")
     results = await asyncio.gather(
-        *(
-            amemex.patch_file("A", "alice", "user/todo.md", append=f"- item {i}")
-            for i in range(20)
-        ),
+        *(amemex.patch_file("A", "alice", "user/todo.md", append=f"- item {i}") for i in range(20)),
         return_exceptions=True,
     )
     assert [r for r in results if isinstance(r, BaseException)] == []

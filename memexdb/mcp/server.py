@@ -26,8 +26,8 @@ from memexdb import __version__
 from memexdb.bearer import bearer_key
 from memexdb.client import AsyncMemex
 from memexdb.errors import (
-    Conflict,
     Busy,
+    Conflict,
     DatabaseUnavailable,
     Forbidden,
     InvalidArgument,
