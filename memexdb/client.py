@@ -289,25 +289,34 @@ class AsyncMemex:
         values: dict[str, Any] | None = None,
         *,
         enter: bool = True,
+        reservation: UUID | None = None,
     ) -> list[Any]:
+        """Run one statement as this client's caller. `reservation` (from `_reserve`)
+        names the rate-limit budget already paid for it, so it is not counted again."""
         factory = class_row(row_type) if row_type else scalar_row
         if self._conn is not None:
-            return await self._fetch_in_transaction(self._conn, factory, sql, values)
+            return await self._fetch_in_transaction(self._conn, factory, sql, values, reservation)
+        entering = enter and self._enters
         try:
             async with self.pool.connection() as conn:
                 with metrics.sql_call(sql):
                     cur = conn.cursor(row_factory=factory)
-                    if not (enter and self._enters):
+                    if not entering and reservation is None:
                         return await (await cur.execute(sql, values)).fetchall()
                     try:
                         # BEGIN, the caller, the call and COMMIT go out together: one round
                         # trip (plain statements: conn.transaction() would add a second).
                         async with conn.pipeline():
                             await conn.execute("begin")
-                            await conn.execute(*self._entry())
-                            if self.credentials.delegate is not None:
+                            if entering:
+                                await conn.execute(*self._entry())
+                            if entering and self.credentials.delegate is not None:
                                 await conn.execute(
                                     queries.DELEGATE, {"delegate": self.credentials.delegate}
+                                )
+                            if reservation is not None:
+                                await conn.execute(
+                                    queries.USE_RESERVATION, {"reservation": str(reservation)}
                                 )
                             await cur.execute(sql, values)
                             await conn.execute("commit")
@@ -325,13 +334,21 @@ class AsyncMemex:
 
     @staticmethod
     async def _fetch_in_transaction(
-        conn: psycopg.AsyncConnection[Any], factory: Any, sql: str, values: dict[str, Any] | None
+        conn: psycopg.AsyncConnection[Any],
+        factory: Any,
+        sql: str,
+        values: dict[str, Any] | None,
+        reservation: UUID | None = None,
     ) -> list[Any]:
         try:
             # a savepoint: a call that fails (a Conflict that is retried) leaves the
             # transaction's other work in place
             async with conn.transaction():
                 with metrics.sql_call(sql):
+                    if reservation is not None:
+                        await conn.execute(
+                            queries.USE_RESERVATION, {"reservation": str(reservation)}
+                        )
                     cur = conn.cursor(row_factory=factory)
                     return await (await cur.execute(sql, values)).fetchall()
         except Exception as exc:
@@ -352,6 +369,21 @@ class AsyncMemex:
             bound = self._acting_as(self.credentials)
             bound._conn = conn
             yield bound
+
+    async def _reserve(self, operation: str, tenants: Sequence[tuple[str, str]]) -> UUID | None:
+        """Pay for a store or search of these tenants' items (one per memory) before
+        embedding anything (memex.reserve_rate_limit): over the limit this raises
+        RateLimited and nothing is embedded. None when the operation has no limit."""
+        rows: list[UUID | None] = await self._fetch(
+            None,
+            queries.RESERVE_RATE_LIMIT,
+            {
+                "operation": operation,
+                "agent_ids": [agent for agent, _ in tenants],
+                "user_ids": [user for _, user in tenants],
+            },
+        )
+        return rows[0]
 
     def _entry(self) -> tuple[str, dict[str, Any]]:
         who = self.credentials
@@ -383,6 +415,7 @@ class AsyncMemex:
             expires_at=expires_at,
             created_at=created_at,
         )
+        reservation = await self._reserve("store", [(item.agent_id, item.user_id)])
         embedding = await self.embedder.embed_one(item.content)
         values = {
             **item.model_dump(exclude={"memory_type", "metadata"}),
@@ -391,7 +424,9 @@ class AsyncMemex:
             "embedding": embedding,
             "embedding_model": self.model_id,
         }
-        rows: list[Memory] = await self._fetch(Memory, queries.STORE, values)
+        rows: list[Memory] = await self._fetch(
+            Memory, queries.STORE, values, reservation=reservation
+        )
         metrics.count_by_type(metrics.MEMORIES_STORED, rows)
         return rows[0]
 
@@ -401,9 +436,14 @@ class AsyncMemex:
         if not items:
             raise InvalidArgument("memories", "must hold at least one memory")
         batch = list(items)  # NewMemory items checked themselves when they were built
+        # the whole batch's budget first: a caller over its limit embeds nothing
+        reservation = await self._reserve("store", [(i.agent_id, i.user_id) for i in batch])
         embeddings = await self.embedder.embed_many([i.content for i in batch])
         stored: list[Memory] = await self._fetch(
-            Memory, queries.STORE_MANY, _store_params(batch, embeddings, self.model_id)
+            Memory,
+            queries.STORE_MANY,
+            _store_params(batch, embeddings, self.model_id),
+            reservation=reservation,
         )
         metrics.count_by_type(metrics.MEMORIES_STORED, stored)
         return stored
@@ -441,11 +481,10 @@ class AsyncMemex:
             metadata=metadata,
             include_archived=include_archived,
         )
-        embedding = (
-            None
-            if request.mode == SearchMode.TEXT
-            else await self.embedder.embed_one(request.query)
-        )
+        reservation, embedding = None, None
+        if request.mode != SearchMode.TEXT:  # (a text search embeds nothing: SQL counts it)
+            reservation = await self._reserve("search", [(request.agent_id, request.user_id)])
+            embedding = await self.embedder.embed_one(request.query)
         types = request.types()
         hits: list[SearchHit] = await self._fetch(
             SearchHit,
@@ -463,6 +502,7 @@ class AsyncMemex:
                 "metadata": _jsonb(request.metadata),
                 "include_archived": request.include_archived,
             },
+            reservation=reservation,
         )
         metrics.count_by_type(metrics.MEMORIES_SEARCHED, hits)
         return hits
@@ -595,9 +635,10 @@ class AsyncMemex:
         return await self._update(memory_id, patch)
 
     async def _update(self, memory_id: UUID, patch: MemoryPatch) -> Memory:
-        embedding = (
-            await self.embedder.embed_one(patch.content) if patch.content is not None else None
-        )
+        reservation, embedding = None, None
+        if patch.content is not None:  # paid for before it is embedded
+            reservation = await self._reserve("store", [(patch.agent_id, patch.user_id)])
+            embedding = await self.embedder.embed_one(patch.content)
         rows: list[Memory] = await self._fetch(
             Memory,
             queries.UPDATE_MEMORY,
@@ -611,6 +652,7 @@ class AsyncMemex:
                 "expires_at": patch.expires_at,
                 "clear_expires_at": patch.clear_expires_at,
             },
+            reservation=reservation,
         )
         return rows[0]
 
@@ -720,7 +762,9 @@ class AsyncMemex:
             if m.embedding is None or m.embedding_model != self.model_id
         ]
         vectors = [np.asarray(m.embedding or (), dtype=np.float32) for m in batch]
-        if stale:
+        reservation = None
+        if stale:  # the batch's budget is paid before anything is embedded
+            reservation = await self._reserve("store", [(m.agent_id, m.user_id) for m in batch])
             fresh = await self.embedder.embed_many([batch[i].content for i in stale])
             for i, vector in zip(stale, fresh, strict=True):
                 vectors[i] = vector
@@ -733,6 +777,7 @@ class AsyncMemex:
                 "updated_at": [m.updated_at for m in batch],
                 "lineage": [_jsonb(m.lineage()) for m in batch],
             },
+            reservation=reservation,
         )
         metrics.count_by_type(metrics.MEMORIES_STORED, rows)
         return len(rows), len(stale)

@@ -1,7 +1,7 @@
 -- memex.store_many: batch form of memex.store for imports. Parallel arrays, one element
 -- per memory (optional arrays may be null for all-defaults). Validates every item first,
 -- inserts them in one statement, and returns the stored memories in input order.
--- Each distinct agent in the batch counts one hit against its store rate limit.
+-- Each memory counts one item against the store rate limit (a batch of N costs N).
 create or replace function memex.store_many(
     p_agent_ids text[],
     p_user_ids text[],

@@ -44,7 +44,8 @@ grant execute on function
     memex.patch_file, memex.delete_file, memex.list_revisions, memex.get_revision,
     memex.restore_revision, memex.access_events, memex.smart_read,
     memex.search_passages, memex.consolidate_tenant, memex.restore_consolidation,
-    memex.dream_config, memex.dream_tenant, memex.dream_plan
+    memex.dream_config, memex.dream_tenant, memex.dream_plan,
+    memex.reserve_rate_limit
     to memex_tenant;
 -- The helpers it runs with its caller's rights.
 grant execute on function

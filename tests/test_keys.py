@@ -294,6 +294,7 @@ TENANT_API = {"store", "store_many", "search", "forget", "count", "embedding_dim
     "dream_config",
     "dream_tenant",
     "dream_plan",
+    "reserve_rate_limit",
 }
 OPERATOR_ONLY = {
     "maintenance",
