@@ -33,7 +33,7 @@ TENANT_TABLES = {
     "rate_limit_reservations",
 }
 # small, read by every call, written by operators: a copy on every node
-REFERENCE_TABLES = {"settings", "api_keys", "sql_roles"}
+REFERENCE_TABLES = {"settings", "api_keys", "sql_roles", "lock_secret"}
 # on the coordinator only
 COORDINATOR_TABLES = {"alembic_version", "audit_log"}
 
