@@ -1017,9 +1017,12 @@ class AsyncMemex:
             content=content,
             base_revision=base_revision,
         )
+        reservation = await self._reserve("store", [(request.agent_id, request.user_id)])
         embedding = await self.embedder.embed_one(request.content)
         values = {**request.model_dump(), "embedding": embedding, "embedding_model": self.model_id}
-        written: File = (await self._fetch(File, queries.WRITE_FILE, values))[0]
+        written: File = (
+            await self._fetch(File, queries.WRITE_FILE, values, reservation=reservation)
+        )[0]
         metrics.FILE_WRITES.labels("write").inc()
         return written
 
@@ -1106,6 +1109,9 @@ class AsyncMemex:
         UNCONDITIONAL_PATCH_SECONDS, so concurrent appends all land."""
         values = request.model_dump()
         deadline = monotonic() + UNCONDITIONAL_PATCH_SECONDS
+        # paid once, before any embedding; a try that loses its race is rolled back with
+        # its use of the reservation, so the next try spends it
+        reservation = await self._reserve("store", [(request.agent_id, request.user_id)])
         for attempt in range(UNCONDITIONAL_PATCH_TRIES):
             preview: PatchPreview = (
                 await self._fetch(PatchPreview, queries.PREVIEW_PATCH, values)
@@ -1122,6 +1128,7 @@ class AsyncMemex:
                         "embedding": embedding,
                         "embedding_model": self.model_id,
                     },
+                    reservation=reservation,
                 )
                 metrics.FILE_WRITES.labels("patch").inc()
                 return rows[0]
@@ -1225,9 +1232,12 @@ class AsyncMemex:
             base_revision=base_revision,
         )
         old = await self.get_revision(agent_id, user_id, path, request.revision)
+        reservation = await self._reserve("store", [(request.agent_id, request.user_id)])
         embedding = await self.embedder.embed_one(old.content) if old.content else None
         values = {**request.model_dump(), "embedding": embedding, "embedding_model": self.model_id}
-        restored: File = (await self._fetch(File, queries.RESTORE_REVISION, values))[0]
+        restored: File = (
+            await self._fetch(File, queries.RESTORE_REVISION, values, reservation=reservation)
+        )[0]
         metrics.FILE_WRITES.labels("restore").inc()
         return restored
 
@@ -1607,6 +1617,20 @@ class Memex:
         """This client's caller writing as one of memexdb's own agents (see
         AsyncMemex.delegated)."""
         return Memex(self._async.delegated(actor), self._loop, owns_loop=False)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Memex]:
+        """This client with every call inside the block in one database transaction
+        (see AsyncMemex.transaction)."""
+        manager = self._async.transaction()
+        bound = self._loop.run(manager.__aenter__())
+        try:
+            yield Memex(bound, self._loop, owns_loop=False)
+        except BaseException as exc:
+            if not self._loop.run(manager.__aexit__(type(exc), exc, exc.__traceback__)):
+                raise
+        else:
+            self._loop.run(manager.__aexit__(None, None, None))
 
     def close(self) -> None:
         if not self._owns_loop:

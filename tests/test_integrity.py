@@ -29,7 +29,7 @@ from pgvector.psycopg import register_vector
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 
-from memexdb import AsyncMemex
+from memexdb import AsyncMemex, Memex
 from memexdb.errors import Busy, Conflict, RateLimited
 from tests.sqlapi import unit
 
@@ -518,3 +518,13 @@ async def test_a_refused_memorize_stores_nothing(amemex: AsyncMemex, dsn: str) -
         await amemex.memorize("A", "alice", "A fact that must not be half stored.")
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert conn.execute("select count(*) from memex.memories").fetchone() == (0,)
+
+
+def test_the_sync_client_runs_a_transaction(memex: Memex) -> None:
+    with pytest.raises(RuntimeError), memex.transaction() as tx:
+        tx.store("A", "alice", "rolled back with the block")
+        raise RuntimeError("abort")
+    with memex.transaction() as tx:
+        tx.store("A", "alice", "kept")
+        tx.store("A", "alice", "kept too")
+    assert memex.count("A", "alice") == 2
