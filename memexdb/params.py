@@ -90,9 +90,12 @@ def _not_blank(value: str) -> str:
     return _no_nul(value)
 
 
+_TOO_DEEP = f"must not nest deeper than {METADATA_MAX_DEPTH} levels"
+
+
 def _json_value(value: Any, depth: int) -> None:
     if depth > METADATA_MAX_DEPTH:
-        raise ValueError(f"must not nest deeper than {METADATA_MAX_DEPTH} levels")
+        raise ValueError(_TOO_DEEP)
     if isinstance(value, str):
         _no_nul(value)
     elif isinstance(value, dict):
@@ -324,9 +327,29 @@ MetadataFilter = Annotated[
 ]
 
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def json_nesting(text: str) -> int:
+    """How deeply the objects and arrays of JSON text nest (brackets inside strings do
+    not count), measured without parsing it: a parser recurses once per level."""
+    depth = deepest = 0
+    for bracket in _JSON_BRACKET.findall(_JSON_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
 def _json_text(value: Any) -> Any:
     # A query string's JSON value (?metadata={"k":1}); Python callers pass the object.
+    # The nesting bound of metadata (_check_metadata, METADATA_MAX_DEPTH) is applied to
+    # the text before it is parsed: json.loads would exhaust Python's recursion limit on
+    # a deep enough value (a RecursionError, not a 422). The object holding the metadata
+    # is one more bracket than its depth 0.
     if isinstance(value, str):
+        if json_nesting(value) > METADATA_MAX_DEPTH + 1:
+            raise ValueError(_TOO_DEEP)
         try:
             return json.loads(value)
         except ValueError:
