@@ -744,6 +744,24 @@ class ErrorResponse(BaseModel):
     error: ErrorBody
 
 
+# What a NotFound names, by the start of its message (sql/: MX404). A memory's message is
+# never echoed (it holds the id); a file's names the path the caller gave.
+_NOT_FOUND = (
+    ("memory ", "memory not found for this agent_id and user_id"),
+    ("API key ", "key not found"),
+    ("consolidation run ", "run not found"),
+)
+
+
+def not_found_message(message: str) -> str:
+    """The message a 404 (REST) or tool error (MCP) says for a NotFound: what was not
+    found, not which id."""
+    for start, said in _NOT_FOUND:
+        if message.startswith(start):
+            return said
+    return message
+
+
 def field_name(loc: tuple[int | str, ...]) -> str:
     """A pydantic error location as the API names fields: `memories[3].content`."""
     name = ""
