@@ -427,7 +427,10 @@ class MemoryCreate(_Request):
     metadata: Metadata = None
     expires_at: Annotated[
         Timestamp,
-        Field(description="The memory disappears from search and count after this (UTC if naive)."),
+        Field(
+            description="The memory disappears from search and count after this (UTC if"
+            " naive); it must be in the future."
+        ),
     ] = None
     created_at: Annotated[
         Timestamp, Field(description="Back-date an imported memory (default: now; UTC if naive).")
@@ -558,7 +561,8 @@ class MemoryPatch(_Request):
     ] = None
     memory_type: Kind | None = None
     expires_at: Annotated[
-        Timestamp, Field(description="A new expiry (UTC if naive); null removes it.")
+        Timestamp,
+        Field(description="A new expiry, in the future (UTC if naive); null removes it."),
     ] = None
 
     @model_validator(mode="after")
@@ -731,9 +735,9 @@ class FieldError(BaseModel):
 
 class ErrorBody(BaseModel):
     code: str = Field(
-        description="invalid_argument | not_found | conflict | rate_limited | database_unavailable"
-        " | payload_too_large | method_not_allowed | host_not_allowed | origin_not_allowed"
-        " | internal_error"
+        description="invalid_argument | unauthenticated | forbidden | not_found | conflict"
+        " | rate_limited | database_unavailable | payload_too_large | method_not_allowed"
+        " | host_not_allowed | origin_not_allowed | internal_error"
     )
     message: str
     fields: list[FieldError] = Field(default_factory=list)
