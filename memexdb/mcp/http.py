@@ -211,14 +211,18 @@ class _HostGuard:
         await self.app(scope, receive, send)
 
 
-def _refusal(status: int, exc: MemexError) -> Response:
+def _refusal(exc: MemexError) -> Response:
+    """The JSON error answer (as the REST API's) of a refused SSE request."""
     if isinstance(exc, Unauthenticated):
         headers = {"WWW-Authenticate": 'Bearer realm="memexdb"'}
         return error_response(401, exc.code, str(exc), headers=headers)
+    if isinstance(exc, Forbidden):
+        return error_response(403, exc.code, str(exc))
     if isinstance(exc, DatabaseUnavailable):
         message = "database is unavailable, retry later"
         return error_response(503, exc.code, message, headers={"Retry-After": "5"})
-    return error_response(status, exc.code, str(exc))
+    log.error("unexpected memexdb error: %r", exc)
+    return error_response(500, "internal_error", "internal server error")
 
 
 def _fingerprint(headers: Mapping[str, str]) -> bytes:
@@ -253,7 +257,7 @@ class _AuthenticatedStream:
             if self.server.authenticate is not None:
                 await self.server.authenticate(request.headers)
         except MemexError as exc:
-            await _refusal(500, exc)(scope, receive, send)
+            await _refusal(exc)(scope, receive, send)
             return
         sessions: list[str] = []
 
@@ -298,7 +302,7 @@ class _SessionOwnerOnly:
                 try:
                     caller = _fingerprint(request.headers)
                 except Unauthenticated as exc:
-                    await _refusal(401, exc)(scope, receive, send)
+                    await _refusal(exc)(scope, receive, send)
                     return
                 if not hmac.compare_digest(caller, owner):
                     refused: MemexError = (
@@ -308,7 +312,7 @@ class _SessionOwnerOnly:
                             "this SSE session was opened with an API key: send the same key"
                         )
                     )
-                    await _refusal(403, refused)(scope, receive, send)
+                    await _refusal(refused)(scope, receive, send)
                     return
         await self.app(scope, receive, send)
 

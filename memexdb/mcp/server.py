@@ -150,10 +150,8 @@ class MemexMCP(MCPServer[Any]):
             return
         try:
             await self.authenticate(context.headers)
-        except Unauthenticated as exc:
+        except MemexError as exc:  # not authenticated, or the database cannot say now
             raise ToolError(_message(exc)) from exc
-        except MemexError:
-            return  # the database cannot say now: the arguments' error stands
 
 
 def _describe(tool: str, exc: ValidationError) -> str:

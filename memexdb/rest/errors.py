@@ -47,16 +47,14 @@ def error_response(
     return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
 
 
-async def _unauthenticated(request: Request) -> Response | None:
-    """The 401 of a request whose credentials are not valid, checked as every call checks
-    them (memex._enter, one round trip); None when they are valid, or when the database
-    cannot say (the input's own error is answered then)."""
+async def _credentials_refused(request: Request) -> Response | None:
+    """The answer to a request whose credentials are not valid (401), or cannot be checked
+    now (503), checked as every call checks them (memex._enter, one round trip); None
+    when they are valid."""
     try:
         await memex_of(request).authenticate()
-    except Unauthenticated as exc:
+    except MemexError as exc:
         return await on_memex_error(request, exc)
-    except MemexError:
-        return None
     return None
 
 
@@ -64,7 +62,7 @@ async def on_validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ValidationError)
     # Authenticate first: a caller without a valid key learns nothing about the input
     # (only on this error path: a valid request still costs one round trip).
-    refused = await _unauthenticated(request)
+    refused = await _credentials_refused(request)
     if refused is not None:
         return refused
     fields = field_errors(exc)
