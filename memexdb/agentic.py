@@ -181,14 +181,17 @@ async def _fallback(
     agent: AsyncMemex, request: MemorizeRequest, now: datetime, llm_error: str | None
 ) -> MemorizeOut:
     who = (request.agent_id, request.user_id)
-    memory = await agent.store(
-        *who,
-        request.text,
-        memory_type="episodic",
-        metadata={"source": "memorize"},
-        created_at=now,
-    )
-    log = await _append_to_log(agent, request, now)
+    # one transaction: a call refused (rate limit, a log that cannot be written) stores
+    # nothing, so a client that retries it does not store the text twice
+    async with agent.transaction() as tx:
+        memory = await tx.store(
+            *who,
+            request.text,
+            memory_type="episodic",
+            metadata={"source": "memorize"},
+            created_at=now,
+        )
+        log = await _append_to_log(tx, request, now)
     return MemorizeOut(
         mode="fallback",
         applied=[

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import difflib
 import functools
+import random
 import re
 import threading
 from collections.abc import (
@@ -26,6 +27,7 @@ from collections.abc import (
 )
 from dataclasses import dataclass, replace
 from datetime import datetime
+from time import monotonic
 from typing import Any, Concatenate, ParamSpec, TypeVar
 from uuid import UUID
 
@@ -95,6 +97,11 @@ _OPEN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 # Vectors of recently embedded texts kept per client (~1.5 KiB each at 384-d: ~6 MiB):
 # agents repeat queries and contents (bench/RESULTS.md, "Load test").
 EMBEDDING_CACHE_ENTRIES = 4096
+# An unconditional patch (no base_revision) that loses a race is tried again: at most
+# this many tries, within this many seconds (then Conflict), each after a random pause
+# of up to 10 ms x 2^try (at most 250 ms), so that concurrent appends to one file spread.
+UNCONDITIONAL_PATCH_TRIES = 40
+UNCONDITIONAL_PATCH_SECONDS = 15.0
 
 
 def _store_params(
@@ -179,6 +186,8 @@ class AsyncMemex:
         self._owns_embedder = owns_embedder
         self._owns_pool = owns_pool
         self._enters = enters
+        # set inside `transaction()`: every call runs on this connection, in its transaction
+        self._conn: psycopg.AsyncConnection[Any] | None = None
 
     def _acting_as(self, credentials: Credentials) -> AsyncMemex:
         return AsyncMemex(
@@ -280,23 +289,34 @@ class AsyncMemex:
         values: dict[str, Any] | None = None,
         *,
         enter: bool = True,
+        reservation: UUID | None = None,
     ) -> list[Any]:
+        """Run one statement as this client's caller. `reservation` (from `_reserve`)
+        names the rate-limit budget already paid for it, so it is not counted again."""
         factory = class_row(row_type) if row_type else scalar_row
+        if self._conn is not None:
+            return await self._fetch_in_transaction(self._conn, factory, sql, values, reservation)
+        entering = enter and self._enters
         try:
             async with self.pool.connection() as conn:
                 with metrics.sql_call(sql):
                     cur = conn.cursor(row_factory=factory)
-                    if not (enter and self._enters):
+                    if not entering and reservation is None:
                         return await (await cur.execute(sql, values)).fetchall()
                     try:
                         # BEGIN, the caller, the call and COMMIT go out together: one round
                         # trip (plain statements: conn.transaction() would add a second).
                         async with conn.pipeline():
                             await conn.execute("begin")
-                            await conn.execute(*self._entry())
-                            if self.credentials.delegate is not None:
+                            if entering:
+                                await conn.execute(*self._entry())
+                            if entering and self.credentials.delegate is not None:
                                 await conn.execute(
                                     queries.DELEGATE, {"delegate": self.credentials.delegate}
+                                )
+                            if reservation is not None:
+                                await conn.execute(
+                                    queries.USE_RESERVATION, {"reservation": str(reservation)}
                                 )
                             await cur.execute(sql, values)
                             await conn.execute("commit")
@@ -311,6 +331,59 @@ class AsyncMemex:
             if isinstance(error, RateLimited):
                 metrics.rate_limited(error.operation)
             raise error from exc
+
+    @staticmethod
+    async def _fetch_in_transaction(
+        conn: psycopg.AsyncConnection[Any],
+        factory: Any,
+        sql: str,
+        values: dict[str, Any] | None,
+        reservation: UUID | None = None,
+    ) -> list[Any]:
+        try:
+            # a savepoint: a call that fails (a Conflict that is retried) leaves the
+            # transaction's other work in place
+            async with conn.transaction():
+                with metrics.sql_call(sql):
+                    if reservation is not None:
+                        await conn.execute(
+                            queries.USE_RESERVATION, {"reservation": str(reservation)}
+                        )
+                    cur = conn.cursor(row_factory=factory)
+                    return await (await cur.execute(sql, values)).fetchall()
+        except Exception as exc:
+            error = translate(exc)
+            if isinstance(error, RateLimited):
+                metrics.rate_limited(error.operation)
+            raise error from exc
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncMemex]:
+        """This client, with every call it makes inside the block in one database
+        transaction: all of them applied when the block ends, none if it raises (e.g.
+        memorize's memory and its log entry). Embedding still happens before each call."""
+        if self._conn is not None:
+            yield self
+            return
+        async with self._transaction() as conn:
+            bound = self._acting_as(self.credentials)
+            bound._conn = conn
+            yield bound
+
+    async def _reserve(self, operation: str, tenants: Sequence[tuple[str, str]]) -> UUID | None:
+        """Pay for a store or search of these tenants' items (one per memory) before
+        embedding anything (memex.reserve_rate_limit): over the limit this raises
+        RateLimited and nothing is embedded. None when the operation has no limit."""
+        rows: list[UUID | None] = await self._fetch(
+            None,
+            queries.RESERVE_RATE_LIMIT,
+            {
+                "operation": operation,
+                "agent_ids": [agent for agent, _ in tenants],
+                "user_ids": [user for _, user in tenants],
+            },
+        )
+        return rows[0]
 
     def _entry(self) -> tuple[str, dict[str, Any]]:
         who = self.credentials
@@ -342,6 +415,7 @@ class AsyncMemex:
             expires_at=expires_at,
             created_at=created_at,
         )
+        reservation = await self._reserve("store", [(item.agent_id, item.user_id)])
         embedding = await self.embedder.embed_one(item.content)
         values = {
             **item.model_dump(exclude={"memory_type", "metadata"}),
@@ -350,7 +424,9 @@ class AsyncMemex:
             "embedding": embedding,
             "embedding_model": self.model_id,
         }
-        rows: list[Memory] = await self._fetch(Memory, queries.STORE, values)
+        rows: list[Memory] = await self._fetch(
+            Memory, queries.STORE, values, reservation=reservation
+        )
         metrics.count_by_type(metrics.MEMORIES_STORED, rows)
         return rows[0]
 
@@ -360,9 +436,14 @@ class AsyncMemex:
         if not items:
             raise InvalidArgument("memories", "must hold at least one memory")
         batch = list(items)  # NewMemory items checked themselves when they were built
+        # the whole batch's budget first: a caller over its limit embeds nothing
+        reservation = await self._reserve("store", [(i.agent_id, i.user_id) for i in batch])
         embeddings = await self.embedder.embed_many([i.content for i in batch])
         stored: list[Memory] = await self._fetch(
-            Memory, queries.STORE_MANY, _store_params(batch, embeddings, self.model_id)
+            Memory,
+            queries.STORE_MANY,
+            _store_params(batch, embeddings, self.model_id),
+            reservation=reservation,
         )
         metrics.count_by_type(metrics.MEMORIES_STORED, stored)
         return stored
@@ -400,11 +481,10 @@ class AsyncMemex:
             metadata=metadata,
             include_archived=include_archived,
         )
-        embedding = (
-            None
-            if request.mode == SearchMode.TEXT
-            else await self.embedder.embed_one(request.query)
-        )
+        reservation, embedding = None, None
+        if request.mode != SearchMode.TEXT:  # (a text search embeds nothing: SQL counts it)
+            reservation = await self._reserve("search", [(request.agent_id, request.user_id)])
+            embedding = await self.embedder.embed_one(request.query)
         types = request.types()
         hits: list[SearchHit] = await self._fetch(
             SearchHit,
@@ -422,6 +502,7 @@ class AsyncMemex:
                 "metadata": _jsonb(request.metadata),
                 "include_archived": request.include_archived,
             },
+            reservation=reservation,
         )
         metrics.count_by_type(metrics.MEMORIES_SEARCHED, hits)
         return hits
@@ -554,9 +635,10 @@ class AsyncMemex:
         return await self._update(memory_id, patch)
 
     async def _update(self, memory_id: UUID, patch: MemoryPatch) -> Memory:
-        embedding = (
-            await self.embedder.embed_one(patch.content) if patch.content is not None else None
-        )
+        reservation, embedding = None, None
+        if patch.content is not None:  # paid for before it is embedded
+            reservation = await self._reserve("store", [(patch.agent_id, patch.user_id)])
+            embedding = await self.embedder.embed_one(patch.content)
         rows: list[Memory] = await self._fetch(
             Memory,
             queries.UPDATE_MEMORY,
@@ -570,6 +652,7 @@ class AsyncMemex:
                 "expires_at": patch.expires_at,
                 "clear_expires_at": patch.clear_expires_at,
             },
+            reservation=reservation,
         )
         return rows[0]
 
@@ -679,7 +762,9 @@ class AsyncMemex:
             if m.embedding is None or m.embedding_model != self.model_id
         ]
         vectors = [np.asarray(m.embedding or (), dtype=np.float32) for m in batch]
-        if stale:
+        reservation = None
+        if stale:  # the batch's budget is paid before anything is embedded
+            reservation = await self._reserve("store", [(m.agent_id, m.user_id) for m in batch])
             fresh = await self.embedder.embed_many([batch[i].content for i in stale])
             for i, vector in zip(stale, fresh, strict=True):
                 vectors[i] = vector
@@ -692,6 +777,7 @@ class AsyncMemex:
                 "updated_at": [m.updated_at for m in batch],
                 "lineage": [_jsonb(m.lineage()) for m in batch],
             },
+            reservation=reservation,
         )
         metrics.count_by_type(metrics.MEMORIES_STORED, rows)
         return len(rows), len(stale)
@@ -931,9 +1017,12 @@ class AsyncMemex:
             content=content,
             base_revision=base_revision,
         )
+        reservation = await self._reserve("store", [(request.agent_id, request.user_id)])
         embedding = await self.embedder.embed_one(request.content)
         values = {**request.model_dump(), "embedding": embedding, "embedding_model": self.model_id}
-        written: File = (await self._fetch(File, queries.WRITE_FILE, values))[0]
+        written: File = (
+            await self._fetch(File, queries.WRITE_FILE, values, reservation=reservation)
+        )[0]
         metrics.FILE_WRITES.labels("write").inc()
         return written
 
@@ -1013,9 +1102,17 @@ class AsyncMemex:
         )
 
     async def patch_request(self, request: params.FilePatch) -> File:
-        """`patch_file` from a validated FilePatch (the REST body)."""
+        """`patch_file` from a validated FilePatch (the REST body). A patch without
+        `base_revision` applies to whatever the file holds when it lands: one that finds
+        the file moved on between its preview and its write is previewed, embedded and
+        tried again after a random pause, up to UNCONDITIONAL_PATCH_TRIES times within
+        UNCONDITIONAL_PATCH_SECONDS, so concurrent appends all land."""
         values = request.model_dump()
-        for attempt in range(3):
+        deadline = monotonic() + UNCONDITIONAL_PATCH_SECONDS
+        # paid once, before any embedding; a try that loses its race is rolled back with
+        # its use of the reservation, so the next try spends it
+        reservation = await self._reserve("store", [(request.agent_id, request.user_id)])
+        for attempt in range(UNCONDITIONAL_PATCH_TRIES):
             preview: PatchPreview = (
                 await self._fetch(PatchPreview, queries.PREVIEW_PATCH, values)
             )[0]
@@ -1031,12 +1128,19 @@ class AsyncMemex:
                         "embedding": embedding,
                         "embedding_model": self.model_id,
                     },
+                    reservation=reservation,
                 )
                 metrics.FILE_WRITES.labels("patch").inc()
                 return rows[0]
             except Conflict:
-                if request.base_revision is not None or attempt == 2:
+                if (
+                    request.base_revision is not None
+                    or attempt == UNCONDITIONAL_PATCH_TRIES - 1
+                    or monotonic() >= deadline
+                ):
                     raise
+                pause = min(0.25, 0.01 * 2**attempt)
+                await asyncio.sleep(random.uniform(0, pause))  # noqa: S311 (jitter, not a secret)
         raise AssertionError("unreachable")
 
     async def delete_file(
@@ -1128,9 +1232,12 @@ class AsyncMemex:
             base_revision=base_revision,
         )
         old = await self.get_revision(agent_id, user_id, path, request.revision)
+        reservation = await self._reserve("store", [(request.agent_id, request.user_id)])
         embedding = await self.embedder.embed_one(old.content) if old.content else None
         values = {**request.model_dump(), "embedding": embedding, "embedding_model": self.model_id}
-        restored: File = (await self._fetch(File, queries.RESTORE_REVISION, values))[0]
+        restored: File = (
+            await self._fetch(File, queries.RESTORE_REVISION, values, reservation=reservation)
+        )[0]
         metrics.FILE_WRITES.labels("restore").inc()
         return restored
 
@@ -1516,6 +1623,20 @@ class Memex:
         """This client's caller writing as one of memexdb's own agents (see
         AsyncMemex.delegated)."""
         return Memex(self._async.delegated(actor), self._loop, owns_loop=False)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Memex]:
+        """This client with every call inside the block in one database transaction
+        (see AsyncMemex.transaction)."""
+        manager = self._async.transaction()
+        bound = self._loop.run(manager.__aenter__())
+        try:
+            yield Memex(bound, self._loop, owns_loop=False)
+        except BaseException as exc:
+            if not self._loop.run(manager.__aexit__(type(exc), exc, exc.__traceback__)):
+                raise
+        else:
+            self._loop.run(manager.__aexit__(None, None, None))
 
     def close(self) -> None:
         if not self._owns_loop:

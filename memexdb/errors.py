@@ -9,6 +9,7 @@
 | 28000    | Unauthenticated    | 401  | no API key, or not a valid one            |
 | 42501    | Forbidden          | 403  | the key may not do this (tenant, access)  |
 | class 08, 57P0x, pool timeout | DatabaseUnavailable | 503 | database unreachable |
+| 55P03, 57014       | Busy               | 503  | a lock or statement timeout of a request  |
 """
 
 from __future__ import annotations
@@ -80,6 +81,14 @@ class DatabaseUnavailable(MemexError):
     code = "database_unavailable"
 
 
+class Busy(MemexError):
+    """A request waited longer than its lock timeout (another request holds what it
+    needs) or ran past its statement timeout (memex._enter sets both); nothing of it was
+    applied. Retry."""
+
+    code = "busy"
+
+
 class SetupError(MemexError):
     """The database is missing something memexdb needs (version, pgvector, migration)."""
 
@@ -103,9 +112,11 @@ def translate(exc: BaseException) -> BaseException:
         # to the driver, but the database is fine
         message = exc.diag.message_primary or str(exc)
         return (Unauthenticated if exc.sqlstate == "28000" else Forbidden)(message)
-    if isinstance(exc, psycopg.OperationalError) and not isinstance(
-        exc, psycopg.errors.QueryCanceled
-    ):
+    if isinstance(exc, psycopg.errors.LockNotAvailable):
+        return Busy("timed out waiting for a lock another request holds; nothing was applied")
+    if isinstance(exc, psycopg.errors.QueryCanceled):
+        return Busy("the request ran past its statement timeout; nothing was applied")
+    if isinstance(exc, psycopg.OperationalError):
         return DatabaseUnavailable("database is unavailable")
     if not isinstance(exc, psycopg.Error):
         return exc

@@ -1,8 +1,13 @@
 """Bring a database to the current memexdb schema: `memexdb migrate` / `memexdb.migrate()`.
 
-One transaction under a transaction-level advisory lock: alembic revisions up to head,
-then every `sql/*.sql` function file re-applied. A second or concurrent run waits for the
-lock, finds head already applied and re-creates identical functions, so it is a no-op.
+One transaction under a lock: alembic revisions up to head, then every `sql/*.sql`
+function file re-applied. A second or concurrent run waits for the lock, finds head
+already applied and re-creates identical functions, so it is a no-op.
+
+The lock is a table lock on memex.alembic_version, which no tenant role may lock (it has
+no privilege on the table), so no tenant can hold migrations or readiness hostage; only a
+database that has no memexdb schema yet is serialized by an advisory lock (any role could
+take that one, but there is nothing of memexdb's there to block).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from alembic import command
 from memexdb.errors import DatabaseUnavailable, SetupError
 from memexdb.resources import alembic_dir, sql_dir
 
-_LOCK_KEY = 0x6D656D6578  # "memex"
+_BOOTSTRAP_LOCK_KEY = 0x6D656D6578  # "memex": only before memex.alembic_version exists
 MIN_SERVER_VERSION = 150000
 MIN_PGVECTOR = (0, 7)
 
@@ -65,6 +70,15 @@ def _apply_sql_functions(conn: Connection) -> None:
         raw.execute(path.read_text(encoding="utf-8").encode())
 
 
+def _lock(conn: Connection) -> None:
+    """Serialize migrations (see the module's docstring); memex.schema_state reports the
+    table lock as a migration under way."""
+    if conn.execute(text("select to_regclass('memex.alembic_version')")).scalar() is None:
+        conn.execute(text("select pg_advisory_xact_lock(:key)"), {"key": _BOOTSTRAP_LOCK_KEY})
+    if conn.execute(text("select to_regclass('memex.alembic_version')")).scalar() is not None:
+        conn.execute(text("lock table memex.alembic_version in share row exclusive mode"))
+
+
 def migrate(dsn: str) -> str:
     """Migrate the database at `dsn` to head and (re)apply the SQL functions.
 
@@ -82,7 +96,7 @@ def migrate(dsn: str) -> str:
         except sqlalchemy.exc.OperationalError as exc:
             raise DatabaseUnavailable(f"cannot connect to the database: {exc.orig}") from exc
         with conn, conn.begin():
-            conn.execute(text("select pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
+            _lock(conn)
             _check_prerequisites(conn)
             conn.execute(text("create schema if not exists memex"))
             cfg = _alembic_config()

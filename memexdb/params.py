@@ -736,8 +736,8 @@ class FieldError(BaseModel):
 class ErrorBody(BaseModel):
     code: str = Field(
         description="invalid_argument | unauthenticated | forbidden | not_found | conflict"
-        " | rate_limited | database_unavailable | payload_too_large | method_not_allowed"
-        " | host_not_allowed | origin_not_allowed | internal_error"
+        " | rate_limited | database_unavailable | busy | payload_too_large"
+        " | method_not_allowed | host_not_allowed | origin_not_allowed | internal_error"
     )
     message: str
     fields: list[FieldError] = Field(default_factory=list)

@@ -52,6 +52,16 @@ from memex.rate_limit_hit(p_key => %(key)s, p_limit => %(limit)s,
                           p_window_seconds => %(window_seconds)s)
 """
 
+# Pay for a store or search before embedding its texts (null: no limit configured); the
+# call that follows names the reservation (USE_RESERVATION, local to its transaction) and
+# is not counted again.
+RESERVE_RATE_LIMIT = """
+select memex.reserve_rate_limit(
+    p_operation => %(operation)s, p_agent_ids => %(agent_ids)s::text[],
+    p_user_ids => %(user_ids)s::text[])
+"""
+USE_RESERVATION = "select set_config('memex.rate_reservation', %(reservation)s, true)"
+
 MAINTENANCE = "select * from memex.maintenance()"
 
 # --- The embed queue (memexdb.runtime.embed_worker) and `memexdb reembed` ---

@@ -7,6 +7,11 @@
 --                 when any live key exists; otherwise the caller is "open": every tenant,
 --                 admin access (a loopback service before its first key).
 -- Raises SQLSTATE 28000 (401) with a message saying what is wrong. Returns the caller.
+-- Bounds the rest of the transaction, a request's: no lock is waited on longer than
+-- settings.request_lock_timeout_ms (default 5000) and no statement runs longer than
+-- settings.request_statement_timeout_ms (default 30000), so a request fails (SQLSTATE
+-- 55P03 / 57014, HTTP 503) and is rolled back rather than applied after its client gave
+-- up.
 -- last_used_at is written at most once a minute per key, and not in a read-only
 -- transaction (a hot standby answers keyed reads; the primary records the next use).
 create or replace function memex._enter(p_token text, p_require_key boolean default false)
@@ -67,6 +72,10 @@ begin
             'actor', 'key:' || v_key.id, 'key', v_key.id, 'prefix', v_key.prefix);
     end if;
     perform set_config('memex.caller', v_caller::text, true);
+    perform set_config('lock_timeout',
+                       memex._setting('request_lock_timeout_ms', '5000')::text, true);
+    perform set_config('statement_timeout',
+                       memex._setting('request_statement_timeout_ms', '30000')::text, true);
     return v_caller;
 end
 $$;

@@ -15,8 +15,8 @@ declare
     v_state   record;
     v_current integer;
 begin
-    perform pg_advisory_xact_lock(hashtext('memex.file'),
-                                  hashtext(p_agent_id || '/' || p_user_id || '/' || p_path));
+    perform pg_advisory_xact_lock(
+        memex._lock_key('file', jsonb_build_array(p_agent_id, p_user_id, p_path)::text));
     v_state := memex._file_revision(p_agent_id, p_user_id, p_path);
     v_current := case when v_state.live then v_state.revision else 0 end;
     if p_base_revision is not null and p_base_revision <> v_current then

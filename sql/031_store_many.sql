@@ -2,7 +2,7 @@
 -- per memory (optional arrays may be null for all-defaults). Validates every item first,
 -- inserts them in one statement, and returns the stored memories in input order. An
 -- expires_at in the past is MX422 (memories[i].expires_at), as in memex.store.
--- Each distinct agent in the batch counts one hit against its store rate limit.
+-- Each memory counts one item against the store rate limit (a batch of N costs N).
 create or replace function memex.store_many(
     p_agent_ids text[],
     p_user_ids text[],

@@ -6,7 +6,9 @@
 -- failure. Returns the memories inserted, in input order. p_lineage (null items: none)
 -- restores what consolidation recorded: {"source_ids": [...], "superseded_by": <id>,
 -- "archived_at": <time>}.
--- Each distinct agent in the batch counts one hit against its store rate limit.
+-- Every item counts against the store rate limit (memex._enforce_rate_limit: a batch of N
+-- memories costs N, counted per caller and per agent), or spends a reservation
+-- (memex.reserve_rate_limit) the caller made for it before embedding.
 drop function if exists memex.import_memories(uuid[], text[], text[], text[], vector[], text,
                                              memex.memory_type[], double precision[], jsonb[],
                                              timestamptz[], timestamptz[], timestamptz[]);
@@ -34,6 +36,7 @@ as $$
 declare
     v_agent text;
     v_user  text;
+    v_items integer;
 begin
     perform memex._check_memories(
         p_agent_ids, p_user_ids, p_contents, p_embeddings, p_embedding_model,
@@ -46,8 +49,9 @@ begin
                           order by 1, 2 loop
         perform memex._authorize(v_agent, v_user, 'write');
     end loop;
-    for v_agent in select distinct a from unnest(p_agent_ids) a order by 1 loop
-        perform memex._enforce_rate_limit('store', v_agent);
+    for v_agent, v_items in select a, count(*)::integer from unnest(p_agent_ids) a
+                            group by a order by a loop
+        perform memex._enforce_rate_limit('store', v_agent, v_items);
     end loop;
 
     return query

@@ -4,13 +4,16 @@
 -- access log...) is one more name in v_tables, each holding agent_id and user_id; the
 -- order matters where rows depend on others (memories before tenants, whose counts the
 -- memories' delete trigger updates). memex.rate_limits is keyed by agent, not by user, so
--- an erased user leaves nothing there. Security invoker: row-level security applies.
+-- an erased user leaves nothing there. A security definer (owned by memex_owner, so
+-- row-level security still applies): history tables are append-only for every caller,
+-- and erasure is the one function that deletes them, after memex._authorize.
 -- The erasure is in memex.audit_log (who, when, how many rows), never what was erased.
 create or replace function memex.erase_user(p_agent_id text, p_user_id text)
 returns table (table_name text, deleted bigint)
 language plpgsql
 volatile
-set search_path = pg_catalog, public, pg_temp
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_tables text[] := array[

@@ -28,7 +28,7 @@ returns memex.vector_index_result
 language plpgsql
 volatile
 security definer
-set search_path = pg_catalog, public, pg_temp
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_kind     text := lower(btrim(p_kind));
@@ -75,7 +75,7 @@ begin
         v_params := jsonb_build_object('kind', 'hnsw', 'm', coalesce(p_m, 16),
                                        'ef_construction', coalesce(p_ef_construction, 64));
         v_sql := format('create index %%I on memex.memories using hnsw'
-                        ' (embedding vector_cosine_ops) with (m = %s, ef_construction = %s)'
+                        ' (embedding public.vector_cosine_ops) with (m = %s, ef_construction = %s)'
                         ' where ann',
                         coalesce(p_m, 16), coalesce(p_ef_construction, 64));
     elsif v_kind = 'ivfflat' then
@@ -102,7 +102,7 @@ begin
         v_name := 'memories_embedding_ivfflat_idx';
         v_params := jsonb_build_object('kind', 'ivfflat', 'lists', v_lists, 'rows', v_rows);
         v_sql := format('create index %%I on memex.memories using ivfflat'
-                        ' (embedding vector_cosine_ops) with (lists = %s) where ann', v_lists);
+                        ' (embedding public.vector_cosine_ops) with (lists = %s) where ann', v_lists);
     else
         v_params := jsonb_build_object('kind', 'none');
     end if;

@@ -1,7 +1,10 @@
 -- memex.bind_sql_role: let an existing login role call the SQL API directly, as one
 -- tenant: it joins memex_tenant (usage of the schema, the tenant functions, and the
 -- tables under row-level security), and memex._caller resolves it to (agent_id,
--- user_ids, access) whatever it sets. Binding again replaces the binding. Operator only.
+-- user_ids, access) whatever it sets. Binding again replaces the binding. Operator only:
+-- not a security definer, since granting memex_tenant needs its ADMIN option, which the
+-- operator's role (the one that migrated) holds and memex_owner must not (a member of
+-- memex_tenant is resolved as a tenant by memex._caller).
 --   create role app_alice login password '...';
 --   select memex.bind_sql_role('app_alice', 'assistant', array['alice'], 'write');
 create or replace function memex.bind_sql_role(
@@ -10,7 +13,6 @@ create or replace function memex.bind_sql_role(
 returns memex.sql_roles
 language plpgsql
 volatile
-security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare

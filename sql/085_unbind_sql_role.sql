@@ -1,10 +1,10 @@
 -- memex.unbind_sql_role: remove a role's binding and its membership of memex_tenant (it
--- keeps nothing of memexdb). Operator only; true when it was bound.
+-- keeps nothing of memexdb). Operator only (not a security definer: see
+-- memex.bind_sql_role); true when it was bound.
 create or replace function memex.unbind_sql_role(p_role text)
 returns boolean
 language plpgsql
 volatile
-security definer
 set search_path = pg_catalog, pg_temp
 as $$
 begin

@@ -15,7 +15,8 @@ create or replace function memex.write_file(
 returns memex.file_record
 language sql
 volatile
-set search_path = pg_catalog, public, pg_temp
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
     select * from memex._save_file(p_agent_id, p_user_id, p_path, p_content, p_embedding,
                             p_embedding_model, 'write', p_base_revision)

@@ -14,7 +14,8 @@ create or replace function memex.read_file(
 returns memex.file_record
 language plpgsql
 volatile
-set search_path = pg_catalog, public, pg_temp
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_row      memex.memories;

@@ -10,7 +10,8 @@ create or replace function memex.get_revision(
 returns memex.file_revisions
 language plpgsql
 volatile
-set search_path = pg_catalog, public, pg_temp
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_result memex.file_revisions;

@@ -17,7 +17,8 @@ create or replace function memex.smart_read(
 returns memex.smart_read_result
 language plpgsql
 volatile
-set search_path = pg_catalog, public, pg_temp
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_result  memex.smart_read_result;

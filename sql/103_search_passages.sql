@@ -28,7 +28,8 @@ returns table (
 )
 language plpgsql
 volatile
-set search_path = pg_catalog, public, pg_temp
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 begin

@@ -33,7 +33,7 @@ returns memex.consolidation_runs
 language plpgsql
 volatile
 security definer
-set search_path = pg_catalog, public, pg_temp
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_now     timestamptz := coalesce(p_now, now());
@@ -52,8 +52,8 @@ begin
         perform memex._invalid('summary', 'must be 1 to 32768 characters');
     end if;
     perform memex._authorize(p_agent_id, p_user_id, 'write');
-    if not pg_try_advisory_xact_lock(hashtext('memex.consolidate'),
-                                     hashtext(p_agent_id || '/' || p_user_id)) then
+    if not pg_try_advisory_xact_lock(memex._lock_key(
+            'consolidate', jsonb_build_array(p_agent_id, p_user_id)::text)) then
         return null;  -- another runner holds this tenant: it condenses this batch
     end if;
     v_run.agent_id := p_agent_id;
@@ -136,7 +136,7 @@ begin
            jsonb_build_object('consolidation', jsonb_build_object(
                'run', v_run.id, 'sources', cardinality(v_ids), 'method', v_run.details ->> 'method')),
            max(m.created_at), v_ids,
-           l2_normalize(avg(m.embedding) filter (where m.embedding_model = c.model)), c.model
+           public.l2_normalize(public.avg(m.embedding) filter (where m.embedding_model = c.model)), c.model
     from memex.memories m
     cross join (select mode() within group (order by s.embedding_model) as model
                 from memex.memories s where s.id = any (v_ids)) c

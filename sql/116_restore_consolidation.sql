@@ -28,8 +28,8 @@ begin
         raise exception 'consolidation run % not found', p_run_id using errcode = 'MX404';
     end if;
     perform memex._authorize(v_run.agent_id, v_run.user_id, 'write');
-    perform pg_advisory_xact_lock(hashtext('memex.consolidate'),
-                                  hashtext(v_run.agent_id || '/' || v_run.user_id));
+    perform pg_advisory_xact_lock(memex._lock_key(
+        'consolidate', jsonb_build_array(v_run.agent_id, v_run.user_id)::text));
     select * into v_run from memex.consolidation_runs r where r.id = p_run_id for update;
     if v_run.kind <> 'condense' or v_run.status <> 'done' then
         raise exception 'run % is a % run with status %: only done condense runs restore',

@@ -48,7 +48,7 @@ returns memex.consolidation_runs
 language plpgsql
 volatile
 security definer
-set search_path = pg_catalog, public, pg_temp
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_now       timestamptz := coalesce(p_now, now());
@@ -75,7 +75,7 @@ declare
     v_moved     timestamptz;  -- the earliest write among the files skipped for one
     v_said      text;
     v_lines     text[] := '{}';
-    v_vector    vector;  -- a stand-in for a new dream log's embedding
+    v_vector    public.vector;  -- a stand-in for a new dream log's embedding
     v_model     text;
     v_log       memex.file_record;
 begin
@@ -87,8 +87,8 @@ begin
     perform memex._authorize(p_agent_id, p_user_id, 'write');
     v_budget := least(coalesce(p_budget, (v_config ->> 'write_budget')::integer),
                       (v_config ->> 'write_budget')::integer);
-    if not pg_try_advisory_xact_lock(hashtext('memex.dream'),
-                                     hashtext(p_agent_id || '/' || p_user_id)) then
+    if not pg_try_advisory_xact_lock(memex._lock_key(
+            'dream', jsonb_build_array(p_agent_id, p_user_id)::text)) then
         return null;  -- another runner is dreaming over this tenant
     end if;
     v_run.agent_id := p_agent_id;

@@ -19,7 +19,7 @@ returns setof memex.consolidation_runs
 language plpgsql
 volatile
 security definer
-set search_path = pg_catalog, public, pg_temp
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_now    timestamptz := coalesce(p_now, now());

@@ -19,7 +19,7 @@ returns table (agent_id text, user_id text, files jsonb)
 language plpgsql
 stable
 security definer
-set search_path = pg_catalog, public, pg_temp
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_config jsonb := memex.dream_config();

@@ -294,6 +294,7 @@ TENANT_API = {"store", "store_many", "search", "forget", "count", "embedding_dim
     "dream_config",
     "dream_tenant",
     "dream_plan",
+    "reserve_rate_limit",
 }
 OPERATOR_ONLY = {
     "maintenance",
@@ -332,6 +333,28 @@ def test_grants(conn: psycopg.Connection) -> None:
     assert tenant >= TENANT_API
     assert not (OPERATOR_ONLY & tenant)
     assert not {"_enter", "_enter_operator", "_index_tenant_step"} & tenant
+    # the internal writers of history and locks: only through the functions that act
+    writers = {"_audit", "_log_access", "_record_revision", "_save_file", "_lock_file"}
+    assert not (writers | {"_lock_key"}) & tenant
+    definers = conn.execute(
+        """
+        select p.proname, pg_get_userbyid(p.proowner), p.proconfig
+        from pg_proc p where p.pronamespace = 'memex'::regnamespace and p.prosecdef
+        """
+    ).fetchall()
+    assert definers
+    for name, owner, config in definers:
+        assert owner == "memex_owner", name
+        paths = [c for c in config or [] if c.startswith("search_path=")]
+        assert paths and "public" not in paths[0], (name, config)
+    assert conn.execute(
+        "select rolsuper, rolbypassrls, rolcanlogin from pg_roles where rolname = 'memex_owner'"
+    ).fetchone() == (False, False, False)
+    owners = conn.execute(
+        "select distinct pg_get_userbyid(relowner) from pg_class"
+        " where relnamespace = 'memex'::regnamespace and relkind = 'r'"
+    ).fetchall()
+    assert owners == [("memex_owner",)]
     tables = conn.execute(
         """
         select c.relname, r.rolname, string_agg(a.privilege_type, ',' order by a.privilege_type)
@@ -343,13 +366,14 @@ def test_grants(conn: psycopg.Connection) -> None:
         """
     ).fetchall()
     assert tables == [
-        ("access_log", "memex_app", "DELETE,SELECT"),
-        ("access_log", "memex_tenant", "DELETE,SELECT"),
-        ("consolidation_runs", "memex_app", "DELETE,SELECT"),
-        ("consolidation_runs", "memex_tenant", "DELETE,SELECT"),
+        # history is append-only: read, never written or deleted directly (issue 21)
+        ("access_log", "memex_app", "SELECT"),
+        ("access_log", "memex_tenant", "SELECT"),
+        ("consolidation_runs", "memex_app", "SELECT"),
+        ("consolidation_runs", "memex_tenant", "SELECT"),
         ("embed_queue", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
-        ("file_revisions", "memex_app", "DELETE,SELECT"),
-        ("file_revisions", "memex_tenant", "DELETE,SELECT"),
+        ("file_revisions", "memex_app", "SELECT"),
+        ("file_revisions", "memex_tenant", "SELECT"),
         ("memories", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
         ("memories", "memex_tenant", "DELETE,INSERT,SELECT,UPDATE"),
         ("settings", "memex_app", "INSERT,SELECT,UPDATE"),

@@ -30,9 +30,10 @@ TENANT_TABLES = {
     "consolidation_runs",
     "embed_queue",
     "rate_limits",
+    "rate_limit_reservations",
 }
 # small, read by every call, written by operators: a copy on every node
-REFERENCE_TABLES = {"settings", "api_keys", "sql_roles"}
+REFERENCE_TABLES = {"settings", "api_keys", "sql_roles", "lock_secret"}
 # on the coordinator only
 COORDINATOR_TABLES = {"alembic_version", "audit_log"}
 
@@ -71,6 +72,7 @@ GLOBAL_FUNCTIONS = {
     "maintenance",
     "metrics_snapshot",
     "rate_limit_hit",
+    "reserve_rate_limit",
     "restore_consolidation",
     "revoke_key",
     "schema_state",
@@ -237,6 +239,7 @@ def test_the_compliant_constraints_are_those_documented(conn: psycopg.Connection
         ("tenants", "tenants_pkey"),
         ("file_revisions", "file_revisions_agent_id_user_id_path_revision_key"),
         ("memories", "memories_path_idx"),
+        ("rate_limit_reservations", "rate_limit_reservations_pkey"),
     }
     for _, name in fits:
         assert name in DOC, name

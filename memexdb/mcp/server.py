@@ -26,6 +26,7 @@ from memexdb import __version__
 from memexdb.bearer import bearer_key
 from memexdb.client import AsyncMemex
 from memexdb.errors import (
+    Busy,
     Conflict,
     DatabaseUnavailable,
     Forbidden,
@@ -179,6 +180,8 @@ def _message(exc: MemexError) -> str:
         return f"rate limit exceeded; retry in {max(1, math.ceil(exc.retry_after))} s"
     if isinstance(exc, DatabaseUnavailable):
         return "the memory database is unavailable; retry later"
+    if isinstance(exc, Busy):
+        return f"busy: {exc}; retry"
     log.error("unexpected memexdb error: %r", exc)
     return "internal error"
 

@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memexdb.errors import (
+    Busy,
     Conflict,
     DatabaseUnavailable,
     Forbidden,
@@ -93,6 +94,8 @@ async def on_memex_error(request: Request, exc: Exception) -> Response:
         return error_response(
             503, exc.code, "database is unavailable, retry later", headers={"Retry-After": "5"}
         )
+    if isinstance(exc, Busy):
+        return error_response(503, exc.code, str(exc), headers={"Retry-After": "1"})
     assert isinstance(exc, MemexError)
     log.error("unexpected memexdb error: %r", exc)
     return error_response(500, "internal_error", "internal server error")

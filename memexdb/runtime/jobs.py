@@ -1,7 +1,8 @@
 """Scheduled jobs, run by one process per database.
 
 Every memexdb process (each uvicorn worker, each `memexdb mcp`) runs a JobRunner; the one
-whose dedicated connection holds a session-level advisory lock runs the jobs, the others
+whose dedicated connection holds a session-level advisory lock (its key derived from
+memex.lock_secret, see memex._lock_key) runs the jobs, the others
 try to take the lock every `retry_seconds`. The lock goes with its session: when that
 process ends, is killed, or loses its connection (a database restart), another process
 takes over within `retry_seconds`. (A pooler in transaction mode between memexdb and
@@ -31,7 +32,6 @@ from memexdb.client import AsyncMemex
 
 log = logging.getLogger("memexdb.jobs")
 
-JOBS_LOCK_KEY = 0x6D656D65786A6F62  # "memexjob"; memexdb.migrations locks another key
 RETRY_SECONDS = 5.0
 CONNECT_TIMEOUT_SECONDS = 5
 CHECK_TIMEOUT_SECONDS = 5.0
@@ -137,7 +137,8 @@ async def _run_job(
 
 
 async def _try_lock(conn: psycopg.AsyncConnection) -> bool:
-    cur = await conn.execute("select pg_try_advisory_lock(%s)", (JOBS_LOCK_KEY,))
+    # a key derived from the database's lock secret: a tenant role cannot take it first
+    cur = await conn.execute("select pg_try_advisory_lock(memex._lock_key('jobs', ''))")
     row = await cur.fetchone()
     return bool(row and row[0])
 
