@@ -1287,6 +1287,12 @@ class AsyncMemex:
 
     # --- Agentic tools (memexdb.agentic): memory_search and memory_memorize ---
 
+    async def authenticate(self, *, admin: bool = False) -> None:
+        """Raise Unauthenticated unless the caller's credentials are valid (memex._enter,
+        the check every call makes, in one round trip); with `admin`, also Forbidden
+        unless the caller is an admin of its whole scope (the admin console's rule)."""
+        await self._fetch(None, queries.ADMIN_CALLER if admin else queries.PING)
+
     async def authorize(self, agent_id: str | None, user_id: str | None, need: str) -> None:
         """Raise Unauthenticated or Forbidden unless the caller may act on the tenant with
         `need` access (read, write or admin); None: every agent / every user."""
@@ -1708,6 +1714,7 @@ class Memex:
     passages_for = _blocking(AsyncMemex.passages_for)
     search_passages = _blocking(AsyncMemex.search_passages)
     memorize = _blocking(AsyncMemex.memorize)
+    authenticate = _blocking(AsyncMemex.authenticate)
     authorize = _blocking(AsyncMemex.authorize)
     consolidate = _blocking(AsyncMemex.consolidate)
     consolidate_due = _blocking(AsyncMemex.consolidate_due)

@@ -90,9 +90,12 @@ def _not_blank(value: str) -> str:
     return _no_nul(value)
 
 
+_TOO_DEEP = f"must not nest deeper than {METADATA_MAX_DEPTH} levels"
+
+
 def _json_value(value: Any, depth: int) -> None:
     if depth > METADATA_MAX_DEPTH:
-        raise ValueError(f"must not nest deeper than {METADATA_MAX_DEPTH} levels")
+        raise ValueError(_TOO_DEEP)
     if isinstance(value, str):
         _no_nul(value)
     elif isinstance(value, dict):
@@ -324,9 +327,29 @@ MetadataFilter = Annotated[
 ]
 
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def json_nesting(text: str) -> int:
+    """How deeply the objects and arrays of JSON text nest (brackets inside strings do
+    not count), measured without parsing it: a parser recurses once per level."""
+    depth = deepest = 0
+    for bracket in _JSON_BRACKET.findall(_JSON_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
 def _json_text(value: Any) -> Any:
     # A query string's JSON value (?metadata={"k":1}); Python callers pass the object.
+    # The nesting bound of metadata (_check_metadata, METADATA_MAX_DEPTH) is applied to
+    # the text before it is parsed: json.loads would exhaust Python's recursion limit on
+    # a deep enough value (a RecursionError, not a 422). The object holding the metadata
+    # is one more bracket than its depth 0.
     if isinstance(value, str):
+        if json_nesting(value) > METADATA_MAX_DEPTH + 1:
+            raise ValueError(_TOO_DEEP)
         try:
             return json.loads(value)
         except ValueError:
@@ -404,7 +427,10 @@ class MemoryCreate(_Request):
     metadata: Metadata = None
     expires_at: Annotated[
         Timestamp,
-        Field(description="The memory disappears from search and count after this (UTC if naive)."),
+        Field(
+            description="The memory disappears from search and count after this (UTC if"
+            " naive); it must be in the future."
+        ),
     ] = None
     created_at: Annotated[
         Timestamp, Field(description="Back-date an imported memory (default: now; UTC if naive).")
@@ -535,7 +561,8 @@ class MemoryPatch(_Request):
     ] = None
     memory_type: Kind | None = None
     expires_at: Annotated[
-        Timestamp, Field(description="A new expiry (UTC if naive); null removes it.")
+        Timestamp,
+        Field(description="A new expiry, in the future (UTC if naive); null removes it."),
     ] = None
 
     @model_validator(mode="after")
@@ -708,9 +735,9 @@ class FieldError(BaseModel):
 
 class ErrorBody(BaseModel):
     code: str = Field(
-        description="invalid_argument | not_found | conflict | rate_limited | database_unavailable"
-        " | busy | payload_too_large | method_not_allowed | host_not_allowed | origin_not_allowed"
-        " | internal_error"
+        description="invalid_argument | unauthenticated | forbidden | not_found | conflict"
+        " | rate_limited | database_unavailable | busy | payload_too_large"
+        " | method_not_allowed | host_not_allowed | origin_not_allowed | internal_error"
     )
     message: str
     fields: list[FieldError] = Field(default_factory=list)
@@ -719,6 +746,24 @@ class ErrorBody(BaseModel):
 
 class ErrorResponse(BaseModel):
     error: ErrorBody
+
+
+# What a NotFound names, by the start of its message (sql/: MX404). A memory's message is
+# never echoed (it holds the id); a file's names the path the caller gave.
+_NOT_FOUND = (
+    ("memory ", "memory not found for this agent_id and user_id"),
+    ("API key ", "key not found"),
+    ("consolidation run ", "run not found"),
+)
+
+
+def not_found_message(message: str) -> str:
+    """The message a 404 (REST) or tool error (MCP) says for a NotFound: what was not
+    found, not which id."""
+    for start, said in _NOT_FOUND:
+        if message.startswith(start):
+            return said
+    return message
 
 
 def field_name(loc: tuple[int | str, ...]) -> str:

@@ -99,6 +99,9 @@ returning name
 """
 
 PING = "select 1"
+# After memex._enter: raise 42501 unless the caller is an admin of its whole scope (every
+# agent, or its agent and all of its users), what memex.list_keys asks of its callers.
+ADMIN_CALLER = "select memex._authorize(memex._caller() ->> 'agent', null, 'admin')"
 
 # GET /metrics (operator) and GET /health/ready (no caller needed)
 METRICS_SNAPSHOT = "select metric, kind, status, value from memex.metrics_snapshot()"

@@ -1,6 +1,8 @@
 -- memex.store: insert one memory for a tenant and return it.
 -- p_embedding is the vector of p_content made by p_embedding_model (384 dimensions for
 -- the default column); p_created_at back-dates imported memories (default now()).
+-- p_expires_at, when given, must be in the future (MX422): a memory already expired would
+-- be invisible from the start. (memex.import_memories restores past expiries as exported.)
 create or replace function memex.store(
     p_agent_id text,
     p_user_id text,
@@ -23,6 +25,9 @@ declare
 begin
     perform memex._check_memory(p_agent_id, p_user_id, p_content, p_embedding,
                                 p_embedding_model, p_importance, p_metadata);
+    if p_expires_at <= now() then  -- it would never be found (memex.import_memories may)
+        perform memex._invalid('expires_at', 'must be in the future');
+    end if;
     perform memex._authorize(p_agent_id, p_user_id, 'write');
     perform memex._enforce_rate_limit('store', p_agent_id);
 

@@ -1,6 +1,7 @@
 -- memex.store_many: batch form of memex.store for imports. Parallel arrays, one element
 -- per memory (optional arrays may be null for all-defaults). Validates every item first,
--- inserts them in one statement, and returns the stored memories in input order.
+-- inserts them in one statement, and returns the stored memories in input order. An
+-- expires_at in the past is MX422 (memories[i].expires_at), as in memex.store.
 -- Each memory counts one item against the store rate limit (a batch of N costs N).
 create or replace function memex.store_many(
     p_agent_ids text[],
@@ -19,7 +20,17 @@ language plpgsql
 volatile
 set search_path = pg_catalog, public, pg_temp
 as $$
+declare
+    v_past bigint;
 begin
+    -- an expiry must be in the future, as memex.store says (an import may restore a past one)
+    select min(e.ord) into v_past
+    from unnest(p_expires_at) with ordinality as e(at, ord)
+    where e.at <= now();
+    if v_past is not null then
+        perform memex._invalid(format('memories[%s].expires_at', v_past - 1),
+                               'must be in the future');
+    end if;
     -- memex.import_memories with new ids and updated_at = now(): one insert path, one
     -- validation (memex._check_memories), the same rate-limit hits.
     return query

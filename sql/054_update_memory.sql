@@ -4,7 +4,7 @@
 -- p_content needs its p_embedding and p_embedding_model (the caller embeds it); an
 -- embedding alone re-embeds the same content (e.g. with another model). Every change sets
 -- updated_at = now(); the result is checked like memex.store's input (MX422 naming the
--- field). Changing nothing is MX422 (field "patch"); an id that is not a live memory of
+-- field; a new expires_at must be in the future). Changing nothing is MX422 (field "patch"); an id that is not a live memory of
 -- this tenant is MX404. Counts as a write against the agent's store rate limit.
 create or replace function memex.update_memory(
     p_agent_id text,
@@ -44,6 +44,9 @@ begin
     end if;
     if p_expires_at is not null and coalesce(p_clear_expires_at, false) then
         perform memex._invalid('expires_at', 'cannot be set and cleared at once');
+    end if;
+    if p_expires_at <= coalesce(p_now, now()) then  -- as memex.store: never found again
+        perform memex._invalid('expires_at', 'must be in the future');
     end if;
 
     select m.* into v_row

@@ -8,6 +8,7 @@ repeats the fuzzing phase's requests in sequences, at three times its cost."""
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shutil
 import subprocess
@@ -20,7 +21,7 @@ import psycopg
 
 from memexdb.embedded import EmbeddedPostgres
 from tests.conftest import drop_database, new_database, scratch_dir
-from tests.live_service import Service, free_port, service_env, uvicorn_args
+from tests.live_service import REPO, Service, free_port, service_env, uvicorn_args
 
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 # Fixed, so that a CI run is reproducible; change it to explore other inputs.
@@ -116,6 +117,8 @@ def _run(fuzzed: Fuzzed) -> None:
                 *options,
             ],
             cwd=workdir,
+            # tests/fuzz_hooks.py: expiries in the future (what the schema cannot say)
+            env={**os.environ, "SCHEMATHESIS_HOOKS": "tests.fuzz_hooks", "PYTHONPATH": str(REPO)},
             capture_output=True,
             text=True,
             timeout=900,

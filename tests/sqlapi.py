@@ -65,6 +65,32 @@ def store(
     return row
 
 
+def store_expired(
+    conn: psycopg.Connection,
+    content: str,
+    embedding: np.ndarray,
+    expires_at: datetime,
+    *,
+    agent: str = "agent",
+    user: str = "user",
+) -> dict[str, Any]:
+    """A memory whose expiry has passed. memex.store refuses an expiry in the past (MX422);
+    memex.import_memories keeps one as exported, so that is how such a memory is made."""
+    register_vector(conn)
+    row = (
+        conn.cursor(row_factory=dict_row)
+        .execute(
+            "select * from memex.import_memories(p_ids => null, p_agent_ids => array[%s],"
+            " p_user_ids => array[%s], p_contents => array[%s], p_embeddings => array[%s],"
+            " p_embedding_model => 'test-model', p_expires_at => array[%s::timestamptz])",
+            (agent, user, content, embedding, expires_at),
+        )
+        .fetchone()
+    )
+    assert row is not None
+    return row
+
+
 def search(
     conn: psycopg.Connection,
     query: np.ndarray | None,

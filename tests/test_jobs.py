@@ -15,6 +15,7 @@ import psycopg
 from memexdb import AsyncMemex
 from memexdb.runtime import Job, JobRunner
 from memexdb.runtime.maintenance import maintenance_job
+from tests.sqlapi import store_expired, unit
 
 RETRY = 0.2
 BOUND = 20.0  # seconds any wait below may take at most
@@ -91,7 +92,8 @@ async def test_a_failing_run_is_retried_and_a_follow_up_comes_sooner(
 
 async def test_the_maintenance_job_deletes_expired_memories(dsn: str, amemex: AsyncMemex) -> None:
     past = datetime.now(UTC) - timedelta(seconds=1)
-    await amemex.store("jobs", "u", "this memory has expired", expires_at=past)
+    with psycopg.connect(dsn, autocommit=True) as conn:  # (memex.store refuses a past expiry)
+        store_expired(conn, "this memory has expired", unit((0, 1.0)), past, agent="jobs", user="u")
     await amemex.store("jobs", "u", "this one has not")
     runner = JobRunner(dsn, amemex, [maintenance_job(0.1)], retry_seconds=RETRY)
     task = asyncio.create_task(runner.run())

@@ -42,7 +42,7 @@ from tests.live_service import (
     service_env,
     wait_until,
 )
-from tests.sqlapi import store, unit
+from tests.sqlapi import store, store_expired, unit
 
 DATABASE = "memex"
 CLI_TIMEOUT = 60.0
@@ -226,7 +226,7 @@ def test_schedule_registers_each_job_once_and_unschedule_removes_them(cron_db: s
 def _store_expired(dsn: str, content: str) -> UUID:
     with psycopg.connect(dsn, autocommit=True) as conn:
         expired = datetime.now(UTC) - timedelta(seconds=1)
-        return UUID(str(store(conn, content, unit((0, 1.0)), expires_at=expired)["id"]))
+        return UUID(str(store_expired(conn, content, unit((0, 1.0)), expired)["id"]))
 
 
 def _exists(dsn: str, memory_id: UUID) -> bool:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from tests.sqlapi import angled, search, store, unit
+from tests.sqlapi import angled, search, store, store_expired, unit
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 QUERY = unit((0, 1.0))
@@ -193,7 +193,7 @@ def test_count_by_type(conn: psycopg.Connection) -> None:
 
 def test_expired_memories_vanish_and_maintenance_deletes_them(conn: psycopg.Connection) -> None:
     now = datetime.now(UTC)
-    store(conn, "gone", angled(0.9), expires_at=now - timedelta(seconds=1))
+    store_expired(conn, "gone", angled(0.9), now - timedelta(seconds=1))
     store(conn, "kept", angled(0.5), expires_at=now + timedelta(days=1))
     assert [h["content"] for h in search(conn, QUERY)] == ["kept"]
     assert conn.execute("select memex.count('agent', 'user')").fetchone() == (1,)
@@ -252,7 +252,7 @@ def test_bm25_statistics_count_the_tenants_live_memories_only(
     # neither another tenant's memories nor an expired one count as documents
     for _ in range(3):
         store(conn, "deploy deploy key", unit((3, 1.0)), agent="other")
-    store(conn, "deploy key", unit((3, 1.0)), expires_at=datetime.now(UTC) - timedelta(days=1))
+    store_expired(conn, "deploy key", unit((3, 1.0)), datetime.now(UTC) - timedelta(days=1))
     row = conn.execute("select bool_and(tsv_length = length(tsv)) from memex.memories").fetchone()
     assert row == (True,)  # the stored length is the tsvector's
     hits = search(conn, None, mode="text", query_text="deploy key", alpha=1.0, context_weight=0)

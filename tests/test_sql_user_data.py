@@ -14,7 +14,7 @@ from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from tests.sqlapi import angled, search, store, unit
+from tests.sqlapi import angled, search, store, store_expired, unit
 from tests.test_vector_index import index_tenant
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -48,7 +48,7 @@ def test_list_is_newest_first_and_pages_by_cursor(conn: psycopg.Connection) -> N
         for i in range(7)  # pairs share a created_at: the id breaks the tie
     ]
     store(conn, "someone else's", angled(0.5), user="other")
-    store(conn, "expired", angled(0.5), expires_at=datetime(2000, 1, 1, tzinfo=UTC))
+    store_expired(conn, "expired", angled(0.5), datetime(2000, 1, 1, tzinfo=UTC))
     seen: list[dict[str, Any]] = []
     cursor: dict[str, Any] = {}
     while True:
@@ -112,7 +112,7 @@ def test_list_refuses_bad_arguments(
 def test_get_returns_a_live_memory_of_the_tenant_only(conn: psycopg.Connection) -> None:
     mine = store(conn, "mine", angled(0.5), metadata={"k": "v"})
     other = store(conn, "other's", angled(0.5), agent="other")
-    gone = store(conn, "expired", angled(0.5), expires_at=datetime(2000, 1, 1, tzinfo=UTC))
+    gone = store_expired(conn, "expired", angled(0.5), datetime(2000, 1, 1, tzinfo=UTC))
     got = rows(conn, "select * from memex.get_memory('agent', 'user', %s)", mine["id"])
     assert got == [mine]
     for missing in (other["id"], gone["id"], uuid.uuid4()):
@@ -210,7 +210,7 @@ def test_erase_user_deletes_every_row_of_the_tenant_and_counts_them(
 ) -> None:
     for i in range(3):
         store(conn, f"m{i}", angled(0.5))
-    store(conn, "expired", angled(0.5), expires_at=datetime(2000, 1, 1, tzinfo=UTC))
+    store_expired(conn, "expired", angled(0.5), datetime(2000, 1, 1, tzinfo=UTC))
     conn.execute("update memex.memories set archived_at = now() where content = 'm0'")
     kept = [
         store(conn, "other user", angled(0.5), user="u2"),

@@ -403,12 +403,15 @@ async def not_found(ctx: Ctx) -> Response:
     raise ConsoleError(404, "No such page", f"There is no console page at {ctx.request.url.path}.")
 
 
-def _route(path: str, get: Handler | None = None, post: Handler | None = None) -> Route:
-    """One route per path answering every method: a method it lacks is a 405 page."""
+def _route(
+    path: str, get: Handler | None = None, post: Handler | None = None, *, admin: bool = True
+) -> Route:
+    """One route per path answering every method: a method it lacks is a 405 page.
+    `admin`: every request needs an admin key (all pages but the login and logout)."""
     handlers = {
-        "GET": page(get) if get else None,
-        "HEAD": page(get) if get else None,
-        "POST": page(post) if post else None,
+        "GET": page(get, admin=admin) if get else None,
+        "HEAD": page(get, admin=admin) if get else None,
+        "POST": page(post, admin=admin) if post else None,
     }
     allowed = ", ".join(m for m, h in handlers.items() if h)
 
@@ -423,7 +426,7 @@ def _route(path: str, get: Handler | None = None, post: Handler | None = None) -
         response.headers["Allow"] = allowed
         return response
 
-    refuse = page(wrong_method)
+    refuse = page(wrong_method, admin=admin)
 
     async def dispatch(request: Request) -> Response:
         handler = handlers.get(request.method) or refuse
@@ -437,8 +440,8 @@ def routes() -> list[BaseRoute]:
         Route(PREFIX, lambda _: Response(status_code=307, headers={"Location": f"{PREFIX}/"})),
         Mount(f"{PREFIX}/static", app=StaticFiles(directory=STATIC), name="console-static"),
         _route("/", get=agents),
-        _route("/login", get=login_form, post=login),
-        _route("/logout", post=logout),
+        _route("/login", get=login_form, post=login, admin=False),
+        _route("/logout", post=logout, admin=False),
         _route("/agent", get=agent),
         _route("/memories", get=memories),
         _route("/search", get=search),

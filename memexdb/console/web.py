@@ -244,12 +244,25 @@ def _error_page(ctx: Ctx, exc: Exception) -> Response:
     return ctx.render("error.html", status, title=title, message=message, fields=fields)
 
 
-def page(handler: Handler, *, login: bool = True) -> Callable[[Request], Awaitable[Response]]:
-    """A console route: errors become pages; without a usable key, the login page."""
+def page(
+    handler: Handler, *, login: bool = True, admin: bool = True
+) -> Callable[[Request], Awaitable[Response]]:
+    """A console route: errors become pages; without a usable key, the login page.
+    `admin`: the cookie's key must be an admin key (as the login asks), checked on every
+    request before the page does anything (one round trip): any key can be put in the
+    cookie, and a tenant's own key would otherwise see its tenant through the console."""
 
     async def run(request: Request) -> Response:
         ctx = context(request)
         try:
+            if admin:
+                try:
+                    await ctx.memex.authenticate(admin=True)
+                except Forbidden as exc:  # not a key of this console: forget it
+                    response = _error_page(ctx, exc)
+                    if ctx.key is not None:
+                        response.delete_cookie(KEY_COOKIE, path=PREFIX)
+                    return response
             return await handler(ctx)
         except Unauthenticated as exc:
             if not login:

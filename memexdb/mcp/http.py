@@ -5,21 +5,28 @@ Host/Origin check against DNS rebinding."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import logging
 import os
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
+from uuid import UUID
 
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memexdb.bearer import bearer_key
 from memexdb.config import Settings
+from memexdb.errors import DatabaseUnavailable, Forbidden, MemexError, Unauthenticated
 from memexdb.mcp.relay import SseMessageRelay
 from memexdb.mcp.server import MemexMCP
+from memexdb.rest.errors import error_response
 
 log = logging.getLogger("memexdb.mcp")
 
@@ -27,6 +34,8 @@ STREAMABLE_PATH = "/mcp"
 SSE_PATH = "/sse"
 SSE_MESSAGE_PATH = "/messages/"
 WORKER_HEADER = b"x-memex-worker"
+# The session id in the SDK's `endpoint` event (/messages/?session_id=<32 hex digits>).
+_SESSION_ID = re.compile(rb"session_id=([0-9a-f]{32})")
 
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 _WILDCARD_HOSTS = ("0.0.0.0", "::", "")  # noqa: S104 (names of listen addresses, not binds)
@@ -110,13 +119,15 @@ class McpTransports:
         )
         sse_routes: list[BaseRoute] = []
         self._relay: SseMessageRelay | None = None
+        owners = SseOwners()
         for route in sse.routes:
             if isinstance(route, Mount):  # the message endpoint
-                self._relay = SseMessageRelay(route.app, relay_dir)
+                # (the owner check runs in the worker that holds the session, relayed or not)
+                self._relay = SseMessageRelay(_SessionOwnerOnly(route.app, owners), relay_dir)
                 route = Mount(route.path, app=_HostGuard(self._relay, security))
             elif isinstance(route, Route):  # the event stream
-                stream = _HostGuard(_OneResponse(route.app), security)
-                route = Route(route.path, stream, methods=["GET"])
+                opened = _AuthenticatedStream(_OneResponse(route.app), server, owners)
+                route = Route(route.path, _HostGuard(opened, security), methods=["GET"])
             sse_routes.append(route)
         # Route, not Mount: /mcp and /mcp/ are both answered directly (a redirect from
         # /mcp to /mcp/ would lose the body of a POST in some clients).
@@ -197,6 +208,112 @@ class _HostGuard:
             if refused is not None:
                 await refused(scope, receive, send)
                 return
+        await self.app(scope, receive, send)
+
+
+def _refusal(exc: MemexError) -> Response:
+    """The JSON error answer (as the REST API's) of a refused SSE request."""
+    if isinstance(exc, Unauthenticated):
+        headers = {"WWW-Authenticate": 'Bearer realm="memexdb"'}
+        return error_response(401, exc.code, str(exc), headers=headers)
+    if isinstance(exc, Forbidden):
+        return error_response(403, exc.code, str(exc))
+    if isinstance(exc, DatabaseUnavailable):
+        message = "database is unavailable, retry later"
+        return error_response(503, exc.code, message, headers={"Retry-After": "5"})
+    log.error("unexpected memexdb error: %r", exc)
+    return error_response(500, "internal_error", "internal server error")
+
+
+def _fingerprint(headers: Mapping[str, str]) -> bytes:
+    """Who a request's credentials name, to compare: a digest of its bearer key (b"" for
+    none); Unauthenticated for a malformed Authorization header."""
+    key = bearer_key(headers)
+    return hashlib.sha256(key.encode()).digest() if key is not None else b""
+
+
+class SseOwners:
+    """The credentials that opened each SSE session held by this worker: a session
+    belongs to the key that opened its stream."""
+
+    def __init__(self) -> None:
+        self.by_session: dict[str, bytes] = {}
+
+
+class _AuthenticatedStream:
+    """GET /sse: the caller's credentials are checked as every call checks them (a 401
+    without a valid key where one is needed) before a stream opens, and the session the
+    SDK then announces (its `endpoint` event) is recorded as that key's."""
+
+    def __init__(self, app: ASGIApp, server: MemexMCP, owners: SseOwners) -> None:
+        self.app = app
+        self.server = server
+        self.owners = owners
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        try:
+            owner = _fingerprint(request.headers)
+            if self.server.authenticate is not None:
+                await self.server.authenticate(request.headers)
+        except MemexError as exc:
+            await _refusal(exc)(scope, receive, send)
+            return
+        sessions: list[str] = []
+
+        async def recording(message: Message) -> None:
+            if not sessions and message["type"] == "http.response.body":
+                found = _SESSION_ID.search(message.get("body", b""))
+                if found:  # before the client can read it and post to the session
+                    sessions.append(found.group(1).decode())
+                    self.owners.by_session[sessions[0]] = owner
+            await send(message)
+
+        try:
+            await self.app(scope, receive, recording)
+        finally:
+            for session in sessions:
+                self.owners.by_session.pop(session, None)
+
+
+def _session_of(request: Request) -> str:
+    """The session a message names, as the SDK reads it (any spelling of a UUID)."""
+    try:
+        return UUID(hex=request.query_params.get("session_id", "")).hex
+    except ValueError:
+        return ""  # the SDK answers 400
+
+
+class _SessionOwnerOnly:
+    """POST /messages/: a message to a session of this worker is let through only with
+    the credentials that opened its stream (401 without a key, 403 with another); nothing
+    is answered into the stream otherwise. A session this worker does not hold goes to
+    the SDK (404: the relay then asks the other workers, which check it themselves)."""
+
+    def __init__(self, app: ASGIApp, owners: SseOwners) -> None:
+        self.app = app
+        self.owners = owners
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            request = Request(scope, receive)
+            owner = self.owners.by_session.get(_session_of(request))
+            if owner is not None:
+                try:
+                    caller = _fingerprint(request.headers)
+                except Unauthenticated as exc:
+                    await _refusal(exc)(scope, receive, send)
+                    return
+                if not hmac.compare_digest(caller, owner):
+                    refused: MemexError = (
+                        Forbidden("this SSE session belongs to the API key that opened it")
+                        if caller
+                        else Unauthenticated(
+                            "this SSE session was opened with an API key: send the same key"
+                        )
+                    )
+                    await _refusal(refused)(scope, receive, send)
+                    return
         await self.app(scope, receive, send)
 
 

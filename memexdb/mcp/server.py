@@ -13,7 +13,7 @@ import contextlib
 import inspect
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
@@ -96,6 +96,7 @@ from memexdb.params import (
     UserId,
     field_errors,
     file_patch,
+    not_found_message,
     type_filter,
 )
 
@@ -120,7 +121,13 @@ answer citing them); memory_memorize keeps what is durable in a conversation tur
 
 
 class MemexMCP(MCPServer[Any]):
-    """MCPServer whose argument-validation errors read as one line per bad argument."""
+    """MCPServer whose argument-validation errors read as one line per bad argument, told
+    only to a caller whose credentials are valid."""
+
+    # Check the credentials of a request's headers (None: stdio, the process's own) as
+    # every call checks them (memex._enter); raises Unauthenticated. Set by
+    # build_mcp_server; the legacy SSE transport uses it too (memexdb.mcp.http).
+    authenticate: Callable[[Mapping[str, str] | None], Awaitable[None]] | None = None
 
     async def call_tool(
         self,
@@ -133,8 +140,19 @@ class MemexMCP(MCPServer[Any]):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
+                await self._authenticated(context)
                 raise ToolError(_describe(name, cause)) from cause
             raise
+
+    async def _authenticated(self, context: Context[Any, Any] | None) -> None:
+        # The arguments were refused before the tool ran, so before any call checked the
+        # caller: check it now (one round trip, only on this error path).
+        if self.authenticate is None or context is None:
+            return
+        try:
+            await self.authenticate(context.headers)
+        except MemexError as exc:  # not authenticated, or the database cannot say now
+            raise ToolError(_message(exc)) from exc
 
 
 def _describe(tool: str, exc: ValidationError) -> str:
@@ -151,9 +169,7 @@ def _message(exc: MemexError) -> str:
     if isinstance(exc, InvalidArgument):
         return f"invalid argument {exc.field}: {exc.message}"
     if isinstance(exc, NotFound):
-        if str(exc).startswith("file "):
-            return str(exc)
-        return "memory not found for this agent_id and user_id"
+        return not_found_message(str(exc))
     if isinstance(exc, Conflict):
         return f"conflict: {exc} (read the file again and retry)"
     if isinstance(exc, Unauthenticated):
@@ -208,12 +224,19 @@ def build_mcp_server(
 
         return register
 
-    def client(ctx: Context[Any, Any]) -> AsyncMemex:
+    def client_for(headers: Mapping[str, str] | None) -> AsyncMemex:
         # Over HTTP the caller's API key (Authorization: Bearer), checked in SQL per call;
         # over stdio the process's own client (MEMEX_API_KEY, if the database needs one).
-        headers: Mapping[str, str] | None = ctx.headers
         memex = get_memex()
         return memex if headers is None else memex.with_key(bearer_key(headers))
+
+    def client(ctx: Context[Any, Any]) -> AsyncMemex:
+        return client_for(ctx.headers)
+
+    async def authenticate(headers: Mapping[str, str] | None) -> None:
+        await client_for(headers).authenticate()
+
+    server.authenticate = authenticate
 
     async def tenant_of(agent_id: str, user_id: str, ctx: Context[Any, Any]) -> Tenant:
         return await resolver.resolve(agent_id, user_id, _caller(ctx))

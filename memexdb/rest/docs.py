@@ -22,7 +22,12 @@ _REF = "#/components/schemas/{model}"
 
 # Answers every operation may give (host and origin checks, validation, limits, outages).
 COMMON_ERRORS = (
-    Reply(401, "No API key where one is required, or not a valid one", ErrorResponse),
+    Reply(
+        401,
+        "No API key where one is required, or not a valid one (checked before the input:"
+        " a 422 goes only to a caller with valid credentials)",
+        ErrorResponse,
+    ),
     Reply(
         403,
         "The key may not do this (another agent or user, too little access), or a"

@@ -23,7 +23,8 @@ from memexdb.errors import (
     RateLimited,
     Unauthenticated,
 )
-from memexdb.params import ErrorBody, ErrorResponse, FieldError, field_errors
+from memexdb.params import ErrorBody, ErrorResponse, FieldError, field_errors, not_found_message
+from memexdb.rest.parsing import memex_of
 
 log = logging.getLogger("memexdb.rest")
 
@@ -47,15 +48,24 @@ def error_response(
     return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
 
 
-def _not_found(message: str) -> str:
-    # files name their path (the caller gave it); memories never echo an id
-    if message.startswith("file "):
-        return message
-    return "memory not found for this agent_id and user_id"
+async def _credentials_refused(request: Request) -> Response | None:
+    """The answer to a request whose credentials are not valid (401), or cannot be checked
+    now (503), checked as every call checks them (memex._enter, one round trip); None
+    when they are valid."""
+    try:
+        await memex_of(request).authenticate()
+    except MemexError as exc:
+        return await on_memex_error(request, exc)
+    return None
 
 
 async def on_validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ValidationError)
+    # Authenticate first: a caller without a valid key learns nothing about the input
+    # (only on this error path: a valid request still costs one round trip).
+    refused = await _credentials_refused(request)
+    if refused is not None:
+        return refused
     fields = field_errors(exc)
     return error_response(422, "invalid_argument", f"{len(fields)} invalid field(s)", fields)
 
@@ -69,7 +79,7 @@ async def on_memex_error(request: Request, exc: Exception) -> Response:
             [FieldError(field=exc.field, message=exc.message)],
         )
     if isinstance(exc, NotFound):
-        return error_response(404, exc.code, _not_found(str(exc)))
+        return error_response(404, exc.code, not_found_message(str(exc)))
     if isinstance(exc, Conflict):
         return error_response(409, exc.code, str(exc))
     if isinstance(exc, Unauthenticated):

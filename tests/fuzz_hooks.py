@@ -1,0 +1,45 @@
+"""schemathesis hooks for tests/fuzzing.py (loaded with SCHEMATHESIS_HOOKS=tests.fuzz_hooks).
+
+A memory's `expires_at` must lie in the future (a past one is a 422: a memory that expired
+when stored would never be found), which JSON Schema cannot say; the document says it in
+words. So that the fuzzer's schema-valid requests stay requests the service accepts, an
+expiry it generated that has passed (or is about to) is moved a year ahead before the
+request goes out; schemathesis then judges the request as sent.
+tests/test_entry_guards.py checks the 422 itself."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import schemathesis
+
+# the operations whose bodies hold memories' expires_at
+MEMORY_BODIES = frozenset({"/v1/memories", "/v1/memories/batch", "/v1/memories/{memory_id}"})
+MARGIN = timedelta(hours=1)
+
+
+def _in_the_future(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return value  # not a time: the service says so
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    now = datetime.now(UTC)
+    if when > now + MARGIN:
+        return value
+    return (now + timedelta(days=365)).isoformat()
+
+
+@schemathesis.hook
+def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
+    body = case.body
+    if case.operation.path not in MEMORY_BODIES or not isinstance(body, dict):
+        return
+    items = body.get("memories") if case.operation.path.endswith("/batch") else [body]
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and "expires_at" in item:
+            item["expires_at"] = _in_the_future(item["expires_at"])
