@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
 import functools
 import random
 import re
@@ -1191,9 +1190,10 @@ class AsyncMemex:
     async def diff_revisions(
         self, agent_id: str, user_id: str, path: str, from_revision: int, to_revision: int
     ) -> str:
-        """A unified diff from one revision of a file to another (computed in Python with
-        difflib from the two snapshots memex.get_revision returns; a delete is empty)."""
-        validated(
+        """A unified diff from one revision of a file to another, labelled
+        `path@revision` (memex.diff_revisions: the text difflib.unified_diff writes; a
+        delete is empty)."""
+        query = validated(
             params.DiffQuery,
             agent_id=agent_id,
             user_id=user_id,
@@ -1201,16 +1201,8 @@ class AsyncMemex:
             from_revision=from_revision,
             to_revision=to_revision,
         )
-        old = await self.get_revision(agent_id, user_id, path, from_revision)
-        new = await self.get_revision(agent_id, user_id, path, to_revision)
-        return "".join(
-            difflib.unified_diff(
-                (old.content or "").splitlines(keepends=True),
-                (new.content or "").splitlines(keepends=True),
-                fromfile=f"{path}@{from_revision}",
-                tofile=f"{path}@{to_revision}",
-            )
-        )
+        rows = await self._fetch(None, queries.DIFF_REVISIONS, query.model_dump())
+        return str(rows[0])
 
     async def restore_revision(
         self,

@@ -1445,7 +1445,7 @@ class RevisionList(BaseModel):
 
 
 class DiffOut(BaseModel):
-    """A unified diff between two revisions of a file (computed by difflib)."""
+    """A unified diff between two revisions of a file (memex.diff_revisions; as difflib writes it)."""
 
     path: str
     from_revision: int

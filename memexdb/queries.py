@@ -91,12 +91,7 @@ ENTERS_CALLER = "select current_user = 'memex_app'"
 
 EMBEDDING_DIMS = "select memex.embedding_dims()"
 
-SET_SETTING = """
-insert into memex.settings (name, value)
-select %(name)s, %(value)s from memex._authorize(null, null, 'admin')
-on conflict (name) do update set value = excluded.value, updated_at = now()
-returning name
-"""
+SET_SETTING = "select memex.set_setting(p_name => %(name)s, p_value => %(value)s)"
 
 PING = "select 1"
 # After memex._enter: raise 42501 unless the caller is an admin of its whole scope (every
@@ -113,14 +108,7 @@ SCHEMA_REVISION = (
     "select version_num from memex.alembic_version"
     " where to_regclass('memex.alembic_version') is not null"
 )
-TENANT_STATS = """
-select count(*) as tenants,
-       coalesce(sum(memory_count), 0) as memories,
-       count(*) filter (where ann) as indexed,
-       count(*) filter (where not ann and memory_count
-                        > memex._setting('exact_scan_max_rows', '10000')::bigint) as waiting
-from memex.tenants
-"""
+TENANT_STATS = "select tenants, memories, indexed, waiting from memex.tenant_stats()"
 
 CREATE_KEY = """
 select * from memex.create_key(
@@ -135,10 +123,7 @@ REVOKE_KEY = "select * from memex.revoke_key(p_key => %(key)s)"
 AUDIT_EVENTS = "select * from memex.audit_events(p_limit => %(limit)s, p_before => %(before)s)"
 
 # Whether the database has a key that works (memexdb serve beyond loopback needs one).
-LIVE_KEYS = """
-select exists (select from memex.api_keys
-               where revoked_at is null and (expires_at is null or expires_at > now()))
-"""
+LIVE_KEYS = "select memex.has_live_keys()"
 
 GET_MEMORY = """
 select * from memex.get_memory(p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
@@ -239,6 +224,12 @@ GET_REVISION = """
 select * from memex.get_revision(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_path => %(path)s,
     p_revision => %(revision)s)
+"""
+
+DIFF_REVISIONS = """
+select memex.diff_revisions(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_path => %(path)s,
+    p_from_revision => %(from_revision)s, p_to_revision => %(to_revision)s)
 """
 
 RESTORE_REVISION = """

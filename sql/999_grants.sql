@@ -42,7 +42,7 @@ grant execute on function
     memex.erase_user, memex.export_memories, memex.import_memories,
     memex.list_files, memex.read_file, memex.write_file, memex.preview_patch,
     memex.patch_file, memex.delete_file, memex.list_revisions, memex.get_revision,
-    memex.restore_revision, memex.access_events, memex.smart_read,
+    memex.restore_revision, memex.diff_revisions, memex.access_events, memex.smart_read,
     memex.search_passages, memex.consolidate_tenant, memex.restore_consolidation,
     memex.dream_config, memex.dream_tenant, memex.dream_plan,
     memex.reserve_rate_limit
@@ -57,7 +57,7 @@ grant execute on function
     memex._authorize, memex._caller, memex._caller_all, memex._caller_agent,
     memex._caller_users, memex._caller_writes, memex._binding, memex._actor,
     memex._check_metadata, memex._check_memories, memex._check_path, memex._file_revision,
-    memex._file_record, memex._apply_patch, memex._patched
+    memex._file_record, memex._apply_patch, memex._patched, memex._unified_diff
     to memex_tenant;
 
 -- memex_owner owns the tables (security definer functions create indexes on them) and

@@ -285,6 +285,7 @@ TENANT_API = {"store", "store_many", "search", "forget", "count", "embedding_dim
     "delete_file",
     "list_revisions",
     "get_revision",
+    "diff_revisions",
     "restore_revision",
     "access_events",
     "smart_read",
@@ -312,6 +313,9 @@ OPERATOR_ONLY = {
     "dream_due",
     "agent_stats",
     "user_stats",
+    "set_setting",
+    "has_live_keys",
+    "tenant_stats",
 }
 
 

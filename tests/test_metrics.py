@@ -456,8 +456,9 @@ def test_every_memex_function_call_of_the_client_has_its_label() -> None:
     assert labels["COUNT"] == "memex.count"  # select memex.f(...)
     assert labels["ERASE_USER"] == "memex.erase_user"  # select columns from memex.f(...)
     assert labels["METRICS_SNAPSHOT"] == "memex.metrics_snapshot"
-    assert labels["SET_SETTING"] is None  # an insert, not a call
-    assert labels["PING"] is None and labels["TENANT_STATS"] is None
+    assert labels["SET_SETTING"] == "memex.set_setting"
+    assert labels["TENANT_STATS"] == "memex.tenant_stats"
+    assert labels["PING"] is None
     # every statement that selects from a memex.* function is labelled with it
     for name, sql in vars(queries).items():
         if (
