@@ -53,10 +53,13 @@ begin
         if v_rule ->> 0 = 'int' and v_num <> trunc(v_num) then
             perform memex._invalid('value', format('%s must be a whole number', p_name));
         end if;
-        if v_num < (v_rule ->> 1)::numeric
-           or (v_rule ->> 2 is not null and v_num > (v_rule ->> 2)::numeric) then
+        if v_rule ->> 2 is null and v_num < (v_rule ->> 1)::numeric then
+            perform memex._invalid('value', format('%s must be at least %s', p_name,
+                v_rule ->> 1));
+        end if;
+        if v_num < (v_rule ->> 1)::numeric or v_num > (v_rule ->> 2)::numeric then
             perform memex._invalid('value', format('%s must be between %s and %s', p_name,
-                v_rule ->> 1, coalesce(v_rule ->> 2, 'any size')));
+                v_rule ->> 1, v_rule ->> 2));
         end if;
     end if;
     insert into memex.settings as s (name, value) values (p_name, p_value)
