@@ -1,0 +1,84 @@
+-- Row-level security and tenant binding: two login roles bound with memex.bind_sql_role
+-- connect themselves (a binding follows session_user, so `set role` cannot take one on:
+-- this file reconnects with \c). What each sees, through memex.* and through the tables
+-- directly, and what each is refused. Roles are cluster-wide: the two made here are
+-- dropped at the start (a run that stopped half-way) and at the end.
+\set VERBOSITY terse
+\set SHOW_CONTEXT never
+select current_user as operator \gset
+set client_min_messages = warning;
+drop role if exists memex_regress_alice;
+drop role if exists memex_regress_reader;
+reset client_min_messages;
+create role memex_regress_alice login;
+create role memex_regress_reader login;
+-- alice may write as user alice of agent rls; reader may read every user of agent rls
+select role_name, agent_id, user_ids, access
+from memex.bind_sql_role('memex_regress_alice', 'rls', array['alice'], 'write');
+select role_name, agent_id, user_ids, access
+from memex.bind_sql_role('memex_regress_reader', 'rls', null, 'read');
+-- a superuser, a role that bypasses RLS, or memex_app cannot be bound
+select memex.bind_sql_role('memex_app', 'rls');
+\echo :LAST_ERROR_SQLSTATE
+-- the operator (not bound: it sees every tenant) stores one memory per tenant
+select agent_id, user_id, content from memex.store('rls', 'alice', 'alice likes tea',
+    (array[1, 0]::real[] || array_fill(0::real, array[382]))::public.vector, 'hand-made');
+select agent_id, user_id, content from memex.store('rls', 'bob', 'bob likes coffee',
+    (array[1, 0]::real[] || array_fill(0::real, array[382]))::public.vector, 'hand-made');
+select agent_id, user_id, content from memex.store('other', 'alice', 'another agent''s alice',
+    (array[1, 0]::real[] || array_fill(0::real, array[382]))::public.vector, 'hand-made');
+
+\c - memex_regress_alice
+select session_user, memex._caller() ->> 'agent' as agent, memex._caller() -> 'users' as users,
+       memex._caller() ->> 'access' as access;
+-- the tables, under row-level security: only its own rows
+select agent_id, user_id, content from memex.memories order by content;
+select agent_id, user_id from memex.tenants order by 1, 2;
+-- the API: its own tenant, and nothing else
+select content from memex.search('rls', 'alice',
+    (array[1, 0]::real[] || array_fill(0::real, array[382]))::public.vector);
+select content from memex.search('rls', 'bob',
+    (array[1, 0]::real[] || array_fill(0::real, array[382]))::public.vector);
+\echo :LAST_ERROR_SQLSTATE
+select count(*) from memex.count('other', 'alice');
+\echo :LAST_ERROR_SQLSTATE
+-- a setting cannot widen the binding (memex._caller reads session_user's binding first)
+set memex.caller = '{"all": true, "access": "admin", "actor": "forged"}';
+select agent_id, user_id, content from memex.memories order by content;
+select memex._caller() ->> 'actor' as actor;
+reset memex.caller;
+-- writing another tenant's row directly is refused by the policy
+insert into memex.memories (agent_id, user_id, content, embedding, embedding_model)
+values ('rls', 'bob', 'written by alice',
+        (array[1, 0]::real[] || array_fill(0::real, array[382]))::public.vector, 'hand-made');
+\echo :LAST_ERROR_SQLSTATE
+update memex.memories set content = 'changed by alice' where user_id = 'bob';
+select content from memex.memories where user_id = 'bob';
+-- its own write goes through
+select user_id, content from memex.store('rls', 'alice', 'alice writes for herself',
+    (array[0, 1]::real[] || array_fill(0::real, array[382]))::public.vector, 'hand-made');
+-- operator functions and internal tables are not its to use
+select memex.maintenance();
+\echo :LAST_ERROR_SQLSTATE
+select count(*) from memex.api_keys;
+\echo :LAST_ERROR_SQLSTATE
+select memex.set_setting('rate_limit_store_per_minute', '1000');
+\echo :LAST_ERROR_SQLSTATE
+
+\c - memex_regress_reader
+-- read access to every user of agent rls: reads both, writes nothing
+select user_id, content from memex.search('rls', 'bob',
+    (array[1, 0]::real[] || array_fill(0::real, array[382]))::public.vector);
+select agent_id, user_id, content from memex.memories order by content;
+select content from memex.store('rls', 'bob', 'reader tries to write',
+    (array[1, 0]::real[] || array_fill(0::real, array[382]))::public.vector, 'hand-made');
+\echo :LAST_ERROR_SQLSTATE
+delete from memex.memories where user_id = 'bob';
+select count(*) from memex.memories where user_id = 'bob';
+
+\c - :operator
+-- unbound, a member of nothing: the roles are dropped
+select memex.unbind_sql_role('memex_regress_alice'), memex.unbind_sql_role('memex_regress_reader');
+drop role memex_regress_alice;
+drop role memex_regress_reader;
+select count(*) as bound from memex.sql_roles;
