@@ -45,7 +45,8 @@ grant execute on function
     memex.restore_revision, memex.diff_revisions, memex.access_events, memex.smart_read,
     memex.search_passages, memex.consolidate_tenant, memex.restore_consolidation,
     memex.dream_config, memex.dream_tenant, memex.dream_plan,
-    memex.reserve_rate_limit
+    memex.reserve_rate_limit, memex.memory_cursor, memex.memory_cursor_key,
+    memex.tenant_cursor, memex.tenant_cursor_key
     to memex_tenant;
 -- The helpers it runs with its caller's rights.
 grant execute on function

@@ -296,6 +296,10 @@ TENANT_API = {"store", "store_many", "search", "forget", "count", "embedding_dim
     "dream_tenant",
     "dream_plan",
     "reserve_rate_limit",
+    "memory_cursor",
+    "memory_cursor_key",
+    "tenant_cursor",
+    "tenant_cursor_key",
 }
 OPERATOR_ONLY = {
     "maintenance",

@@ -81,6 +81,9 @@ GLOBAL_FUNCTIONS = {
     "set_setting",
     "has_live_keys",
     "tenant_stats",
+    "memory_cursor",
+    "memory_cursor_key",
+    "tenant_cursor_key",
     "stale_embeddings",
     "store_many",
     "unbind_sql_role",
@@ -96,6 +99,7 @@ NOT_DELEGATED = {
     "dream_plan",
     "agent_stats",
     "user_stats",
+    "tenant_cursor",
 }
 
 CONSTRAINTS = """
