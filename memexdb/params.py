@@ -1445,7 +1445,7 @@ class RevisionList(BaseModel):
 
 
 class DiffOut(BaseModel):
-    """A unified diff between two revisions of a file (memex.diff_revisions; as difflib writes it)."""
+    """A unified diff between two revisions of a file (memex.diff_revisions, as difflib)."""
 
     path: str
     from_revision: int

@@ -35,7 +35,12 @@ def test_memory_cursor_as_python(conn: psycopg.Connection, at: datetime) -> None
     assert back == (at, memory_id) == decode_cursor(row[0])
 
 
-TENANTS = [("a", "u"), ("assistant", "alice@example.com"), ("agent é", "user 名前"), ("x" * 128, "y")]
+TENANTS = [
+    ("a", "u"),
+    ("assistant", "alice@example.com"),
+    ("agent é", "user 名前"),
+    ("x" * 128, "y"),
+]
 
 
 @pytest.mark.parametrize(("agent_id", "user_id"), TENANTS)
@@ -66,8 +71,7 @@ def test_a_sql_caller_pages_list_memories_with_the_cursor(conn: psycopg.Connecti
     vector = "[" + ",".join(["1"] + ["0"] * 383) + "]"
     for i in range(5):
         conn.execute(
-            "select memex.store('pager', 'u', %s, %s::vector, 'm',"
-            " p_created_at => %s)",
+            "select memex.store('pager', 'u', %s, %s::vector, 'm', p_created_at => %s)",
             (f"m{i}", vector, datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=i)),
         )
     seen: list[str] = []

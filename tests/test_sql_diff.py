@@ -41,7 +41,10 @@ CASES = [
     ("same\n", "same\n"),
     ("no end", "no end either"),
     ("a\nb\nc", "a\nb\nc\n"),
-    ("a\r\nb\rc\x0bd\x0ce\x1cf\x85g\u2028h\u2029i\n", "a\nb\rc\x0bX\x0ce\x1cf\x85g\u2028h\u2029i\n"),
+    (
+        "a\r\nb\rc\x0bd\x0ce\x1cf\x85g\u2028h\u2029i\n",
+        "a\nb\rc\x0bX\x0ce\x1cf\x85g\u2028h\u2029i\n",
+    ),
     ("".join(f"line {i}\n" for i in range(40)), "".join(f"line {i}\n" for i in range(40) if i % 9)),
     ("# Profile\n\n- writes Rust\n- likes tea\n", "# Profile\n\n- writes Go\n- likes tea\n"),
     ("x\n" * 300 + "y\n", "x\n" * 150 + "z\n" + "x\n" * 150 + "y\n"),  # autojunk
