@@ -64,6 +64,22 @@ async def tick(memex: AsyncMemex) -> list[ConsolidationRun]:
     return condensed + await dream(memex)
 
 
+async def run_now(
+    memex: AsyncMemex,
+    tenant: tuple[str, str] | None = None,
+    *,
+    dry_run: bool = False,
+    force: bool = False,
+) -> list[ConsolidationRun]:
+    """ "Run now", whoever asks (REST, the console): condense, then dream over files, for
+    `tenant` or (None) every due tenant; with an LLM when one is configured, as the
+    scheduled tick does."""
+    if tenant is None and not dry_run:
+        return await tick(memex)
+    condensed = await condense(memex, tenant, dry_run=dry_run, force=force)
+    return condensed + await dream(memex, tenant, dry_run=dry_run, force=force)
+
+
 async def dream(
     memex: AsyncMemex,
     tenant: tuple[str, str] | None = None,
