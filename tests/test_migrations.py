@@ -180,6 +180,8 @@ def test_one_function_per_file() -> None:
         # security/ holds the access rules (policies, grants), applied after every function
         functions = 0 if path.parent.name == "security" else 1
         assert text.count("create or replace function") == functions, path.name
+        # the re-applied layer only creates: old signatures are dropped by revisions (0015)
+        assert "drop function" not in text, path.name
     assert len(function_privileges(files)) == len(files) - 2
 
 

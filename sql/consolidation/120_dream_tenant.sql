@@ -35,7 +35,6 @@
 -- transaction-level advisory lock on the tenant, held until commit (a runner that finds
 -- it taken returns null). A run that changes nothing is returned with status nothing and details.reason, and not recorded;
 -- p_dry_run returns the plan (status dry_run) and writes nothing.
-drop function if exists memex.dream_tenant(text, text, boolean, boolean, timestamptz, integer);
 create or replace function memex.dream_tenant(
     p_agent_id text,
     p_user_id text,

@@ -10,7 +10,6 @@
 -- last_dreamed_at of tenants read and found tidy. p_edits: edits proposed over
 -- memex.dream_plan (see memex.dream_tenant), each with its tenant's agent_id and user_id;
 -- each tenant's run gets its own.
-drop function if exists memex.dream_due(boolean, timestamptz);
 create or replace function memex.dream_due(
     p_dry_run boolean default false,
     p_now timestamptz default null,

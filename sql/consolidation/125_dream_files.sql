@@ -6,7 +6,6 @@
 -- model proposed edits for). Each with its newest revision and that revision's operation
 -- (revision 0: a row a bound role inserted itself, with no revision yet). memex.dream_tenant
 -- tidies these; memex.dream_plan shows them (all of a tenant's) to a model.
-drop function if exists memex._dream_files(text, text, timestamptz, boolean);
 create or replace function memex._dream_files(
     p_agent_id text,
     p_user_id text,

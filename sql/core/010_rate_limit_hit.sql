@@ -8,8 +8,6 @@
 -- exact under concurrent connections (N racing hits against limit L admit exactly L).
 -- Hits are all or nothing (a batch of p_hits items is allowed whole or not at all), and
 -- denied hits are not counted. Rows carry expires_at; memex.maintenance() prunes them.
-drop function if exists memex.rate_limit_hit(text, integer, double precision, timestamptz);
-
 create or replace function memex.rate_limit_hit(
     p_key text,
     p_limit integer,

@@ -20,8 +20,6 @@
 -- A security definer, so that callers need no access to memex.rate_limits; memex._caller
 -- reads the binding of the session's login role first, so a SQL role cannot choose whose
 -- counter it hits, and a caller may only spend the budget of an agent it may act on.
-drop function if exists memex._enforce_rate_limit(text, text);
-
 create or replace function memex._enforce_rate_limit(
     p_operation text,
     p_agent_id text,

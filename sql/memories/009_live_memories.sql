@@ -9,10 +9,6 @@
 -- No SET search_path on purpose: a SET clause stops the planner from inlining the
 -- function into its callers' queries, and inlined it keeps their index scans (tenant
 -- btree, HNSW, GIN). Every name inside is schema-qualified.
-drop function if exists memex._live_memories(text, text, memex.memory_type[], text, timestamptz);
-drop function if exists memex._live_memories(text, text, memex.memory_type[], text, timestamptz,
-                                             jsonb);
-
 create or replace function memex._live_memories(
     p_agent_id text,
     p_user_id text,

@@ -10,10 +10,6 @@
 -- Every item counts against the store rate limit (memex._enforce_rate_limit: a batch of N
 -- memories costs N, counted per caller and per agent), or spends a reservation
 -- (memex.reserve_rate_limit) the caller made for it before embedding.
-drop function if exists memex.import_memories(uuid[], text[], text[], text[], vector[], text,
-                                             memex.memory_type[], double precision[], jsonb[],
-                                             timestamptz[], timestamptz[], timestamptz[]);
-
 create or replace function memex.import_memories(
     p_ids uuid[],
     p_agent_ids text[],

@@ -13,25 +13,6 @@
 -- Each row also carries best_text_rank, the tenant's highest BM25 score (the same on every
 -- row; null without a match), which memex.search divides by: taken from the few matching
 -- memories here, it spares the search a pass over every candidate (a window).
-drop function if exists memex._candidates_exact(text, text, vector, text[], memex.memory_type[],
-                                                text, timestamptz);
-drop function if exists memex._candidates_exact(text, text, vector, text[], memex.memory_type[],
-                                                text, timestamptz, jsonb);
-
--- The result was memex._candidate until best_text_rank was added: a result type cannot
--- be changed in place, so that function is dropped once.
-do $$
-begin
-    if exists (select from pg_proc p
-               where p.oid = to_regprocedure('memex._candidates_exact(text, text, vector,'
-                                             ' text[], memex.memory_type[], text,'
-                                             ' timestamptz, jsonb, boolean)')
-                 and p.prorettype = 'memex._candidate'::regtype) then
-        drop function memex._candidates_exact(text, text, vector, text[], memex.memory_type[],
-                                              text, timestamptz, jsonb, boolean);
-    end if;
-end
-$$;
 
 create or replace function memex._candidates_exact(
     p_agent_id text,

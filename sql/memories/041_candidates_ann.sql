@@ -39,20 +39,6 @@
 -- window's (created_at, id) order: a memory's context relevance comes from its true
 -- neighbours in time, as on the exact path, not from whichever other candidates are
 -- next to it, and a memory next to a strong hit can be ranked on its context.
-drop function if exists memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
-                                              text, timestamptz, integer);
-drop function if exists memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
-                                              text, timestamptz, integer, integer);
-drop function if exists memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
-                                              text, timestamptz, integer, integer, jsonb);
-drop function if exists memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
-                                              text, timestamptz, integer, integer, jsonb,
-                                              boolean);
-drop function if exists memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
-                                              text, timestamptz, integer, integer, jsonb,
-                                              boolean, integer, double precision,
-                                              double precision);
-
 create or replace function memex._candidates_ann(
     p_agent_id text,
     p_user_id text,

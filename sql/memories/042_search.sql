@@ -35,16 +35,6 @@
 -- (metadata @> p_metadata), before ranking: it filters the candidates, not the top k.
 -- Memories archived by consolidation are ranked too with p_include_archived (by default
 -- their summary stands in for them).
-drop function if exists memex.search(text, text, vector, integer, double precision,
-                                     double precision, memex.memory_type[], text, text, text,
-                                     timestamptz);
-drop function if exists memex.search(text, text, vector, integer, double precision,
-                                     double precision, memex.memory_type[], text, text, text,
-                                     timestamptz, double precision);
-drop function if exists memex.search(text, text, vector, integer, double precision,
-                                     double precision, memex.memory_type[], text, text, text,
-                                     timestamptz, double precision, jsonb);
-
 create or replace function memex.search(
     p_agent_id text,
     p_user_id text,

@@ -3,9 +3,6 @@
 -- unexpired at p_now), optionally of one memory type and one embedding model (the
 -- memories a search with that model can find), optionally only those whose metadata
 -- contains p_metadata (a JSON object).
-drop function if exists memex.count(text, text, memex.memory_type);
-drop function if exists memex.count(text, text, memex.memory_type, text, timestamptz);
-
 create or replace function memex.count(
     p_agent_id text,
     p_user_id text,

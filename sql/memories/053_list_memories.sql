@@ -6,10 +6,6 @@
 -- (p_created_after <= created_at < p_created_before) and metadata containment
 -- (metadata @> p_metadata, a JSON object). p_include_archived lists the memories
 -- consolidation archived as well, each with its summary (superseded_by).
-drop function if exists memex.list_memories(text, text, integer, timestamptz, uuid,
-                                            memex.memory_type, timestamptz, timestamptz, jsonb,
-                                            timestamptz);
-
 create or replace function memex.list_memories(
     p_agent_id text,
     p_user_id text,

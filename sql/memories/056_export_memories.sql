@@ -6,9 +6,6 @@
 -- superseded_by, archived_at): an export holds everything, and an import restores it. Keyset
 -- paging: pass the (user_id, created_at, id) of the last row of a page as p_after_* (all
 -- three or none). p_limit: 1 to 1000 (default 500).
-drop function if exists memex.export_memories(text, text, boolean, text, timestamptz, uuid,
-                                             integer, timestamptz);
-
 create or replace function memex.export_memories(
     p_agent_id text,
     p_user_id text default null,
