@@ -63,7 +63,9 @@ def test_the_declarations_are_the_grants(conn: psycopg.Connection) -> None:
         ), name
 
 
-def test_a_function_without_a_declaration_fails_migrate(pg_server: EmbeddedPostgres) -> None:
+def test_a_function_without_a_declaration_fails_migrate(
+    pg_server: EmbeddedPostgres, template_db: str
+) -> None:
     dsn = new_database(pg_server)
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
