@@ -96,8 +96,8 @@ def upgrade_step_by_step(dsn: str) -> list[str]:
 def _differences(fresh: dict[str, list[str]], upgraded: dict[str, list[str]]) -> list[str]:
     lines = []
     for part in fresh:
-        lines += [f"{part}: only fresh:    {row}" for row in fresh[part] if row not in upgraded[part]]
-        lines += [f"{part}: only upgraded: {row}" for row in upgraded[part] if row not in fresh[part]]
+        lines += [f"{part}: only fresh: {r}" for r in fresh[part] if r not in upgraded[part]]
+        lines += [f"{part}: only upgraded: {r}" for r in upgraded[part] if r not in fresh[part]]
     return lines
 
 

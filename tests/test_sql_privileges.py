@@ -35,9 +35,7 @@ def test_privileges_match_the_golden_record(conn: psycopg.Connection) -> None:
     lines = privileges(conn)
     if os.environ.get("MEMEX_UPDATE_GOLDEN"):
         GOLDEN.write_text(HEADER + "\n".join(lines) + "\n")
-    golden = [
-        line for line in GOLDEN.read_text().splitlines() if line and not line.startswith("#")
-    ]
+    golden = [line for line in GOLDEN.read_text().splitlines() if line and not line.startswith("#")]
     missing = sorted(set(golden) - set(lines))
     unexpected = sorted(set(lines) - set(golden))
     assert (missing, unexpected) == ([], []), (
@@ -95,11 +93,11 @@ def test_the_manifest_reaches_every_file_and_names_only_files(tmp_path: Path) ->
     root = _layer(tmp_path / "ok", "# order\na/\nb/1_g.sql\n", files)
     assert sql_files(root) == [root / "a/1_x.sql", root / "b/1_g.sql"]
     assert function_privileges(sql_files(root)) == {"x": "tenant"}
-    with pytest.raises(SetupError, match="does not reach b/1_g.sql"):
+    with pytest.raises(SetupError, match=r"does not reach b/1_g\.sql"):
         sql_files(_layer(tmp_path / "unreached", "a/\n", files))
     with pytest.raises(SetupError, match="lists c/, which is not a folder"):
         sql_files(_layer(tmp_path / "folder", "a/\nb/\nc/\n", files))
-    with pytest.raises(SetupError, match="lists b/2.sql, which is not a .sql file"):
+    with pytest.raises(SetupError, match=r"lists b/2\.sql, which is not a \.sql file"):
         sql_files(_layer(tmp_path / "file", "a/\nb/\nb/2.sql\n", files))
     with pytest.raises(SetupError, match="more than once"):
         sql_files(_layer(tmp_path / "twice", "a/1_x.sql\na/1_x.sql\nb/\n", files))
