@@ -158,7 +158,7 @@ async def _abstract(llm: ChatModel, sources: list[dict[str, Any]]) -> str | None
         log.warning("consolidation: the LLM failed (%s); extractive summary", exc)
         return None
     text = (reply.content or "").strip()
-    if not text or len(text) > 32768:
+    if not text or len(text) > params.CONTENT_MAX_CHARS:
         log.warning("consolidation: the LLM's summary is empty or too long; extractive summary")
         return None
     return text

@@ -49,8 +49,10 @@ declare
     v_id      uuid;
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);
-    if p_summary is not null and length(p_summary) not between 1 and 32768 then
-        perform memex._invalid('summary', 'must be 1 to 32768 characters');
+    if p_summary is not null
+       and length(p_summary) not between 1 and memex._content_max_chars() then
+        perform memex._invalid('summary', format('must be 1 to %s characters',
+                                                  memex._content_max_chars()));
     end if;
     perform memex._authorize(p_agent_id, p_user_id, 'write');
     if not pg_try_advisory_xact_lock(memex._lock_key(

@@ -42,7 +42,7 @@ begin
     if v_content is null
        and (select count(*) from unnest(string_to_array(v_row.content, E'\n')) l
             where rtrim(l) = v_heading) > 1
-       and length(v_row.content) + length(v_entry) + 2 <= 32768 then
+       and length(v_row.content) + length(v_entry) + 2 <= memex._content_max_chars() then
         v_content := rtrim(v_row.content, E'\n') || E'\n' || v_entry || E'\n';
     end if;
     if v_content is null then

@@ -17,8 +17,9 @@ set search_path = pg_catalog, public, pg_temp
 as $$
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);
-    if p_content is null or length(p_content) not between 1 and 32768 then
-        perform memex._invalid('content', 'must be 1 to 32768 characters');
+    if p_content is null or length(p_content) not between 1 and memex._content_max_chars() then
+        perform memex._invalid('content', format('must be 1 to %s characters',
+                                                  memex._content_max_chars()));
     end if;
     if btrim(p_content, E' \t\n\r\f\x0b') = '' then
         perform memex._invalid('content', 'must contain a non-whitespace character');
