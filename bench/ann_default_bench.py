@@ -16,7 +16,7 @@ function versions are swapped in between rounds on one database (the same data a
 index), each round timing every query once; "vector, alpha 1" (the ANN index alone, no
 text, no recency) is timed in the same rounds as the floor any ANN ranking pays.
 
-    git show main:sql/041_candidates_ann.sql main:sql/042_search.sql > /tmp/before.sql
+    git show main:sql/memories/041_candidates_ann.sql main:sql/memories/042_search.sql > /tmp/before.sql
     python bench/ann_default_bench.py --baseline-sql /tmp/before.sql
 """
 
@@ -45,7 +45,7 @@ from machine import machine_facts
 from pgvector.psycopg import register_vector
 
 REPO = Path(__file__).resolve().parents[1]
-FUNCTIONS = ("041_candidates_ann.sql", "042_search.sql")
+FUNCTIONS = ("memories/041_candidates_ann.sql", "memories/042_search.sql")
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 VOCABULARY = 5000
 WORDS = 30  # per memory

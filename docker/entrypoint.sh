@@ -5,7 +5,7 @@
 # other command is a memexdb command run as is (`docker compose run memexdb status`).
 #
 # PG_CRON=off skips the pg_cron step, for a database without pg_cron: the service
-# then runs the same jobs itself (README, "Scheduling with pg_cron").
+# then runs the same jobs itself (docs/operations.md, "Scheduling with pg_cron").
 set -eu
 
 if [ "$#" -eq 0 ]; then

@@ -326,7 +326,7 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="memexdb",
         description="Persistent memory for AI agents, in PostgreSQL. Settings come from "
-        "MEMEX_* environment variables (see the README's Configuration); with no "
+        "MEMEX_* environment variables (see docs/configuration.md); with no "
         "MEMEX_DATABASE_URL, memexdb runs its own embedded PostgreSQL in MEMEX_DATA_DIR.",
     )
     parser.add_argument("--version", action="version", version=f"memexdb {__version__}")

@@ -101,6 +101,20 @@ EMBEDDING_CACHE_ENTRIES = 4096
 # of up to 10 ms x 2^try (at most 250 ms), so that concurrent appends to one file spread.
 UNCONDITIONAL_PATCH_TRIES = 40
 UNCONDITIONAL_PATCH_SECONDS = 15.0
+# A client reserves rate-limit budget before embedding (memex.reserve_rate_limit) only
+# for operations the operator limits; which those are is read at most this often. The
+# reservation is a round trip (~0.4 ms, a third of a cached search), not worth paying
+# when nothing is limited. A limit set meanwhile is still enforced by SQL in the call
+# itself; for at most this long it is enforced after the embedding rather than before.
+LIMITS_TRUSTED_FOR_S = 2.0
+
+
+@dataclass
+class _Limits:
+    """What the clients of one pool last read of the operator's rate limits."""
+
+    read_at: float = float("-inf")
+    operations: frozenset[str] = frozenset()
 
 
 def _store_params(
@@ -174,6 +188,7 @@ class AsyncMemex:
         owns_pool: bool = True,
         llm: ChatModel | None = None,
         owns_llm: bool = False,
+        limits: _Limits | None = None,
     ) -> None:
         self.pool = pool
         # the optional chat model of memorize and search_passages' answers (memexdb.llm)
@@ -187,6 +202,7 @@ class AsyncMemex:
         self._enters = enters
         # set inside `transaction()`: every call runs on this connection, in its transaction
         self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._limits = limits or _Limits()
 
     def _acting_as(self, credentials: Credentials) -> AsyncMemex:
         return AsyncMemex(
@@ -196,6 +212,7 @@ class AsyncMemex:
             enters=self._enters,
             owns_pool=False,
             llm=self.llm,
+            limits=self._limits,
         )
 
     def with_key(self, key: str | None) -> AsyncMemex:
@@ -373,6 +390,14 @@ class AsyncMemex:
         """Pay for a store or search of these tenants' items (one per memory) before
         embedding anything (memex.reserve_rate_limit): over the limit this raises
         RateLimited and nothing is embedded. None when the operation has no limit."""
+        if monotonic() - self._limits.read_at > LIMITS_TRUSTED_FOR_S:
+            limited: list[list[str]] = await self._fetch(
+                None, queries.LIMITED_OPERATIONS, enter=False
+            )
+            self._limits.operations = frozenset(limited[0])
+            self._limits.read_at = monotonic()
+        if operation not in self._limits.operations:
+            return None
         rows: list[UUID | None] = await self._fetch(
             None,
             queries.RESERVE_RATE_LIMIT,

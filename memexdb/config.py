@@ -1,6 +1,6 @@
 """Service settings: MEMEX_* environment variables, parsed and validated once.
 
-Each field's description is what `memexdb serve --help` and the README's configuration
+Each field's description is what `memexdb serve --help` and docs/configuration.md's
 table say about it; the CLI's options default to these values (one definition).
 """
 
@@ -28,7 +28,7 @@ def env_name(field: str) -> str:
 
 
 class Settings(BaseSettings):
-    """Configuration of a memexdb process (see the README's configuration table)."""
+    """Configuration of a memexdb process (see docs/configuration.md)."""
 
     # Empty variables count as unset, as a shell's `MEMEX_X= memexdb ...` means.
     model_config = SettingsConfigDict(

@@ -64,6 +64,22 @@ async def tick(memex: AsyncMemex) -> list[ConsolidationRun]:
     return condensed + await dream(memex)
 
 
+async def run_now(
+    memex: AsyncMemex,
+    tenant: tuple[str, str] | None = None,
+    *,
+    dry_run: bool = False,
+    force: bool = False,
+) -> list[ConsolidationRun]:
+    """ "Run now", whoever asks (REST, the console): condense, then dream over files, for
+    `tenant` or (None) every due tenant; with an LLM when one is configured, as the
+    scheduled tick does."""
+    if tenant is None and not dry_run:
+        return await tick(memex)
+    condensed = await condense(memex, tenant, dry_run=dry_run, force=force)
+    return condensed + await dream(memex, tenant, dry_run=dry_run, force=force)
+
+
 async def dream(
     memex: AsyncMemex,
     tenant: tuple[str, str] | None = None,
@@ -142,7 +158,7 @@ async def _abstract(llm: ChatModel, sources: list[dict[str, Any]]) -> str | None
         log.warning("consolidation: the LLM failed (%s); extractive summary", exc)
         return None
     text = (reply.content or "").strip()
-    if not text or len(text) > 32768:
+    if not text or len(text) > params.CONTENT_MAX_CHARS:
         log.warning("consolidation: the LLM's summary is empty or too long; extractive summary")
         return None
     return text

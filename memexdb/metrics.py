@@ -1,7 +1,7 @@
 """Prometheus metrics of a memexdb process (`GET /metrics`), with the official client.
 
-The names and labels are a contract with the dashboards (README "Metrics"); every metric
-is prefixed `memex_`. Latency buckets resolve 0.1 ms to 10 s: an embedding takes a few
+The names and labels are a contract with the dashboards (docs/operations.md, "Metrics");
+every metric is prefixed `memex_`. Latency buckets resolve 0.1 ms to 10 s: an embedding takes a few
 milliseconds and a search a few more, so a smallest bucket of 50 ms would show nothing.
 
 Several workers (`memexdb serve --workers N`): the serve process gives them a fresh

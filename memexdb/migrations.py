@@ -1,8 +1,12 @@
 """Bring a database to the current memexdb schema: `memexdb migrate` / `memexdb.migrate()`.
 
-One transaction under a lock: alembic revisions up to head, then every `sql/*.sql`
-function file re-applied. A second or concurrent run waits for the lock, finds head
-already applied and re-creates identical functions, so it is a no-op.
+One transaction under a lock: alembic revisions up to head, then the SQL layer re-applied:
+every `sql/<domain>/*.sql` function file in the order `sql/manifest.txt` gives, then the
+access rules (row-level security, grants). Each function file declares who may run its
+function (`-- privileges: tenant | tenant-helper | service`); migrate passes those
+declarations to the grants file, which grants from them and refuses a memex function
+without one. A second or concurrent run waits for the lock, finds head already applied
+and re-creates identical functions, so it is a no-op.
 
 The lock is a table lock on memex.alembic_version, which no tenant role may lock (it has
 no privilege on the table), so no tenant can hold migrations or readiness hostage; only a
@@ -11,6 +15,10 @@ take that one, but there is nothing of memexdb's there to block).
 """
 
 from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
 
 import psycopg
 import sqlalchemy.exc
@@ -62,10 +70,92 @@ def _check_prerequisites(conn: Connection) -> None:
         raise SetupError(problem)
 
 
+MANIFEST = "manifest.txt"
+PRIVILEGE_CLASSES = ("tenant", "tenant-helper", "service")
+_DECLARATION = re.compile(r"^-- privileges:\s*(\S*)\s*$", re.MULTILINE)
+_FUNCTION = re.compile(r"create or replace function\s+memex\.(\w+)\s*\(", re.IGNORECASE)
+
+
+def sql_files(root: Path | None = None) -> list[Path]:
+    """The SQL layer's files in load order, as `sql/manifest.txt` lists them.
+
+    A folder entry (`core/`) stands for its `*.sql` files in name order, a file entry
+    (`security/999_grants.sql`) for itself, taken out of its folder's turn. An entry that
+    names nothing, a file listed twice, or a `.sql` file the manifest does not reach is a
+    SetupError: the layer on disk and the order it loads in never disagree.
+    """
+    root = sql_dir() if root is None else root
+    manifest = root / MANIFEST
+    if not manifest.is_file():
+        raise SetupError(f"the SQL layer has no {MANIFEST} in {root}")
+    entries = [
+        line.strip()
+        for line in manifest.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    explicit = {root / e for e in entries if not e.endswith("/")}
+    ordered: list[Path] = []
+    for entry in entries:
+        path = root / entry
+        if entry.endswith("/"):
+            if not path.is_dir():
+                raise SetupError(f"{MANIFEST} lists {entry}, which is not a folder of {root}")
+            found = [p for p in sorted(path.glob("*.sql")) if p not in explicit]
+            if not found and not (explicit & set(path.glob("*.sql"))):
+                raise SetupError(f"{MANIFEST} lists {entry}, which holds no .sql file")
+            ordered.extend(found)
+        elif path.suffix != ".sql" or not path.is_file():
+            raise SetupError(f"{MANIFEST} lists {entry}, which is not a .sql file of {root}")
+        else:
+            ordered.append(path)
+    duplicates = sorted({str(p.relative_to(root)) for p in ordered if ordered.count(p) > 1})
+    if duplicates:
+        raise SetupError(f"{MANIFEST} loads {', '.join(duplicates)} more than once")
+    unreached = sorted(str(p.relative_to(root)) for p in set(root.rglob("*.sql")) - set(ordered))
+    if unreached:
+        raise SetupError(f"{MANIFEST} does not reach {', '.join(unreached)}")
+    return ordered
+
+
+def function_privileges(files: list[Path]) -> dict[str, str]:
+    """Each memex function's privileges class, read from the one `-- privileges: <class>`
+    line of the file that creates it: `tenant` (the tenant API: memex_tenant and
+    memex_app), `tenant-helper` (an internal helper tenant functions run with their
+    caller's rights: the same grants) or `service` (memex_app only). A function file
+    without exactly one valid declaration is a SetupError; so is a file with none.
+    """
+    declared: dict[str, str] = {}
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        functions = _FUNCTION.findall(text)
+        classes = _DECLARATION.findall(text)
+        if not functions:
+            if classes:
+                raise SetupError(f"{path.name} declares privileges but creates no function")
+            continue
+        if len(functions) != 1:
+            raise SetupError(f"{path.name} creates {len(functions)} functions, not one")
+        if len(classes) != 1 or classes[0] not in PRIVILEGE_CLASSES:
+            raise SetupError(
+                f"{path.name} needs exactly one line '-- privileges: <class>' with a class"
+                f" among {', '.join(PRIVILEGE_CLASSES)}"
+            )
+        if functions[0] in declared:
+            raise SetupError(f"memex.{functions[0]} is created by more than one file")
+        declared[functions[0]] = classes[0]
+    return declared
+
+
 def _apply_sql_functions(conn: Connection) -> None:
     raw = conn.connection.driver_connection
     assert isinstance(raw, psycopg.Connection)
-    for path in sorted(sql_dir().glob("*.sql")):
+    files = sql_files()
+    # Read back by the grants file (sql/security/999_grants.sql), for this transaction.
+    raw.execute(
+        "select set_config('memex.function_privileges', %s, true)",
+        (json.dumps(function_privileges(files), sort_keys=True),),
+    )
+    for path in files:
         # No parameters: psycopg sends the file as one simple query, statements and all.
         raw.execute(path.read_text(encoding="utf-8").encode())
 

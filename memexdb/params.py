@@ -53,7 +53,7 @@ LIST_LIMIT_MAX = 1000  # memories per page of memex.list_memories / memex.export
 DEFAULT_TOP_K = 10
 # No alpha sent (None, SQL null): score = relevance * (1 + RECENCY_BOOST * recency) *
 # importance, recency a bounded tiebreaker; an alpha sent explicitly gets the memex formula
-# (alpha * relevance + (1 - alpha) * recency) * importance. README "Ranking".
+# (alpha * relevance + (1 - alpha) * recency) * importance. docs/ranking.md.
 DEFAULT_ALPHA: float | None = None
 RECENCY_BOOST = 0.25  # memex._score's constant
 # No half-life sent (None, SQL null): HALF_LIFE_DAYS_DEFAULT with the default formula (no
@@ -1445,7 +1445,7 @@ class RevisionList(BaseModel):
 
 
 class DiffOut(BaseModel):
-    """A unified diff between two revisions of a file (memex.diff_revisions, as difflib)."""
+    """A unified diff of two revisions of a file (memex.diff_revisions, as difflib writes it)."""
 
     path: str
     from_revision: int
@@ -1478,7 +1478,7 @@ class AccessLog(BaseModel):
 
 # --- Agentic tools: memory_search (memex.search_passages) and memory_memorize ---
 
-# Bounds (sql/103_search_passages.sql checks the same).
+# Bounds (sql/files/103_search_passages.sql checks the same).
 PASSAGES_TOP_K_MAX = 50
 DEFAULT_PASSAGES_TOP_K = 8
 PASSAGE_MIN_CHARS = 100

@@ -61,6 +61,14 @@ select memex.reserve_rate_limit(
     p_user_ids => %(user_ids)s::text[])
 """
 USE_RESERVATION = "select set_config('memex.rate_reservation', %(reservation)s, true)"
+# Which operations the operator limits now (a client reserves only for those).
+LIMITED_OPERATIONS = """
+select array_remove(array[
+    case when jsonb_typeof(memex._setting('rate_limit_store_per_minute')) = 'number'
+         then 'store' end,
+    case when jsonb_typeof(memex._setting('rate_limit_search_per_minute')) = 'number'
+         then 'search' end], null)
+"""
 
 MAINTENANCE = "select * from memex.maintenance()"
 

@@ -5,6 +5,7 @@ service's own scheduler condensing a due tenant by itself."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -20,7 +21,14 @@ from memexdb.errors import Forbidden, NotFound
 from memexdb.llm import ChatModel
 from memexdb.params import MemoryCreate
 from tests.conftest import drop_database, new_database, scratch_dir
-from tests.live_service import Service, client, free_port, service_env, uvicorn_args
+from tests.live_service import (
+    Service,
+    client,
+    free_port,
+    service_env,
+    service_on_new_database,
+    uvicorn_args,
+)
 from tests.scripted_llm import answer, scripted_llm, tool_calls
 
 A, U = "dreamer", "dana"
@@ -310,3 +318,37 @@ async def test_consolidation_keeps_to_the_callers_scope(amemex: AsyncMemex) -> N
     assert await admin_a.set_dream_paused(A, U, True) is True
     with pytest.raises(Forbidden):
         await admin_a.set_dream_paused("other", U, True)
+
+
+def test_the_consoles_run_now_is_abstractive_with_an_llm(
+    pg_server: EmbeddedPostgres, template_db: str
+) -> None:
+    """The console's "run now" used to call SQL's extractive consolidation directly while
+    REST's went through consolidation.condense (the LLM when configured): one operation,
+    two behaviours (issue 22). Both now go through consolidation.run_now."""
+    with (
+        scripted_llm() as llm,
+        service_on_new_database(
+            pg_server, "console-llm", MEMEX_LLM_URL=llm.url, MEMEX_LLM_MODEL="scripted"
+        ) as service,
+        client(service.base_url) as http,
+    ):
+        stored = http.post(
+            "/v1/memories/batch",
+            json={"memories": [m.model_dump(mode="json") for m in _history(60)]},
+        )
+        assert stored.status_code == 201, stored.text
+        page = http.get("/admin/dream")
+        token = re.search(r'name="csrf" value="([^"]+)"', page.text)
+        assert token, page.text[:300]
+        llm.script(answer("- (2025-03-05) Dana's team moved from Jira to Linear."))
+        ran = http.post(
+            "/admin/dream/run",
+            data={"agent_id": A, "user_id": U, "csrf": token.group(1)},
+            follow_redirects=False,
+        )
+        assert ran.status_code == 303, ran.text[:500]
+        runs = http.get("/v1/admin/dream/runs", params={"agent_id": A, "user_id": U}).json()
+        condensed = [r for r in runs["runs"] if r["kind"] == "condense"]
+        assert [(r["status"], r["details"]["method"]) for r in condensed] == [("done", "llm")]
+        assert len(llm.requests) == 1

@@ -1,4 +1,4 @@
-"""What a request with no ranking options gets (README "Ranking"): memories from any point
+"""What a request with no ranking options gets (docs/ranking.md): memories from any point
 in the past are found, and of two equally relevant memories the newer ranks first. Real
 Postgres, real MiniLM embeddings, memories written over months and asked later."""
 

@@ -426,7 +426,7 @@ def test_service_entrypoint_migrates_schedules_and_serves(
         out = service.output()
         assert "migrated to revision" in out and "runs:" in out, out
         jobs = {job.jobname: job for job in cron_jobs(dsn)}
-        # every job registered (no LLM in this environment: see README, "Scheduling with
+        # every job registered (no LLM in this environment: see docs/operations.md, "Scheduling with
         # pg_cron", for what changes with one)
         assert set(jobs) == set(pg_cron.NAMES) and all(j.active for j in jobs.values()), jobs
         # the service leaves the job to pg_cron, as the stack means it to

@@ -203,9 +203,10 @@ def test_embedding_counts_against_the_read_rate_limit(live: Live, embedder: Embe
             conn.execute(limit, ("null",))
 
 
-def test_the_readme_example_runs_as_written(live: Live) -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+def test_the_docs_example_runs_as_written(live: Live) -> None:
+    """The example of docs/embeddings.md (moved there from the README)."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "embeddings.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", page, flags=re.S)
     block = next(b for b in blocks if "embeddings.create" in b)
     script = block.replace("http://localhost:8000", live.service.base_url)
     out = subprocess.run(

@@ -1,7 +1,7 @@
 """The MCP server with the official SDK client, on real processes: `memexdb mcp` over
 stdio (MEMEX_DATABASE_URL, the embedded default, a data dir another process serves) and
 `memexdb serve` over streamable HTTP (both protocol eras) and legacy SSE; every error
-path; DNS-rebinding protection; and the README's MCP configs, launched as written."""
+path; DNS-rebinding protection; and the MCP configs of docs/mcp.md, launched as written."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ from tests.test_mcp_support import (
     stdio_params,
 )
 
-README = (REPO / "README.md").read_text()
+MCP_PAGE = (REPO / "docs" / "mcp.md").read_text()
 OUTAGE_ERROR = "the memory database is unavailable; retry later"
 
 
@@ -449,9 +449,9 @@ async def test_database_outage_is_a_tool_error_and_recovers(
         drop_database(pg_server, dsn)
 
 
-# --- README ----------------------------------------------------------------------------
+# --- docs/mcp.md (the README's MCP section until it moved) ---------------------------
 
-MCP_SECTION = README.split("\n## MCP\n", 1)[1].split("\n## ", 1)[0]
+MCP_SECTION = MCP_PAGE
 PLACEHOLDER = "/path/to/memexdb/.venv/bin/memexdb"
 
 
@@ -464,7 +464,7 @@ def _configs() -> list[dict[str, Any]]:
 
 
 def _local(command: list[str]) -> list[str]:
-    """A README command with this checkout's memexdb for the placeholder path."""
+    """A docs/mcp.md command with this checkout's memexdb for the placeholder path."""
     return [str(MEMEXDB) if part == PLACEHOLDER else part for part in command]
 
 
@@ -491,7 +491,7 @@ def test_readme_lists_the_tools_and_configs() -> None:
     assert [c["command"] for c in configs] == [PLACEHOLDER, "npx"]
     assert configs[0]["args"] == ["mcp"]
     assert configs[1]["args"] == ["-y", "mcp-remote", "http://127.0.0.1:8000/mcp"]
-    assert MEMEXDB.exists(), "the README's stdio configs name the venv's memexdb script"
+    assert MEMEXDB.exists(), "docs/mcp.md's stdio configs name the venv's memexdb script"
 
 
 async def test_readme_claude_desktop_stdio_config(dsn: str, tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """The official MCP conformance suite (`@modelcontextprotocol/conformance`, Node 22)
 against `memexdb serve`'s /mcp: every server scenario that applies to a server with our
 own tools must pass with no failure and no warning; the others are skipped with the
-reason the README gives."""
+reason docs/mcp.md gives."""
 
 from __future__ import annotations
 

@@ -146,7 +146,7 @@ async def exercise(client: Client, who: dict[str, str]) -> None:
         assert {"agent_id", "user_id"} <= set(tool.input_schema["properties"])
     search_args = tools["search_memories"].input_schema["properties"]
     assert (search_args["top_k"]["minimum"], search_args["top_k"]["maximum"]) == (1, 100)
-    # alpha, half_life_days and mode are optional (null: the default ranking, README "Ranking")
+    # alpha, half_life_days and mode are optional (null: the default ranking, docs/ranking.md)
     alpha, mode = search_args["alpha"]["anyOf"], search_args["mode"]["anyOf"]
     assert (alpha[0]["minimum"], alpha[0]["maximum"], alpha[1]) == (0, 1, {"type": "null"})
     assert search_args["half_life_days"]["anyOf"][0]["minimum"] == 0.001

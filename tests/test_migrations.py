@@ -14,7 +14,13 @@ from sqlalchemy.pool import NullPool
 from alembic import command
 from memexdb import migrate
 from memexdb.embedded import EmbeddedPostgres
-from memexdb.migrations import _alembic_config, head_revision, pgvector_problem
+from memexdb.migrations import (
+    _alembic_config,
+    function_privileges,
+    head_revision,
+    pgvector_problem,
+    sql_files,
+)
 from memexdb.resources import alembic_dir
 from tests.conftest import db_dsn, drop_database, janitor
 
@@ -163,12 +169,20 @@ def test_sql_functions_follow_the_conventions(conn: psycopg.Connection) -> None:
 
 
 def test_one_function_per_file() -> None:
-    for path in sorted((ROOT / "sql").glob("*.sql")):
+    files = sql_files(ROOT / "sql")
+    assert files[-2:] == [
+        ROOT / "sql" / "security" / "990_row_level_security.sql",
+        ROOT / "sql" / "security" / "999_grants.sql",
+    ]
+    for path in files:
         text = path.read_text()
         assert text.startswith("--"), f"{path.name} needs a header comment"
-        # 9xx files hold the access rules (policies, grants), applied after every function
-        functions = 0 if path.name.startswith("9") else 1
+        # security/ holds the access rules (policies, grants), applied after every function
+        functions = 0 if path.parent.name == "security" else 1
         assert text.count("create or replace function") == functions, path.name
+        # the re-applied layer only creates: old signatures are dropped by revisions (0015)
+        assert "drop function" not in text, path.name
+    assert len(function_privileges(files)) == len(files) - 2
 
 
 def test_pgvector_requirements_are_explained() -> None:

@@ -1,5 +1,7 @@
-"""The README tells the truth: its curl examples and Python snippet run as written
-against a live service, and its test command is the one CI runs."""
+"""The README and the docs pages its examples moved to tell the truth: the README's curl
+examples, the Python snippet of docs/python.md and the file-memory examples of
+docs/files.md run as written against a live service, and the README's test command is the
+one CI runs."""
 
 from __future__ import annotations
 
@@ -21,10 +23,12 @@ from tests.conftest import drop_database, new_database
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
+PYTHON_PAGE = (ROOT / "docs" / "python.md").read_text()
+FILES_PAGE = (ROOT / "docs" / "files.md").read_text()
 
 
-def code_blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
+def code_blocks(language: str, text: str = README) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.S)
 
 
 def free_port() -> int:
@@ -100,7 +104,7 @@ def test_curl_examples(service: tuple[str, str]) -> None:
 
 def test_python_example(service: tuple[str, str]) -> None:
     _, dsn = service
-    block = next(b for b in code_blocks("python") if "AsyncMemex" in b)
+    block = next(b for b in code_blocks("python", PYTHON_PAGE) if "AsyncMemex" in b)
     out = subprocess.run(
         [sys.executable, "-c", block],
         capture_output=True,
@@ -114,7 +118,7 @@ def test_python_example(service: tuple[str, str]) -> None:
 
 def test_file_memory_examples(service: tuple[str, str]) -> None:
     base, dsn = service
-    block = next(b for b in code_blocks("python") if "write_file" in b)
+    block = next(b for b in code_blocks("python", FILES_PAGE) if "write_file" in b)
     out = subprocess.run(
         [sys.executable, "-c", block],
         capture_output=True,
@@ -125,7 +129,7 @@ def test_file_memory_examples(service: tuple[str, str]) -> None:
     ).stdout
     assert "- dark mode\n- green tea\n" in out and "+- green tea" in out
     assert "user/profile.md ## Preferences\n- dark mode\n- green tea" in out
-    script = next(b for b in code_blocks("bash") if "/v1/files" in b)
+    script = next(b for b in code_blocks("bash", FILES_PAGE) if "/v1/files" in b)
     out = subprocess.run(
         ["bash", "-euc", script.replace("localhost:8000", base.removeprefix("http://"))],
         capture_output=True,

@@ -38,6 +38,7 @@ from memexdb.errors import (
 )
 from memexdb.mcp.tenant import ArgumentTenant, Caller, Tenant, TenantResolver
 from memexdb.params import (
+    CONTENT_MAX_CHARS,
     DEFAULT_ALPHA,
     DEFAULT_FILE_LIST_LIMIT,
     DEFAULT_HALF_LIFE_DAYS,
@@ -497,9 +498,9 @@ def build_mcp_server(
         path: FilePath,
         ctx: Context[Any, Any],
         heading: Annotated[str | None, Field(max_length=200)] = None,
-        append: Annotated[str | None, Field(max_length=32768)] = None,
-        old_text: Annotated[str | None, Field(max_length=32768)] = None,
-        new_text: Annotated[str | None, Field(max_length=32768)] = None,
+        append: Annotated[str | None, Field(max_length=CONTENT_MAX_CHARS)] = None,
+        old_text: Annotated[str | None, Field(max_length=CONTENT_MAX_CHARS)] = None,
+        new_text: Annotated[str | None, Field(max_length=CONTENT_MAX_CHARS)] = None,
         base_revision: BaseRevision = None,
     ) -> FileOut:
         """Change part of a memory file. Either `append` text under a markdown `heading`

@@ -71,16 +71,10 @@ async def runs(request: Request) -> Response:
 async def run_now(request: Request) -> Response:
     body = await body_of(request, DreamRunRequest)
     memex = memex_of(request)
-    dry, force = body.dry_run, body.force
+    tenant = None
     if body.agent_id is not None and body.user_id is not None:
         tenant = (body.agent_id, body.user_id)
-        done = await consolidation.condense(memex, tenant, dry_run=dry, force=force)
-        done += await consolidation.dream(memex, tenant, dry_run=dry, force=force)
-    elif dry:
-        done = await consolidation.condense(memex, dry_run=True)
-        done += await consolidation.dream(memex, dry_run=True)
-    else:
-        done = await consolidation.tick(memex)
+    done = await consolidation.run_now(memex, tenant, dry_run=body.dry_run, force=body.force)
     return json_of(RunList(runs=[RunOut.model_validate(r) for r in done], next_before=None))
 
 

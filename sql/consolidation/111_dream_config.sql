@@ -1,0 +1,27 @@
+-- privileges: tenant
+-- memex.dream_config: the consolidation ("dreaming") settings, each from memex.settings
+-- (name dream_<key>) or its default here: the one definition of the defaults.
+--   enabled           master switch of every consolidation job (pg_cron's and the service's)
+--   interval_seconds  how often the service's scheduler runs a tick (pg_cron: its schedule)
+--   grace_minutes     a tenant is left alone until its memories and files have been quiet
+--                     this long
+--   threshold         episodic memories (live) a tenant must exceed to be condensed
+--   batch_size        the oldest episodic memories condensed into one summary
+--   summary_chars     longest extractive summary (sentences are kept whole)
+--   write_budget      most summaries and file rewrites one tick writes, over all tenants
+--   concurrency       most tenants one tick works on
+create or replace function memex.dream_config()
+returns jsonb
+language sql
+stable
+set search_path = pg_catalog, pg_temp
+as $$
+    select '{"enabled": true, "interval_seconds": 300, "grace_minutes": 60,
+             "threshold": 100, "batch_size": 50, "summary_chars": 4000,
+             "write_budget": 20, "concurrency": 4}'::jsonb
+           || coalesce((select jsonb_object_agg(substr(s.name, 7), s.value)
+                        from memex.settings s where s.name like 'dream\_%'), '{}')
+$$;
+
+comment on function memex.dream_config() is
+    'Consolidation settings (dream_* in memex.settings, else their defaults) as jsonb.';

@@ -1,0 +1,49 @@
+-- privileges: service
+-- memex._tenant_counts: keep memex.tenants.memory_count in step with memex.memories.
+-- Statement-level with transition tables, so a 10k-row import is one upsert per tenant,
+-- not 10k updates of one hot row. memex.maintenance reads the count to move tenants into
+-- the ANN index. The upsert also locks the tenant's row: if memex.index_tenant moved the
+-- tenant in after memex._ann_on_insert read tenants.ann = false for a new row, that row
+-- is moved in here, so an indexed tenant never has rows outside the index.
+create or replace function memex._tenant_counts()
+returns trigger
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if tg_op = 'INSERT' then
+        with counted as (
+            insert into memex.tenants as t (agent_id, user_id, memory_count)
+            select n.agent_id, n.user_id, count(*) from new_rows n group by 1, 2
+            order by 1, 2  -- a fixed lock order keeps concurrent imports deadlock-free
+            on conflict (agent_id, user_id)
+                do update set memory_count = t.memory_count + excluded.memory_count
+            returning t.agent_id, t.user_id, t.ann
+        )
+        update memex.memories m set ann = true
+        from new_rows n join counted c using (agent_id, user_id)
+        where c.ann and not n.ann and m.id = n.id;
+    else
+        update memex.tenants t
+        set memory_count = greatest(t.memory_count - d.n, 0)
+        from (select o.agent_id, o.user_id, count(*) as n
+              from old_rows o group by 1, 2) d
+        where t.agent_id = d.agent_id and t.user_id = d.user_id;
+    end if;
+    return null;
+end
+$$;
+
+comment on function memex._tenant_counts() is
+    'Trigger: maintain memex.tenants.memory_count on insert/delete of memories.';
+
+create or replace trigger memories_count_insert
+    after insert on memex.memories
+    referencing new table as new_rows
+    for each statement execute function memex._tenant_counts();
+
+create or replace trigger memories_count_delete
+    after delete on memex.memories
+    referencing old table as old_rows
+    for each statement execute function memex._tenant_counts();

@@ -1,0 +1,92 @@
+-- privileges: tenant
+-- memex.import_memories: restore exported memories (memexdb import), keeping their ids
+-- and timestamps exactly. Parallel arrays as memex.store_many, plus p_ids (null items get
+-- a new id) and p_updated_at (null: now()); every item is checked as store_many
+-- checks it. An id that already exists (in any tenant), or an id repeated in the batch
+-- after its first item, is skipped, not overwritten, so an import can be re-run after a
+-- failure. Returns the memories inserted, in input order. p_lineage (null items: none)
+-- restores what consolidation recorded: {"source_ids": [...], "superseded_by": <id>,
+-- "archived_at": <time>}.
+-- Every item counts against the store rate limit (memex._enforce_rate_limit: a batch of N
+-- memories costs N, counted per caller and per agent), or spends a reservation
+-- (memex.reserve_rate_limit) the caller made for it before embedding.
+create or replace function memex.import_memories(
+    p_ids uuid[],
+    p_agent_ids text[],
+    p_user_ids text[],
+    p_contents text[],
+    p_embeddings vector[],
+    p_embedding_model text,
+    p_memory_types memex.memory_type[] default null,
+    p_importances double precision[] default null,
+    p_metadata jsonb[] default null,
+    p_created_at timestamptz[] default null,
+    p_updated_at timestamptz[] default null,
+    p_expires_at timestamptz[] default null,
+    p_lineage jsonb[] default null
+)
+returns setof memex.memory_record
+language plpgsql
+volatile
+set search_path = pg_catalog, public, pg_temp
+as $$
+declare
+    v_agent text;
+    v_user  text;
+    v_items integer;
+begin
+    perform memex._check_memories(
+        p_agent_ids, p_user_ids, p_contents, p_embeddings, p_embedding_model,
+        array[cardinality(p_ids), cardinality(p_memory_types), cardinality(p_importances),
+              cardinality(p_metadata), cardinality(p_created_at), cardinality(p_updated_at),
+              cardinality(p_expires_at), cardinality(p_lineage)],
+        p_importances, p_metadata);
+
+    for v_agent, v_user in select distinct a, u from unnest(p_agent_ids, p_user_ids) t(a, u)
+                          order by 1, 2 loop
+        perform memex._authorize(v_agent, v_user, 'write');
+    end loop;
+    for v_agent, v_items in select a, count(*)::integer from unnest(p_agent_ids) a
+                            group by a order by a loop
+        perform memex._enforce_rate_limit('store', v_agent, v_items);
+    end loop;
+
+    return query
+    with items as (  -- an id given twice in the batch: the first one counts
+        select distinct on (1) coalesce(p_ids[i.ord], gen_random_uuid()) as id, i.*
+        from unnest(p_agent_ids, p_user_ids, p_contents, p_embeddings)
+             with ordinality as i(agent_id, user_id, content, embedding, ord)
+        order by 1, i.ord
+    ),
+    inserted as (
+        insert into memex.memories as m
+            (id, agent_id, user_id, memory_type, content, embedding, embedding_model,
+             importance, metadata, expires_at, created_at, updated_at, source_ids,
+             superseded_by, archived_at)
+        select it.id, it.agent_id, it.user_id,
+               coalesce(p_memory_types[it.ord], 'episodic'), it.content, it.embedding,
+               p_embedding_model, coalesce(p_importances[it.ord], 1.0),
+               coalesce(p_metadata[it.ord], '{}'), p_expires_at[it.ord],
+               coalesce(p_created_at[it.ord], now()),
+               coalesce(p_updated_at[it.ord], now()),
+               coalesce((select array_agg(s::uuid)
+                         from jsonb_array_elements_text(p_lineage[it.ord] -> 'source_ids') s),
+                        '{}'),
+               (p_lineage[it.ord] ->> 'superseded_by')::uuid,
+               (p_lineage[it.ord] ->> 'archived_at')::timestamptz
+        from items it
+        order by it.ord
+        on conflict (id) do nothing
+        returning m.id, memex._memory_record(m) as record
+    )
+    select (ins.record).*
+    from inserted ins join items it on it.id = ins.id
+    order by it.ord;
+end
+$$;
+
+comment on function memex.import_memories(uuid[], text[], text[], text[], vector[], text,
+                                          memex.memory_type[], double precision[], jsonb[],
+                                          timestamptz[], timestamptz[], timestamptz[],
+                                          jsonb[]) is
+    'Insert exported memories keeping ids and timestamps; existing ids are skipped.';

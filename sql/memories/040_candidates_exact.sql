@@ -1,0 +1,75 @@
+-- privileges: tenant-helper
+-- memex._candidates_exact: every live memory of one tenant with its cosine similarity and
+-- BM25 score: the exact, brute-force candidate set. memex.search uses it for tenants up
+-- to settings.exact_scan_max_rows, where a scan through the (agent_id, user_id,
+-- created_at) index is fast and recall is 1.0 by construction. BM25 statistics (document
+-- frequencies, mean length) come from the same scan, so they are exact for the tenant.
+-- The scan reads no tsvector: lengths are the stored memories.tsv_length (revision 0011),
+-- and the live memories holding a query term are found through the GIN index on tsv, so
+-- only theirs are read, and of each only the query terms are unnested (a 10k-memory
+-- tenant of paragraphs: bench/RESULTS.md "Paragraph-sized memories").
+-- p_metadata (null: any) keeps only memories whose metadata contains it, before scoring;
+-- p_include_archived adds the memories consolidation archived.
+-- Each row also carries best_text_rank, the tenant's highest BM25 score (the same on every
+-- row; null without a match), which memex.search divides by: taken from the few matching
+-- memories here, it spares the search a pass over every candidate (a window).
+
+create or replace function memex._candidates_exact(
+    p_agent_id text,
+    p_user_id text,
+    p_query_embedding vector,
+    p_terms text[],
+    p_memory_types memex.memory_type[],
+    p_embedding_model text,
+    p_now timestamptz,
+    p_metadata jsonb,
+    p_include_archived boolean default false
+)
+returns table (id uuid, importance double precision, created_at timestamptz,
+               similarity double precision, text_rank double precision,
+               best_text_rank double precision)
+language sql
+stable
+set search_path = pg_catalog, public, pg_temp
+as $$
+    with live as materialized (
+        select m.id, m.importance::double precision as importance, m.created_at,
+               1 - (m.embedding <=> p_query_embedding) as similarity, m.tsv_length as dl
+        from memex._live_memories(p_agent_id, p_user_id, p_memory_types, p_embedding_model,
+                                  p_now, p_metadata, p_include_archived) m
+    ),
+    any_term as (
+        select memex._any_term_query(p_terms) as q where cardinality(p_terms) > 0
+    ),
+    occurrences as (
+        -- one row per (live memory, query term it holds), the memories found through the
+        -- GIN index on tsv; ts_filter keeps only the query terms (marked weight A by
+        -- setweight) before unnest, so a paragraph's other ~100 lexemes are not expanded;
+        -- tf counts every position of the term
+        select m.id, t.lexeme, coalesce(cardinality(t.positions), 1) as tf, m.tsv_length as dl
+        from memex._live_memories(p_agent_id, p_user_id, p_memory_types, p_embedding_model,
+                                  p_now, p_metadata, p_include_archived) m
+             cross join any_term a
+             cross join lateral unnest(ts_filter(setweight(m.tsv, 'A', p_terms), '{a}')) t
+        where m.tsv @@ a.q and t.lexeme = any (p_terms)
+    ),
+    stats as (
+        select count(*)::double precision as n, avg(l.dl) as avgdl from live l
+    ),
+    bm25 as (
+        select o.id, sum(memex._bm25(o.tf, o.dl, f.df, s.n, s.avgdl)) as score
+        from occurrences o
+        join (select lexeme, count(*)::double precision as df
+              from occurrences group by lexeme) f using (lexeme)
+        cross join stats s
+        group by o.id
+    )
+    select l.id, l.importance, l.created_at, l.similarity, b.score,
+           (select max(x.score) from bm25 x)
+    from live l left join bm25 b on b.id = l.id
+$$;
+
+comment on function memex._candidates_exact(text, text, vector, text[],
+                                            memex.memory_type[], text, timestamptz, jsonb,
+                                            boolean) is
+    'All live memories of a tenant with similarity and BM25 score (exact search).';

@@ -1,0 +1,226 @@
+-- privileges: tenant-helper
+-- memex._candidates_ann: candidates for a tenant in the ANN index (tenants.ann): the union
+-- of the p_depth nearest neighbours (the HNSW or ivfflat index chosen with
+-- memex.configure_vector_index; memex.search sets its session settings, with iterative
+-- scans so the tenant filter does not starve the index), recency candidates among the
+-- p_recent most recent memories (recency can outweigh a small lead in similarity: at
+-- alpha 0.7 the best ten of a large tenant are mostly recent memories ranked far below
+-- the nearest few hundred, bench/RESULTS.md; and alpha = 0 sees what is newest) and the
+-- memories holding the rarest query terms (GIN index): terms are taken rarest first while
+-- fewer than p_depth memories hold a rarer one, and of the last term taken the 4 p_depth
+-- memories holding the most query terms, since BM25 weighs a term by its rarity (ranking
+-- every match by ts_rank instead, blind to rarity, read every memory holding a common
+-- word and missed the best BM25 matches). Each is scored like the exact path; BM25
+-- document frequencies are counted over the whole tenant through the GIN index, once per
+-- query term. p_metadata (null: any) keeps only memories whose metadata contains it, inside
+-- each branch (the HNSW iterative scan goes on until it has p_depth that match);
+-- p_include_archived adds the memories consolidation archived.
+--
+-- Recency candidates that cannot reach the top k are skipped unread. When p_top_k is
+-- given (memex.search's vector-only ranking, where the score is memex._score(similarity,
+-- recency, importance, p_alpha)) and the request filters on neither memory types nor
+-- metadata (memex._ann_bounded, the one statement of that condition), the newest p_recent
+-- entries of the tenant's (agent_id, user_id, created_at) index, which carries importance
+-- and id (revision 0012), are read without the table: a memory that is not among the
+-- p_depth nearest has a similarity of at most the least similarity among them (s_min), so
+-- its score is at most memex._score(s_min, its recency, its importance, p_alpha). Only
+-- the entries whose bound reaches the k-th best score already known (among the nearest
+-- and, when alpha is given, the p_depth newest, scored in full) are read from the table
+-- and scored. The top k is then the same as ranking all p_recent newest, with one caveat:
+-- the ANN index's order is approximate, so a memory more similar than s_min that the
+-- index did not return can be skipped (the old union scored it if it was among the
+-- newest). Entries of memories that are archived, expired or of another embedding model
+-- count towards p_recent here (they are dropped when read). With memory type or metadata
+-- filters, query terms or the context window (p_top_k null: relevance is not the
+-- similarity) the p_recent newest live memories are all scored.
+--
+-- p_neighbours (memex.search passes 2 when its context window is on) adds the p_neighbours
+-- live memories just before and just after each nearest and text-matching memory, in the
+-- window's (created_at, id) order: a memory's context relevance comes from its true
+-- neighbours in time, as on the exact path, not from whichever other candidates are
+-- next to it, and a memory next to a strong hit can be ranked on its context.
+create or replace function memex._candidates_ann(
+    p_agent_id text,
+    p_user_id text,
+    p_query_embedding vector,
+    p_terms text[],
+    p_memory_types memex.memory_type[],
+    p_embedding_model text,
+    p_now timestamptz,
+    p_depth integer,
+    p_recent integer,
+    p_metadata jsonb,
+    p_include_archived boolean default false,
+    p_top_k integer default null,
+    p_alpha double precision default null,
+    p_half_life_days double precision default null,
+    p_neighbours integer default 0
+)
+returns setof memex._candidate
+language sql
+stable
+set search_path = pg_catalog, public, pg_temp
+-- Plan every call for its tenant: a cached generic plan assumes an average-sized tenant
+-- (with 1,000 tenants, ~0.1 % of the rows) and sorts the whole tenant by distance instead
+-- of using the vector index, ~0.5-1.3 s instead of ~50 ms for a 200k tenant (bench/RESULTS.md).
+set plan_cache_mode = force_custom_plan
+as $$
+    with live as not materialized (
+        select m.* from memex._live_memories(p_agent_id, p_user_id, p_memory_types,
+                                             p_embedding_model, p_now, p_metadata,
+                                             p_include_archived) m
+    ),
+    any_term as (
+        select memex._any_term_query(p_terms) as q where cardinality(p_terms) > 0
+    ),
+    frequencies as materialized (
+        -- materialized: inlined, the count ran once per occurrence instead of once per
+        -- term (a 20k tenant: 1,077 counts of 3.7 ms, 4 s per search)
+        select t as lexeme,
+               (select count(*) from live l where l.tsv @@ quote_literal(t)::tsquery)::double precision
+                   as df
+        from unnest(p_terms) t
+    ),
+    nearest as materialized (
+        -- Each branch carries the columns the ranking needs from the rows its index scan
+        -- has already read, so no candidate is looked up a second time.
+        select l.id, l.importance::double precision as importance, l.created_at,
+               1 - (l.embedding <=> p_query_embedding) as similarity
+        from live l
+        where l.ann  -- implies the ANN index's predicate, so the planner may use it
+          and p_query_embedding is not null
+        order by l.embedding <=> p_query_embedding limit p_depth
+    ),
+    newest as materialized (
+        -- all p_recent newest without pruning; the p_depth newest (scored in full, to
+        -- raise the k-th score before the bound is tested) with it and alpha given
+        select l.id, l.importance::double precision as importance, l.created_at,
+               1 - (l.embedding <=> p_query_embedding) as similarity
+        from live l
+        where p_alpha is not null
+           or not memex._ann_bounded(p_top_k, p_query_embedding, p_terms, p_memory_types,
+                                     p_metadata)
+        order by l.created_at desc
+        limit case when memex._ann_bounded(p_top_k, p_query_embedding, p_terms, p_memory_types,
+                                           p_metadata)
+                   then p_depth else p_recent end
+    ),
+    rare_terms as (
+        -- the rarest query terms, as long as fewer than p_depth memories hold a rarer one
+        -- (always the rarest): the memories with the most BM25 to gain hold these
+        select f.lexeme, f.df
+        from (select f.lexeme, f.df, sum(f.df) over (order by f.df, f.lexeme) - f.df as rarer
+              from frequencies f where f.df > 0) f
+        where f.rarer < p_depth
+    ),
+    text_best as materialized (
+        -- every memory holding one of the rarer terms (fewer than p_depth), and of those
+        -- holding the last, most common one taken, the 4 p_depth holding the most query
+        -- terms (ts_rank), when they are few enough to rank (25 p_depth); else any 4
+        -- p_depth of them: a term that common weighs little in BM25
+        select distinct l.id, l.importance, l.created_at, l.similarity
+        from rare_terms t
+        cross join lateral (
+            (select l.id, l.importance::double precision as importance, l.created_at,
+                    1 - (l.embedding <=> p_query_embedding) as similarity
+             from live l, any_term a
+             where t.df <= 25 * p_depth and l.tsv @@ quote_literal(t.lexeme)::tsquery
+             order by ts_rank(l.tsv, a.q) desc
+             limit 4 * p_depth)
+            union all
+            (select l.id, l.importance::double precision, l.created_at,
+                    1 - (l.embedding <=> p_query_embedding)
+             from live l
+             where t.df > 25 * p_depth and l.tsv @@ quote_literal(t.lexeme)::tsquery
+             limit 4 * p_depth)
+        ) l
+    ),
+    neighbours as (
+        -- the p_neighbours live memories just before and just after each nearest and
+        -- text-matching one, in memex.search's window order (created_at, id): its context
+        -- takes relevance from them, and they take it from the hit
+        select n.*
+        from (select * from nearest union select * from text_best) h
+        cross join lateral (
+            (select l.id, l.importance::double precision as importance, l.created_at,
+                    1 - (l.embedding <=> p_query_embedding) as similarity
+             from live l
+             where (l.created_at, l.id) < (h.created_at, h.id)
+             order by l.created_at desc, l.id desc limit p_neighbours)
+            union all
+            (select l.id, l.importance::double precision, l.created_at,
+                    1 - (l.embedding <=> p_query_embedding)
+             from live l
+             where (l.created_at, l.id) > (h.created_at, h.id)
+             order by l.created_at, l.id limit p_neighbours)
+        ) n
+        where p_neighbours > 0
+    ),
+    bar as materialized (  -- the least similarity among the nearest and the k-th best score known
+        select (select min(n.similarity) from nearest n) as similarity,
+               (select s.score
+                from (select memex._score(k.similarity,
+                                          memex._recency(k.created_at, p_now, p_half_life_days),
+                                          k.importance, p_alpha) as score
+                      from (select * from nearest union select * from newest) k) s
+                order by s.score desc offset p_top_k - 1 limit 1) as score
+        where memex._ann_bounded(p_top_k, p_query_embedding, p_terms, p_memory_types, p_metadata)
+    ),
+    entries as (  -- with pruning: the p_recent newest index entries (an index-only scan)
+        select r.id, r.created_at, r.importance
+        from memex.memories r
+        where memex._ann_bounded(p_top_k, p_query_embedding, p_terms, p_memory_types, p_metadata)
+          and r.agent_id = p_agent_id and r.user_id = p_user_id
+        order by r.created_at desc limit p_recent
+    ),
+    reachable as (  -- the entries whose bound reaches the k-th score, read and scored
+        select l.id, l.importance::double precision as importance, l.created_at,
+               1 - (l.embedding <=> p_query_embedding) as similarity
+        from entries e cross join bar b join live l on l.id = e.id
+        where b.score is null  -- fewer than k known: no bound
+           or memex._score(b.similarity, memex._recency(e.created_at, p_now, p_half_life_days),
+                           e.importance::double precision, p_alpha) >= b.score
+    ),
+    picked as (
+        select * from nearest
+        union
+        select * from newest
+        union
+        select * from reachable
+        union
+        select * from text_best
+        union
+        select * from neighbours
+    ),
+    candidates as materialized (
+        -- tsvectors only when there are query terms (modes text and hybrid)
+        select p.id, p.importance, p.created_at, p.similarity, t.tsv
+        from picked p
+        left join lateral (select m.tsv from memex.memories m
+                           where m.id = p.id and cardinality(p_terms) > 0) t on true
+    ),
+    stats as (  -- the tenant's size from memex.tenants; counting 100k+ rows per query would not do
+        select greatest(coalesce(max(t.memory_count), 1), 1)::double precision as n
+        from memex.tenants t where t.agent_id = p_agent_id and t.user_id = p_user_id
+    ),
+    occurrences as (
+        select c.id, t.lexeme, coalesce(cardinality(t.positions), 1) as tf, length(c.tsv) as dl,
+               avg(length(c.tsv)) over () as avgdl
+        from candidates c cross join lateral unnest(ts_filter(setweight(c.tsv, 'A', p_terms), '{a}')) t
+        where cardinality(p_terms) > 0 and t.lexeme = any (p_terms)
+    ),
+    bm25 as (
+        select o.id, sum(memex._bm25(o.tf, o.dl, f.df, s.n, o.avgdl)) as score
+        from occurrences o join frequencies f using (lexeme) cross join stats s
+        group by o.id
+    )
+    select c.id, c.importance, c.created_at, c.similarity, b.score
+    from candidates c left join bm25 b on b.id = c.id
+$$;
+
+comment on function memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
+                                          text, timestamptz, integer, integer, jsonb,
+                                          boolean, integer, double precision,
+                                          double precision, integer) is
+    'Nearest, newest (those that can reach the top k) and best text-matching memories of a'
+    ' large tenant, scored (ANN search).';

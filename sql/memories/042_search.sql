@@ -1,0 +1,279 @@
+-- privileges: tenant
+-- memex.search: the memories of one tenant ranked by relevance and recency, in one call.
+--
+--   mode      = p_mode, or when not given (null, the default): 'hybrid' if no alpha is
+--               given and there is a query text, else 'vector' (memex's)
+--   relevance = cosine similarity                              (mode 'vector')
+--             | bm25 / best bm25                               (mode 'text')
+--             | w * cosine + (1 - w) * bm25 / best bm25        (mode 'hybrid', w =
+--                                                               settings.hybrid_vector_weight)
+--   then, with context weight c (default 0 in mode 'vector', settings.context_weight
+--   otherwise), each memory also takes relevance from its neighbours in time:
+--   relevance = (r + c * max(r of the memories just before and after)
+--                  + c/2 * max(r of the memories two before and after)) / (1 + 1.5 c)
+--   recency   = exp(-ln2 / half_life_days * age_days), half_life_days when not given
+--               (null, the default): 90 without alpha, 30 (memex's) with alpha
+--   score     = (relevance + 0.25 * recency * |relevance|) * importance
+--                   when alpha is not given (null, the default): recency is a bounded
+--                   tiebreaker, at most 25 % on top of relevance (bench/RESULTS.md,
+--                   "Recall by default"), so the past stays findable and the newer of
+--                   two equally relevant memories (an updated fact) ranks first
+--             | (alpha * relevance + (1 - alpha) * recency) * importance
+--                   when alpha is given (the memex formula)
+--
+-- With importance 1.0 (the default), mode 'vector' and an explicit alpha, this is exactly
+-- the memex formula; importance 0..2 scales a memory's score. BM25 matches any query term
+-- (english stemming, stop words dropped). Tenants are ranked exactly (every row scored) until they are moved
+-- into the ANN index (tenants.ann: memex.maintenance does it past
+-- settings.exact_scan_max_rows); those rank the union of the nearest (from the ANN index
+-- chosen with memex.configure_vector_index, HNSW by default), newest and best
+-- text-matching settings.ann_candidates rows (never fewer than top_k when that many
+-- match; the newest settings.ann_recent_candidates when alpha is given, since recency
+-- then outweighs relevance) and, with context, the two memories before and after each
+-- nearest and text-matching one. Ties break on newer first, then id. p_now fixes "now" for replays and tests.
+-- p_metadata (a JSON object; null: any) keeps only memories whose metadata contains it
+-- (metadata @> p_metadata), before ranking: it filters the candidates, not the top k.
+-- Memories archived by consolidation are ranked too with p_include_archived (by default
+-- their summary stands in for them).
+create or replace function memex.search(
+    p_agent_id text,
+    p_user_id text,
+    p_query_embedding vector,
+    p_top_k integer default 10,
+    p_alpha double precision default null,
+    p_half_life_days double precision default null,
+    p_memory_types memex.memory_type[] default null,
+    p_query_text text default null,
+    p_mode text default null,
+    p_embedding_model text default null,
+    p_now timestamptz default null,
+    p_context_weight double precision default null,
+    p_metadata jsonb default null,
+    p_include_archived boolean default false
+)
+returns setof memex.search_hit
+language plpgsql
+volatile
+set search_path = pg_catalog, public, pg_temp
+-- One generic plan per statement, reused by every call: planning the ranking query anew
+-- for each call was half of a small tenant's search (0.58 -> 0.27 ms of backend CPU,
+-- bench/RESULTS.md "Load test"). Nothing here gains from the caller's values: the exact
+-- branch is a tenant index scan whatever the tenant, and the ANN candidates are planned
+-- per tenant inside memex._candidates_ann (force_custom_plan).
+set plan_cache_mode = force_generic_plan
+as $$
+declare
+    v_now      timestamptz := coalesce(p_now, now());
+    v_terms    text[];
+    v_context  double precision;
+    v_weight   double precision := memex._setting('hybrid_vector_weight', '0.5')::double precision;
+    v_exact    boolean;
+    v_depth    integer;
+    v_recent   integer;
+    v_gucs     text[];  -- session settings of the ANN index (memex._vector_index_settings)
+    v_values   text[];
+    v_defaults text[];
+    v_saved    text[];
+begin
+    perform memex._check_tenant(p_agent_id, p_user_id);
+    if p_top_k is null or p_top_k not between 1 and 100 then
+        perform memex._invalid('top_k', 'must be between 1 and 100');
+    end if;
+    if p_alpha is not null and p_alpha not between 0 and 1 then
+        perform memex._invalid('alpha', 'must be between 0 and 1');
+    end if;
+    -- a shorter half-life would overflow the decay's exponent (ln 2 / half-life * age)
+    if p_half_life_days is not null and p_half_life_days not between 0.001 and 36500 then
+        perform memex._invalid('half_life_days', 'must be between 0.001 and 36500 days');
+    end if;
+    -- no half-life sent: 90 days for the default formula (a tiebreak that still tells
+    -- apart memories months apart), memex's 30 days when alpha is sent
+    p_half_life_days := coalesce(p_half_life_days, case when p_alpha is null then 90 else 30 end);
+    -- no mode sent: hybrid for the default ranking (no alpha) when there is a query text;
+    -- vector (memex's) when alpha is sent or there is only an embedding
+    p_mode := coalesce(p_mode,
+                       case when p_alpha is null
+                                 and coalesce(btrim(p_query_text, E' \t\n\r\f\x0b'), '') <> ''
+                            then 'hybrid' else 'vector' end);
+    if p_mode not in ('vector', 'text', 'hybrid') then
+        perform memex._invalid('mode', 'must be one of vector, text, hybrid');
+    end if;
+    if p_mode <> 'text' then
+        if p_query_embedding is null then
+            perform memex._invalid('query_embedding', 'is required in mode ' || p_mode);
+        end if;
+        if vector_dims(p_query_embedding) <> memex.embedding_dims() then
+            perform memex._invalid('query_embedding',
+                format('must have %s dimensions, not %s', memex.embedding_dims(),
+                       vector_dims(p_query_embedding)));
+        end if;
+    else
+        p_query_embedding := null;
+    end if;
+    if p_mode <> 'vector' then
+        if coalesce(btrim(p_query_text, E' \t\n\r\f\x0b'), '') = '' then
+            perform memex._invalid('query_text', 'is required in mode ' || p_mode);
+        end if;
+        if length(p_query_text) > 8000 then
+            perform memex._invalid('query_text', 'must be at most 8000 characters');
+        end if;
+        v_terms := memex._query_terms(p_query_text);
+    end if;
+    if p_context_weight is not null and p_context_weight not between 0 and 1 then
+        perform memex._invalid('context_weight', 'must be between 0 and 1');
+    end if;
+    perform memex._check_metadata(p_metadata);
+    -- Weights to 6 decimals: a subnormal weight (5e-324) times a relevance would make
+    -- Postgres raise an underflow error instead of ranking.
+    p_alpha := round(p_alpha::numeric, 6)::double precision;
+    p_context_weight := round(p_context_weight::numeric, 6)::double precision;
+    v_context := coalesce(p_context_weight,
+                          case when p_mode = 'vector' then 0
+                               else memex._setting('context_weight', '0.5')::double precision end);
+    perform memex._authorize(p_agent_id, p_user_id, 'read');
+    perform memex._enforce_rate_limit('search', p_agent_id);
+
+    -- Tenants in the ANN index (memex.index_tenant; memex.maintenance moves tenants in
+    -- once they pass settings.exact_scan_max_rows) take the ANN path, all others are
+    -- scanned exactly.
+    select not t.ann into v_exact
+    from memex.tenants t where t.agent_id = p_agent_id and t.user_id = p_user_id;
+    v_exact := coalesce(v_exact, true);
+    v_depth := greatest(p_top_k, memex._setting('ann_candidates', '200')::integer);
+    -- newest memories among the ANN candidates: only recency's weight makes them matter.
+    -- Without alpha recency adds at most 25 %, so the newest matter no more than any other
+    -- memory, except to the vector-only ranking, which bounds them all unread
+    -- (memex._candidates_ann).
+    v_recent := case when p_alpha = 1 or (p_alpha is null and not (p_mode = 'vector'
+                                                                   and v_context = 0))
+                     then v_depth
+                     else greatest(v_depth,
+                                   memex._setting('ann_recent_candidates', '5000')::integer)
+                end;
+
+    if not v_exact then
+        -- The ANN index's session settings (hnsw.* or ivfflat.*, with iterative scans so
+        -- the tenant filter does not starve the index); restored below so callers'
+        -- sessions are untouched.
+        select array_agg(g.name), array_agg(g.value), array_agg(g.default_value)
+        into v_gucs, v_values, v_defaults
+        from memex._vector_index_settings(v_depth) g;
+        for i in 1 .. coalesce(cardinality(v_gucs), 0) loop
+            v_saved[i] := current_setting(v_gucs[i], true);
+            perform set_config(v_gucs[i], v_values[i], true);
+        end loop;
+    end if;
+
+    if p_mode = 'vector' and v_context = 0 then
+        -- Pure vector ranking (mode 'vector' without context, the memex request): relevance
+        -- is the similarity itself, so the
+        -- text statistics and the context window are skipped. Same formula and order as
+        -- the general query below (bench/RESULTS.md, "Scale benchmark": 2.1 -> 0.8 ms).
+        return query
+        with top as (
+            select r.*,
+                   memex._score(r.similarity, r.recency, r.importance, p_alpha) as score
+            from (
+                select c.id, c.importance, c.created_at, c.similarity,
+                       memex._recency(c.created_at, v_now, p_half_life_days) as recency
+                from (
+                    select m.id, m.importance::double precision as importance, m.created_at,
+                           1 - (m.embedding <=> p_query_embedding) as similarity
+                    from memex._live_memories(p_agent_id, p_user_id, p_memory_types,
+                                              p_embedding_model, v_now, p_metadata,
+                                              p_include_archived) m
+                    where v_exact
+                    union all
+                    select a.id, a.importance, a.created_at, a.similarity
+                    from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
+                                               v_terms, p_memory_types, p_embedding_model,
+                                               v_now, v_depth, v_recent, p_metadata,
+                                               p_include_archived, p_top_k, p_alpha,
+                                               p_half_life_days) a
+                    where not v_exact
+                ) c
+                offset 0  -- evaluate similarity and recency once per row
+            ) r
+            order by score desc, r.created_at desc, r.id
+            limit p_top_k
+        )
+        select m.id, m.agent_id, m.user_id, m.memory_type, m.content, t.importance,
+               m.metadata, m.created_at, m.expires_at, t.similarity, null::double precision,
+               t.similarity, t.recency, t.score
+        from top t join memex.memories m on m.id = t.id
+        order by t.score desc, t.created_at desc, t.id;
+    else
+        return query
+        with candidates as (
+            -- best_text_rank: the highest BM25 score among the candidates (the exact path
+            -- has it from its matching memories; the ANN path takes it over its candidates)
+            select c.* from memex._candidates_exact(p_agent_id, p_user_id, p_query_embedding,
+                                                    v_terms, p_memory_types,
+                                                    p_embedding_model, v_now, p_metadata,
+                                                    p_include_archived) c
+            where v_exact
+            union all
+            select c.*, max(c.text_rank) over () as best_text_rank
+            from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
+                                       v_terms, p_memory_types, p_embedding_model,
+                                       v_now, v_depth, v_recent, p_metadata,
+                                       p_include_archived,
+                                       p_neighbours => case when v_context > 0 then 2 else 0 end) c
+            where not v_exact
+        ),
+        normalised as (
+            select c.id, c.importance, c.created_at, c.similarity, c.text_rank,
+                   case p_mode
+                       when 'vector' then c.similarity
+                       when 'text'
+                           then coalesce(c.text_rank / nullif(c.best_text_rank, 0), 0)
+                       else v_weight * c.similarity
+                            + (1 - v_weight)
+                              * coalesce(c.text_rank / nullif(c.best_text_rank, 0), 0)
+                   end as own
+            from candidates c
+        ),
+        scored as (
+            select n.id, n.importance, n.similarity, n.text_rank, n.created_at,
+                   (n.own
+                    + v_context * coalesce(greatest(lag(n.own) over w, lead(n.own) over w), 0)
+                    + v_context / 2
+                      * coalesce(greatest(lag(n.own, 2) over w, lead(n.own, 2) over w), 0))
+                   / (1 + 1.5 * v_context) as relevance,
+                   memex._recency(n.created_at, v_now, p_half_life_days) as recency
+            from normalised n
+            window w as (order by n.created_at, n.id)
+        ),
+        top as (
+            select s.*, memex._score(s.relevance, s.recency, s.importance, p_alpha) as score
+            from scored s
+            order by score desc, s.created_at desc, s.id
+            limit p_top_k
+        )
+        select m.id, m.agent_id, m.user_id, m.memory_type, m.content, t.importance, m.metadata,
+               m.created_at, m.expires_at, t.similarity, t.text_rank, t.relevance, t.recency,
+               t.score
+        from top t
+             -- one primary-key lookup per row of the top k: for "limit p_top_k" the generic
+             -- plan assumes 10 % of the candidates, and would hash a small table whole
+             -- (a 1k-memory tenant: bench/RESULTS.md "Paragraph-sized memories"); offset 0
+             -- keeps the lookup per row
+             cross join lateral (
+                 select m.id, m.agent_id, m.user_id, m.memory_type, m.content, m.metadata,
+                        m.created_at, m.expires_at
+                 from memex.memories m where m.id = t.id offset 0
+             ) m
+        order by t.score desc, t.created_at desc, t.id;
+    end if;
+
+    for i in 1 .. coalesce(cardinality(v_gucs), 0) loop
+        perform set_config(v_gucs[i], coalesce(v_saved[i], v_defaults[i]), true);
+    end loop;
+end
+$$;
+
+comment on function memex.search(text, text, vector, integer, double precision,
+                                 double precision, memex.memory_type[], text, text, text,
+                                 timestamptz, double precision, jsonb, boolean) is
+    'Rank a tenant''s memories: relevance with recency as a bounded tiebreaker, or'
+    ' (alpha*relevance + (1-alpha)*recency) when alpha is given; times importance.';

@@ -1,0 +1,37 @@
+-- privileges: tenant
+-- memex.forget: delete one memory of a tenant and return it. Raises SQLSTATE MX404 when
+-- the id does not exist for this tenant (another tenant's id is indistinguishable from a
+-- missing one, so ids leak nothing across tenants). Forgetting a consolidation summary
+-- brings its archived sources back (live again), so that nothing is lost with it.
+create or replace function memex.forget(p_agent_id text, p_user_id text, p_id uuid)
+returns memex.memory_record
+language plpgsql
+volatile
+set search_path = pg_catalog, public, pg_temp
+as $$
+declare
+    v_result memex.memory_record;
+begin
+    perform memex._check_tenant(p_agent_id, p_user_id);
+    perform memex._authorize(p_agent_id, p_user_id, 'write');
+    perform memex._enforce_rate_limit('store', p_agent_id);
+    if exists (select from memex.memories m
+               where m.id = p_id and m.agent_id = p_agent_id and m.user_id = p_user_id
+                 and m.path is not null) then
+        -- a file keeps a revision of every change: memex.delete_file deletes it
+        perform memex._invalid('id', 'is a file: delete it with memory_delete (by its path)');
+    end if;
+    update memex.memories m set archived_at = null, superseded_by = null
+    where m.superseded_by = p_id and m.agent_id = p_agent_id and m.user_id = p_user_id;
+    delete from memex.memories m
+    where m.id = p_id and m.agent_id = p_agent_id and m.user_id = p_user_id
+    returning (memex._memory_record(m)).* into v_result;
+    if v_result.id is null then
+        raise exception 'memory % not found', p_id using errcode = 'MX404';
+    end if;
+    return v_result;
+end
+$$;
+
+comment on function memex.forget(text, text, uuid) is
+    'Delete one memory of tenant (agent_id, user_id); MX404 if it is not theirs or absent.';

@@ -1,0 +1,47 @@
+-- privileges: tenant
+-- memex.erase_user: delete every row of tenant (agent_id, user_id) from every table keyed
+-- by the tenant, archived and expired memories included, and return one row per table
+-- with the number of rows deleted. A table that later issues add (files, revisions,
+-- access log...) is one more name in v_tables, each holding agent_id and user_id; the
+-- order matters where rows depend on others (memories before tenants, whose counts the
+-- memories' delete trigger updates). memex.rate_limits is keyed by agent, not by user, so
+-- an erased user leaves nothing there. A security definer (owned by memex_owner, so
+-- row-level security still applies): history tables are append-only for every caller,
+-- and erasure is the one function that deletes them, after memex._authorize.
+-- The erasure is in memex.audit_log (who, when, how many rows), never what was erased.
+create or replace function memex.erase_user(p_agent_id text, p_user_id text)
+returns table (table_name text, deleted bigint)
+language plpgsql
+volatile
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_tables text[] := array[
+        'memories',
+        'tenants',
+        'file_revisions',
+        'access_log',
+        'consolidation_runs'
+    ];
+    v_table  text;
+    v_count  bigint;
+    v_counts jsonb := '{}';
+begin
+    perform memex._check_tenant(p_agent_id, p_user_id);
+    perform memex._authorize(p_agent_id, p_user_id, 'write');
+    foreach v_table in array v_tables loop
+        execute format('delete from memex.%I where agent_id = $1 and user_id = $2', v_table)
+            using p_agent_id, p_user_id;
+        get diagnostics v_count = row_count;
+        table_name := v_table;
+        deleted := v_count;
+        v_counts := v_counts || jsonb_build_object(v_table, v_count);
+        return next;
+    end loop;
+    perform memex._audit('user.erase', p_agent_id, p_user_id, jsonb_build_object('deleted', v_counts));
+end
+$$;
+
+comment on function memex.erase_user(text, text) is
+    'Delete every row of tenant (agent_id, user_id) in every tenant table; counts per table.';

@@ -1,0 +1,100 @@
+-- Who may use what, re-applied after every migrate (a test reads it back). Nothing is
+-- granted to PUBLIC. memex_app is the service: it enters a caller per transaction
+-- (memex._enter) and may run every function, the operator's and the scheduled jobs'
+-- included. memex_tenant is the group of login roles bound to one tenant for direct SQL
+-- (memex.bind_sql_role): the tenant API, the read-only helpers it runs as its caller, and
+-- the tenant tables under row-level security. API keys, SQL role bindings, the audit log,
+-- the lock secret and the rate-limit counters are reached only through security definer
+-- functions. memex_owner (no login, no BYPASSRLS) owns the tables and every security
+-- definer function, so row-level security (forced on the tenant tables) still applies
+-- inside them: a definer function is a second wall, not a door.
+--
+-- History is evidence: file revisions, the access log, consolidation runs and the audit
+-- log are append-only for every caller. They are written only by the functions that make
+-- the change (the file functions, consolidation, dreaming: security definers that record
+-- the revision in the same transaction), and deleted only by memex.erase_user (a tenant's
+-- own erasure) and memex.maintenance (the access log's retention). The internal writers
+-- (memex._record_revision, _log_access, _audit, _save_file, _lock_file, _lock_key) are not
+-- executable by tenant roles at all.
+revoke all on schema memex from public;
+revoke all on all tables in schema memex from public;
+revoke all on all sequences in schema memex from public;
+revoke execute on all functions in schema memex from public;
+revoke all on all tables in schema memex from memex_app, memex_tenant;
+revoke execute on all functions in schema memex from memex_app, memex_tenant;
+
+grant usage on schema memex to memex_app, memex_tenant;
+grant select, insert, update, delete on memex.memories, memex.tenants
+    to memex_app, memex_tenant;
+-- History: read only (see above).
+grant select on memex.file_revisions, memex.access_log, memex.consolidation_runs
+    to memex_app, memex_tenant;
+-- The embed queue is the service's alone (its embed worker).
+grant select, insert, update, delete on memex.embed_queue to memex_app;
+grant select on memex.settings to memex_app, memex_tenant;
+grant insert, update on memex.settings to memex_app;
+grant execute on all functions in schema memex to memex_app;
+
+-- The tenant API and the helpers it runs with its caller's rights: every function whose
+-- file declares `-- privileges: tenant` or `-- privileges: tenant-helper`; `service`
+-- functions (the operator's, the scheduled jobs', the internal writers) stay memex_app's.
+-- memexdb migrate reads the declarations from the files and passes them here, for this
+-- transaction only (memex.function_privileges: a JSON object, function name to class).
+-- A memex function without a declaration stops the migration: nothing is granted by
+-- default, and nothing unclassified goes unnoticed (tests/golden/privileges.txt is the
+-- catalog's record of the outcome).
+do $$
+declare
+    v_declared jsonb := nullif(current_setting('memex.function_privileges', true), '')::jsonb;
+    v_function record;
+begin
+    if v_declared is null then
+        raise exception 'memex: the grants need the functions'' privileges declarations'
+            using errcode = '55000',
+                  hint = 'apply the SQL layer with memexdb migrate, which passes them';
+    end if;
+    for v_function in
+        select p.oid::regprocedure as signature, p.proname::text as name from pg_proc p
+        where p.pronamespace = 'memex'::regnamespace order by 1
+    loop
+        case v_declared ->> v_function.name
+            when 'tenant', 'tenant-helper' then
+                execute format('grant execute on function %s to memex_tenant',
+                               v_function.signature);
+            when 'service' then
+                null;
+            else
+                raise exception 'memex: % has no privileges declaration', v_function.signature
+                    using errcode = '55000',
+                          hint = 'its sql/ file needs one line: -- privileges: tenant'
+                                 ' | tenant-helper | service';
+        end case;
+    end loop;
+end
+$$;
+
+-- memex_owner owns the tables (security definer functions create indexes on them) and
+-- every security definer function; it runs the other functions those call.
+grant usage, create on schema memex to memex_owner;
+grant execute on all functions in schema memex to memex_owner;
+do $$
+declare
+    v_object record;
+begin
+    for v_object in
+        select c.oid::regclass as name from pg_class c
+        join pg_namespace n on n.oid = c.relnamespace
+        where n.nspname = 'memex' and c.relkind in ('r', 'p')
+          and c.relowner <> 'memex_owner'::regrole
+    loop
+        execute format('alter table %s owner to memex_owner', v_object.name);
+    end loop;
+    for v_object in
+        select p.oid::regprocedure as name from pg_proc p
+        join pg_namespace n on n.oid = p.pronamespace
+        where n.nspname = 'memex' and p.prosecdef and p.proowner <> 'memex_owner'::regrole
+    loop
+        execute format('alter function %s owner to memex_owner', v_object.name);
+    end loop;
+end
+$$;

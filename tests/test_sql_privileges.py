@@ -1,0 +1,118 @@
+"""Who may run and read what, as the catalog says after migrate, against a golden record.
+
+Grants come from one declaration per function (the `-- privileges:` line of its sql/
+file, see memexdb.migrations.function_privileges); tests/golden/privileges.txt records
+their outcome: every memex function and relation with its owner, security definer flag,
+row-level security and grantees. A new function, a changed signature or a changed grant
+fails here until the record is regenerated and the diff reviewed:
+
+    MEMEX_UPDATE_GOLDEN=1 .venv/bin/pytest -n 0 -q tests/test_sql_privileges.py
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from memexdb import migrate
+from memexdb.embedded import EmbeddedPostgres
+from memexdb.errors import SetupError
+from memexdb.migrations import function_privileges, sql_files
+from tests.catalog import privileges
+from tests.conftest import drop_database, new_database
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "privileges.txt"
+HEADER = (
+    "# Generated from the catalog of a migrated database; do not edit by hand.\n"
+    "# Regenerate: MEMEX_UPDATE_GOLDEN=1 .venv/bin/pytest -n 0 -q tests/test_sql_privileges.py\n"
+)
+
+
+def test_privileges_match_the_golden_record(conn: psycopg.Connection) -> None:
+    lines = privileges(conn)
+    if os.environ.get("MEMEX_UPDATE_GOLDEN"):
+        GOLDEN.write_text(HEADER + "\n".join(lines) + "\n")
+    golden = [line for line in GOLDEN.read_text().splitlines() if line and not line.startswith("#")]
+    missing = sorted(set(golden) - set(lines))
+    unexpected = sorted(set(lines) - set(golden))
+    assert (missing, unexpected) == ([], []), (
+        "the catalog's privileges differ from tests/golden/privileges.txt (regenerate it"
+        " with MEMEX_UPDATE_GOLDEN=1 once the change is intended):\n"
+        + "\n".join([f"- {m}" for m in missing] + [f"+ {u}" for u in unexpected])
+    )
+    assert lines == golden
+
+
+def test_the_declarations_are_the_grants(conn: psycopg.Connection) -> None:
+    declared = function_privileges(sql_files())
+    rows = conn.execute(
+        "select p.proname, has_function_privilege('memex_tenant', p.oid, 'execute')"
+        " from pg_proc p where p.pronamespace = 'memex'::regnamespace"
+    ).fetchall()
+    assert {name for name, _ in rows} == set(declared)
+    for name, tenant in rows:
+        assert tenant == (declared[name] in ("tenant", "tenant-helper")), name
+        # a tenant-helper is internal: its name says so; the tenant API's never does
+        assert name.startswith("_") == (declared[name] != "tenant") or (
+            declared[name] == "service"
+        ), name
+
+
+def test_a_function_without_a_declaration_fails_migrate(
+    pg_server: EmbeddedPostgres, template_db: str
+) -> None:
+    dsn = new_database(pg_server)
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(
+                "create function memex.unclassified() returns int language sql as 'select 1'"
+            )
+        with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState, match="unclassified"):
+            migrate(dsn)
+    finally:
+        drop_database(pg_server, dsn)
+
+
+def _layer(root: Path, manifest: str, files: dict[str, str]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "manifest.txt").write_text(manifest)
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+FUNCTION = "-- privileges: {}\ncreate or replace function memex.{}() returns int\n"
+
+
+def test_the_manifest_reaches_every_file_and_names_only_files(tmp_path: Path) -> None:
+    files = {"a/1_x.sql": FUNCTION.format("tenant", "x"), "b/1_g.sql": "-- grants\n"}
+    root = _layer(tmp_path / "ok", "# order\na/\nb/1_g.sql\n", files)
+    assert sql_files(root) == [root / "a/1_x.sql", root / "b/1_g.sql"]
+    assert function_privileges(sql_files(root)) == {"x": "tenant"}
+    with pytest.raises(SetupError, match=r"does not reach b/1_g\.sql"):
+        sql_files(_layer(tmp_path / "unreached", "a/\n", files))
+    with pytest.raises(SetupError, match="lists c/, which is not a folder"):
+        sql_files(_layer(tmp_path / "folder", "a/\nb/\nc/\n", files))
+    with pytest.raises(SetupError, match=r"lists b/2\.sql, which is not a \.sql file"):
+        sql_files(_layer(tmp_path / "file", "a/\nb/\nb/2.sql\n", files))
+    with pytest.raises(SetupError, match="more than once"):
+        sql_files(_layer(tmp_path / "twice", "a/1_x.sql\na/1_x.sql\nb/\n", files))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "create or replace function memex.x() returns int\n",
+        FUNCTION.format("everyone", "x"),
+        FUNCTION.format("tenant", "x") + "-- privileges: service\n",
+    ],
+    ids=["none", "unknown class", "two"],
+)
+def test_a_function_file_declares_its_privileges_once(tmp_path: Path, text: str) -> None:
+    root = _layer(tmp_path, "a/\n", {"a/1_x.sql": text})
+    with pytest.raises(SetupError, match="exactly one line '-- privileges: <class>'"):
+        function_privileges(sql_files(root))
