@@ -417,6 +417,15 @@ def test_the_service_role_sees_nothing_without_a_caller(conn: psycopg.Connection
         assert app.execute("select count(*) from memex.memories").fetchone() == (0,)
         with pytest.raises(psycopg.errors.InvalidAuthorizationSpecification):
             app.execute("select memex.count('A', 'u')")
+        # nor inside a security definer function, where current_user is memex_owner
+        for definer in (
+            "select memex.list_files('A', 'u')",
+            "select memex.erase_user('A', 'u')",
+            "select memex.read_file('A', 'u', 'user/x.md')",
+        ):
+            with pytest.raises(psycopg.errors.InvalidAuthorizationSpecification):
+                app.execute(definer)
+    assert conn.execute("select count(*) from memex.memories").fetchone() == (1,)
 
 
 def test_a_key_that_expired_in_the_past_is_expired_from_the_start(dsn: str) -> None:

@@ -9,6 +9,9 @@
 --      memex.caller from an API key);
 --   3. otherwise memex_app and other members of memex_tenant see nothing, and the owner
 --      of the schema (the operator at psql, migrations, pg_cron) sees every tenant.
+-- The service is recognised by its SET ROLE (the `role` setting), not only by
+-- current_user: inside a security definer function current_user is memex_owner, and the
+-- service without a caller must see nothing there either.
 create or replace function memex._caller()
 returns jsonb
 language plpgsql
@@ -18,9 +21,11 @@ as $$
 declare
     v_entered text := current_setting('memex.caller', true);
     v_bound   memex.sql_roles;
+    -- memex_app is only ever the service (a bound login role cannot become it)
+    v_service boolean := current_user = 'memex_app'
+                         or current_setting('role', true) = 'memex_app';
 begin
-    -- memex_app is only ever the service (a bound login role cannot become it).
-    if current_user <> 'memex_app' then
+    if not v_service then
         v_bound := memex._binding();
         if v_bound.role_name is not null then
             return jsonb_build_object(
@@ -35,7 +40,7 @@ begin
     if v_entered is not null and v_entered <> '' then
         return v_entered::jsonb;
     end if;
-    if current_user = 'memex_app' then
+    if v_service then
         return '{"all": false, "access": "none", "actor": "nobody"}';
     end if;
     return jsonb_build_object('all', true, 'access', 'admin', 'actor', 'sql:' || session_user);
