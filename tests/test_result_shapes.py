@@ -1,0 +1,99 @@
+"""Result shapes: the SQL function's result is the truth, the Python row type follows it.
+
+Every statement AsyncMemex reads into a row type (`self._fetch(RowType, queries.X, ...)`)
+is prepared on a migrated database and its result columns, as PostgreSQL describes them,
+are compared with the dataclass psycopg's `class_row` builds from them: every column is a
+field, every field without a default is a column, and each column's type is the one the
+field's annotation names. A column added, renamed or retyped in SQL without the Python
+side (or the reverse) fails here, not at the first call that returns a row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+
+import psycopg
+import pytest
+
+from memexdb import client, queries
+
+# _fetch(RowType, queries.NAME, ...) as written in the client, over one or several lines
+FETCHES = sorted(
+    {
+        (row_type, query)
+        for row_type, query in re.findall(
+            r"_fetch\(\s*([A-Z][A-Za-z]+),\s*queries\.([A-Z_]+)", inspect.getsource(client)
+        )
+        if row_type != "None"  # scalar rows
+    }
+    # read through a helper or a cursor of their own
+    | {("Memory", "FORGET"), ("Memory", "GET_MEMORY"), ("QueuedMemory", "EMBED_QUEUE_TAKE")}
+)
+
+# PostgreSQL type -> the word a field's annotation must contain
+ANNOTATION_OF = {
+    "int2": "int",
+    "int4": "int",
+    "int8": "int",
+    "float4": "float",
+    "float8": "float",
+    "numeric": "float",
+    "text": "str",
+    "bool": "bool",
+    "timestamptz": "datetime",
+    "uuid": "UUID",
+    "_uuid": "list[UUID]",
+    "_text": "list[str]",
+    "memory_type": "MemoryType",
+}
+
+
+def _prepared(sql: str) -> str:
+    """The statement with psycopg's %(name)s placeholders as $n."""
+    numbers: dict[str, int] = {}
+
+    def number(match: re.Match[str]) -> str:
+        return f"${numbers.setdefault(match.group(1), len(numbers) + 1)}"
+
+    return re.sub(r"%\((\w+)\)s", number, sql)
+
+
+def test_every_fetch_is_found() -> None:
+    # the regular expression above still reads the client
+    assert len(FETCHES) >= 40
+    assert {"SearchHit", "Memory", "File", "ConsolidationRun"} <= {t for t, _ in FETCHES}
+
+
+@pytest.mark.parametrize(("row_type", "query"), FETCHES, ids=[q for _, q in FETCHES])
+def test_the_row_type_follows_the_sql_result(
+    conn: psycopg.Connection, row_type: str, query: str
+) -> None:
+    cls = getattr(client, row_type)
+    sql = _prepared(getattr(queries, query))
+    name = f"shape_{query.lower()}".encode()
+    prepared = conn.pgconn.prepare(name, sql.encode())
+    assert prepared.status == psycopg.pq.ExecStatus.COMMAND_OK, prepared.error_message
+    described = conn.pgconn.describe_prepared(name)
+    columns = [described.fname(i).decode() for i in range(described.nfields)]
+    types = {}
+    for i, column in enumerate(columns):
+        oid = described.ftype(i)
+        row = conn.execute("select typname from pg_type where oid = %s", (oid,)).fetchone()
+        assert row is not None
+        types[column] = row[0]
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    required = {
+        n
+        for n, f in fields.items()
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    }
+    assert set(columns) <= set(fields), f"{query}: columns {set(columns) - set(fields)}"
+    assert required <= set(columns), f"{query}: fields {required - set(columns)} not returned"
+    for column, typname in types.items():
+        expected = ANNOTATION_OF.get(typname)
+        if expected is None:
+            continue  # jsonb, vector and composites: any shape the field documents
+        annotation = str(fields[column].type)
+        assert expected in annotation, f"{query}.{column}: {typname} but {annotation}"
