@@ -43,6 +43,7 @@ from memexdb.db import async_pool
 from memexdb.embedding import BatchingEmbedder, Embedder, build_embedder
 from memexdb.errors import Conflict, InvalidArgument, RateLimited, SetupError, translate
 from memexdb.llm import ChatModel
+from memexdb.paging import next_key
 from memexdb.params import (
     ExportedMemory,
     ListQuery,
@@ -618,8 +619,8 @@ class AsyncMemex:
                 "include_archived": query.include_archived,
             },
         )
-        last = rows[-1] if len(rows) == query.limit else None
-        return MemoryPage(rows, encode_cursor(last.created_at, last.id) if last else None)
+        cursor = next_key(rows, query.limit, lambda row: encode_cursor(row.created_at, row.id))
+        return MemoryPage(rows, cursor)
 
     async def update(
         self,
@@ -718,8 +719,7 @@ class AsyncMemex:
                 "limit": limit,
             },
         )
-        last = rows[-1] if len(rows) == limit else None
-        return rows, ((last.user_id, last.created_at, last.id) if last else None)
+        return rows, next_key(rows, limit, lambda row: (row.user_id, row.created_at, row.id))
 
     async def export(
         self,
@@ -971,7 +971,7 @@ class AsyncMemex:
             },
         )
         return ReembedPage(
-            len(rows), int(written[0]), rows[-1].memory_id if len(rows) == limit else None
+            len(rows), int(written[0]), next_key(rows, limit, lambda row: row.memory_id)
         )
 
     async def set_setting(self, name: str, value: Any) -> None:
@@ -1093,7 +1093,7 @@ class AsyncMemex:
             after=after,
         )
         rows: list[FileEntry] = await self._fetch(FileEntry, queries.LIST_FILES, query.model_dump())
-        return rows, (rows[-1].path if len(rows) == query.limit else None)
+        return rows, next_key(rows, query.limit, lambda row: row.path)
 
     async def patch_file(
         self,

@@ -29,6 +29,7 @@ from memexdb.console.web import (
     validated,
 )
 from memexdb.errors import Forbidden, NotFound, Unauthenticated
+from memexdb.paging import next_key
 from memexdb.types import Access, MemoryType, SearchMode
 
 STATIC = Path(__file__).with_name("static")
@@ -146,7 +147,7 @@ async def agents(ctx: Ctx) -> Response:
             raise
         # an agent's admin key: it may see its own agent, once it names it
         return ctx.render("agents.html", rows=[], agent_id=None, next_after=None, scoped=True)
-    more = rows[-1].agent_id if len(rows) == PAGE_SIZE else None
+    more = next_key(rows, PAGE_SIZE, lambda row: row.agent_id)
     return ctx.render("agents.html", rows=rows, agent_id=agent_id, next_after=more, scoped=False)
 
 
@@ -154,7 +155,7 @@ async def agent(ctx: Ctx) -> Response:
     query = validated(UsersQuery, ctx.request.query_params)
     agent_id = query.agent_id
     rows = await ctx.memex.user_stats(agent_id, limit=PAGE_SIZE, after=query.after)
-    more = rows[-1].user_id if len(rows) == PAGE_SIZE else None
+    more = next_key(rows, PAGE_SIZE, lambda row: row.user_id)
     return ctx.render(
         "agent.html", agent_id=agent_id, rows=rows, next_after=more, here=_here(ctx.request)
     )
@@ -236,7 +237,7 @@ async def file(ctx: Ctx) -> Response:
         current = await ctx.memex.read_file(query.agent_id, query.user_id, query.path)
     except NotFound:
         current = None  # deleted: its revisions remain, and a restore brings it back
-    more = revisions[-1].revision if len(revisions) == query.limit else None
+    more = next_key(revisions, query.limit, lambda revision: revision.revision)
     return ctx.render(
         "file.html", tenant=query, current=current, revisions=revisions, next_before=more
     )
@@ -270,7 +271,7 @@ async def restore_revision(ctx: Ctx) -> Response:
 async def access_log(ctx: Ctx) -> Response:
     query = validated(params.AccessLogQuery, ctx.request.query_params)
     events = await ctx.memex.access_log(**query.model_dump())
-    more = events[-1].id if len(events) == query.limit else None
+    more = next_key(events, query.limit, lambda event: event.id)
     return ctx.render("access_log.html", tenant=query, events=events, next_before=more)
 
 
@@ -285,7 +286,7 @@ async def dream(ctx: Ctx) -> Response:
         users_query.agent_id, limit=users_query.limit, after=users_query.after_tenant()
     )
     config = await ctx.memex.dream_config()
-    more = runs[-1].id if len(runs) == runs_query.limit else None
+    more = next_key(runs, runs_query.limit, lambda run: run.id)
     return ctx.render(
         "dream.html",
         filters=runs_query,
@@ -393,7 +394,7 @@ async def revoke_key(ctx: Ctx) -> Response:
 async def audit(ctx: Ctx) -> Response:
     query = validated(params.AuditQuery, ctx.request.query_params)
     events = await ctx.memex.audit_events(query.limit, query.before)
-    more = events[-1].id if len(events) == query.limit else None
+    more = next_key(events, query.limit, lambda event: event.id)
     return ctx.render("audit.html", events=events, next_before=more)
 
 

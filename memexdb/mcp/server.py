@@ -37,6 +37,7 @@ from memexdb.errors import (
     Unauthenticated,
 )
 from memexdb.mcp.tenant import ArgumentTenant, Caller, Tenant, TenantResolver
+from memexdb.paging import next_key
 from memexdb.params import (
     CONTENT_MAX_CHARS,
     DEFAULT_ALPHA,
@@ -611,7 +612,7 @@ def build_mcp_server(
             rows = await client(ctx).list_revisions(
                 tenant.agent_id, tenant.user_id, path, limit=limit
             )
-        after = rows[-1].revision if len(rows) == limit else None
+        after = next_key(rows, limit, lambda row: row.revision)
         return RevisionList(
             revisions=[RevisionOut.model_validate(r) for r in rows], next_before=after
         )

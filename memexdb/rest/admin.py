@@ -7,6 +7,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from memexdb.client import AsyncMemex
+from memexdb.paging import next_key
 from memexdb.params import (
     AuditEventOut,
     AuditList,
@@ -44,8 +45,9 @@ async def audit(request: Request) -> Response:
     query = query_of(request, AuditQuery)
     events = await memex_of(request).audit_events(query.limit, query.before)
     page = [AuditEventOut.model_validate(e) for e in events]
-    more = len(page) == query.limit
-    return json_of(AuditList(events=page, next_before=page[-1].id if more and page else None))
+    return json_of(
+        AuditList(events=page, next_before=next_key(page, query.limit, lambda event: event.id))
+    )
 
 
 ENDPOINTS = (

@@ -8,6 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from memexdb import consolidation
+from memexdb.paging import next_key
 from memexdb.params import (
     DreamConfig,
     DreamConfigOut,
@@ -45,7 +46,7 @@ async def users(request: Request) -> Response:
     rows = await memex_of(request).dream_users(
         query.agent_id, limit=query.limit, after=query.after_tenant()
     )
-    last = rows[-1] if len(rows) == query.limit else None
+    last = next_key(rows, query.limit, lambda row: row)
     return json_of(
         DreamUserList(
             users=[DreamUserOut.model_validate(r) for r in rows],
@@ -64,7 +65,7 @@ async def pause(request: Request) -> Response:
 async def runs(request: Request) -> Response:
     query = query_of(request, RunsQuery)
     rows = await memex_of(request).consolidation_runs(**query.model_dump())
-    last = rows[-1].id if len(rows) == query.limit else None
+    last = next_key(rows, query.limit, lambda row: row.id)
     return json_of(RunList(runs=[RunOut.model_validate(r) for r in rows], next_before=last))
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
+from memexdb.paging import next_key
 from memexdb.params import (
     AccessEventOut,
     AccessLog,
@@ -67,7 +68,7 @@ async def delete_file(request: Request) -> Response:
 async def list_revisions(request: Request) -> Response:
     query = query_of(request, RevisionListQuery)
     rows = await memex_of(request).list_revisions(**query.model_dump())
-    after = rows[-1].revision if len(rows) == query.limit else None
+    after = next_key(rows, query.limit, lambda row: row.revision)
     return json_of(
         RevisionList(revisions=[RevisionOut.model_validate(r) for r in rows], next_before=after)
     )
@@ -108,7 +109,7 @@ async def smart_read(request: Request) -> Response:
 async def access_log(request: Request) -> Response:
     query = query_of(request, AccessLogQuery)
     events = await memex_of(request).access_log(**query.model_dump())
-    after = events[-1].id if len(events) == query.limit else None
+    after = next_key(events, query.limit, lambda event: event.id)
     return json_of(
         AccessLog(events=[AccessEventOut.model_validate(e) for e in events], next_before=after)
     )

@@ -1,0 +1,16 @@
+"""The paging rule every listing shares: a page as long as its limit may have a next one,
+which starts after its last row; a shorter page is the last. (SQL callers page the same
+way: docs/sql-api.md.)"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+Row = TypeVar("Row")
+Key = TypeVar("Key")
+
+
+def next_key(rows: Sequence[Row], limit: int, key: Callable[[Row], Key]) -> Key | None:
+    """`key` of the last row when the page is full (where the next page starts), else None."""
+    return key(rows[-1]) if rows and len(rows) == limit else None
