@@ -23,12 +23,7 @@ begin
         perform memex._invalid('revision', 'must be a revision number (1 or more)');
     end if;
     perform memex._authorize(p_agent_id, p_user_id, 'read');
-    select r.* into v_result from memex.file_revisions r
-    where r.agent_id = p_agent_id and r.user_id = p_user_id and r.path = p_path
-      and r.revision = p_revision;
-    if v_result.id is null then
-        raise exception 'file % has no revision %', p_path, p_revision using errcode = 'MX404';
-    end if;
+    v_result := memex._revision_row(p_agent_id, p_user_id, p_path, p_revision);
     perform memex._log_access(p_agent_id, p_user_id, 'read_revision', p_path,
                               jsonb_build_object('revision', p_revision));
     return v_result;

@@ -19,8 +19,7 @@ security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_content text;
-    v_op      text;
+    v_old memex.file_revisions;
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);
     perform memex._check_path(p_path);
@@ -28,17 +27,12 @@ begin
         perform memex._invalid('revision', 'must be a revision number (1 or more)');
     end if;
     perform memex._authorize(p_agent_id, p_user_id, 'write');
-    select r.content, r.operation into v_content, v_op from memex.file_revisions r
-    where r.agent_id = p_agent_id and r.user_id = p_user_id and r.path = p_path
-      and r.revision = p_revision;
-    if v_op is null then
-        raise exception 'file % has no revision %', p_path, p_revision using errcode = 'MX404';
-    end if;
-    if v_op = 'delete' then
+    v_old := memex._revision_row(p_agent_id, p_user_id, p_path, p_revision);
+    if v_old.operation = 'delete' then
         raise exception 'revision % of % is a delete; restore an earlier one', p_revision, p_path
             using errcode = 'MX409';
     end if;
-    return memex._save_file(p_agent_id, p_user_id, p_path, v_content, p_embedding,
+    return memex._save_file(p_agent_id, p_user_id, p_path, v_old.content, p_embedding,
                             p_embedding_model, 'restore', p_base_revision,
                             jsonb_build_object('restored', p_revision));
 end

@@ -30,20 +30,8 @@ begin
         perform memex._invalid('to_revision', 'must be a revision number (1 or more)');
     end if;
     perform memex._authorize(p_agent_id, p_user_id, 'read');
-    select r.* into v_old from memex.file_revisions r
-    where r.agent_id = p_agent_id and r.user_id = p_user_id and r.path = p_path
-      and r.revision = p_from_revision;
-    if v_old.id is null then
-        raise exception 'file % has no revision %', p_path, p_from_revision
-            using errcode = 'MX404';
-    end if;
-    select r.* into v_new from memex.file_revisions r
-    where r.agent_id = p_agent_id and r.user_id = p_user_id and r.path = p_path
-      and r.revision = p_to_revision;
-    if v_new.id is null then
-        raise exception 'file % has no revision %', p_path, p_to_revision
-            using errcode = 'MX404';
-    end if;
+    v_old := memex._revision_row(p_agent_id, p_user_id, p_path, p_from_revision);
+    v_new := memex._revision_row(p_agent_id, p_user_id, p_path, p_to_revision);
     perform memex._log_access(p_agent_id, p_user_id, 'diff', p_path,
                               jsonb_build_object('from_revision', p_from_revision,
                                                  'to_revision', p_to_revision));
