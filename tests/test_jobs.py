@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import psycopg
+import pytest
 
 from memexdb import AsyncMemex
+from memexdb.errors import DatabaseUnavailable
 from memexdb.runtime import Job, JobRunner
 from memexdb.runtime.maintenance import maintenance_job
 from tests.sqlapi import store_expired, unit
@@ -88,6 +91,28 @@ async def test_a_failing_run_is_retried_and_a_follow_up_comes_sooner(
         await stop(task)
     assert times[1] - times[0] >= 0.45  # after the failure: the full interval
     assert times[3] - times[2] < 0.4  # follow-ups: the shorter delay
+
+
+async def test_a_run_that_meets_an_outage_logs_one_line_without_a_traceback(
+    dsn: str, amemex: AsyncMemex, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The process reports the outage itself; a job failing on it is not a bug to trace."""
+    runs: list[float] = []
+
+    async def run(memex: AsyncMemex) -> float | None:
+        runs.append(time.monotonic())
+        raise DatabaseUnavailable("database is unavailable")
+
+    runner = JobRunner(dsn, amemex, [Job("outage", 0.05, run)], retry_seconds=RETRY)
+    task = asyncio.create_task(runner.run())
+    try:
+        with caplog.at_level(logging.WARNING, logger="memexdb.jobs"):
+            assert await wait_for(lambda: len(runs) >= 2)
+    finally:
+        await stop(task)
+    records = [r for r in caplog.records if r.name == "memexdb.jobs"]
+    assert records and all("unavailable" in r.getMessage() for r in records)
+    assert all(r.exc_info is None for r in records)
 
 
 async def test_the_maintenance_job_deletes_expired_memories(dsn: str, amemex: AsyncMemex) -> None:

@@ -29,6 +29,7 @@ import psycopg.sql
 
 from memexdb import pg_cron
 from memexdb.client import AsyncMemex
+from memexdb.errors import DatabaseUnavailable
 
 log = logging.getLogger("memexdb.jobs")
 
@@ -129,6 +130,10 @@ async def _run_job(
             continue
         try:
             follow_up = await job.run(memex)
+        except DatabaseUnavailable:
+            # an outage, not a bug: the process logs the outage once; no traceback here
+            log.warning("job %s: the database is unavailable; next run in %ss", job.name, delay)
+            continue
         except Exception:
             log.warning("job %s failed; next run in %ss", job.name, job.interval, exc_info=True)
             continue
