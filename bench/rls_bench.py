@@ -86,7 +86,7 @@ def _service(conn: psycopg.Connection, token: str) -> Caller:
     conn.execute("set role memex_app")
 
     def call(sql: str, values: dict[str, Any]) -> None:
-        # as memexdb.client.AsyncMemex._fetch sends it: one pipelined round trip
+        # as memexdb.client.memexdb.session.Session.fetch sends it: one pipelined round trip
         with conn.pipeline():
             conn.execute("begin")
             conn.execute("select memex._enter(%s, false)", (token,))

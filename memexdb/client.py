@@ -24,36 +24,29 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from dataclasses import dataclass, replace
 from datetime import datetime
 from time import monotonic
 from typing import Any, Concatenate, ParamSpec, TypeVar
 from uuid import UUID
 
 import numpy as np
-import psycopg
-from psycopg.pq import TransactionStatus
-from psycopg.rows import class_row, scalar_row
+from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
-from psycopg_pool import AsyncConnectionPool
 from pydantic import ValidationError
 
 from memexdb import agentic, metrics, params, queries
-from memexdb.db import async_pool
-from memexdb.embedding import BatchingEmbedder, Embedder, build_embedder
-from memexdb.errors import Conflict, InvalidArgument, RateLimited, SetupError, translate
+from memexdb.embedding import BatchingEmbedder, Embedder
+from memexdb.errors import Conflict, InvalidArgument
 from memexdb.llm import ChatModel
+from memexdb.memories import operations as memories
+from memexdb.operation import Operation
 from memexdb.paging import next_key
 from memexdb.params import (
     ExportedMemory,
-    ListQuery,
     MemoryCreate,
-    MemoryPatch,
-    MemorySearchRequest,
-    decode_cursor,
-    encode_cursor,
     validated,
 )
+from memexdb.session import Session, jsonb_or_none
 from memexdb.types import (
     Access,
     AccessEvent,
@@ -67,7 +60,6 @@ from memexdb.types import (
     EmbedBatch,
     Embeddings,
     EmbedQueueDepth,
-    ErasedRows,
     ExportRow,
     File,
     FileEntry,
@@ -92,329 +84,37 @@ from memexdb.types import (
     UserStats,
 )
 
-_OPEN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
-# Vectors of recently embedded texts kept per client (~1.5 KiB each at 384-d: ~6 MiB):
-# agents repeat queries and contents (bench/RESULTS.md, "Load test").
-EMBEDDING_CACHE_ENTRIES = 4096
 # An unconditional patch (no base_revision) that loses a race is tried again: at most
 # this many tries, within this many seconds (then Conflict), each after a random pause
 # of up to 10 ms x 2^try (at most 250 ms), so that concurrent appends to one file spread.
 UNCONDITIONAL_PATCH_TRIES = 40
 UNCONDITIONAL_PATCH_SECONDS = 15.0
-# A client reserves rate-limit budget before embedding (memex.reserve_rate_limit) only
-# for operations the operator limits; which those are is read at most this often. The
-# reservation is a round trip (~0.4 ms, a third of a cached search), not worth paying
-# when nothing is limited. A limit set meanwhile is still enforced by SQL in the call
-# itself; for at most this long it is enforced after the embedding rather than before.
-LIMITS_TRUSTED_FOR_S = 2.0
-
-
-@dataclass
-class _Limits:
-    """What the clients of one pool last read of the operator's rate limits."""
-
-    read_at: float = float("-inf")
-    operations: frozenset[str] = frozenset()
-
-
-def _store_params(
-    items: Sequence[MemoryCreate | ExportedMemory],
-    embeddings: np.ndarray | Sequence[np.ndarray],
-    model: str,
-) -> Any:
-    return {
-        "agent_ids": [i.agent_id for i in items],
-        "user_ids": [i.user_id for i in items],
-        "contents": [i.content for i in items],
-        "embeddings": list(embeddings),
-        "embedding_model": model,
-        "memory_types": [str(i.memory_type) for i in items],
-        "importances": [i.importance for i in items],
-        "metadata": [Jsonb(i.metadata if i.metadata is not None else {}) for i in items],
-        "expires_at": [i.expires_at for i in items],
-        "created_at": [i.created_at for i in items],
-    }
-
-
-def _jsonb(value: dict[str, Any] | None) -> Jsonb | None:
-    return Jsonb(value) if value is not None else None
-
-
 _ExportCursor = tuple[str, datetime, UUID] | None
 
 
-def _check_dims(dims: int | None, embedder: Embedder) -> None:
-    if dims is None:
-        raise SetupError("the database is not migrated: run `memexdb migrate`")
-    if dims != embedder.dim:
-        raise SetupError(
-            f"embedder {embedder.model_id} makes {embedder.dim}-d vectors but "
-            f"memex.memories.embedding is vector({dims})"
-        )
+def _given(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A method's arguments (its `locals()` on entry) as the values of its request."""
+    return {name: value for name, value in arguments.items() if name != "self"}
 
 
-@dataclass(frozen=True, slots=True)
-class Credentials:
-    """Who a client acts as. The service's connections are memex_app: before each call,
-    in the same transaction, memex._enter sets the caller from `key` (or refuses it), or
-    memex._enter_operator makes it the operator (`operator` names who, e.g. "cli"); SQL
-    then enforces the caller's scope (memex._authorize and row-level security). A
-    connection as a role bound with memex.bind_sql_role enters nothing: Postgres knows
-    its tenant from the login."""
-
-    key: str | None = None
-    # refuse calls without a key even while the database has none (a service that
-    # listens beyond loopback)
-    require_key: bool = False
-    operator: str | None = None
-    # one of memexdb's own agents writing for this caller (memex._delegate)
-    delegate: str | None = None
-
-
-class AsyncMemex:
+class AsyncMemex(Session):
     """Async client: `await AsyncMemex.connect(dsn)`, then store/search/forget/count.
 
     `with_key(key)` and `as_operator(name)` return clients of the same pool and embedder
-    that act as someone else (see Credentials)."""
+    that act as someone else (see memexdb.session.Credentials)."""
 
-    def __init__(
-        self,
-        pool: AsyncConnectionPool,
-        embedder: BatchingEmbedder,
-        *,
-        owns_embedder: bool = False,
-        credentials: Credentials = Credentials(),
-        enters: bool = True,
-        owns_pool: bool = True,
-        llm: ChatModel | None = None,
-        owns_llm: bool = False,
-        limits: _Limits | None = None,
-    ) -> None:
-        self.pool = pool
-        # the optional chat model of memorize and search_passages' answers (memexdb.llm)
-        self.llm = llm
-        self._owns_llm = owns_llm
-        self.embedder = embedder
-        self.model_id = embedder.model_id
-        self.credentials = credentials
-        self._owns_embedder = owns_embedder
-        self._owns_pool = owns_pool
-        self._enters = enters
-        # set inside `transaction()`: every call runs on this connection, in its transaction
-        self._conn: psycopg.AsyncConnection[Any] | None = None
-        self._limits = limits or _Limits()
+    async def run(self, operation: Operation[Any, _R], request: Any) -> _R:
+        """Run `operation` on a request already validated (what the frontends call)."""
+        result: _R = await operation.run(self, request)
+        return result
 
-    def _acting_as(self, credentials: Credentials) -> AsyncMemex:
-        return AsyncMemex(
-            self.pool,
-            self.embedder,
-            credentials=credentials,
-            enters=self._enters,
-            owns_pool=False,
-            llm=self.llm,
-            limits=self._limits,
-        )
-
-    def with_key(self, key: str | None) -> AsyncMemex:
-        """This client acting with API key `key` (None: no key, which an open loopback
-        database without keys accepts)."""
-        return self._acting_as(replace(self.credentials, key=key, operator=None))
-
-    def as_operator(self, name: str) -> AsyncMemex:
-        """This client acting as the operator (every tenant, admin): the command line and
-        scheduled jobs, which hold the database credentials themselves."""
-        return self._acting_as(replace(self.credentials, key=None, operator=name))
-
-    def delegated(self, actor: str) -> AsyncMemex:
-        """This client's caller, writing as one of memexdb's own agents (`memorize-agent`,
-        `dream-agent`): same scope and access; revisions, access-log entries and memories
-        record the agent as actor and the caller as on_behalf_of (memex._delegate)."""
-        return self._acting_as(replace(self.credentials, delegate=actor))
-
-    @classmethod
-    async def connect(
-        cls,
-        dsn: str,
-        *,
-        embedder: Embedder | BatchingEmbedder | None = None,
-        min_size: int = 1,
-        max_size: int = 10,
-        key: str | None = None,
-        require_key: bool = False,
-        llm: ChatModel | None = None,
-        open_timeout: float = 30.0,
-    ) -> AsyncMemex:
-        """Open a pool on a migrated database and check the embedder fits its schema.
-
-        `key` is the API key calls are made with; `require_key` refuses calls without
-        one even while the database has no keys. `llm` (the client closes it) is the chat
-        model memorize and search_passages' answers use; None: their LLM-free forms.
-        DatabaseUnavailable when no connection opens within `open_timeout` seconds."""
-        if embedder is None:
-            embedder = build_embedder("minilm")
-        owns = not isinstance(embedder, BatchingEmbedder)
-        batching = (
-            embedder
-            if isinstance(embedder, BatchingEmbedder)
-            else BatchingEmbedder(embedder, cache_entries=EMBEDDING_CACHE_ENTRIES)
-        )
-        pool = async_pool(dsn, min_size=min_size, max_size=max_size)
-        try:
-            await pool.open(wait=True, timeout=open_timeout)
-            async with pool.connection() as conn:
-                cur = conn.cursor(row_factory=scalar_row)
-                try:
-                    dims = await (await cur.execute(queries.EMBEDDING_DIMS)).fetchone()
-                except psycopg.errors.UndefinedFunction:
-                    dims = None
-                enters = bool(await (await cur.execute(queries.ENTERS_CALLER)).fetchone())
-            _check_dims(dims, batching.embedder)
-        except BaseException as exc:
-            await pool.close()
-            if owns:
-                await batching.aclose()
-            raise translate(exc) from exc
-        return cls(
-            pool,
-            batching,
-            owns_embedder=owns,
-            credentials=Credentials(key=key, require_key=require_key),
-            enters=enters,
-            llm=llm,
-            owns_llm=llm is not None,
-        )
-
-    async def aclose(self) -> None:
-        if self._owns_pool:
-            await self.pool.close()
-        if self._owns_embedder:
-            await self.embedder.aclose()
-        if self._owns_llm and self.llm is not None:
-            await self.llm.aclose()
-
-    async def __aenter__(self) -> AsyncMemex:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def _fetch(
-        self,
-        row_type: type[Any] | None,
-        sql: str,
-        values: dict[str, Any] | None = None,
-        *,
-        enter: bool = True,
-        reservation: UUID | None = None,
-    ) -> list[Any]:
-        """Run one statement as this client's caller. `reservation` (from `_reserve`)
-        names the rate-limit budget already paid for it, so it is not counted again."""
-        factory = class_row(row_type) if row_type else scalar_row
-        if self._conn is not None:
-            return await self._fetch_in_transaction(self._conn, factory, sql, values, reservation)
-        entering = enter and self._enters
-        try:
-            async with self.pool.connection() as conn:
-                with metrics.sql_call(sql):
-                    cur = conn.cursor(row_factory=factory)
-                    if not entering and reservation is None:
-                        return await (await cur.execute(sql, values)).fetchall()
-                    try:
-                        # BEGIN, the caller, the call and COMMIT go out together: one round
-                        # trip (plain statements: conn.transaction() would add a second).
-                        async with conn.pipeline():
-                            await conn.execute("begin")
-                            if entering:
-                                await conn.execute(*self._entry())
-                            if entering and self.credentials.delegate is not None:
-                                await conn.execute(
-                                    queries.DELEGATE, {"delegate": self.credentials.delegate}
-                                )
-                            if reservation is not None:
-                                await conn.execute(
-                                    queries.USE_RESERVATION, {"reservation": str(reservation)}
-                                )
-                            await cur.execute(sql, values)
-                            await conn.execute("commit")
-                    except BaseException:
-                        # an error skips the rest of the pipeline, the COMMIT included
-                        if conn.info.transaction_status in _OPEN_TRANSACTION:
-                            await conn.rollback()
-                        raise
-                    return await cur.fetchall()
-        except Exception as exc:
-            error = translate(exc)
-            if isinstance(error, RateLimited):
-                metrics.rate_limited(error.operation)
-            raise error from exc
-
-    @staticmethod
-    async def _fetch_in_transaction(
-        conn: psycopg.AsyncConnection[Any],
-        factory: Any,
-        sql: str,
-        values: dict[str, Any] | None,
-        reservation: UUID | None = None,
-    ) -> list[Any]:
-        try:
-            # a savepoint: a call that fails (a Conflict that is retried) leaves the
-            # transaction's other work in place
-            async with conn.transaction():
-                with metrics.sql_call(sql):
-                    if reservation is not None:
-                        await conn.execute(
-                            queries.USE_RESERVATION, {"reservation": str(reservation)}
-                        )
-                    cur = conn.cursor(row_factory=factory)
-                    return await (await cur.execute(sql, values)).fetchall()
-        except Exception as exc:
-            error = translate(exc)
-            if isinstance(error, RateLimited):
-                metrics.rate_limited(error.operation)
-            raise error from exc
-
-    @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncMemex]:
-        """This client, with every call it makes inside the block in one database
-        transaction: all of them applied when the block ends, none if it raises (e.g.
-        memorize's memory and its log entry). Embedding still happens before each call."""
-        if self._conn is not None:
-            yield self
-            return
-        async with self._transaction() as conn:
-            bound = self._acting_as(self.credentials)
-            bound._conn = conn
-            yield bound
-
-    async def _reserve(self, operation: str, tenants: Sequence[tuple[str, str]]) -> UUID | None:
-        """Pay for a store or search of these tenants' items (one per memory) before
-        embedding anything (memex.reserve_rate_limit): over the limit this raises
-        RateLimited and nothing is embedded. None when the operation has no limit."""
-        if monotonic() - self._limits.read_at > LIMITS_TRUSTED_FOR_S:
-            limited: list[list[str]] = await self._fetch(
-                None, queries.LIMITED_OPERATIONS, enter=False
-            )
-            self._limits.operations = frozenset(limited[0])
-            self._limits.read_at = monotonic()
-        if operation not in self._limits.operations:
-            return None
-        rows: list[UUID | None] = await self._fetch(
-            None,
-            queries.RESERVE_RATE_LIMIT,
-            {
-                "operation": operation,
-                "agent_ids": [agent for agent, _ in tenants],
-                "user_ids": [user for _, user in tenants],
-            },
-        )
-        return rows[0]
-
-    def _entry(self) -> tuple[str, dict[str, Any]]:
-        who = self.credentials
-        if who.operator is not None:
-            return queries.ENTER_OPERATOR, {"actor": who.operator}
-        return queries.ENTER, {"key": who.key, "require_key": who.require_key}
+    async def call(self, operation: Operation[Any, _R], /, **values: Any) -> _R:
+        """Run `operation` on Python values: validated once (InvalidArgument naming the
+        first bad field), then run. The typed methods below are this, one line each."""
+        return await self.run(operation, operation.validate(values))
 
     async def store(
         self,
@@ -429,49 +129,16 @@ class AsyncMemex:
         created_at: datetime | None = None,
     ) -> Memory:
         """Embed `content` and store it as a memory of tenant (agent_id, user_id)."""
-        item = validated(
-            MemoryCreate,
-            agent_id=agent_id,
-            user_id=user_id,
-            content=content,
-            memory_type=memory_type,
-            importance=importance,
-            metadata=metadata,
-            expires_at=expires_at,
-            created_at=created_at,
-        )
-        reservation = await self._reserve("store", [(item.agent_id, item.user_id)])
-        embedding = await self.embedder.embed_one(item.content)
-        values = {
-            **item.model_dump(exclude={"memory_type", "metadata"}),
-            "memory_type": str(item.memory_type),
-            "metadata": Jsonb(item.metadata if item.metadata is not None else {}),
-            "embedding": embedding,
-            "embedding_model": self.model_id,
-        }
-        rows: list[Memory] = await self._fetch(
-            Memory, queries.STORE, values, reservation=reservation
-        )
-        metrics.count_by_type(metrics.MEMORIES_STORED, rows)
-        return rows[0]
+        return await self.call(memories.STORE, **_given(locals()))
 
     async def store_many(self, items: Sequence[MemoryCreate]) -> list[Memory]:
         """Embed and store many memories (`NewMemory` items) in one statement, all or
         nothing; returned in input order."""
         if not items:
             raise InvalidArgument("memories", "must hold at least one memory")
-        batch = list(items)  # NewMemory items checked themselves when they were built
-        # the whole batch's budget first: a caller over its limit embeds nothing
-        reservation = await self._reserve("store", [(i.agent_id, i.user_id) for i in batch])
-        embeddings = await self.embedder.embed_many([i.content for i in batch])
-        stored: list[Memory] = await self._fetch(
-            Memory,
-            queries.STORE_MANY,
-            _store_params(batch, embeddings, self.model_id),
-            reservation=reservation,
-        )
-        metrics.count_by_type(metrics.MEMORIES_STORED, stored)
-        return stored
+        # NewMemory items checked themselves when they were built
+        batch = params.MemoryBatchCreate.model_construct(memories=list(items))
+        return await self.run(memories.STORE_MANY, batch)
 
     async def search(
         self,
@@ -491,59 +158,16 @@ class AsyncMemex:
     ) -> list[SearchHit]:
         """Rank the tenant's memories for `query`; see memex.search for the formula.
         `metadata` keeps only memories whose metadata contains that object, before
-        ranking; `include_archived` ranks the memories consolidation archived too."""
-        request = validated(
-            MemorySearchRequest,
-            agent_id=agent_id,
-            user_id=user_id,
-            query=query,
-            top_k=top_k,
-            alpha=alpha,
-            half_life_days=half_life_days,
-            memory_types=list(memory_types) if memory_types is not None else None,
-            mode=mode,
-            context_weight=context_weight,
-            metadata=metadata,
-            include_archived=include_archived,
-        )
-        reservation, embedding = None, None
-        if request.mode != SearchMode.TEXT:  # (a text search embeds nothing: SQL counts it)
-            reservation = await self._reserve("search", [(request.agent_id, request.user_id)])
-            embedding = await self.embedder.embed_one(request.query)
-        types = request.types()
-        hits: list[SearchHit] = await self._fetch(
-            SearchHit,
-            queries.SEARCH,
-            {
-                **request.model_dump(include={"agent_id", "user_id", "top_k", "alpha"}),
-                "half_life_days": request.half_life_days,
-                "query_embedding": embedding,
-                "query_text": request.query,
-                "embedding_model": self.model_id,
-                "memory_types": [str(t) for t in types] if types else None,
-                "mode": None if request.mode is None else str(request.mode),
-                "now": now,
-                "context_weight": request.context_weight,
-                "metadata": _jsonb(request.metadata),
-                "include_archived": request.include_archived,
-            },
-            reservation=reservation,
-        )
-        metrics.count_by_type(metrics.MEMORIES_SEARCHED, hits)
-        return hits
-
-    async def _by_id(self, sql: str, agent_id: str, user_id: str, memory_id: UUID) -> Memory:
-        tenant = validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
-        rows: list[Memory] = await self._fetch(
-            Memory, sql, {**tenant.model_dump(), "id": memory_id}
-        )
-        return rows[0]
+        ranking; `include_archived` ranks the memories consolidation archived too;
+        `now` ranks as of that time."""
+        values = _given(locals())
+        if memory_types is not None:
+            values["memory_types"] = list(memory_types)
+        return await self.call(memories.SEARCH, **values)
 
     async def forget(self, agent_id: str, user_id: str, memory_id: UUID) -> Memory:
         """Delete one memory of the tenant; raises NotFound if it is not theirs."""
-        deleted = await self._by_id(queries.FORGET, agent_id, user_id, memory_id)
-        metrics.count_by_type(metrics.MEMORIES_DELETED, [deleted])
-        return deleted
+        return await self.call(memories.FORGET, **_given(locals()))
 
     async def count(
         self,
@@ -556,24 +180,11 @@ class AsyncMemex:
         """Number of live memories of the tenant (optionally of one type, and whose
         metadata contains `metadata`) that a search with this client's embedding model
         can find."""
-        query = validated(
-            params.CountQuery,
-            agent_id=agent_id,
-            user_id=user_id,
-            memory_type=memory_type,
-            metadata=metadata,
-        )
-        values = {
-            **query.model_dump(include={"agent_id", "user_id"}),
-            "memory_type": str(query.memory_type) if query.memory_type else None,
-            "embedding_model": self.model_id,
-            "metadata": _jsonb(query.metadata),
-        }
-        return int((await self._fetch(None, queries.COUNT, values))[0])
+        return await self.call(memories.COUNT, **_given(locals()))
 
     async def get(self, agent_id: str, user_id: str, memory_id: UUID) -> Memory:
         """One live memory of the tenant by id; raises NotFound if it is not theirs."""
-        return await self._by_id(queries.GET_MEMORY, agent_id, user_id, memory_id)
+        return await self.call(memories.GET, **_given(locals()))
 
     async def list_memories(
         self,
@@ -592,35 +203,7 @@ class AsyncMemex:
         `next_cursor` as `cursor` for the next page (None: there is none). Filters: one
         type, created_after <= created_at < created_before, metadata containment;
         `include_archived` lists the memories consolidation archived too."""
-        query = validated(
-            ListQuery,
-            agent_id=agent_id,
-            user_id=user_id,
-            limit=limit,
-            cursor=cursor,
-            memory_type=memory_type,
-            created_after=created_after,
-            created_before=created_before,
-            metadata=metadata,
-            include_archived=include_archived,
-        )
-        after = decode_cursor(query.cursor) if query.cursor else (None, None)
-        rows: list[Memory] = await self._fetch(
-            Memory,
-            queries.LIST_MEMORIES,
-            {
-                **query.model_dump(include={"agent_id", "user_id", "limit"}),
-                "cursor_created_at": after[0],
-                "cursor_id": after[1],
-                "memory_type": str(query.memory_type) if query.memory_type else None,
-                "created_after": query.created_after,
-                "created_before": query.created_before,
-                "metadata": _jsonb(query.metadata),
-                "include_archived": query.include_archived,
-            },
-        )
-        cursor = next_key(rows, query.limit, lambda row: encode_cursor(row.created_at, row.id))
-        return MemoryPage(rows, cursor)
+        return await self.call(memories.LIST, **_given(locals()))
 
     async def update(
         self,
@@ -639,60 +222,21 @@ class AsyncMemex:
         return it. A new `content` is embedded again; `metadata` replaces the whole
         object; `clear_expires_at` removes the expiry. Raises NotFound if the id is not
         theirs, InvalidArgument if nothing would change."""
-        given: dict[str, Any] = {
-            name: value
-            for name, value in (
-                ("content", content),
-                ("importance", importance),
-                ("metadata", metadata),
-                ("memory_type", memory_type),
-                ("expires_at", expires_at),
-            )
-            if value is not None
-        }
+        # None is "unchanged" here; in the request, a field left out is (null clears)
+        values = {k: v for k, v in _given(locals()).items() if v is not None}
+        del values["clear_expires_at"]
         if clear_expires_at:
             if expires_at is not None:
                 raise InvalidArgument("expires_at", "cannot be set and cleared at once")
-            given["expires_at"] = None
-        if not given:
+            values["expires_at"] = None
+        if values.keys() <= {"agent_id", "user_id", "memory_id"}:
             raise InvalidArgument("patch", "must change at least one field")
-        patch = validated(MemoryPatch, agent_id=agent_id, user_id=user_id, **given)
-        return await self._update(memory_id, patch)
-
-    async def _update(self, memory_id: UUID, patch: MemoryPatch) -> Memory:
-        reservation, embedding = None, None
-        if patch.content is not None:  # paid for before it is embedded
-            reservation = await self._reserve("store", [(patch.agent_id, patch.user_id)])
-            embedding = await self.embedder.embed_one(patch.content)
-        rows: list[Memory] = await self._fetch(
-            Memory,
-            queries.UPDATE_MEMORY,
-            {
-                **patch.model_dump(include={"agent_id", "user_id", "content", "importance"}),
-                "id": memory_id,
-                "embedding": embedding,
-                "embedding_model": self.model_id if embedding is not None else None,
-                "metadata": _jsonb(patch.metadata),
-                "memory_type": str(patch.memory_type) if patch.memory_type else None,
-                "expires_at": patch.expires_at,
-                "clear_expires_at": patch.clear_expires_at,
-            },
-            reservation=reservation,
-        )
-        return rows[0]
-
-    async def update_patch(self, memory_id: UUID, patch: MemoryPatch) -> Memory:
-        """`update` from a validated MemoryPatch (the REST body of PATCH /v1/memories/{id})."""
-        return await self._update(memory_id, patch)
+        return await self.call(memories.UPDATE, **values)
 
     async def erase_user(self, agent_id: str, user_id: str) -> dict[str, int]:
         """Delete everything of tenant (agent_id, user_id) in every table (archived and
         expired memories too); returns the rows deleted per table."""
-        tenant = validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
-        rows: list[ErasedRows] = await self._fetch(
-            ErasedRows, queries.ERASE_USER, tenant.model_dump()
-        )
-        return {row.table_name: row.deleted for row in rows}
+        return await self.call(memories.ERASE_USER, **_given(locals()))
 
     async def export_page(
         self,
@@ -706,7 +250,7 @@ class AsyncMemex:
         """One page of an export (see `export`) and the `after` of the next page (None:
         this was the last)."""
         validated(params.TenantQuery, agent_id=agent_id, user_id=user_id or "-")
-        rows: list[ExportRow] = await self._fetch(
+        rows: list[ExportRow] = await self.fetch(
             ExportRow,
             queries.EXPORT_MEMORIES,
             {
@@ -788,18 +332,18 @@ class AsyncMemex:
         vectors = [np.asarray(m.embedding or (), dtype=np.float32) for m in batch]
         reservation = None
         if stale:  # the batch's budget is paid before anything is embedded
-            reservation = await self._reserve("store", [(m.agent_id, m.user_id) for m in batch])
+            reservation = await self.reserve("store", [(m.agent_id, m.user_id) for m in batch])
             fresh = await self.embedder.embed_many([batch[i].content for i in stale])
             for i, vector in zip(stale, fresh, strict=True):
                 vectors[i] = vector
-        rows = await self._fetch(
+        rows = await self.fetch(
             Memory,
             queries.IMPORT_MEMORIES,
             {
-                **_store_params(batch, vectors, self.model_id),
+                **memories.store_params(batch, vectors, self.model_id),
                 "ids": [m.id for m in batch],
                 "updated_at": [m.updated_at for m in batch],
-                "lineage": [_jsonb(m.lineage()) for m in batch],
+                "lineage": [jsonb_or_none(m.lineage()) for m in batch],
             },
             reservation=reservation,
         )
@@ -808,44 +352,23 @@ class AsyncMemex:
 
     async def ping(self) -> None:
         """Raise DatabaseUnavailable unless the database answers."""
-        await self._fetch(None, queries.PING, enter=False)
+        await self.fetch(None, queries.PING, enter=False)
 
     async def metrics_snapshot(self) -> list[MetricFigure]:
         """The database's figures for GET /metrics (memex.metrics_snapshot; operator)."""
-        return await self._fetch(MetricFigure, queries.METRICS_SNAPSHOT)
+        return await self.fetch(MetricFigure, queries.METRICS_SNAPSHOT)
 
     async def schema_state(self) -> SchemaState:
         """The schema's revision and whether a migration runs now (readiness; no caller
         needed)."""
-        rows: list[SchemaState] = await self._fetch(SchemaState, queries.SCHEMA_STATE, enter=False)
+        rows: list[SchemaState] = await self.fetch(SchemaState, queries.SCHEMA_STATE, enter=False)
         return rows[0]
 
     async def maintenance(self) -> MaintenanceResult:
         """Run memex.maintenance(): delete expired memories and stale rate-limit rows, and
         move tenants grown past exact_scan_max_rows into the ANN index."""
-        rows: list[MaintenanceResult] = await self._fetch(MaintenanceResult, queries.MAINTENANCE)
+        rows: list[MaintenanceResult] = await self.fetch(MaintenanceResult, queries.MAINTENANCE)
         return rows[0]
-
-    @contextlib.asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        """A connection in a transaction whose caller is this client's, for work that
-        spans several statements (the embed queue's batch: its entries stay locked until
-        the end). Commits when the block ends, rolls back if it raises; database errors
-        come out as memexdb's."""
-        try:
-            async with self.pool.connection() as conn, conn.transaction():
-                if self._enters:
-                    await conn.execute(*self._entry())
-                    if self.credentials.delegate is not None:
-                        await conn.execute(
-                            queries.DELEGATE, {"delegate": self.credentials.delegate}
-                        )
-                yield conn
-        except Exception as exc:
-            translated = translate(exc)
-            if translated is exc:
-                raise
-            raise translated from exc
 
     async def embed_queued(self) -> EmbedBatch:
         """Take, embed and store one batch of memex.embed_queue (operator; what the
@@ -854,7 +377,7 @@ class AsyncMemex:
         stores each vector whose memory still has that content (and dequeues it), and
         memex.embed_queue_failed backs off the entries whose embedding failed. If the
         process dies first, the transaction is rolled back: every entry stays queued."""
-        async with self._transaction() as conn:
+        async with self.connection() as conn:
             cur = conn.cursor(row_factory=class_row(QueuedMemory))
             with metrics.sql_call(queries.EMBED_QUEUE_TAKE):
                 rows = await (await cur.execute(queries.EMBED_QUEUE_TAKE)).fetchall()
@@ -927,19 +450,19 @@ class AsyncMemex:
             raise InvalidArgument(
                 "model", f"this service embeds with {self.model_id!r}: send that or leave it out"
             )
-        await self._fetch(None, queries.AUTHORIZE_EMBEDDING)
+        await self.fetch(None, queries.AUTHORIZE_EMBEDDING)
         cut = await self.embedder.plan_in_full(request.input)
         vectors = cut.combine(await self.embedder.embed_many(cut.pieces))
         return Embeddings(vectors, self.model_id, cut.total_tokens)
 
     async def embedding_models(self) -> dict[str, int]:
         """How many memories carry vectors of each embedding model, most first (operator)."""
-        rows: list[ModelCount] = await self._fetch(ModelCount, queries.EMBEDDING_MODELS)
+        rows: list[ModelCount] = await self.fetch(ModelCount, queries.EMBEDDING_MODELS)
         return {row.embedding_model: row.memories for row in rows}
 
     async def embed_queue_depth(self) -> EmbedQueueDepth:
         """The embed queue: entries queued, due, failing; oldest and next due (operator)."""
-        rows: list[EmbedQueueDepth] = await self._fetch(EmbedQueueDepth, queries.EMBED_QUEUE_DEPTH)
+        rows: list[EmbedQueueDepth] = await self.fetch(EmbedQueueDepth, queries.EMBED_QUEUE_DEPTH)
         return rows[0]
 
     async def reembed_page(
@@ -952,7 +475,7 @@ class AsyncMemex:
         stale is found)."""
         if not 1 <= limit <= params.REEMBED_BATCH_MAX:
             raise InvalidArgument("limit", f"must be 1 to {params.REEMBED_BATCH_MAX}")
-        rows: list[StaleEmbedding] = await self._fetch(
+        rows: list[StaleEmbedding] = await self.fetch(
             StaleEmbedding,
             queries.STALE_EMBEDDINGS,
             {"embedding_model": self.model_id, "after": after, "limit": limit},
@@ -960,7 +483,7 @@ class AsyncMemex:
         if not rows:
             return ReembedPage(0, 0, None)
         vectors = await self.embedder.embed_in_full([r.content for r in rows])
-        written = await self._fetch(
+        written = await self.fetch(
             None,
             queries.SET_EMBEDDINGS,
             {
@@ -976,7 +499,7 @@ class AsyncMemex:
 
     async def set_setting(self, name: str, value: Any) -> None:
         """Write an operator setting (memex.settings), e.g. rate_limit_store_per_minute."""
-        await self._fetch(None, queries.SET_SETTING, {"name": name, "value": Jsonb(value)})
+        await self.fetch(None, queries.SET_SETTING, {"name": name, "value": Jsonb(value)})
 
     async def create_key(
         self,
@@ -998,19 +521,19 @@ class AsyncMemex:
             expires_at=expires_at,
         )
         values = {**request.model_dump(), "access": str(request.access)}
-        rows: list[CreatedKey] = await self._fetch(CreatedKey, queries.CREATE_KEY, values)
+        rows: list[CreatedKey] = await self.fetch(CreatedKey, queries.CREATE_KEY, values)
         return rows[0]
 
     async def list_keys(self, agent_id: str | None = None) -> list[ApiKey]:
         """The API keys this (admin) caller may manage, newest first, without secrets."""
         query = validated(params.KeysQuery, agent_id=agent_id)
-        return await self._fetch(ApiKey, queries.LIST_KEYS, query.model_dump())
+        return await self.fetch(ApiKey, queries.LIST_KEYS, query.model_dump())
 
     async def revoke_key(self, key: str) -> RevokedKey:
         """Revoke an API key by id or prefix; NotFound outside this caller's scope."""
         if "\x00" in key:  # Postgres text cannot hold NUL: say so, not the driver
             raise InvalidArgument("key", "must not contain NUL characters")
-        rows: list[RevokedKey] = await self._fetch(RevokedKey, queries.REVOKE_KEY, {"key": key})
+        rows: list[RevokedKey] = await self.fetch(RevokedKey, queries.REVOKE_KEY, {"key": key})
         return rows[0]
 
     async def audit_events(
@@ -1018,7 +541,7 @@ class AsyncMemex:
     ) -> list[AuditEvent]:
         """The audit log within this (admin) caller's scope, newest first."""
         query = validated(params.AuditQuery, limit=limit, before=before)
-        return await self._fetch(AuditEvent, queries.AUDIT_EVENTS, query.model_dump())
+        return await self.fetch(AuditEvent, queries.AUDIT_EVENTS, query.model_dump())
 
     # --- File memory: a file is a memory with a virtual path (see memex.write_file) ---
 
@@ -1041,11 +564,11 @@ class AsyncMemex:
             content=content,
             base_revision=base_revision,
         )
-        reservation = await self._reserve("store", [(request.agent_id, request.user_id)])
+        reservation = await self.reserve("store", [(request.agent_id, request.user_id)])
         embedding = await self.embedder.embed_one(request.content)
         values = {**request.model_dump(), "embedding": embedding, "embedding_model": self.model_id}
         written: File = (
-            await self._fetch(File, queries.WRITE_FILE, values, reservation=reservation)
+            await self.fetch(File, queries.WRITE_FILE, values, reservation=reservation)
         )[0]
         metrics.FILE_WRITES.labels("write").inc()
         return written
@@ -1071,7 +594,7 @@ class AsyncMemex:
             to_line=to_line,
             as_of=as_of,
         )
-        return (await self._fetch(File, queries.READ_FILE, query.model_dump()))[0]  # type: ignore[no-any-return]
+        return (await self.fetch(File, queries.READ_FILE, query.model_dump()))[0]  # type: ignore[no-any-return]
 
     async def list_files(
         self,
@@ -1092,7 +615,7 @@ class AsyncMemex:
             limit=limit,
             after=after,
         )
-        rows: list[FileEntry] = await self._fetch(FileEntry, queries.LIST_FILES, query.model_dump())
+        rows: list[FileEntry] = await self.fetch(FileEntry, queries.LIST_FILES, query.model_dump())
         return rows, next_key(rows, query.limit, lambda row: row.path)
 
     async def patch_file(
@@ -1135,15 +658,15 @@ class AsyncMemex:
         deadline = monotonic() + UNCONDITIONAL_PATCH_SECONDS
         # paid once, before any embedding; a try that loses its race is rolled back with
         # its use of the reservation, so the next try spends it
-        reservation = await self._reserve("store", [(request.agent_id, request.user_id)])
+        reservation = await self.reserve("store", [(request.agent_id, request.user_id)])
         for attempt in range(UNCONDITIONAL_PATCH_TRIES):
-            preview: PatchPreview = (
-                await self._fetch(PatchPreview, queries.PREVIEW_PATCH, values)
-            )[0]
+            preview: PatchPreview = (await self.fetch(PatchPreview, queries.PREVIEW_PATCH, values))[
+                0
+            ]
             embedding = await self.embedder.embed_one(preview.content)
             base = request.base_revision if request.base_revision is not None else preview.revision
             try:
-                rows: list[File] = await self._fetch(
+                rows: list[File] = await self.fetch(
                     File,
                     queries.PATCH_FILE,
                     {
@@ -1179,7 +702,7 @@ class AsyncMemex:
             path=path,
             base_revision=base_revision,
         )
-        deleted: File = (await self._fetch(File, queries.DELETE_FILE, query.model_dump()))[0]
+        deleted: File = (await self.fetch(File, queries.DELETE_FILE, query.model_dump()))[0]
         metrics.FILE_WRITES.labels("delete").inc()
         return deleted
 
@@ -1201,7 +724,7 @@ class AsyncMemex:
             limit=limit,
             before=before,
         )
-        return await self._fetch(FileRevision, queries.LIST_REVISIONS, query.model_dump())
+        return await self.fetch(FileRevision, queries.LIST_REVISIONS, query.model_dump())
 
     async def get_revision(
         self, agent_id: str, user_id: str, path: str, revision: int
@@ -1210,7 +733,7 @@ class AsyncMemex:
         query = validated(
             params.RevisionQuery, agent_id=agent_id, user_id=user_id, path=path, revision=revision
         )
-        return (await self._fetch(FileRevision, queries.GET_REVISION, query.model_dump()))[0]  # type: ignore[no-any-return]
+        return (await self.fetch(FileRevision, queries.GET_REVISION, query.model_dump()))[0]  # type: ignore[no-any-return]
 
     async def diff_revisions(
         self, agent_id: str, user_id: str, path: str, from_revision: int, to_revision: int
@@ -1226,7 +749,7 @@ class AsyncMemex:
             from_revision=from_revision,
             to_revision=to_revision,
         )
-        rows = await self._fetch(None, queries.DIFF_REVISIONS, query.model_dump())
+        rows = await self.fetch(None, queries.DIFF_REVISIONS, query.model_dump())
         return str(rows[0])
 
     async def restore_revision(
@@ -1249,11 +772,11 @@ class AsyncMemex:
             base_revision=base_revision,
         )
         old = await self.get_revision(agent_id, user_id, path, request.revision)
-        reservation = await self._reserve("store", [(request.agent_id, request.user_id)])
+        reservation = await self.reserve("store", [(request.agent_id, request.user_id)])
         embedding = await self.embedder.embed_one(old.content) if old.content else None
         values = {**request.model_dump(), "embedding": embedding, "embedding_model": self.model_id}
         restored: File = (
-            await self._fetch(File, queries.RESTORE_REVISION, values, reservation=reservation)
+            await self.fetch(File, queries.RESTORE_REVISION, values, reservation=reservation)
         )[0]
         metrics.FILE_WRITES.labels("restore").inc()
         return restored
@@ -1277,7 +800,7 @@ class AsyncMemex:
             "query_embedding": embedding,
             "embedding_model": self.model_id,
         }
-        return (await self._fetch(SmartRead, queries.SMART_READ, values))[0]  # type: ignore[no-any-return]
+        return (await self.fetch(SmartRead, queries.SMART_READ, values))[0]  # type: ignore[no-any-return]
 
     async def access_log(
         self,
@@ -1300,7 +823,7 @@ class AsyncMemex:
             limit=limit,
             before=before,
         )
-        return await self._fetch(AccessEvent, queries.ACCESS_EVENTS, query.model_dump())
+        return await self.fetch(AccessEvent, queries.ACCESS_EVENTS, query.model_dump())
 
     # --- Agentic tools (memexdb.agentic): memory_search and memory_memorize ---
 
@@ -1308,12 +831,12 @@ class AsyncMemex:
         """Raise Unauthenticated unless the caller's credentials are valid (memex._enter,
         the check every call makes, in one round trip); with `admin`, also Forbidden
         unless the caller is an admin of its whole scope (the admin console's rule)."""
-        await self._fetch(None, queries.ADMIN_CALLER if admin else queries.PING)
+        await self.fetch(None, queries.ADMIN_CALLER if admin else queries.PING)
 
     async def authorize(self, agent_id: str | None, user_id: str | None, need: str) -> None:
         """Raise Unauthenticated or Forbidden unless the caller may act on the tenant with
         `need` access (read, write or admin); None: every agent / every user."""
-        await self._fetch(
+        await self.fetch(
             None, queries.AUTHORIZE, {"agent_id": agent_id, "user_id": user_id, "need": need}
         )
 
@@ -1345,7 +868,7 @@ class AsyncMemex:
             "query_embedding": await self.embedder.embed_one(request.query),
             "embedding_model": self.model_id,
         }
-        return await self._fetch(Passage, queries.SEARCH_PASSAGES, values)
+        return await self.fetch(Passage, queries.SEARCH_PASSAGES, values)
 
     async def search_passages(
         self,
@@ -1406,7 +929,7 @@ class AsyncMemex:
 
     async def consolidate_due(self, *, dry_run: bool = False) -> list[ConsolidationRun]:
         """One consolidation tick over every tenant (admin); the runs (plans if dry_run)."""
-        return await self._fetch(ConsolidationRun, queries.CONSOLIDATE_DUE, {"dry_run": dry_run})
+        return await self.fetch(ConsolidationRun, queries.CONSOLIDATE_DUE, {"dry_run": dry_run})
 
     async def dream(
         self,
@@ -1435,7 +958,7 @@ class AsyncMemex:
     ) -> ConsolidationRun | None:
         """One tenant's consolidation run (or plan); None when another runner holds it."""
         validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
-        rows: list[ConsolidationRun] = await self._fetch(
+        rows: list[ConsolidationRun] = await self.fetch(
             ConsolidationRun, query, {"agent_id": agent_id, "user_id": user_id, **arguments}
         )
         run = rows[0] if rows else None
@@ -1446,7 +969,7 @@ class AsyncMemex:
     ) -> list[ConsolidationRun]:
         """One tick of dreaming over files, every tenant (admin); the runs. `edits` as
         for dream, each with its tenant's agent_id and user_id."""
-        return await self._fetch(
+        return await self.fetch(
             ConsolidationRun,
             queries.DREAM_DUE,
             {"dry_run": dry_run, "edits": Jsonb(list(edits)) if edits is not None else None},
@@ -1458,7 +981,7 @@ class AsyncMemex:
         """The files the next dream reads: of the due tenants (admin), or of one."""
         if agent_id is not None or user_id is not None:
             validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
-        return await self._fetch(
+        return await self.fetch(
             DreamPlan,
             queries.DREAM_PLAN,
             {"agent_id": agent_id, "user_id": user_id, "force": force},
@@ -1466,20 +989,20 @@ class AsyncMemex:
 
     async def restore_consolidation(self, run_id: int) -> ConsolidationRun:
         """Undo a condense run: its sources live again, its summary archived."""
-        rows: list[ConsolidationRun] = await self._fetch(
+        rows: list[ConsolidationRun] = await self.fetch(
             ConsolidationRun, queries.RESTORE_CONSOLIDATION, {"run_id": run_id}
         )
         return rows[0]
 
     async def dream_config(self) -> params.DreamConfigOut:
         """The consolidation settings (memex.dream_config)."""
-        rows = await self._fetch(None, queries.DREAM_CONFIG)
+        rows = await self.fetch(None, queries.DREAM_CONFIG)
         return params.DreamConfigOut.model_validate(rows[0])
 
     async def set_dream_config(self, /, **changes: Any) -> params.DreamConfigOut:
         """Change consolidation settings (admin); the whole configuration after."""
         request = validated(params.DreamConfig, **changes)
-        rows = await self._fetch(
+        rows = await self.fetch(
             None, queries.SET_DREAM_CONFIG, {"changes": Jsonb(request.changes())}
         )
         return params.DreamConfigOut.model_validate(rows[0])
@@ -1496,9 +1019,7 @@ class AsyncMemex:
         query = validated(
             params.RunsQuery, agent_id=agent_id, user_id=user_id, limit=limit, before=before
         )
-        return await self._fetch(
-            ConsolidationRun, queries.CONSOLIDATION_HISTORY, query.model_dump()
-        )
+        return await self.fetch(ConsolidationRun, queries.CONSOLIDATION_HISTORY, query.model_dump())
 
     async def dream_users(
         self,
@@ -1510,7 +1031,7 @@ class AsyncMemex:
         """Each tenant's consolidation status (admin), in (agent_id, user_id) order after
         `after`."""
         query = validated(params.DreamUsersQuery, agent_id=agent_id, limit=limit)
-        return await self._fetch(
+        return await self.fetch(
             DreamUser,
             queries.DREAM_USERS,
             {
@@ -1523,7 +1044,7 @@ class AsyncMemex:
     async def set_dream_paused(self, agent_id: str, user_id: str, paused: bool) -> bool:
         """Pause or resume consolidation of one tenant (admin, audited)."""
         validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
-        rows = await self._fetch(
+        rows = await self.fetch(
             None,
             queries.SET_DREAM_PAUSED,
             {"agent_id": agent_id, "user_id": user_id, "paused": paused},
@@ -1541,7 +1062,7 @@ class AsyncMemex:
     ) -> list[AgentStats]:
         """Agents in agent_id order after `after` (admin; `agent_id`: that one only), each
         with its users and its memories by type, archived, expired and files."""
-        return await self._fetch(
+        return await self.fetch(
             AgentStats, queries.AGENT_STATS, {"agent_id": agent_id, "limit": limit, "after": after}
         )
 
@@ -1550,13 +1071,9 @@ class AsyncMemex:
     ) -> list[UserStats]:
         """The users of an agent in user_id order after `after` (admin of the agent), each
         with its memories by type, archived, expired, files and consolidation pause."""
-        return await self._fetch(
+        return await self.fetch(
             UserStats, queries.USER_STATS, {"agent_id": agent_id, "limit": limit, "after": after}
         )
-
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
 
 
 class _LoopThread:
@@ -1669,6 +1186,8 @@ class Memex:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    run = _blocking(AsyncMemex.run)
+    call = _blocking(AsyncMemex.call)
     store = _blocking(AsyncMemex.store)
     store_many = _blocking(AsyncMemex.store_many)
     search = _blocking(AsyncMemex.search)
@@ -1677,7 +1196,6 @@ class Memex:
     get = _blocking(AsyncMemex.get)
     list_memories = _blocking(AsyncMemex.list_memories)
     update = _blocking(AsyncMemex.update)
-    update_patch = _blocking(AsyncMemex.update_patch)
     erase_user = _blocking(AsyncMemex.erase_user)
     export_page = _blocking(AsyncMemex.export_page)
     import_memories = _blocking(AsyncMemex.import_memories)

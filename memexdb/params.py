@@ -481,6 +481,13 @@ class MemorySearchRequest(_Request):
     context_weight: ContextWeight = None
     metadata: MetadataFilter = None
     include_archived: IncludeArchived = False
+    now: Annotated[
+        Timestamp,
+        Field(
+            description="Rank as of this time: recency is measured back from it (default:"
+            " the database's now; UTC if naive). For evaluations that ask at a past date."
+        ),
+    ] = None
 
     def types(self) -> list[MemoryType] | None:
         return type_filter(self.memory_type, self.memory_types)
@@ -491,6 +498,12 @@ class TenantQuery(_Request):
 
     agent_id: AgentId
     user_id: UserId
+
+
+class MemoryRef(TenantQuery):
+    """One memory of a tenant, by id (in REST: the tenant in the query, the id in the path)."""
+
+    memory_id: MemoryId
 
 
 class _JsonQuery(TenantQuery):
@@ -578,6 +591,13 @@ class MemoryPatch(_Request):
     @property
     def clear_expires_at(self) -> bool:
         return "expires_at" in self.model_fields_set and self.expires_at is None
+
+
+class MemoryUpdate(MemoryPatch):
+    """A MemoryPatch of one memory, by id (in REST: the patch in the body, the id in the
+    path)."""
+
+    memory_id: MemoryId
 
 
 class MemoryOut(BaseModel):

@@ -248,7 +248,11 @@ async def exercise_errors(client: Client, who: dict[str, str]) -> None:
             {**who, "id": "00000000-0000-4000-8000-000000000000"},
             "memory not found for this agent_id and user_id",
         ),
-        ("update_memory", {**who, "id": "00000000-0000-4000-8000-000000000000"}, "patch"),
+        (
+            "update_memory",
+            {**who, "id": "00000000-0000-4000-8000-000000000000"},
+            "arguments: must change at least one of",
+        ),
         (
             "update_memory",
             {**who, "id": "00000000-0000-4000-8000-000000000000", "importance": 1},

@@ -1,6 +1,6 @@
 """Result shapes: the SQL function's result is the truth, the Python row type follows it.
 
-Every statement AsyncMemex reads into a row type (`self._fetch(RowType, queries.X, ...)`)
+Every statement AsyncMemex reads into a row type (`fetch(RowType, queries.X, ...)`)
 is prepared on a migrated database and its result columns, as PostgreSQL describes them,
 are compared with the dataclass psycopg's `class_row` builds from them: every column is a
 field, every field without a default is a column, and each column's type is the one the
@@ -18,13 +18,19 @@ import psycopg
 import pytest
 
 from memexdb import client, queries
+from memexdb import types as row_types
+from memexdb.memories import operations as memories
 
-# _fetch(RowType, queries.NAME, ...) as written in the client, over one or several lines
+SOURCES = (client, memories)  # the modules whose statements read rows
+
+# fetch(RowType, queries.NAME, ...) as written in the client and the operations,
+# over one or several lines
 FETCHES = sorted(
     {
         (row_type, query)
         for row_type, query in re.findall(
-            r"_fetch\(\s*([A-Z][A-Za-z]+),\s*queries\.([A-Z_]+)", inspect.getsource(client)
+            r"fetch\(\s*([A-Z][A-Za-z]+),\s*queries\.([A-Z_]+)",
+            "".join(inspect.getsource(module) for module in SOURCES),
         )
         if row_type != "None"  # scalar rows
     }
@@ -70,7 +76,7 @@ def test_every_fetch_is_found() -> None:
 def test_the_row_type_follows_the_sql_result(
     conn: psycopg.Connection, row_type: str, query: str
 ) -> None:
-    cls = getattr(client, row_type)
+    cls = getattr(row_types, row_type)
     sql = _prepared(getattr(queries, query))
     name = f"shape_{query.lower()}".encode()
     prepared = conn.pgconn.prepare(name, sql.encode())

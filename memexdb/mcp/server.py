@@ -36,53 +36,29 @@ from memexdb.errors import (
     RateLimited,
     Unauthenticated,
 )
+from memexdb.mcp.operations import BoundTool, bind, caller_of, tool_annotations
 from memexdb.mcp.tenant import ArgumentTenant, Caller, Tenant, TenantResolver
+from memexdb.memories import operations as memories
 from memexdb.paging import next_key
 from memexdb.params import (
     CONTENT_MAX_CHARS,
-    DEFAULT_ALPHA,
     DEFAULT_FILE_LIST_LIMIT,
-    DEFAULT_HALF_LIFE_DAYS,
-    DEFAULT_IMPORTANCE,
-    DEFAULT_LIST_LIMIT,
-    DEFAULT_MEMORY_TYPE,
-    DEFAULT_MODE,
     DEFAULT_PASSAGE_CHARS,
     DEFAULT_PASSAGES_TOP_K,
     DEFAULT_SMART_READ_BUDGET,
-    DEFAULT_TOP_K,
     AgentId,
-    Alpha,
     AnswerWanted,
     BaseRevision,
     Budget,
-    Content,
-    ContextWeight,
-    CountResponse,
-    Cursor,
-    Deleted,
     DiffOut,
     FileContent,
     FileEntryOut,
     FileList,
     FileOut,
     FilePath,
-    HalfLifeDays,
-    Importance,
-    IncludeArchived,
-    Kind,
     LineNumber,
-    ListLimit,
     MemorizeOut,
     MemorizeText,
-    MemoryId,
-    MemoryOut,
-    MemoryPage,
-    MemoryTypeFilter,
-    MemoryTypes,
-    Metadata,
-    MetadataFilter,
-    Mode,
     PageLimit,
     PassageChars,
     PassageSearchOut,
@@ -91,15 +67,11 @@ from memexdb.params import (
     Query,
     RevisionList,
     RevisionOut,
-    SearchResponse,
-    SearchResult,
     SmartReadOut,
-    TopK,
     UserId,
     field_errors,
     file_patch,
     not_found_message,
-    type_filter,
 )
 
 log = logging.getLogger("memexdb.mcp")
@@ -131,12 +103,21 @@ class MemexMCP(MCPServer[Any]):
     # build_mcp_server; the legacy SSE transport uses it too (memexdb.mcp.http).
     authenticate: Callable[[Mapping[str, str] | None], Awaitable[None]] | None = None
 
+    # The tools built from the operation table (memexdb.mcp.operations), by name, the
+    # tenant resolver and the client a call acts with (set by build_mcp_server).
+    operation_tools: dict[str, BoundTool]
+    resolver: TenantResolver
+    client_for: Callable[[Mapping[str, str] | None], AsyncMemex]
+
     async def call_tool(
         self,
         name: str,
         arguments: dict[str, Any],
         context: Context[Any, Any] | None = None,
     ) -> CallToolResult | InputRequiredResult:
+        bound = self.operation_tools.get(name)
+        if bound is not None:
+            return await self._call_operation(bound, arguments, context)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -145,6 +126,25 @@ class MemexMCP(MCPServer[Any]):
                 await self._authenticated(context)
                 raise ToolError(_describe(name, cause)) from cause
             raise
+
+    async def _call_operation(
+        self, bound: BoundTool, arguments: dict[str, Any], context: Context[Any, Any] | None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            request = bound.request(arguments)  # the one validation of this call
+        except (ValidationError, RecursionError, TypeError, ValueError) as exc:
+            await self._authenticated(context)
+            if isinstance(exc, ValidationError):
+                raise ToolError(_describe(bound.tool.name, exc, bound.argument)) from exc
+            raise ToolError(f"Error executing tool {bound.tool.name}: invalid arguments") from exc
+        headers = None if context is None else context.headers
+        try:
+            async with _tool_errors():
+                return await bound.run(
+                    self.client_for(headers), request, self.resolver, caller_of(context)
+                )
+        except ToolError as exc:  # worded as the SDK words a tool's own errors
+            raise ToolError(f"Error executing tool {bound.tool.name}: {exc}") from exc.__cause__
 
     async def _authenticated(self, context: Context[Any, Any] | None) -> None:
         # The arguments were refused before the tool ran, so before any call checked the
@@ -157,8 +157,8 @@ class MemexMCP(MCPServer[Any]):
             raise ToolError(_message(exc)) from exc
 
 
-def _describe(tool: str, exc: ValidationError) -> str:
-    problems = [f"{e.field}: {e.message}" for e in field_errors(exc)]
+def _describe(tool: str, exc: ValidationError, argument: Callable[[str], str] = str) -> str:
+    problems = [f"{argument(e.field)}: {e.message}" for e in field_errors(exc)]
     return f"Error executing tool {tool}: invalid arguments: " + "; ".join(problems)
 
 
@@ -239,188 +239,23 @@ def build_mcp_server(
         await client_for(headers).authenticate()
 
     server.authenticate = authenticate
+    server.resolver = resolver
+    server.client_for = client_for
+    server.operation_tools = {}
 
     async def tenant_of(agent_id: str, user_id: str, ctx: Context[Any, Any]) -> Tenant:
         return await resolver.resolve(agent_id, user_id, _caller(ctx))
 
-    @tool(ToolAnnotations(title="Store a memory", destructive_hint=False, open_world_hint=False))
-    async def store_memory(
-        agent_id: AgentId,
-        user_id: UserId,
-        content: Content,
-        ctx: Context[Any, Any],
-        memory_type: Kind = DEFAULT_MEMORY_TYPE,
-        importance: Importance = DEFAULT_IMPORTANCE,
-        metadata: Metadata = None,
-    ) -> MemoryOut:
-        """Remember something for later: store one memory (a fact, an event or a procedure)
-        for the tenant (agent_id, user_id). Returns the stored memory with its id."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            memory = await client(ctx).store(
-                tenant.agent_id,
-                tenant.user_id,
-                content,
-                memory_type=memory_type,
-                importance=importance,
-                metadata=metadata,
+    for operation in memories.OPERATIONS:
+        if operation.tool is not None:
+            function, bound = bind(operation)
+            server.add_tool(
+                function,
+                name=operation.tool.name,
+                description=operation.tool.description,
+                annotations=tool_annotations(operation.tool),
             )
-        return MemoryOut.model_validate(memory)
-
-    @tool(ToolAnnotations(title="Search memories", read_only_hint=True, open_world_hint=False))
-    async def search_memories(
-        agent_id: AgentId,
-        user_id: UserId,
-        query: Query,
-        ctx: Context[Any, Any],
-        top_k: TopK = DEFAULT_TOP_K,
-        alpha: Alpha = DEFAULT_ALPHA,
-        memory_type: MemoryTypeFilter = None,
-        half_life_days: HalfLifeDays = DEFAULT_HALF_LIFE_DAYS,
-        memory_types: MemoryTypes = None,
-        mode: Mode = DEFAULT_MODE,
-        context_weight: ContextWeight = None,
-        metadata: MetadataFilter = None,
-        include_archived: IncludeArchived = False,
-    ) -> SearchResponse:
-        """Recall the tenant's memories most relevant to `query`, best first, from any point
-        in the past; of two equally relevant memories the newer comes first. Each result
-        carries its score and the parts of it: score = relevance * (1 + 0.25 * recency) *
-        importance, or (alpha * relevance + (1 - alpha) * recency) * importance when alpha
-        is given."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            hits = await client(ctx).search(
-                tenant.agent_id,
-                tenant.user_id,
-                query,
-                top_k=top_k,
-                alpha=alpha,
-                half_life_days=half_life_days,
-                memory_types=type_filter(memory_type, memory_types),
-                mode=mode,
-                context_weight=context_weight,
-                metadata=metadata,
-                include_archived=include_archived,
-            )
-        results = [SearchResult.model_validate(h) for h in hits]
-        return SearchResponse(
-            agent_id=tenant.agent_id,
-            user_id=tenant.user_id,
-            query=query,
-            total=len(results),
-            results=results,
-        )
-
-    @tool(ToolAnnotations(title="Delete a memory", destructive_hint=True, open_world_hint=False))
-    async def delete_memory(
-        agent_id: AgentId,
-        user_id: UserId,
-        id: MemoryId,
-        ctx: Context[Any, Any],
-    ) -> Deleted:
-        """Forget one memory of the tenant by its id. Fails if the id is not one of this
-        tenant's memories."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            memory = await client(ctx).forget(tenant.agent_id, tenant.user_id, id)
-        return Deleted(deleted=MemoryOut.model_validate(memory))
-
-    @tool(ToolAnnotations(title="Count memories", read_only_hint=True, open_world_hint=False))
-    async def count_memories(
-        agent_id: AgentId,
-        user_id: UserId,
-        ctx: Context[Any, Any],
-        memory_type: MemoryTypeFilter = None,
-        metadata: MetadataFilter = None,
-    ) -> CountResponse:
-        """Count the tenant's live memories (optionally of one type, and only those whose
-        metadata contains the given object)."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            count = await client(ctx).count(
-                tenant.agent_id, tenant.user_id, memory_type, metadata=metadata
-            )
-        return CountResponse(
-            agent_id=tenant.agent_id, user_id=tenant.user_id, memory_type=memory_type, count=count
-        )
-
-    @tool(ToolAnnotations(title="Get a memory", read_only_hint=True, open_world_hint=False))
-    async def get_memory(
-        agent_id: AgentId,
-        user_id: UserId,
-        id: MemoryId,
-        ctx: Context[Any, Any],
-    ) -> MemoryOut:
-        """Read one memory of the tenant by its id. Fails if the id is not one of this
-        tenant's live memories."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            memory = await client(ctx).get(tenant.agent_id, tenant.user_id, id)
-        return MemoryOut.model_validate(memory)
-
-    @tool(
-        ToolAnnotations(
-            title="Update a memory",
-            destructive_hint=True,
-            idempotent_hint=True,
-            open_world_hint=False,
-        )
-    )
-    async def update_memory(
-        agent_id: AgentId,
-        user_id: UserId,
-        id: MemoryId,
-        ctx: Context[Any, Any],
-        content: Content | None = None,
-        importance: Importance | None = None,
-        metadata: Metadata = None,
-        memory_type: MemoryTypeFilter = None,
-    ) -> MemoryOut:
-        """Correct one memory of the tenant by its id: give only the fields to change
-        (content, importance, metadata, memory_type; at least one). A new content replaces
-        the old text and is searched by its new meaning; metadata replaces the whole
-        object. Returns the memory as changed."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            memory = await client(ctx).update(
-                tenant.agent_id,
-                tenant.user_id,
-                id,
-                content=content,
-                importance=importance,
-                metadata=metadata,
-                memory_type=memory_type,
-            )
-        return MemoryOut.model_validate(memory)
-
-    @tool(ToolAnnotations(title="List memories", read_only_hint=True, open_world_hint=False))
-    async def list_memories(
-        agent_id: AgentId,
-        user_id: UserId,
-        ctx: Context[Any, Any],
-        limit: ListLimit = DEFAULT_LIST_LIMIT,
-        cursor: Cursor = None,
-        memory_type: MemoryTypeFilter = None,
-        metadata: MetadataFilter = None,
-        include_archived: IncludeArchived = False,
-    ) -> MemoryPage:
-        """List the tenant's memories, newest first, a page at a time (to review them,
-        not to answer a question: search_memories ranks by relevance). Pass next_cursor
-        as cursor for the next page; it is null on the last page."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            page = await client(ctx).list_memories(
-                tenant.agent_id,
-                tenant.user_id,
-                limit=limit,
-                cursor=cursor,
-                memory_type=memory_type,
-                metadata=metadata,
-                include_archived=include_archived,
-            )
-        memories = [MemoryOut.model_validate(m) for m in page.memories]
-        return MemoryPage(memories=memories, next_cursor=page.next_cursor)
+            server.operation_tools[operation.tool.name] = bound
 
     # --- File memory (the MemexAI raw tools) ---------------------------------------
 

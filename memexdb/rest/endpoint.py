@@ -11,19 +11,11 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
+from memexdb.operation import Reply
+
+__all__ = ["Endpoint", "Handler", "Reply"]
+
 Handler = Callable[[Request], Awaitable[Response]]
-
-
-@dataclass(frozen=True)
-class Reply:
-    """A documented response: status, description and body model (None: no body, or a
-    string if `media_type` is not JSON, e.g. text/plain), as `media_type` (for
-    application/x-ndjson: the model of each line)."""
-
-    status: int
-    description: str
-    model: type[BaseModel] | None = None
-    media_type: str = "application/json"
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: the OpenAPI document is cached

@@ -3,6 +3,7 @@ bodies and query strings validated by the models of memexdb.params, JSON answers
 
 from __future__ import annotations
 
+import json
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -23,7 +24,9 @@ def memex_of(request: Request) -> AsyncMemex:
     return memex.with_key(bearer_key(request.headers))
 
 
-async def body_of(request: Request, model: type[Model]) -> Model:
+async def body_of(
+    request: Request, model: type[Model], path: dict[str, str] | None = None
+) -> Model:
     if int(request.headers.get("content-length") or 0) > MAX_BODY_BYTES:
         raise HTTPException(413, f"request body larger than {MAX_BODY_BYTES} bytes")
     raw = await request.body()
@@ -31,12 +34,23 @@ async def body_of(request: Request, model: type[Model]) -> Model:
         raise HTTPException(413, f"request body larger than {MAX_BODY_BYTES} bytes")
     # JSON mode: strict JSON types (a date is a string, not a number), and malformed or
     # too deeply nested JSON is a validation error of the field "body".
-    return model.model_validate_json(raw)
+    return model.model_validate_json(_with_path(raw, path) if path else raw)
 
 
-def query_of(request: Request, model: type[Model]) -> Model:
+def _with_path(raw: bytes, path: dict[str, str]) -> bytes | str:
+    """The body with the URL path's fields of the request added (a PATCH's memory_id), so
+    that the request is validated once, as a whole, in JSON mode. A body that is not a
+    JSON object is left for the model to refuse."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return raw
+    return json.dumps({**data, **path}) if isinstance(data, dict) else raw
+
+
+def query_of(request: Request, model: type[Model], path: dict[str, str] | None = None) -> Model:
     # Query parameters are validated like bodies: the same 422 naming each bad field.
-    return model.model_validate(dict(request.query_params))
+    return model.model_validate({**request.query_params, **(path or {})})
 
 
 def json_of(model: BaseModel, status: int = 200) -> JSONResponse:

@@ -1,0 +1,2 @@
+"""Memories: facts, events and procedures of a tenant, ranked by relevance, recency and
+importance (memexdb.memories.operations)."""

@@ -1,0 +1,450 @@
+"""The memory operations: store, search, read, list, count, change, forget, erase.
+
+Each is a function of a Session and its validated request (embed at most one field, call
+one memex.* function) and its declaration (memexdb.operation), from which the Python
+methods, the REST endpoints and the MCP tools are built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from psycopg.types.json import Jsonb
+
+from memexdb import metrics, queries
+from memexdb.operation import Operation, Paging, Reply, Route, Tool
+from memexdb.paging import next_key
+from memexdb.params import (
+    CountQuery,
+    CountResponse,
+    Deleted,
+    ErasedResponse,
+    ExportedMemory,
+    ListQuery,
+    MemoryBatchCreate,
+    MemoryBatchResponse,
+    MemoryCreate,
+    MemoryOut,
+    MemoryPage,
+    MemoryPatch,
+    MemoryRef,
+    MemorySearchRequest,
+    MemoryUpdate,
+    SearchResponse,
+    SearchResult,
+    TenantQuery,
+    decode_cursor,
+    encode_cursor,
+)
+from memexdb.session import Session, jsonb_or_none
+from memexdb.types import ErasedRows, Memory, SearchHit, SearchMode
+from memexdb.types import MemoryPage as Page
+
+_MEMORY_ID = {"memory_id": {"type": "string", "format": "uuid"}}
+_NOT_FOUND = Reply(404, "No such live memory for this tenant (or an id that is not a UUID)")
+_ID = {"id": "memory_id"}  # the MCP tools' name of the id (memex's tools)
+_TENANT = "for the tenant (agent_id, user_id)"
+
+
+def store_params(
+    items: Sequence[MemoryCreate | ExportedMemory],
+    embeddings: np.ndarray | Sequence[np.ndarray],
+    model: str,
+) -> dict[str, Any]:
+    """The arrays of memex.store_memories for these items and their vectors."""
+    return {
+        "agent_ids": [i.agent_id for i in items],
+        "user_ids": [i.user_id for i in items],
+        "contents": [i.content for i in items],
+        "embeddings": list(embeddings),
+        "embedding_model": model,
+        "memory_types": [str(i.memory_type) for i in items],
+        "importances": [i.importance for i in items],
+        "metadata": [Jsonb(i.metadata if i.metadata is not None else {}) for i in items],
+        "expires_at": [i.expires_at for i in items],
+        "created_at": [i.created_at for i in items],
+    }
+
+
+async def store(session: Session, item: MemoryCreate) -> Memory:
+    reservation = await session.reserve("store", [(item.agent_id, item.user_id)])
+    embedding = await session.embedder.embed_one(item.content)
+    values = {
+        **item.model_dump(exclude={"memory_type", "metadata"}),
+        "memory_type": str(item.memory_type),
+        "metadata": Jsonb(item.metadata if item.metadata is not None else {}),
+        "embedding": embedding,
+        "embedding_model": session.model_id,
+    }
+    rows: list[Memory] = await session.fetch(Memory, queries.STORE, values, reservation=reservation)
+    metrics.count_by_type(metrics.MEMORIES_STORED, rows)
+    return rows[0]
+
+
+async def store_many(session: Session, batch: MemoryBatchCreate) -> list[Memory]:
+    items = batch.memories
+    # the whole batch's budget first: a caller over its limit embeds nothing
+    reservation = await session.reserve("store", [(i.agent_id, i.user_id) for i in items])
+    embeddings = await session.embedder.embed_many([i.content for i in items])
+    stored: list[Memory] = await session.fetch(
+        Memory,
+        queries.STORE_MANY,
+        store_params(items, embeddings, session.model_id),
+        reservation=reservation,
+    )
+    metrics.count_by_type(metrics.MEMORIES_STORED, stored)
+    return stored
+
+
+async def search(session: Session, request: MemorySearchRequest) -> list[SearchHit]:
+    reservation, embedding = None, None
+    if request.mode != SearchMode.TEXT:  # (a text search embeds nothing: SQL counts it)
+        reservation = await session.reserve("search", [(request.agent_id, request.user_id)])
+        embedding = await session.embedder.embed_one(request.query)
+    types = request.types()
+    hits: list[SearchHit] = await session.fetch(
+        SearchHit,
+        queries.SEARCH,
+        {
+            **request.model_dump(include={"agent_id", "user_id", "top_k", "alpha"}),
+            "half_life_days": request.half_life_days,
+            "query_embedding": embedding,
+            "query_text": request.query,
+            "embedding_model": session.model_id,
+            "memory_types": [str(t) for t in types] if types else None,
+            "mode": None if request.mode is None else str(request.mode),
+            "now": request.now,
+            "context_weight": request.context_weight,
+            "metadata": jsonb_or_none(request.metadata),
+            "include_archived": request.include_archived,
+        },
+        reservation=reservation,
+    )
+    metrics.count_by_type(metrics.MEMORIES_SEARCHED, hits)
+    return hits
+
+
+async def _by_id(session: Session, sql: str, ref: MemoryRef) -> Memory:
+    rows: list[Memory] = await session.fetch(
+        Memory, sql, {**ref.model_dump(include={"agent_id", "user_id"}), "id": ref.memory_id}
+    )
+    return rows[0]
+
+
+async def get(session: Session, ref: MemoryRef) -> Memory:
+    return await _by_id(session, queries.GET_MEMORY, ref)
+
+
+async def forget(session: Session, ref: MemoryRef) -> Memory:
+    deleted = await _by_id(session, queries.FORGET, ref)
+    metrics.count_by_type(metrics.MEMORIES_DELETED, [deleted])
+    return deleted
+
+
+async def count(session: Session, query: CountQuery) -> int:
+    values = {
+        **query.model_dump(include={"agent_id", "user_id"}),
+        "memory_type": str(query.memory_type) if query.memory_type else None,
+        "embedding_model": session.model_id,
+        "metadata": jsonb_or_none(query.metadata),
+    }
+    return int((await session.fetch(None, queries.COUNT, values))[0])
+
+
+async def list_memories(session: Session, query: ListQuery) -> Page:
+    after = decode_cursor(query.cursor) if query.cursor else (None, None)
+    rows: list[Memory] = await session.fetch(
+        Memory,
+        queries.LIST_MEMORIES,
+        {
+            **query.model_dump(include={"agent_id", "user_id", "limit"}),
+            "cursor_created_at": after[0],
+            "cursor_id": after[1],
+            "memory_type": str(query.memory_type) if query.memory_type else None,
+            "created_after": query.created_after,
+            "created_before": query.created_before,
+            "metadata": jsonb_or_none(query.metadata),
+            "include_archived": query.include_archived,
+        },
+    )
+    cursor = next_key(rows, query.limit, lambda row: encode_cursor(row.created_at, row.id))
+    return Page(rows, cursor)
+
+
+async def update(session: Session, patch: MemoryUpdate) -> Memory:
+    reservation, embedding = None, None
+    if patch.content is not None:  # paid for before it is embedded
+        reservation = await session.reserve("store", [(patch.agent_id, patch.user_id)])
+        embedding = await session.embedder.embed_one(patch.content)
+    rows: list[Memory] = await session.fetch(
+        Memory,
+        queries.UPDATE_MEMORY,
+        {
+            **patch.model_dump(include={"agent_id", "user_id", "content", "importance"}),
+            "id": patch.memory_id,
+            "embedding": embedding,
+            "embedding_model": session.model_id if embedding is not None else None,
+            "metadata": jsonb_or_none(patch.metadata),
+            "memory_type": str(patch.memory_type) if patch.memory_type else None,
+            "expires_at": patch.expires_at,
+            "clear_expires_at": patch.clear_expires_at,
+        },
+        reservation=reservation,
+    )
+    return rows[0]
+
+
+async def erase_user(session: Session, tenant: TenantQuery) -> dict[str, int]:
+    rows: list[ErasedRows] = await session.fetch(
+        ErasedRows, queries.ERASE_USER, tenant.model_dump()
+    )
+    return {row.table_name: row.deleted for row in rows}
+
+
+def _memory(_: object, memory: Memory) -> MemoryOut:
+    return MemoryOut.model_validate(memory)
+
+
+def _searched(request: MemorySearchRequest, hits: list[SearchHit]) -> SearchResponse:
+    results = [SearchResult.model_validate(h) for h in hits]
+    return SearchResponse(
+        agent_id=request.agent_id,
+        user_id=request.user_id,
+        query=request.query,
+        total=len(results),
+        results=results,
+    )
+
+
+def _counted(query: CountQuery, count: int) -> CountResponse:
+    return CountResponse(
+        **query.model_dump(include={"agent_id", "user_id", "memory_type"}), count=count
+    )
+
+
+def _page(_: ListQuery, page: Page) -> MemoryPage:
+    memories = [MemoryOut.model_validate(m) for m in page.memories]
+    return MemoryPage(memories=memories, next_cursor=page.next_cursor)
+
+
+def _stored_many(_: MemoryBatchCreate, stored: list[Memory]) -> MemoryBatchResponse:
+    memories = [MemoryOut.model_validate(m) for m in stored]
+    return MemoryBatchResponse(memories=memories, total=len(memories))
+
+
+STORE = Operation(
+    name="store",
+    summary="Store a memory",
+    request=MemoryCreate,
+    run=store,
+    response=MemoryOut,
+    answer=_memory,
+    sql="memex.store_memory",
+    access="write",
+    embeds="content",
+    rest=Route("POST", "/v1/memories", "Stored", status=201),
+    tool=Tool(
+        "store_memory",
+        "Store a memory",
+        "Remember something for later: store one memory (a fact, an event or a procedure)"
+        f" {_TENANT}. Returns the stored memory with its id.",
+    ),
+)
+
+STORE_MANY = Operation(
+    name="store_many",
+    summary="Store up to 1000 memories in one statement (imports)",
+    request=MemoryBatchCreate,
+    run=store_many,
+    response=MemoryBatchResponse,
+    answer=_stored_many,
+    sql="memex.store_memories",
+    access="write",
+    embeds="memories[].content",
+    rest=Route("POST", "/v1/memories/batch", "Stored, in input order", status=201),
+)
+
+SEARCH = Operation(
+    name="search",
+    summary="Search a tenant's memories (relevance + recency + importance)",
+    request=MemorySearchRequest,
+    run=search,
+    response=SearchResponse,
+    answer=_searched,
+    sql="memex.search",
+    access="read",
+    embeds="query",
+    rest=Route("POST", "/v1/memories/search", "Ranked results"),
+    tool=Tool(
+        "search_memories",
+        "Search memories",
+        "Recall the tenant's memories most relevant to `query`, best first, from any point"
+        " in the past; of two equally relevant memories the newer comes first. Each result"
+        " carries its score and the parts of it: score = relevance * (1 + 0.25 * recency) *"
+        " importance, or (alpha * relevance + (1 - alpha) * recency) * importance when alpha"
+        " is given.",
+        read_only=True,
+    ),
+)
+
+COUNT = Operation(
+    name="count",
+    summary="Count a tenant's live memories",
+    request=CountQuery,
+    run=count,
+    response=CountResponse,
+    answer=_counted,
+    sql="memex.count_memories",
+    access="read",
+    rest=Route("GET", "/v1/memories/count", "Count", source="query"),
+    tool=Tool(
+        "count_memories",
+        "Count memories",
+        "Count the tenant's live memories (optionally of one type, and only those whose"
+        " metadata contains the given object).",
+        read_only=True,
+    ),
+)
+
+FORGET = Operation(
+    name="forget",
+    summary="Delete one memory of the tenant",
+    request=MemoryRef,
+    run=forget,
+    response=None,
+    answer=lambda _, __: None,
+    sql="memex.forget_memory",
+    access="write",
+    rest=Route(
+        "DELETE",
+        "/v1/memories/{memory_id:uuid}",
+        "Deleted",
+        status=204,
+        source="query",
+        wire=TenantQuery,
+        path_params=_MEMORY_ID,
+        errors=(Reply(404, "No such memory for this tenant (or an id that is not a UUID)"),),
+        no_body=True,
+    ),
+    tool=Tool(
+        "delete_memory",
+        "Delete a memory",
+        "Forget one memory of the tenant by its id. Fails if the id is not one of this"
+        " tenant's memories.",
+        destructive=True,
+        renames=_ID,
+        response=Deleted,
+        answer=lambda _, memory: Deleted(deleted=MemoryOut.model_validate(memory)),
+    ),
+)
+
+LIST = Operation(
+    name="list_memories",
+    summary="List a tenant's live memories, newest first, a page at a time",
+    request=ListQuery,
+    run=list_memories,
+    response=MemoryPage,
+    answer=_page,
+    sql="memex.list_memories",
+    access="read",
+    pages=Paging("cursor", "next_cursor"),
+    rest=Route(
+        "GET",
+        "/v1/memories",
+        "A page of memories and the cursor of the next one",
+        source="query",
+    ),
+    tool=Tool(
+        "list_memories",
+        "List memories",
+        "List the tenant's memories, newest first, a page at a time (to review them, not"
+        " to answer a question: search_memories ranks by relevance). Pass next_cursor as"
+        " cursor for the next page; it is null on the last page.",
+        read_only=True,
+    ),
+)
+
+GET = Operation(
+    name="get",
+    summary="Get one memory of the tenant",
+    request=MemoryRef,
+    run=get,
+    response=MemoryOut,
+    answer=_memory,
+    sql="memex.get_memory",
+    access="read",
+    rest=Route(
+        "GET",
+        "/v1/memories/{memory_id:uuid}",
+        "The memory",
+        source="query",
+        wire=TenantQuery,
+        path_params=_MEMORY_ID,
+        errors=(_NOT_FOUND,),
+    ),
+    tool=Tool(
+        "get_memory",
+        "Get a memory",
+        "Read one memory of the tenant by its id. Fails if the id is not one of this"
+        " tenant's live memories.",
+        read_only=True,
+        renames=_ID,
+    ),
+)
+
+UPDATE = Operation(
+    name="update",
+    summary="Change fields of one memory of the tenant (a new content is embedded again)",
+    request=MemoryUpdate,
+    run=update,
+    response=MemoryOut,
+    answer=_memory,
+    sql="memex.update_memory",
+    access="write",
+    embeds="content",
+    rest=Route(
+        "PATCH",
+        "/v1/memories/{memory_id:uuid}",
+        "The memory as changed",
+        wire=MemoryPatch,
+        path_params=_MEMORY_ID,
+        errors=(_NOT_FOUND,),
+    ),
+    tool=Tool(
+        "update_memory",
+        "Update a memory",
+        "Correct one memory of the tenant by its id: give only the fields to change"
+        " (content, importance, metadata, memory_type, expires_at; at least one). A new"
+        " content replaces the old text and is searched by its new meaning; metadata"
+        " replaces the whole object. Returns the memory as changed.",
+        destructive=True,
+        idempotent=True,
+        renames=_ID,
+    ),
+)
+
+ERASE_USER = Operation(
+    name="erase_user",
+    summary="Erase a user: delete every row of the tenant in every table",
+    request=TenantQuery,
+    run=erase_user,
+    response=ErasedResponse,
+    answer=lambda tenant, deleted: ErasedResponse(**tenant.model_dump(), deleted=deleted),
+    sql="memex.erase_user",
+    access="write",
+    rest=Route("DELETE", "/v1/memories", "Rows deleted per table", source="query"),
+)
+
+OPERATIONS: tuple[Operation[Any, Any], ...] = (
+    STORE,
+    STORE_MANY,
+    SEARCH,
+    FORGET,
+    COUNT,
+    GET,
+    UPDATE,
+    LIST,
+    ERASE_USER,
+)

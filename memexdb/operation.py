@@ -1,0 +1,126 @@
+"""One declaration per operation: the table every surface is built from.
+
+An Operation states what a caller may ask (its request model, validated once, wherever
+the request comes from), what runs (`run`: a function of a Session and that request,
+which embeds at most one field and calls one `memex.*` SQL function), what the caller
+gets back (`response` and `answer`), the access it needs, and how it pages. From it:
+
+- `AsyncMemex.call(op, **arguments)` / `AsyncMemex.run(op, request)`: the typed methods of
+  memexdb.client are one line each over these (a test checks each method's parameters
+  against its request model);
+- the REST endpoint and its OpenAPI entry (memexdb.rest.operations, from `rest`);
+- the MCP tool and its input and output schemas (memexdb.mcp.operations, from `tool`);
+- the CLI command where there is one (`cli` names it; memexdb.cli).
+
+The HTTP clients (Python and TypeScript) are generated from the OpenAPI document, which
+comes from here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from memexdb.params import invalid_argument
+from memexdb.session import Session
+
+Req = TypeVar("Req", bound=BaseModel)
+Res = TypeVar("Res")
+
+# What the caller's key needs (SQL checks it: memex._authorize; this is what the docs
+# and the tests read): read or write within its tenants, admin (keys, audit,
+# consolidation controls), or the operator (the database's own credentials).
+Access = Literal["read", "write", "admin", "operator"]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A documented response: status, description and body model (None: no body, or a
+    string if `media_type` is not JSON, e.g. text/plain), as `media_type` (for
+    application/x-ndjson: the model of each line)."""
+
+    status: int
+    description: str
+    model: type[BaseModel] | None = None
+    media_type: str = "application/json"
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where the operation is served over REST. The request is read from `source` (the
+    JSON body or the query string) together with the path's parameters, as one request
+    model; `wire` is what the body or query string documents when the request model has
+    path fields too (default: the request model)."""
+
+    method: str
+    path: str  # Starlette's, with convertors: /v1/memories/{memory_id:uuid}
+    description: str  # of the success reply
+    status: int = 200
+    source: Literal["body", "query"] = "body"
+    wire: type[BaseModel] | None = None
+    path_params: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    errors: tuple[Reply, ...] = ()
+    no_body: bool = False  # the success reply has no body (204)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """The operation as an MCP tool. `description` is what the model reads; `renames`
+    maps a tool argument to the request field it fills (`id` -> `memory_id`); a tool that
+    answers otherwise than REST gives its own `response` and `answer`."""
+
+    name: str
+    title: str
+    description: str
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    renames: Mapping[str, str] = field(default_factory=dict)
+    response: type[BaseModel] | None = None
+    answer: Callable[[Any, Any], BaseModel] | None = None
+
+
+@dataclass(frozen=True)
+class Paging:
+    """A paged operation: the request field that takes the next page's key, and the
+    response field that gives it (null: the last page)."""
+
+    cursor: str
+    next: str
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity
+class Operation(Generic[Req, Res]):
+    """One operation of memexdb (see the module's docstring)."""
+
+    name: str  # the AsyncMemex method
+    summary: str
+    request: type[Req]
+    run: Callable[[Session, Req], Awaitable[Res]]
+    response: type[BaseModel] | None  # what REST and MCP answer (None: nothing)
+    answer: Callable[[Req, Res], BaseModel | None]
+    sql: str  # the memex.* function it calls
+    access: Access
+    embeds: str | None = None  # the request field that is embedded
+    pages: Paging | None = None
+    rest: Route | None = None
+    tool: Tool | None = None
+    cli: str | None = None
+
+    def validate(self, values: Mapping[str, Any]) -> Req:
+        """The request from Python values; the first bad field as InvalidArgument."""
+        try:
+            return self.request.model_validate(values)
+        except ValidationError as exc:
+            raise invalid_argument(exc) from None
+
+    def tool_response(self) -> type[BaseModel] | None:
+        return self.tool.response if self.tool and self.tool.response else self.response
+
+    def tool_answer(self, request: Req, result: Res) -> BaseModel | None:
+        if self.tool is not None and self.tool.answer is not None:
+            return self.tool.answer(request, result)
+        return self.answer(request, result)

@@ -1,0 +1,59 @@
+"""REST endpoints built from the operation table (memexdb.operation): each reads its
+request from the path and the body or query string, validates it once as the operation's
+request model, runs the operation as the caller and answers its response model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from memexdb.operation import Operation
+from memexdb.rest.endpoint import Endpoint, Handler, Reply
+from memexdb.rest.parsing import body_of, json_of, memex_of, query_of
+
+
+def _handler(operation: Operation[Any, Any]) -> Handler:
+    route = operation.rest
+    assert route is not None
+
+    async def handle(request: Request) -> Response:
+        # path parameters as text, as the body and query string carry them
+        path = {name: str(value) for name, value in request.path_params.items()}
+        if route.source == "body":
+            parsed = await body_of(request, operation.request, path)
+        else:
+            parsed = query_of(request, operation.request, path)
+        result = await operation.run(memex_of(request), parsed)
+        answer = operation.answer(parsed, result)
+        if answer is None:
+            return Response(status_code=route.status)
+        return json_of(answer, route.status)
+
+    return handle
+
+
+def endpoint(operation: Operation[Any, Any]) -> Endpoint:
+    """The REST endpoint of `operation` (which must have a route)."""
+    route = operation.rest
+    if route is None:
+        raise ValueError(f"operation {operation.name} has no REST route")
+    wire = route.wire or operation.request
+    return Endpoint(
+        route.method,
+        route.path,
+        _handler(operation),
+        operation.summary,
+        Reply(route.status, route.description, None if route.no_body else operation.response),
+        body=wire if route.source == "body" else None,
+        query=wire if route.source == "query" else None,
+        path_params={k: dict(v) for k, v in route.path_params.items()},
+        errors=route.errors,
+    )
+
+
+def endpoints(operations: Iterable[Operation[Any, Any]]) -> tuple[Endpoint, ...]:
+    """The endpoints of those of `operations` served over REST, in their order."""
+    return tuple(endpoint(op) for op in operations if op.rest is not None)

@@ -1,0 +1,347 @@
+"""A connection to memexdb as one caller: the pool, the embedder, the credentials, and
+how one statement runs as that caller (`fetch`: BEGIN, memex._enter, the call, COMMIT in
+one round trip), in a caller's transaction, and after reserving rate-limit budget.
+
+`Session` knows no operation: the operations (memexdb.memories, memexdb.files, ...) are
+functions of a Session and a validated request, and AsyncMemex (memexdb.client) is a
+Session with one typed method per operation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, replace
+from time import monotonic
+from typing import Any, Self
+from uuid import UUID
+
+import psycopg
+from psycopg.pq import TransactionStatus
+from psycopg.rows import class_row, scalar_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from memexdb import metrics, queries
+from memexdb.db import async_pool
+from memexdb.embedding import BatchingEmbedder, Embedder, build_embedder
+from memexdb.errors import RateLimited, SetupError, translate
+from memexdb.llm import ChatModel
+
+_OPEN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
+
+# Vectors of recently embedded texts kept per client (~1.5 KiB each at 384-d: ~6 MiB):
+# agents repeat queries and contents (bench/RESULTS.md, "Load test").
+EMBEDDING_CACHE_ENTRIES = 4096
+# A client reserves rate-limit budget before embedding (memex.reserve_rate_limit) only
+# for operations the operator limits; which those are is read at most this often. The
+# reservation is a round trip (~0.4 ms, a third of a cached search), not worth paying
+# when nothing is limited. A limit set meanwhile is still enforced by SQL in the call
+# itself; for at most this long it is enforced after the embedding rather than before.
+LIMITS_TRUSTED_FOR_S = 2.0
+
+
+@dataclass
+class _Limits:
+    """What the clients of one pool last read of the operator's rate limits."""
+
+    read_at: float = float("-inf")
+    operations: frozenset[str] = frozenset()
+
+
+def jsonb_or_none(value: dict[str, Any] | None) -> Jsonb | None:
+    return Jsonb(value) if value is not None else None
+
+
+def _check_dims(dims: int | None, embedder: Embedder) -> None:
+    if dims is None:
+        raise SetupError("the database is not migrated: run `memexdb migrate`")
+    if dims != embedder.dim:
+        raise SetupError(
+            f"embedder {embedder.model_id} makes {embedder.dim}-d vectors but "
+            f"memex.memories.embedding is vector({dims})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """Who a client acts as. The service's connections are memex_app: before each call,
+    in the same transaction, memex._enter sets the caller from `key` (or refuses it), or
+    memex._enter_operator makes it the operator (`operator` names who, e.g. "cli"); SQL
+    then enforces the caller's scope (memex._authorize and row-level security). A
+    connection as a role bound with memex.bind_sql_role enters nothing: Postgres knows
+    its tenant from the login."""
+
+    key: str | None = None
+    # refuse calls without a key even while the database has none (a service that
+    # listens beyond loopback)
+    require_key: bool = False
+    operator: str | None = None
+    # one of memexdb's own agents writing for this caller (memex._delegate)
+    delegate: str | None = None
+
+
+class Session:
+    """One caller's way into the database (`await AsyncMemex.connect(dsn)` opens one).
+
+    `with_key(key)` and `as_operator(name)` return sessions of the same pool and embedder
+    that act as someone else (see Credentials)."""
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool,
+        embedder: BatchingEmbedder,
+        *,
+        owns_embedder: bool = False,
+        credentials: Credentials = Credentials(),
+        enters: bool = True,
+        owns_pool: bool = True,
+        llm: ChatModel | None = None,
+        owns_llm: bool = False,
+        limits: _Limits | None = None,
+    ) -> None:
+        self.pool = pool
+        # the optional chat model of memorize and search_passages' answers (memexdb.llm)
+        self.llm = llm
+        self._owns_llm = owns_llm
+        self.embedder = embedder
+        self.model_id = embedder.model_id
+        self.credentials = credentials
+        self._owns_embedder = owns_embedder
+        self._owns_pool = owns_pool
+        self._enters = enters
+        # set inside `transaction()`: every call runs on this connection, in its transaction
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._limits = limits or _Limits()
+
+    def _acting_as(self, credentials: Credentials) -> Self:
+        return type(self)(
+            self.pool,
+            self.embedder,
+            credentials=credentials,
+            enters=self._enters,
+            owns_pool=False,
+            llm=self.llm,
+            limits=self._limits,
+        )
+
+    def with_key(self, key: str | None) -> Self:
+        """This client acting with API key `key` (None: no key, which an open loopback
+        database without keys accepts)."""
+        return self._acting_as(replace(self.credentials, key=key, operator=None))
+
+    def as_operator(self, name: str) -> Self:
+        """This client acting as the operator (every tenant, admin): the command line and
+        scheduled jobs, which hold the database credentials themselves."""
+        return self._acting_as(replace(self.credentials, key=None, operator=name))
+
+    def delegated(self, actor: str) -> Self:
+        """This client's caller, writing as one of memexdb's own agents (`memorize-agent`,
+        `dream-agent`): same scope and access; revisions, access-log entries and memories
+        record the agent as actor and the caller as on_behalf_of (memex._delegate)."""
+        return self._acting_as(replace(self.credentials, delegate=actor))
+
+    @classmethod
+    async def connect(
+        cls,
+        dsn: str,
+        *,
+        embedder: Embedder | BatchingEmbedder | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        key: str | None = None,
+        require_key: bool = False,
+        llm: ChatModel | None = None,
+        open_timeout: float = 30.0,
+    ) -> Self:
+        """Open a pool on a migrated database and check the embedder fits its schema.
+
+        `key` is the API key calls are made with; `require_key` refuses calls without
+        one even while the database has no keys. `llm` (the client closes it) is the chat
+        model memorize and search_passages' answers use; None: their LLM-free forms.
+        DatabaseUnavailable when no connection opens within `open_timeout` seconds."""
+        if embedder is None:
+            embedder = build_embedder("minilm")
+        owns = not isinstance(embedder, BatchingEmbedder)
+        batching = (
+            embedder
+            if isinstance(embedder, BatchingEmbedder)
+            else BatchingEmbedder(embedder, cache_entries=EMBEDDING_CACHE_ENTRIES)
+        )
+        pool = async_pool(dsn, min_size=min_size, max_size=max_size)
+        try:
+            await pool.open(wait=True, timeout=open_timeout)
+            async with pool.connection() as conn:
+                cur = conn.cursor(row_factory=scalar_row)
+                try:
+                    dims = await (await cur.execute(queries.EMBEDDING_DIMS)).fetchone()
+                except psycopg.errors.UndefinedFunction:
+                    dims = None
+                enters = bool(await (await cur.execute(queries.ENTERS_CALLER)).fetchone())
+            _check_dims(dims, batching.embedder)
+        except BaseException as exc:
+            await pool.close()
+            if owns:
+                await batching.aclose()
+            raise translate(exc) from exc
+        return cls(
+            pool,
+            batching,
+            owns_embedder=owns,
+            credentials=Credentials(key=key, require_key=require_key),
+            enters=enters,
+            llm=llm,
+            owns_llm=llm is not None,
+        )
+
+    async def aclose(self) -> None:
+        if self._owns_pool:
+            await self.pool.close()
+        if self._owns_embedder:
+            await self.embedder.aclose()
+        if self._owns_llm and self.llm is not None:
+            await self.llm.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def fetch(
+        self,
+        row_type: type[Any] | None,
+        sql: str,
+        values: dict[str, Any] | None = None,
+        *,
+        enter: bool = True,
+        reservation: UUID | None = None,
+    ) -> list[Any]:
+        """Run one statement as this client's caller. `reservation` (from `reserve`)
+        names the rate-limit budget already paid for it, so it is not counted again."""
+        factory = class_row(row_type) if row_type else scalar_row
+        if self._conn is not None:
+            return await self._fetch_in_transaction(self._conn, factory, sql, values, reservation)
+        entering = enter and self._enters
+        try:
+            async with self.pool.connection() as conn:
+                with metrics.sql_call(sql):
+                    cur = conn.cursor(row_factory=factory)
+                    if not entering and reservation is None:
+                        return await (await cur.execute(sql, values)).fetchall()
+                    try:
+                        # BEGIN, the caller, the call and COMMIT go out together: one round
+                        # trip (plain statements: conn.transaction() would add a second).
+                        async with conn.pipeline():
+                            await conn.execute("begin")
+                            if entering:
+                                await conn.execute(*self._entry())
+                            if entering and self.credentials.delegate is not None:
+                                await conn.execute(
+                                    queries.DELEGATE, {"delegate": self.credentials.delegate}
+                                )
+                            if reservation is not None:
+                                await conn.execute(
+                                    queries.USE_RESERVATION, {"reservation": str(reservation)}
+                                )
+                            await cur.execute(sql, values)
+                            await conn.execute("commit")
+                    except BaseException:
+                        # an error skips the rest of the pipeline, the COMMIT included
+                        if conn.info.transaction_status in _OPEN_TRANSACTION:
+                            await conn.rollback()
+                        raise
+                    return await cur.fetchall()
+        except Exception as exc:
+            error = translate(exc)
+            if isinstance(error, RateLimited):
+                metrics.rate_limited(error.operation)
+            raise error from exc
+
+    @staticmethod
+    async def _fetch_in_transaction(
+        conn: psycopg.AsyncConnection[Any],
+        factory: Any,
+        sql: str,
+        values: dict[str, Any] | None,
+        reservation: UUID | None = None,
+    ) -> list[Any]:
+        try:
+            # a savepoint: a call that fails (a Conflict that is retried) leaves the
+            # transaction's other work in place
+            async with conn.transaction():
+                with metrics.sql_call(sql):
+                    if reservation is not None:
+                        await conn.execute(
+                            queries.USE_RESERVATION, {"reservation": str(reservation)}
+                        )
+                    cur = conn.cursor(row_factory=factory)
+                    return await (await cur.execute(sql, values)).fetchall()
+        except Exception as exc:
+            error = translate(exc)
+            if isinstance(error, RateLimited):
+                metrics.rate_limited(error.operation)
+            raise error from exc
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Self]:
+        """This client, with every call it makes inside the block in one database
+        transaction: all of them applied when the block ends, none if it raises (e.g.
+        memorize's memory and its log entry). Embedding still happens before each call."""
+        if self._conn is not None:
+            yield self
+            return
+        async with self.connection() as conn:
+            bound = self._acting_as(self.credentials)
+            bound._conn = conn
+            yield bound
+
+    async def reserve(self, operation: str, tenants: Sequence[tuple[str, str]]) -> UUID | None:
+        """Pay for a store or search of these tenants' items (one per memory) before
+        embedding anything (memex.reserve_rate_limit): over the limit this raises
+        RateLimited and nothing is embedded. None when the operation has no limit."""
+        if monotonic() - self._limits.read_at > LIMITS_TRUSTED_FOR_S:
+            limited: list[list[str]] = await self.fetch(
+                None, queries.LIMITED_OPERATIONS, enter=False
+            )
+            self._limits.operations = frozenset(limited[0])
+            self._limits.read_at = monotonic()
+        if operation not in self._limits.operations:
+            return None
+        rows: list[UUID | None] = await self.fetch(
+            None,
+            queries.RESERVE_RATE_LIMIT,
+            {
+                "operation": operation,
+                "agent_ids": [agent for agent, _ in tenants],
+                "user_ids": [user for _, user in tenants],
+            },
+        )
+        return rows[0]
+
+    def _entry(self) -> tuple[str, dict[str, Any]]:
+        who = self.credentials
+        if who.operator is not None:
+            return queries.ENTER_OPERATOR, {"actor": who.operator}
+        return queries.ENTER, {"key": who.key, "require_key": who.require_key}
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A connection in a transaction whose caller is this client's, for work that
+        spans several statements (the embed queue's batch: its entries stay locked until
+        the end). Commits when the block ends, rolls back if it raises; database errors
+        come out as memexdb's."""
+        try:
+            async with self.pool.connection() as conn, conn.transaction():
+                if self._enters:
+                    await conn.execute(*self._entry())
+                    if self.credentials.delegate is not None:
+                        await conn.execute(
+                            queries.DELEGATE, {"delegate": self.credentials.delegate}
+                        )
+                yield conn
+        except Exception as exc:
+            translated = translate(exc)
+            if translated is exc:
+                raise
+            raise translated from exc
