@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -27,6 +28,8 @@ from memexdb.params import (
     SmartReadRequest,
 )
 from tests.sqlapi import unit
+
+ROOT = Path(__file__).resolve().parent.parent
 
 VEC = unit((0, 1.0))
 WHO = {"agent_id": "a", "user_id": "u"}
@@ -408,3 +411,49 @@ def test_python_refuses_what_postgres_text_cannot_hold() -> None:
         deep = {"k": deep}
     with pytest.raises(ValidationError, match="nest deeper"):
         MemoryCreate.model_validate({**WHO, "content": "x", "metadata": deep})
+
+
+# `<p_x | length(p_x)> not between LOW and HIGH then perform memex._invalid('field'...`
+_SQL_BOUND = re.compile(
+    r"(length\()?p_(\w+)\)? not between (\d+) and (\d+)\s+then\s+"
+    r"perform memex\._invalid\(\s*(?:'(\w+)'|(p_field))",
+    re.S,
+)
+# bounds SQL alone checks: the operator's ivfflat `lists` (memex.configure_vector_index
+# has no Python or REST caller; pgvector's own limit)
+_SQL_ONLY = {("lists", 1, 32768)}
+
+
+def _python_bounds(field: str, length: bool) -> set[tuple[object, object]]:
+    found = set()
+    for model in vars(params).values():
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            continue
+        info = model.model_fields.get(field)
+        if info is None:
+            continue
+        low = high = None
+        for meta in info.metadata:
+            if length:
+                low = getattr(meta, "min_length", low)
+                high = getattr(meta, "max_length", high)
+            else:
+                low = getattr(meta, "ge", low)
+                high = getattr(meta, "le", high)
+        found.add((low, high))
+    return found
+
+
+def test_every_range_sql_checks_is_the_same_in_a_python_model() -> None:
+    """Each `not between` bound of the SQL functions (read from sql/) is the bound of a
+    field of the same name in memexdb.params: a bound changed on one side only fails."""
+    checked = 0
+    for path in sorted((ROOT / "sql").rglob("*.sql")):
+        for match in _SQL_BOUND.finditer(path.read_text()):
+            length, field = bool(match.group(1)), match.group(5) or "path"
+            low, high = int(match.group(3)), int(match.group(4))
+            if (field, low, high) in _SQL_ONLY:
+                continue
+            checked += 1
+            assert (low, high) in _python_bounds(field, length), (path.name, field, low, high)
+    assert checked >= 20  # the pattern still reads the SQL
