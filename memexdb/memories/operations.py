@@ -53,7 +53,7 @@ def store_params(
     embeddings: np.ndarray | Sequence[np.ndarray],
     model: str,
 ) -> dict[str, Any]:
-    """The arrays of memex.store_memories for these items and their vectors."""
+    """The arrays of memex.store_many for these items and their vectors."""
     return {
         "agent_ids": [i.agent_id for i in items],
         "user_ids": [i.user_id for i in items],
@@ -241,7 +241,7 @@ STORE = Operation(
     run=store,
     response=MemoryOut,
     answer=_memory,
-    sql="memex.store_memory",
+    sql="memex.store",
     access="write",
     embeds="content",
     rest=Route("POST", "/v1/memories", "Stored", status=201),
@@ -260,7 +260,7 @@ STORE_MANY = Operation(
     run=store_many,
     response=MemoryBatchResponse,
     answer=_stored_many,
-    sql="memex.store_memories",
+    sql="memex.store_many",
     access="write",
     embeds="memories[].content",
     rest=Route("POST", "/v1/memories/batch", "Stored, in input order", status=201),
@@ -296,7 +296,7 @@ COUNT = Operation(
     run=count,
     response=CountResponse,
     answer=_counted,
-    sql="memex.count_memories",
+    sql="memex.count",
     access="read",
     rest=Route("GET", "/v1/memories/count", "Count", source="query"),
     tool=Tool(
@@ -315,7 +315,7 @@ FORGET = Operation(
     run=forget,
     response=None,
     answer=lambda _, __: None,
-    sql="memex.forget_memory",
+    sql="memex.forget",
     access="write",
     rest=Route(
         "DELETE",

@@ -1,0 +1,11 @@
+"""Every operation of memexdb, by domain: what the REST app serves, the MCP server lists,
+the clients are generated from, and tests/test_operations.py checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memexdb.memories import operations as memories
+from memexdb.operation import Operation
+
+OPERATIONS: tuple[Operation[Any, Any], ...] = (*memories.OPERATIONS,)
