@@ -16,7 +16,8 @@ function versions are swapped in between rounds on one database (the same data a
 index), each round timing every query once; "vector, alpha 1" (the ANN index alone, no
 text, no recency) is timed in the same rounds as the floor any ANN ranking pays.
 
-    git show main:sql/memories/041_candidates_ann.sql main:sql/memories/042_search.sql > /tmp/before.sql
+    git show main:sql/memories/041_candidates_ann.sql \\
+        main:sql/memories/042_search.sql > /tmp/before.sql
     python bench/ann_default_bench.py --baseline-sql /tmp/before.sql
 """
 

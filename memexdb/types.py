@@ -74,6 +74,10 @@ class SearchHit:
     relevance: float
     recency: float
     score: float
+    # lineage, as Memory's: a summary's sources; an archived memory's summary and time
+    source_ids: list[UUID] = field(default_factory=list)
+    superseded_by: UUID | None = None
+    archived_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,6 +66,10 @@ async def test_a_fact_is_found_before_and_after_consolidation(amemex: AsyncMemex
     # the original is still there, archived, and found when asked for
     archived = await amemex.search(A, U, question, top_k=3, mode="hybrid", include_archived=True)
     original = next(h for h in archived if h.content == TOPICS[4])
+    # a search result carries the lineage as a read does
+    assert original.superseded_by == run.summary_id and original.archived_at is not None
+    summary = next(h for h in after if h.id == run.summary_id)
+    assert original.id in summary.source_ids
     memory = await amemex.get(A, U, original.id)
     assert memory.superseded_by == run.summary_id and memory.archived_at is not None
     page = await amemex.list_memories(A, U, limit=200, include_archived=True)

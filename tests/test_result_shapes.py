@@ -11,13 +11,15 @@ side (or the reverse) fails here, not at the first call that returns a row.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import inspect
 import re
+import typing
 
 import psycopg
 import pytest
 
-from memexdb import client, queries
+from memexdb import client, params, queries
 from memexdb import types as row_types
 from memexdb.memories import operations as memories
 
@@ -103,3 +105,54 @@ def test_the_row_type_follows_the_sql_result(
             continue  # jsonb, vector and composites: any shape the field documents
         annotation = str(fields[column].type)
         assert expected in annotation, f"{query}.{column}: {typname} but {annotation}"
+
+
+# Each answer model of REST and MCP (memexdb.params) and the row type it is built from
+# (memexdb.types, itself checked against SQL above): the SQL result is the one shape, and
+# an answer model may only leave columns out (never rename or retype one).
+WIRE_MODELS = [
+    ("MemoryOut", "Memory"),
+    ("SearchResult", "SearchHit"),
+    ("KeyCreatedOut", "CreatedKey"),
+    ("KeyOut", "ApiKey"),
+    ("KeyRevokedOut", "RevokedKey"),
+    ("AuditEventOut", "AuditEvent"),
+    ("FileOut", "File"),
+    ("FileEntryOut", "FileEntry"),
+    ("RevisionOut", "FileRevision"),
+    ("SmartReadOut", "SmartRead"),
+    ("AccessEventOut", "AccessEvent"),
+    ("PassageOut", "Passage"),
+    ("RunOut", "ConsolidationRun"),
+    ("DreamUserOut", "DreamUser"),
+]
+# answer fields that are no column of the row type, and why
+NOT_COLUMNS = {
+    ("MemoryOut", "score"),  # null outside search: one model for stored and ranked memories
+    # a ranked memory is a MemoryOut whose last change and model search does not return
+    # (null in results, as their descriptions say)
+    ("SearchResult", "updated_at"),
+    ("SearchResult", "embedding_model"),
+}
+
+
+def _plain(annotation: object) -> object:
+    """`X | None` as X (an answer model may default a column to null), and a string
+    enum as str (it names the values a text column holds)."""
+    members = typing.get_args(annotation)
+    if type(None) in members and len(members) == 2:
+        annotation = next(a for a in members if a is not type(None))
+    if isinstance(annotation, type) and issubclass(annotation, enum.StrEnum):
+        return str
+    return annotation
+
+
+@pytest.mark.parametrize(("wire", "row"), WIRE_MODELS, ids=[w for w, _ in WIRE_MODELS])
+def test_each_answer_model_is_its_row_type_s_columns(wire: str, row: str) -> None:
+    model = getattr(params, wire)
+    columns = typing.get_type_hints(getattr(row_types, row))
+    for name, info in model.model_fields.items():
+        if (wire, name) in NOT_COLUMNS:
+            continue
+        assert name in columns, f"{wire}.{name} is no column of {row}"
+        assert _plain(info.annotation) == _plain(columns[name]), (wire, name)

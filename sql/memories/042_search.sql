@@ -199,7 +199,7 @@ begin
         )
         select m.id, m.agent_id, m.user_id, m.memory_type, m.content, t.importance,
                m.metadata, m.created_at, m.expires_at, t.similarity, null::double precision,
-               t.similarity, t.recency, t.score
+               t.similarity, t.recency, t.score, m.source_ids, m.superseded_by, m.archived_at
         from top t join memex.memories m on m.id = t.id
         order by t.score desc, t.created_at desc, t.id;
     else
@@ -252,7 +252,7 @@ begin
         )
         select m.id, m.agent_id, m.user_id, m.memory_type, m.content, t.importance, m.metadata,
                m.created_at, m.expires_at, t.similarity, t.text_rank, t.relevance, t.recency,
-               t.score
+               t.score, m.source_ids, m.superseded_by, m.archived_at
         from top t
              -- one primary-key lookup per row of the top k: for "limit p_top_k" the generic
              -- plan assumes 10 % of the candidates, and would hash a small table whole
@@ -260,7 +260,8 @@ begin
              -- keeps the lookup per row
              cross join lateral (
                  select m.id, m.agent_id, m.user_id, m.memory_type, m.content, m.metadata,
-                        m.created_at, m.expires_at
+                        m.created_at, m.expires_at, m.source_ids, m.superseded_by,
+                        m.archived_at
                  from memex.memories m where m.id = t.id offset 0
              ) m
         order by t.score desc, t.created_at desc, t.id;
