@@ -36,6 +36,7 @@ from memexdb.errors import (
     RateLimited,
     Unauthenticated,
 )
+from memexdb.files import operations as files
 from memexdb.mcp.operations import BoundTool, bind, caller_of, tool_annotations
 from memexdb.mcp.tenant import ArgumentTenant, Caller, Tenant, TenantResolver
 from memexdb.memories import operations as memories
@@ -355,7 +356,7 @@ def build_mcp_server(
                 new_text=new_text,
                 base_revision=base_revision,
             )
-            patched = await client(ctx).patch_request(request)
+            patched = await client(ctx).run(files.PATCH, request)
         return FileOut.model_validate(patched)
 
     @tool(ToolAnnotations(title="Delete a file", destructive_hint=True, open_world_hint=False))

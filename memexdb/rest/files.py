@@ -7,6 +7,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
+from memexdb.files import operations as files
 from memexdb.paging import next_key
 from memexdb.params import (
     AccessEventOut,
@@ -55,7 +56,7 @@ async def write_file(request: Request) -> Response:
 
 async def patch_file(request: Request) -> Response:
     body = await body_of(request, FilePatch)
-    return json_of(FileOut.model_validate(await memex_of(request).patch_request(body)))
+    return json_of(FileOut.model_validate(await memex_of(request).run(files.PATCH, body)))
 
 
 async def delete_file(request: Request) -> Response:
