@@ -37,7 +37,6 @@ from memexdb.params import (
     ProposedPatch,
     ProposedWrite,
     field_errors,
-    file_patch,
 )
 
 if TYPE_CHECKING:
@@ -140,7 +139,7 @@ async def _apply(agent: AsyncMemex, request: MemorizeRequest, call: ToolCall) ->
             file = await agent.write_file(*who, write.path, write.content)
         elif call.name == "memory_patch":
             patch = ProposedPatch.model_validate(arguments)
-            file = await agent.patch_request(file_patch(*who, **patch.model_dump()))
+            file = await agent.patch_file(*who, **patch.model_dump())
         else:
             raise _Refused(f"unknown tool {call.name[:100]!r}: memory_write or memory_patch")
     except ValidationError as exc:
@@ -213,7 +212,7 @@ async def _append_to_log(agent: AsyncMemex, request: MemorizeRequest, now: datet
     heading = f"## {now:%Y-%m-%d}"
     entry = f"- {now:%H:%M} " + request.text.strip().replace("\n", "\n  ")
     try:
-        return await agent.patch_request(file_patch(*who, path, heading=heading, append=entry))
+        return await agent.patch_file(*who, path, heading=heading, append=entry)
     except Conflict:
         current = await agent.read_file(*who, path)
         if current.size + len(heading) + len(entry) + 4 <= params.CONTENT_MAX_CHARS:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import random
 import re
 import threading
 from collections.abc import (
@@ -25,7 +24,6 @@ from collections.abc import (
     Sequence,
 )
 from datetime import datetime
-from time import monotonic
 from typing import Any, Concatenate, ParamSpec, TypeVar
 from uuid import UUID
 
@@ -36,7 +34,8 @@ from pydantic import ValidationError
 
 from memexdb import agentic, metrics, params, queries
 from memexdb.embedding import BatchingEmbedder, Embedder
-from memexdb.errors import Conflict, InvalidArgument
+from memexdb.errors import InvalidArgument
+from memexdb.files import operations as files
 from memexdb.llm import ChatModel
 from memexdb.memories import operations as memories
 from memexdb.operation import Operation
@@ -72,7 +71,6 @@ from memexdb.types import (
     MetricFigure,
     ModelCount,
     Passage,
-    PatchPreview,
     QueuedMemory,
     ReembedPage,
     RevokedKey,
@@ -87,11 +85,6 @@ from memexdb.types import (
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
-# An unconditional patch (no base_revision) that loses a race is tried again: at most
-# this many tries, within this many seconds (then Conflict), each after a random pause
-# of up to 10 ms x 2^try (at most 250 ms), so that concurrent appends to one file spread.
-UNCONDITIONAL_PATCH_TRIES = 40
-UNCONDITIONAL_PATCH_SECONDS = 15.0
 _ExportCursor = tuple[str, datetime, UUID] | None
 
 
@@ -543,7 +536,7 @@ class AsyncMemex(Session):
         query = validated(params.AuditQuery, limit=limit, before=before)
         return await self.fetch(AuditEvent, queries.AUDIT_EVENTS, query.model_dump())
 
-    # --- File memory: a file is a memory with a virtual path (see memex.write_file) ---
+    # --- File memory: a file is a memory with a virtual path (memexdb.files) ---
 
     async def write_file(
         self,
@@ -556,22 +549,7 @@ class AsyncMemex(Session):
     ) -> File:
         """Create or overwrite the file at `path` (embedded, so search ranks it). With
         `base_revision` (0: the file must not exist), Conflict if the file moved on."""
-        request = validated(
-            params.FileWrite,
-            agent_id=agent_id,
-            user_id=user_id,
-            path=path,
-            content=content,
-            base_revision=base_revision,
-        )
-        reservation = await self.reserve("store", [(request.agent_id, request.user_id)])
-        embedding = await self.embedder.embed_one(request.content)
-        values = {**request.model_dump(), "embedding": embedding, "embedding_model": self.model_id}
-        written: File = (
-            await self.fetch(File, queries.WRITE_FILE, values, reservation=reservation)
-        )[0]
-        metrics.FILE_WRITES.labels("write").inc()
-        return written
+        return await self.call(files.WRITE, **_given(locals()))
 
     async def read_file(
         self,
@@ -585,16 +563,7 @@ class AsyncMemex(Session):
     ) -> File:
         """The file at `path`: whole, lines from_line..to_line (1-based, inclusive), or as
         it was at `as_of`. NotFound if there is no such file (then)."""
-        query = validated(
-            params.FileReadQuery,
-            agent_id=agent_id,
-            user_id=user_id,
-            path=path,
-            from_line=from_line,
-            to_line=to_line,
-            as_of=as_of,
-        )
-        return (await self.fetch(File, queries.READ_FILE, query.model_dump()))[0]  # type: ignore[no-any-return]
+        return await self.call(files.READ, **_given(locals()))
 
     async def list_files(
         self,
@@ -607,16 +576,7 @@ class AsyncMemex(Session):
     ) -> tuple[list[FileEntry], str | None]:
         """A page of the tenant's files under `prefix`, in path order, and the `after` of
         the next page (None: this is the last)."""
-        query = validated(
-            params.FileListQuery,
-            agent_id=agent_id,
-            user_id=user_id,
-            prefix=prefix,
-            limit=limit,
-            after=after,
-        )
-        rows: list[FileEntry] = await self.fetch(FileEntry, queries.LIST_FILES, query.model_dump())
-        return rows, next_key(rows, query.limit, lambda row: row.path)
+        return await self.call(files.LIST, **_given(locals()))
 
     async def patch_file(
         self,
@@ -635,76 +595,16 @@ class AsyncMemex(Session):
         (InvalidArgument if it is absent or occurs more than once). The patched content is
         computed in SQL (memex.preview_patch), embedded, and stored by memex.patch_file if
         the file has not moved on meanwhile (retried; with `base_revision`, Conflict)."""
-        return await self.patch_request(
-            params.file_patch(
-                agent_id,
-                user_id,
-                path,
-                heading=heading,
-                append=append,
-                old_text=old_text,
-                new_text=new_text,
-                base_revision=base_revision,
-            )
-        )
-
-    async def patch_request(self, request: params.FilePatch) -> File:
-        """`patch_file` from a validated FilePatch (the REST body). A patch without
-        `base_revision` applies to whatever the file holds when it lands: one that finds
-        the file moved on between its preview and its write is previewed, embedded and
-        tried again after a random pause, up to UNCONDITIONAL_PATCH_TRIES times within
-        UNCONDITIONAL_PATCH_SECONDS, so concurrent appends all land."""
-        values = request.model_dump()
-        deadline = monotonic() + UNCONDITIONAL_PATCH_SECONDS
-        # paid once, before any embedding; a try that loses its race is rolled back with
-        # its use of the reservation, so the next try spends it
-        reservation = await self.reserve("store", [(request.agent_id, request.user_id)])
-        for attempt in range(UNCONDITIONAL_PATCH_TRIES):
-            preview: PatchPreview = (await self.fetch(PatchPreview, queries.PREVIEW_PATCH, values))[
-                0
-            ]
-            embedding = await self.embedder.embed_one(preview.content)
-            base = request.base_revision if request.base_revision is not None else preview.revision
-            try:
-                rows: list[File] = await self.fetch(
-                    File,
-                    queries.PATCH_FILE,
-                    {
-                        **values,
-                        "base_revision": base,
-                        "embedding": embedding,
-                        "embedding_model": self.model_id,
-                    },
-                    reservation=reservation,
-                )
-                metrics.FILE_WRITES.labels("patch").inc()
-                return rows[0]
-            except Conflict:
-                if (
-                    request.base_revision is not None
-                    or attempt == UNCONDITIONAL_PATCH_TRIES - 1
-                    or monotonic() >= deadline
-                ):
-                    raise
-                pause = min(0.25, 0.01 * 2**attempt)
-                await asyncio.sleep(random.uniform(0, pause))  # noqa: S311 (jitter, not a secret)
-        raise AssertionError("unreachable")
+        # None is "left out" here; in the request, a text field may not be null
+        values = {k: v for k, v in _given(locals()).items() if v is not None}
+        return await self.call(files.PATCH, **values)
 
     async def delete_file(
         self, agent_id: str, user_id: str, path: str, *, base_revision: int | None = None
     ) -> File:
         """Delete the file at `path` (its revisions stay; restore_revision brings it back)
         and return it as it was, with the number of the delete revision."""
-        query = validated(
-            params.FileDeleteQuery,
-            agent_id=agent_id,
-            user_id=user_id,
-            path=path,
-            base_revision=base_revision,
-        )
-        deleted: File = (await self.fetch(File, queries.DELETE_FILE, query.model_dump()))[0]
-        metrics.FILE_WRITES.labels("delete").inc()
-        return deleted
+        return await self.call(files.DELETE, **_given(locals()))
 
     async def list_revisions(
         self,
@@ -716,24 +616,13 @@ class AsyncMemex(Session):
         before: int | None = None,
     ) -> list[FileRevision]:
         """The revisions of a file, newest first, without content."""
-        query = validated(
-            params.RevisionListQuery,
-            agent_id=agent_id,
-            user_id=user_id,
-            path=path,
-            limit=limit,
-            before=before,
-        )
-        return await self.fetch(FileRevision, queries.LIST_REVISIONS, query.model_dump())
+        return await self.call(files.REVISIONS, **_given(locals()))
 
     async def get_revision(
         self, agent_id: str, user_id: str, path: str, revision: int
     ) -> FileRevision:
         """One revision of a file with its content (None for a delete)."""
-        query = validated(
-            params.RevisionQuery, agent_id=agent_id, user_id=user_id, path=path, revision=revision
-        )
-        return (await self.fetch(FileRevision, queries.GET_REVISION, query.model_dump()))[0]  # type: ignore[no-any-return]
+        return await self.call(files.REVISION, **_given(locals()))
 
     async def diff_revisions(
         self, agent_id: str, user_id: str, path: str, from_revision: int, to_revision: int
@@ -741,16 +630,7 @@ class AsyncMemex(Session):
         """A unified diff from one revision of a file to another, labelled
         `path@revision` (memex.diff_revisions: the text difflib.unified_diff writes; a
         delete is empty)."""
-        query = validated(
-            params.DiffQuery,
-            agent_id=agent_id,
-            user_id=user_id,
-            path=path,
-            from_revision=from_revision,
-            to_revision=to_revision,
-        )
-        rows = await self.fetch(None, queries.DIFF_REVISIONS, query.model_dump())
-        return str(rows[0])
+        return await self.call(files.DIFF, **_given(locals()))
 
     async def restore_revision(
         self,
@@ -763,23 +643,7 @@ class AsyncMemex(Session):
     ) -> File:
         """Make `revision` of a file its current content again (a new 'restore' revision;
         also brings back a deleted file)."""
-        request = validated(
-            params.RestoreRequest,
-            agent_id=agent_id,
-            user_id=user_id,
-            path=path,
-            revision=revision,
-            base_revision=base_revision,
-        )
-        old = await self.get_revision(agent_id, user_id, path, request.revision)
-        reservation = await self.reserve("store", [(request.agent_id, request.user_id)])
-        embedding = await self.embedder.embed_one(old.content) if old.content else None
-        values = {**request.model_dump(), "embedding": embedding, "embedding_model": self.model_id}
-        restored: File = (
-            await self.fetch(File, queries.RESTORE_REVISION, values, reservation=reservation)
-        )[0]
-        metrics.FILE_WRITES.labels("restore").inc()
-        return restored
+        return await self.call(files.RESTORE, **_given(locals()))
 
     async def smart_read(
         self,
@@ -791,16 +655,7 @@ class AsyncMemex(Session):
     ) -> SmartRead:
         """One context block of at most `budget` characters from the files and memories
         most relevant to `query`, each under a header naming its path or id."""
-        request = validated(
-            params.SmartReadRequest, agent_id=agent_id, user_id=user_id, query=query, budget=budget
-        )
-        embedding = await self.embedder.embed_one(request.query)
-        values = {
-            **request.model_dump(),
-            "query_embedding": embedding,
-            "embedding_model": self.model_id,
-        }
-        return (await self.fetch(SmartRead, queries.SMART_READ, values))[0]  # type: ignore[no-any-return]
+        return await self.call(files.SMART_READ, **_given(locals()))
 
     async def access_log(
         self,
@@ -814,16 +669,7 @@ class AsyncMemex(Session):
     ) -> list[AccessEvent]:
         """The tenant's access log (every read and write of its files), newest first,
         since <= at < until; `before` (an id) for the next page."""
-        query = validated(
-            params.AccessLogQuery,
-            agent_id=agent_id,
-            user_id=user_id,
-            since=since,
-            until=until,
-            limit=limit,
-            before=before,
-        )
-        return await self.fetch(AccessEvent, queries.ACCESS_EVENTS, query.model_dump())
+        return await self.call(files.ACCESS_LOG, **_given(locals()))
 
     # --- Agentic tools (memexdb.agentic): memory_search and memory_memorize ---
 
@@ -1237,7 +1083,6 @@ class Memex:
     read_file = _blocking(AsyncMemex.read_file)
     list_files = _blocking(AsyncMemex.list_files)
     patch_file = _blocking(AsyncMemex.patch_file)
-    patch_request = _blocking(AsyncMemex.patch_request)
     delete_file = _blocking(AsyncMemex.delete_file)
     list_revisions = _blocking(AsyncMemex.list_revisions)
     get_revision = _blocking(AsyncMemex.get_revision)

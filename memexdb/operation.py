@@ -69,8 +69,9 @@ class Route:
 @dataclass(frozen=True)
 class Tool:
     """The operation as an MCP tool. `description` is what the model reads; `renames`
-    maps a tool argument to the request field it fills (`id` -> `memory_id`); a tool that
-    answers otherwise than REST gives its own `response` and `answer`."""
+    maps a tool argument to the request field it fills (`id` -> `memory_id`); an argument
+    of `omit_null` sent as null is left out (its field may be left out but not null); a
+    tool that answers otherwise than REST gives its own `response` and `answer`."""
 
     name: str
     title: str
@@ -79,6 +80,7 @@ class Tool:
     destructive: bool = False
     idempotent: bool = False
     renames: Mapping[str, str] = field(default_factory=dict)
+    omit_null: frozenset[str] = frozenset()
     response: type[BaseModel] | None = None
     answer: Callable[[Any, Any], BaseModel] | None = None
 

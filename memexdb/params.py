@@ -1293,38 +1293,6 @@ class FilePatch(_Request):
     _check = model_validator(mode="after")(_one_patch)
 
 
-def file_patch(
-    agent_id: str,
-    user_id: str,
-    path: str,
-    *,
-    heading: str | None = None,
-    append: str | None = None,
-    old_text: str | None = None,
-    new_text: str | None = None,
-    base_revision: int | None = None,
-) -> FilePatch:
-    """A FilePatch from Python arguments (None: left out), or InvalidArgument."""
-    given = {
-        name: value
-        for name, value in (
-            ("heading", heading),
-            ("append", append),
-            ("old_text", old_text),
-            ("new_text", new_text),
-        )
-        if value is not None
-    }
-    return validated(
-        FilePatch,
-        agent_id=agent_id,
-        user_id=user_id,
-        path=path,
-        base_revision=base_revision,
-        **given,
-    )
-
-
 class FileQuery(TenantQuery):
     """Query string naming one file."""
 

@@ -4,6 +4,7 @@ HTTP. SQL-level behaviour (every error, revisions, budget) is in test_sql_files.
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -11,9 +12,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from pydantic import ValidationError
 
 from memexdb import AsyncMemex, Conflict, InvalidArgument, NotFound
 from memexdb.embedded import EmbeddedPostgres
+from memexdb.files import operations as files
+from memexdb.mcp import build_mcp_server
 from tests.conftest import drop_database, new_database, scratch_dir
 from tests.live_service import Service, client, free_port, service_env, uvicorn_args
 from tests.test_mcp_support import call, call_error, connected, http_client_of, serve
@@ -222,3 +226,17 @@ async def test_mcp_file_tools(
                 assert restored["revision"] == 4
     finally:
         drop_database(pg_server, dsn)
+
+
+def test_mcp_patch_takes_null_as_left_out() -> None:
+    # memory_patch's schema lets a model send null for the texts it does not use: that
+    # is "left out" (the REST body must leave them out: null there is refused)
+    bound = build_mcp_server(lambda: None).operation_tools["memory_patch"]  # type: ignore[arg-type,return-value]
+    p = {**WHO, "path": "user/profile.md"}
+    nulls = {"heading": None, "old_text": None, "new_text": None, "base_revision": None}
+    request = bound.request({**p, "append": "- tea", **nulls})
+    assert request.model_fields_set == {*p, "append", "base_revision"}
+    with pytest.raises(ValidationError, match="heading may not be null"):
+        files.PATCH.request.model_validate_json(
+            json.dumps({**p, "append": "- tea", "heading": None})
+        )

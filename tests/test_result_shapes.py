@@ -21,9 +21,10 @@ import pytest
 
 from memexdb import client, params, queries
 from memexdb import types as row_types
+from memexdb.files import operations as files
 from memexdb.memories import operations as memories
 
-SOURCES = (client, memories)  # the modules whose statements read rows
+SOURCES = (client, memories, files)  # the modules whose statements read rows
 
 # fetch(RowType, queries.NAME, ...) as written in the client and the operations,
 # over one or several lines

@@ -84,7 +84,11 @@ class BoundTool:
     def request(self, arguments: Mapping[str, Any]) -> Any:
         """The request from the tool's arguments: validated once (ValidationError, with
         field names as the tool's arguments: see `argument`)."""
-        values = {self.tool.renames.get(k, k): v for k, v in arguments.items()}
+        values = {
+            self.tool.renames.get(k, k): v
+            for k, v in arguments.items()
+            if v is not None or k not in self.tool.omit_null
+        }
         return self.operation.request.model_validate_json(json.dumps(values))
 
     def argument(self, field: str) -> str:

@@ -14,13 +14,12 @@ import inspect
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from memexdb import __version__
 from memexdb.bearer import bearer_key
@@ -36,41 +35,23 @@ from memexdb.errors import (
     RateLimited,
     Unauthenticated,
 )
+from memexdb.files import operations as files
 from memexdb.mcp.operations import BoundTool, bind, caller_of, tool_annotations
 from memexdb.mcp.tenant import ArgumentTenant, Caller, Tenant, TenantResolver
 from memexdb.memories import operations as memories
-from memexdb.paging import next_key
 from memexdb.params import (
-    CONTENT_MAX_CHARS,
-    DEFAULT_FILE_LIST_LIMIT,
     DEFAULT_PASSAGE_CHARS,
     DEFAULT_PASSAGES_TOP_K,
-    DEFAULT_SMART_READ_BUDGET,
     AgentId,
     AnswerWanted,
-    BaseRevision,
-    Budget,
-    DiffOut,
-    FileContent,
-    FileEntryOut,
-    FileList,
-    FileOut,
-    FilePath,
-    LineNumber,
     MemorizeOut,
     MemorizeText,
-    PageLimit,
     PassageChars,
     PassageSearchOut,
     PassageTopK,
-    PathPrefix,
     Query,
-    RevisionList,
-    RevisionOut,
-    SmartReadOut,
     UserId,
     field_errors,
-    file_patch,
     not_found_message,
 )
 
@@ -246,7 +227,7 @@ def build_mcp_server(
     async def tenant_of(agent_id: str, user_id: str, ctx: Context[Any, Any]) -> Tenant:
         return await resolver.resolve(agent_id, user_id, _caller(ctx))
 
-    for operation in memories.OPERATIONS:
+    for operation in (*memories.OPERATIONS, *files.OPERATIONS):
         if operation.tool is not None:
             function, bound = bind(operation)
             server.add_tool(
@@ -257,140 +238,7 @@ def build_mcp_server(
             )
             server.operation_tools[operation.tool.name] = bound
 
-    # --- File memory (the MemexAI raw tools) ---------------------------------------
-
-    @tool(ToolAnnotations(title="List files", read_only_hint=True, open_world_hint=False))
-    async def memory_list(
-        agent_id: AgentId,
-        user_id: UserId,
-        ctx: Context[Any, Any],
-        prefix: PathPrefix = None,
-        limit: PageLimit = DEFAULT_FILE_LIST_LIMIT,
-        after: Annotated[FilePath | None, Field(description="next_after of the last page.")] = None,
-    ) -> FileList:
-        """List the tenant's memory files (user/... and agent/...) under `prefix`, in path
-        order, with their size in characters, revision and last update. Pass next_after as
-        `after` for the next page (null: the last page)."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            files, next_after = await client(ctx).list_files(
-                tenant.agent_id, tenant.user_id, prefix=prefix, limit=limit, after=after
-            )
-        return FileList(
-            files=[FileEntryOut.model_validate(f) for f in files], next_after=next_after
-        )
-
-    @tool(ToolAnnotations(title="Read a file", read_only_hint=True, open_world_hint=False))
-    async def memory_read(
-        agent_id: AgentId,
-        user_id: UserId,
-        path: FilePath,
-        ctx: Context[Any, Any],
-        from_line: LineNumber = None,
-        to_line: LineNumber = None,
-        as_of: Annotated[
-            datetime | None, Field(description="Read the file as it was at this time.")
-        ] = None,
-    ) -> FileOut:
-        """Read a memory file by its virtual path (e.g. user/profile.md): the whole file,
-        or lines from_line..to_line; `revision` in the result is what memory_write and
-        memory_patch take as base_revision."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            found = await client(ctx).read_file(
-                tenant.agent_id,
-                tenant.user_id,
-                path,
-                from_line=from_line,
-                to_line=to_line,
-                as_of=as_of,
-            )
-        return FileOut.model_validate(found)
-
-    @tool(ToolAnnotations(title="Write a file", destructive_hint=True, open_world_hint=False))
-    async def memory_write(
-        agent_id: AgentId,
-        user_id: UserId,
-        path: FilePath,
-        content: FileContent,
-        ctx: Context[Any, Any],
-        base_revision: BaseRevision = None,
-    ) -> FileOut:
-        """Create or overwrite a memory file (markdown is a good fit): user/... for what
-        concerns the user, agent/... for your own notes. Every write keeps a revision. Pass
-        the revision you read as base_revision (0 for a new file) to be refused if the file
-        changed meanwhile."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            written = await client(ctx).write_file(
-                tenant.agent_id, tenant.user_id, path, content, base_revision=base_revision
-            )
-        return FileOut.model_validate(written)
-
-    @tool(ToolAnnotations(title="Patch a file", destructive_hint=True, open_world_hint=False))
-    async def memory_patch(
-        agent_id: AgentId,
-        user_id: UserId,
-        path: FilePath,
-        ctx: Context[Any, Any],
-        heading: Annotated[str | None, Field(max_length=200)] = None,
-        append: Annotated[str | None, Field(max_length=CONTENT_MAX_CHARS)] = None,
-        old_text: Annotated[str | None, Field(max_length=CONTENT_MAX_CHARS)] = None,
-        new_text: Annotated[str | None, Field(max_length=CONTENT_MAX_CHARS)] = None,
-        base_revision: BaseRevision = None,
-    ) -> FileOut:
-        """Change part of a memory file. Either `append` text under a markdown `heading`
-        (e.g. "## Preferences"; the heading is added if absent, and the file created if it
-        does not exist), or replace `old_text` (which must occur exactly once) with
-        `new_text`. Nothing is written if the patch cannot apply."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            request = file_patch(
-                tenant.agent_id,
-                tenant.user_id,
-                path,
-                heading=heading,
-                append=append,
-                old_text=old_text,
-                new_text=new_text,
-                base_revision=base_revision,
-            )
-            patched = await client(ctx).patch_request(request)
-        return FileOut.model_validate(patched)
-
-    @tool(ToolAnnotations(title="Delete a file", destructive_hint=True, open_world_hint=False))
-    async def memory_delete(
-        agent_id: AgentId,
-        user_id: UserId,
-        path: FilePath,
-        ctx: Context[Any, Any],
-        base_revision: BaseRevision = None,
-    ) -> FileOut:
-        """Delete a memory file. Its revisions are kept: memory_restore brings it back."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            deleted = await client(ctx).delete_file(
-                tenant.agent_id, tenant.user_id, path, base_revision=base_revision
-            )
-        return FileOut.model_validate(deleted)
-
-    @tool(ToolAnnotations(title="Smart read", read_only_hint=True, open_world_hint=False))
-    async def memory_smart_read(
-        agent_id: AgentId,
-        user_id: UserId,
-        query: Query,
-        ctx: Context[Any, Any],
-        budget: Budget = DEFAULT_SMART_READ_BUDGET,
-    ) -> SmartReadOut:
-        """Build one context block of at most `budget` characters from the files and
-        memories most relevant to `query`, best first, each under a header with its path
-        (### user/profile.md) or id (### memory <id>). Use it before answering."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            block = await client(ctx).smart_read(
-                tenant.agent_id, tenant.user_id, query, budget=budget
-            )
-        return SmartReadOut.model_validate(block)
+    # --- The agentic tools (memexdb.agentic) ---
 
     @tool(ToolAnnotations(title="Search memory", read_only_hint=True, open_world_hint=False))
     async def memory_search(
@@ -431,60 +279,5 @@ def build_mcp_server(
         async with _tool_errors():
             tenant = await tenant_of(agent_id, user_id, ctx)
             return await client(ctx).memorize(tenant.agent_id, tenant.user_id, text)
-
-    @tool(ToolAnnotations(title="File revisions", read_only_hint=True, open_world_hint=False))
-    async def memory_revisions(
-        agent_id: AgentId,
-        user_id: UserId,
-        path: FilePath,
-        ctx: Context[Any, Any],
-        limit: PageLimit = DEFAULT_FILE_LIST_LIMIT,
-    ) -> RevisionList:
-        """List the revisions of a memory file, newest first (who, when, which operation,
-        size); memory_diff compares two, memory_restore brings one back."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            rows = await client(ctx).list_revisions(
-                tenant.agent_id, tenant.user_id, path, limit=limit
-            )
-        after = next_key(rows, limit, lambda row: row.revision)
-        return RevisionList(
-            revisions=[RevisionOut.model_validate(r) for r in rows], next_before=after
-        )
-
-    @tool(ToolAnnotations(title="Diff revisions", read_only_hint=True, open_world_hint=False))
-    async def memory_diff(
-        agent_id: AgentId,
-        user_id: UserId,
-        path: FilePath,
-        from_revision: Annotated[int, Field(ge=1, le=2**31 - 1)],
-        to_revision: Annotated[int, Field(ge=1, le=2**31 - 1)],
-        ctx: Context[Any, Any],
-    ) -> DiffOut:
-        """A unified diff of a memory file from one revision to another."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            diff = await client(ctx).diff_revisions(
-                tenant.agent_id, tenant.user_id, path, from_revision, to_revision
-            )
-        return DiffOut(path=path, from_revision=from_revision, to_revision=to_revision, diff=diff)
-
-    @tool(ToolAnnotations(title="Restore a revision", destructive_hint=True, open_world_hint=False))
-    async def memory_restore(
-        agent_id: AgentId,
-        user_id: UserId,
-        path: FilePath,
-        revision: Annotated[int, Field(ge=1, le=2**31 - 1)],
-        ctx: Context[Any, Any],
-        base_revision: BaseRevision = None,
-    ) -> FileOut:
-        """Make an earlier revision of a memory file current again (a new revision; also
-        undoes a delete)."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            restored = await client(ctx).restore_revision(
-                tenant.agent_id, tenant.user_id, path, revision, base_revision=base_revision
-            )
-        return FileOut.model_validate(restored)
 
     return server
