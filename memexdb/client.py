@@ -37,6 +37,7 @@ from pydantic import ValidationError
 from memexdb import agentic, metrics, params, queries
 from memexdb.embedding import BatchingEmbedder, Embedder
 from memexdb.errors import Conflict, InvalidArgument
+from memexdb.keys import operations as keys
 from memexdb.llm import ChatModel
 from memexdb.memories import operations as memories
 from memexdb.operation import Operation
@@ -512,36 +513,21 @@ class AsyncMemex(Session):
     ) -> CreatedKey:
         """Create an API key (admin callers only, within their own scope); its token is
         in the result, and nowhere else ever again."""
-        request = validated(
-            params.KeyCreate,
-            access=access,
-            agent_id=agent_id,
-            user_ids=list(user_ids) if user_ids is not None else None,
-            name=name,
-            expires_at=expires_at,
-        )
-        values = {**request.model_dump(), "access": str(request.access)}
-        rows: list[CreatedKey] = await self.fetch(CreatedKey, queries.CREATE_KEY, values)
-        return rows[0]
+        return await self.call(keys.CREATE_KEY, **_given(locals()))
 
     async def list_keys(self, agent_id: str | None = None) -> list[ApiKey]:
         """The API keys this (admin) caller may manage, newest first, without secrets."""
-        query = validated(params.KeysQuery, agent_id=agent_id)
-        return await self.fetch(ApiKey, queries.LIST_KEYS, query.model_dump())
+        return await self.call(keys.LIST_KEYS, **_given(locals()))
 
     async def revoke_key(self, key: str) -> RevokedKey:
         """Revoke an API key by id or prefix; NotFound outside this caller's scope."""
-        if "\x00" in key:  # Postgres text cannot hold NUL: say so, not the driver
-            raise InvalidArgument("key", "must not contain NUL characters")
-        rows: list[RevokedKey] = await self.fetch(RevokedKey, queries.REVOKE_KEY, {"key": key})
-        return rows[0]
+        return await self.call(keys.REVOKE_KEY, **_given(locals()))
 
     async def audit_events(
         self, limit: int = params.DEFAULT_AUDIT_LIMIT, before: int | None = None
     ) -> list[AuditEvent]:
         """The audit log within this (admin) caller's scope, newest first."""
-        query = validated(params.AuditQuery, limit=limit, before=before)
-        return await self.fetch(AuditEvent, queries.AUDIT_EVENTS, query.model_dump())
+        return await self.call(keys.AUDIT_EVENTS, **_given(locals()))
 
     # --- File memory: a file is a memory with a virtual path (see memex.write_file) ---
 

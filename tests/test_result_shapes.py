@@ -19,9 +19,11 @@ import pytest
 
 from memexdb import client, queries
 from memexdb import types as row_types
+from memexdb.keys import operations as keys
 from memexdb.memories import operations as memories
 
-SOURCES = (client, memories)  # the modules whose statements read rows
+# the modules whose statements read rows
+SOURCES = (client, memories, keys)
 
 # fetch(RowType, queries.NAME, ...) as written in the client and the operations,
 # over one or several lines

@@ -22,13 +22,14 @@ from starlette.routing import BaseRoute, Route
 from memexdb import __version__, console
 from memexdb.client import AsyncMemex
 from memexdb.errors import DatabaseUnavailable
+from memexdb.keys import operations as keys
 from memexdb.memories import operations as memories
 from memexdb.params import (
     ExportedMemory,
     ExportQuery,
     HealthResponse,
 )
-from memexdb.rest import admin, agentic, docs, dream, embeddings, files, operations, ops
+from memexdb.rest import agentic, docs, dream, embeddings, files, operations, ops
 from memexdb.rest.endpoint import Endpoint, Reply
 from memexdb.rest.errors import HANDLERS, CatchAll
 from memexdb.rest.parsing import json_of, memex_of, query_of
@@ -91,7 +92,7 @@ ENDPOINTS = (
     *files.ENDPOINTS,
     *agentic.ENDPOINTS,
     *embeddings.ENDPOINTS,
-    *admin.ENDPOINTS,
+    *operations.endpoints(keys.OPERATIONS),
     *dream.ENDPOINTS,
 )
 
