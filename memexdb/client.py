@@ -35,6 +35,7 @@ from psycopg.types.json import Jsonb
 from pydantic import ValidationError
 
 from memexdb import agentic, metrics, params, queries
+from memexdb.dreaming import operations as dreaming
 from memexdb.embedding import BatchingEmbedder, Embedder
 from memexdb.errors import Conflict, InvalidArgument
 from memexdb.keys import operations as keys
@@ -975,23 +976,17 @@ class AsyncMemex(Session):
 
     async def restore_consolidation(self, run_id: int) -> ConsolidationRun:
         """Undo a condense run: its sources live again, its summary archived."""
-        rows: list[ConsolidationRun] = await self.fetch(
-            ConsolidationRun, queries.RESTORE_CONSOLIDATION, {"run_id": run_id}
-        )
-        return rows[0]
+        return await self.call(dreaming.RESTORE_CONSOLIDATION, **_given(locals()))
 
     async def dream_config(self) -> params.DreamConfigOut:
-        """The consolidation settings (memex.dream_config)."""
-        rows = await self.fetch(None, queries.DREAM_CONFIG)
-        return params.DreamConfigOut.model_validate(rows[0])
+        """The consolidation settings (memex.dream_config). Any caller may read them
+        here (the scheduler, the console of an agent's admin); GET /v1/admin/dream/config
+        (dreaming.DREAM_CONFIG) is for admins of every agent."""
+        return await dreaming.read_config(self)
 
     async def set_dream_config(self, /, **changes: Any) -> params.DreamConfigOut:
         """Change consolidation settings (admin); the whole configuration after."""
-        request = validated(params.DreamConfig, **changes)
-        rows = await self.fetch(
-            None, queries.SET_DREAM_CONFIG, {"changes": Jsonb(request.changes())}
-        )
-        return params.DreamConfigOut.model_validate(rows[0])
+        return await self.call(dreaming.SET_DREAM_CONFIG, **changes)
 
     async def consolidation_runs(
         self,
@@ -1002,10 +997,7 @@ class AsyncMemex(Session):
         before: int | None = None,
     ) -> list[ConsolidationRun]:
         """Consolidation runs, newest first: of a tenant, an agent, or every tenant."""
-        query = validated(
-            params.RunsQuery, agent_id=agent_id, user_id=user_id, limit=limit, before=before
-        )
-        return await self.fetch(ConsolidationRun, queries.CONSOLIDATION_HISTORY, query.model_dump())
+        return await self.call(dreaming.CONSOLIDATION_RUNS, **_given(locals()))
 
     async def dream_users(
         self,
@@ -1016,26 +1008,12 @@ class AsyncMemex(Session):
     ) -> list[DreamUser]:
         """Each tenant's consolidation status (admin), in (agent_id, user_id) order after
         `after`."""
-        query = validated(params.DreamUsersQuery, agent_id=agent_id, limit=limit)
-        return await self.fetch(
-            DreamUser,
-            queries.DREAM_USERS,
-            {
-                **query.model_dump(exclude={"after"}),
-                "after_agent_id": after[0] if after else None,
-                "after_user_id": after[1] if after else None,
-            },
-        )
+        cursor = params.encode_tenant_cursor(*after) if after is not None else None
+        return await self.call(dreaming.DREAM_USERS, agent_id=agent_id, limit=limit, after=cursor)
 
     async def set_dream_paused(self, agent_id: str, user_id: str, paused: bool) -> bool:
         """Pause or resume consolidation of one tenant (admin, audited)."""
-        validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
-        rows = await self.fetch(
-            None,
-            queries.SET_DREAM_PAUSED,
-            {"agent_id": agent_id, "user_id": user_id, "paused": paused},
-        )
-        return bool(rows[0])
+        return await self.call(dreaming.SET_DREAM_PAUSED, **_given(locals()))
 
     # --- Tenants at a glance (the admin console): memex.agent_stats, memex.user_stats ---
 

@@ -21,6 +21,7 @@ from starlette.routing import BaseRoute, Route
 
 from memexdb import __version__, console
 from memexdb.client import AsyncMemex
+from memexdb.dreaming import operations as dreaming
 from memexdb.errors import DatabaseUnavailable
 from memexdb.keys import operations as keys
 from memexdb.memories import operations as memories
@@ -93,6 +94,7 @@ ENDPOINTS = (
     *agentic.ENDPOINTS,
     *embeddings.ENDPOINTS,
     *operations.endpoints(keys.OPERATIONS),
+    *operations.endpoints(dreaming.OPERATIONS),
     *dream.ENDPOINTS,
 )
 
