@@ -37,6 +37,7 @@ from pydantic import ValidationError
 from memexdb import agentic, metrics, params, queries
 from memexdb.dreaming import operations as dreaming
 from memexdb.embedding import BatchingEmbedder, Embedder
+from memexdb.embedding import operations as embedding_ops
 from memexdb.errors import Conflict, InvalidArgument
 from memexdb.keys import operations as keys
 from memexdb.llm import ChatModel
@@ -440,22 +441,7 @@ class AsyncMemex(Session):
         client's model id. Any caller may (read access is enough); each call counts as a
         read against the caller's rate limit."""
         given = texts if isinstance(texts, str) else list(texts)
-        try:  # (validated() takes the model class as `model`)
-            request = params.EmbeddingRequest.model_validate({"input": given, "model": model})
-        except ValidationError as exc:
-            raise params.invalid_argument(exc) from None
-        return await self.embed_request(request)
-
-    async def embed_request(self, request: params.EmbeddingRequest) -> Embeddings:
-        """`embed_texts` from a validated EmbeddingRequest (the REST body)."""
-        if request.model is not None and request.model != self.model_id:
-            raise InvalidArgument(
-                "model", f"this service embeds with {self.model_id!r}: send that or leave it out"
-            )
-        await self.fetch(None, queries.AUTHORIZE_EMBEDDING)
-        cut = await self.embedder.plan_in_full(request.input)
-        vectors = cut.combine(await self.embedder.embed_many(cut.pieces))
-        return Embeddings(vectors, self.model_id, cut.total_tokens)
+        return await self.call(embedding_ops.EMBED, input=given, model=model)
 
     async def embedding_models(self) -> dict[str, int]:
         """How many memories carry vectors of each embedding model, most first (operator)."""
@@ -1189,7 +1175,6 @@ class Memex:
     set_setting = _blocking(AsyncMemex.set_setting)
     embed_queued = _blocking(AsyncMemex.embed_queued)
     embed_texts = _blocking(AsyncMemex.embed_texts)
-    embed_request = _blocking(AsyncMemex.embed_request)
     embedding_models = _blocking(AsyncMemex.embedding_models)
     embed_queue_depth = _blocking(AsyncMemex.embed_queue_depth)
     reembed_page = _blocking(AsyncMemex.reembed_page)

@@ -20,11 +20,12 @@ import pytest
 from memexdb import client, queries
 from memexdb import types as row_types
 from memexdb.dreaming import operations as dreaming
+from memexdb.embedding import operations as embedding_ops
 from memexdb.keys import operations as keys
 from memexdb.memories import operations as memories
 
 # the modules whose statements read rows
-SOURCES = (client, memories, keys, dreaming)
+SOURCES = (client, memories, keys, dreaming, embedding_ops)
 
 # fetch(RowType, queries.NAME, ...) as written in the client and the operations,
 # over one or several lines

@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute, Route
 from memexdb import __version__, console
 from memexdb.client import AsyncMemex
 from memexdb.dreaming import operations as dreaming
+from memexdb.embedding import operations as embedding_ops
 from memexdb.errors import DatabaseUnavailable
 from memexdb.keys import operations as keys
 from memexdb.memories import operations as memories
@@ -30,7 +31,7 @@ from memexdb.params import (
     ExportQuery,
     HealthResponse,
 )
-from memexdb.rest import agentic, docs, dream, embeddings, files, operations, ops
+from memexdb.rest import agentic, docs, dream, files, operations, ops
 from memexdb.rest.endpoint import Endpoint, Reply
 from memexdb.rest.errors import HANDLERS, CatchAll
 from memexdb.rest.parsing import json_of, memex_of, query_of
@@ -92,7 +93,7 @@ ENDPOINTS = (
     *ops.ENDPOINTS,
     *files.ENDPOINTS,
     *agentic.ENDPOINTS,
-    *embeddings.ENDPOINTS,
+    *operations.endpoints(embedding_ops.OPERATIONS),
     *operations.endpoints(keys.OPERATIONS),
     *operations.endpoints(dreaming.OPERATIONS),
     *dream.ENDPOINTS,
