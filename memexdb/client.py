@@ -33,9 +33,12 @@ from psycopg.types.json import Jsonb
 from pydantic import ValidationError
 
 from memexdb import agentic, metrics, params, queries
+from memexdb.dreaming import operations as dreaming
 from memexdb.embedding import BatchingEmbedder, Embedder
+from memexdb.embedding import operations as embedding_ops
 from memexdb.errors import InvalidArgument
 from memexdb.files import operations as files
+from memexdb.keys import operations as keys
 from memexdb.llm import ChatModel
 from memexdb.memories import operations as memories
 from memexdb.operation import Operation
@@ -431,22 +434,7 @@ class AsyncMemex(Session):
         client's model id. Any caller may (read access is enough); each call counts as a
         read against the caller's rate limit."""
         given = texts if isinstance(texts, str) else list(texts)
-        try:  # (validated() takes the model class as `model`)
-            request = params.EmbeddingRequest.model_validate({"input": given, "model": model})
-        except ValidationError as exc:
-            raise params.invalid_argument(exc) from None
-        return await self.embed_request(request)
-
-    async def embed_request(self, request: params.EmbeddingRequest) -> Embeddings:
-        """`embed_texts` from a validated EmbeddingRequest (the REST body)."""
-        if request.model is not None and request.model != self.model_id:
-            raise InvalidArgument(
-                "model", f"this service embeds with {self.model_id!r}: send that or leave it out"
-            )
-        await self.fetch(None, queries.AUTHORIZE_EMBEDDING)
-        cut = await self.embedder.plan_in_full(request.input)
-        vectors = cut.combine(await self.embedder.embed_many(cut.pieces))
-        return Embeddings(vectors, self.model_id, cut.total_tokens)
+        return await self.call(embedding_ops.EMBED, input=given, model=model)
 
     async def embedding_models(self) -> dict[str, int]:
         """How many memories carry vectors of each embedding model, most first (operator)."""
@@ -505,36 +493,21 @@ class AsyncMemex(Session):
     ) -> CreatedKey:
         """Create an API key (admin callers only, within their own scope); its token is
         in the result, and nowhere else ever again."""
-        request = validated(
-            params.KeyCreate,
-            access=access,
-            agent_id=agent_id,
-            user_ids=list(user_ids) if user_ids is not None else None,
-            name=name,
-            expires_at=expires_at,
-        )
-        values = {**request.model_dump(), "access": str(request.access)}
-        rows: list[CreatedKey] = await self.fetch(CreatedKey, queries.CREATE_KEY, values)
-        return rows[0]
+        return await self.call(keys.CREATE_KEY, **_given(locals()))
 
     async def list_keys(self, agent_id: str | None = None) -> list[ApiKey]:
         """The API keys this (admin) caller may manage, newest first, without secrets."""
-        query = validated(params.KeysQuery, agent_id=agent_id)
-        return await self.fetch(ApiKey, queries.LIST_KEYS, query.model_dump())
+        return await self.call(keys.LIST_KEYS, **_given(locals()))
 
     async def revoke_key(self, key: str) -> RevokedKey:
         """Revoke an API key by id or prefix; NotFound outside this caller's scope."""
-        if "\x00" in key:  # Postgres text cannot hold NUL: say so, not the driver
-            raise InvalidArgument("key", "must not contain NUL characters")
-        rows: list[RevokedKey] = await self.fetch(RevokedKey, queries.REVOKE_KEY, {"key": key})
-        return rows[0]
+        return await self.call(keys.REVOKE_KEY, **_given(locals()))
 
     async def audit_events(
         self, limit: int = params.DEFAULT_AUDIT_LIMIT, before: int | None = None
     ) -> list[AuditEvent]:
         """The audit log within this (admin) caller's scope, newest first."""
-        query = validated(params.AuditQuery, limit=limit, before=before)
-        return await self.fetch(AuditEvent, queries.AUDIT_EVENTS, query.model_dump())
+        return await self.call(keys.AUDIT_EVENTS, **_given(locals()))
 
     # --- File memory: a file is a memory with a virtual path (memexdb.files) ---
 
@@ -835,23 +808,17 @@ class AsyncMemex(Session):
 
     async def restore_consolidation(self, run_id: int) -> ConsolidationRun:
         """Undo a condense run: its sources live again, its summary archived."""
-        rows: list[ConsolidationRun] = await self.fetch(
-            ConsolidationRun, queries.RESTORE_CONSOLIDATION, {"run_id": run_id}
-        )
-        return rows[0]
+        return await self.call(dreaming.RESTORE_CONSOLIDATION, **_given(locals()))
 
     async def dream_config(self) -> params.DreamConfigOut:
-        """The consolidation settings (memex.dream_config)."""
-        rows = await self.fetch(None, queries.DREAM_CONFIG)
-        return params.DreamConfigOut.model_validate(rows[0])
+        """The consolidation settings (memex.dream_config). Any caller may read them
+        here (the scheduler, the console of an agent's admin); GET /v1/admin/dream/config
+        (dreaming.DREAM_CONFIG) is for admins of every agent."""
+        return await dreaming.read_config(self)
 
     async def set_dream_config(self, /, **changes: Any) -> params.DreamConfigOut:
         """Change consolidation settings (admin); the whole configuration after."""
-        request = validated(params.DreamConfig, **changes)
-        rows = await self.fetch(
-            None, queries.SET_DREAM_CONFIG, {"changes": Jsonb(request.changes())}
-        )
-        return params.DreamConfigOut.model_validate(rows[0])
+        return await self.call(dreaming.SET_DREAM_CONFIG, **changes)
 
     async def consolidation_runs(
         self,
@@ -862,10 +829,7 @@ class AsyncMemex(Session):
         before: int | None = None,
     ) -> list[ConsolidationRun]:
         """Consolidation runs, newest first: of a tenant, an agent, or every tenant."""
-        query = validated(
-            params.RunsQuery, agent_id=agent_id, user_id=user_id, limit=limit, before=before
-        )
-        return await self.fetch(ConsolidationRun, queries.CONSOLIDATION_HISTORY, query.model_dump())
+        return await self.call(dreaming.CONSOLIDATION_RUNS, **_given(locals()))
 
     async def dream_users(
         self,
@@ -876,26 +840,12 @@ class AsyncMemex(Session):
     ) -> list[DreamUser]:
         """Each tenant's consolidation status (admin), in (agent_id, user_id) order after
         `after`."""
-        query = validated(params.DreamUsersQuery, agent_id=agent_id, limit=limit)
-        return await self.fetch(
-            DreamUser,
-            queries.DREAM_USERS,
-            {
-                **query.model_dump(exclude={"after"}),
-                "after_agent_id": after[0] if after else None,
-                "after_user_id": after[1] if after else None,
-            },
-        )
+        cursor = params.encode_tenant_cursor(*after) if after is not None else None
+        return await self.call(dreaming.DREAM_USERS, agent_id=agent_id, limit=limit, after=cursor)
 
     async def set_dream_paused(self, agent_id: str, user_id: str, paused: bool) -> bool:
         """Pause or resume consolidation of one tenant (admin, audited)."""
-        validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
-        rows = await self.fetch(
-            None,
-            queries.SET_DREAM_PAUSED,
-            {"agent_id": agent_id, "user_id": user_id, "paused": paused},
-        )
-        return bool(rows[0])
+        return await self.call(dreaming.SET_DREAM_PAUSED, **_given(locals()))
 
     # --- Tenants at a glance (the admin console): memex.agent_stats, memex.user_stats ---
 
@@ -1071,7 +1021,6 @@ class Memex:
     set_setting = _blocking(AsyncMemex.set_setting)
     embed_queued = _blocking(AsyncMemex.embed_queued)
     embed_texts = _blocking(AsyncMemex.embed_texts)
-    embed_request = _blocking(AsyncMemex.embed_request)
     embedding_models = _blocking(AsyncMemex.embedding_models)
     embed_queue_depth = _blocking(AsyncMemex.embed_queue_depth)
     reembed_page = _blocking(AsyncMemex.reembed_page)

@@ -52,14 +52,15 @@ class Reply:
 class Route:
     """Where the operation is served over REST. The request is read from `source` (the
     JSON body or the query string) together with the path's parameters, as one request
-    model; `wire` is what the body or query string documents when the request model has
-    path fields too (default: the request model)."""
+    model, or from the path's parameters alone (`path`: no body or query string is read);
+    `wire` is what the body or query string documents when the request model has path
+    fields too (default: the request model)."""
 
     method: str
     path: str  # Starlette's, with convertors: /v1/memories/{memory_id:uuid}
     description: str  # of the success reply
     status: int = 200
-    source: Literal["body", "query"] = "body"
+    source: Literal["body", "query", "path"] = "body"
     wire: type[BaseModel] | None = None
     path_params: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     errors: tuple[Reply, ...] = ()

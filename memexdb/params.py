@@ -1015,6 +1015,12 @@ class KeysQuery(_Request):
     agent_id: Annotated[AgentId | None, Field(description="Only this agent's keys.")] = None
 
 
+class KeyRef(_Request):
+    """A key to revoke (DELETE /v1/admin/keys/{key})."""
+
+    key: Annotated[str, Field(description="The key's id or prefix."), _NoNul]
+
+
 class AuditQuery(_Request):
     """Query string of GET /v1/admin/audit."""
 
@@ -1747,6 +1753,10 @@ class DreamConfig(_Request):
         return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
+class NoArguments(_Request):
+    """The request of an operation that takes nothing (GET /v1/admin/dream/config)."""
+
+
 class DreamConfigOut(BaseModel):
     enabled: bool
     interval_seconds: int
@@ -1809,6 +1819,23 @@ class PauseRequest(_Request):
 
     agent_id: AgentId
     paused: Annotated[bool, Strict()]
+
+
+class TenantPause(PauseRequest):
+    """Pause or resume one tenant: PauseRequest (the body) and the path's user_id."""
+
+    user_id: UserId
+
+
+class RunRef(_Request):
+    """A run to undo (POST /v1/admin/dream/runs/{run_id}/restore)."""
+
+    run_id: Annotated[
+        int,
+        Field(ge=-(2**63), le=2**63 - 1, description="The condense run's id."),
+        Strict(),
+        BeforeValidator(_query_integer),
+    ]
 
 
 # one tenant (both ids) or a tick (neither); force is for one tenant: said in the schema

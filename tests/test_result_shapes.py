@@ -21,10 +21,14 @@ import pytest
 
 from memexdb import client, params, queries
 from memexdb import types as row_types
+from memexdb.dreaming import operations as dreaming
+from memexdb.embedding import operations as embedding_ops
 from memexdb.files import operations as files
+from memexdb.keys import operations as keys
 from memexdb.memories import operations as memories
 
-SOURCES = (client, memories, files)  # the modules whose statements read rows
+# the modules whose statements read rows
+SOURCES = (client, memories, files, keys, dreaming, embedding_ops)
 
 # fetch(RowType, queries.NAME, ...) as written in the client and the operations,
 # over one or several lines

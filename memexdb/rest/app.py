@@ -21,15 +21,18 @@ from starlette.routing import BaseRoute, Route
 
 from memexdb import __version__, console
 from memexdb.client import AsyncMemex
+from memexdb.dreaming import operations as dreaming
+from memexdb.embedding import operations as embedding_ops
 from memexdb.errors import DatabaseUnavailable
 from memexdb.files import operations as files
+from memexdb.keys import operations as keys
 from memexdb.memories import operations as memories
 from memexdb.params import (
     ExportedMemory,
     ExportQuery,
     HealthResponse,
 )
-from memexdb.rest import admin, agentic, docs, dream, embeddings, operations, ops
+from memexdb.rest import agentic, docs, dream, operations, ops
 from memexdb.rest.endpoint import Endpoint, Reply
 from memexdb.rest.errors import HANDLERS, CatchAll
 from memexdb.rest.parsing import json_of, memex_of, query_of
@@ -91,8 +94,9 @@ ENDPOINTS = (
     *ops.ENDPOINTS,
     *operations.endpoints(files.OPERATIONS),
     *agentic.ENDPOINTS,
-    *embeddings.ENDPOINTS,
-    *admin.ENDPOINTS,
+    *operations.endpoints(embedding_ops.OPERATIONS),
+    *operations.endpoints(keys.OPERATIONS),
+    *operations.endpoints(dreaming.OPERATIONS),
     *dream.ENDPOINTS,
 )
 

@@ -1,6 +1,7 @@
 """REST endpoints built from the operation table (memexdb.operation): each reads its
-request from the path and the body or query string, validates it once as the operation's
-request model, runs the operation as the caller and answers its response model."""
+request from the path and the body or query string (or from the path alone), validates it
+once as the operation's request model, runs the operation as the caller and answers its
+response model."""
 
 from __future__ import annotations
 
@@ -24,8 +25,10 @@ def _handler(operation: Operation[Any, Any]) -> Handler:
         path = {name: str(value) for name, value in request.path_params.items()}
         if route.source == "body":
             parsed = await body_of(request, operation.request, path)
-        else:
+        elif route.source == "query":
             parsed = query_of(request, operation.request, path)
+        else:
+            parsed = operation.request.model_validate(path)
         result = await operation.run(memex_of(request), parsed)
         answer = operation.answer(parsed, result)
         if answer is None:

@@ -1,0 +1,113 @@
+"""The admin operations on API keys and the audit log: create_key, list_keys, revoke_key,
+audit_events.
+
+Each is a function of a Session and its validated request (one memex.* call) and its
+declaration (memexdb.operation), from which the Python methods and the REST endpoints
+(/v1/admin/keys, /v1/admin/audit) are built. SQL checks the caller is an admin of the
+scope (memex.create_key, ...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memexdb import queries
+from memexdb.operation import Operation, Paging, Reply, Route
+from memexdb.paging import next_key
+from memexdb.params import (
+    AuditEventOut,
+    AuditList,
+    AuditQuery,
+    KeyCreate,
+    KeyCreatedOut,
+    KeyList,
+    KeyOut,
+    KeyRef,
+    KeyRevokedOut,
+    KeysQuery,
+)
+from memexdb.session import Session
+from memexdb.types import ApiKey, AuditEvent, CreatedKey, RevokedKey
+
+
+async def create_key(session: Session, request: KeyCreate) -> CreatedKey:
+    values = {**request.model_dump(), "access": str(request.access)}
+    rows: list[CreatedKey] = await session.fetch(CreatedKey, queries.CREATE_KEY, values)
+    return rows[0]
+
+
+async def list_keys(session: Session, query: KeysQuery) -> list[ApiKey]:
+    return await session.fetch(ApiKey, queries.LIST_KEYS, query.model_dump())
+
+
+async def revoke_key(session: Session, ref: KeyRef) -> RevokedKey:
+    rows: list[RevokedKey] = await session.fetch(RevokedKey, queries.REVOKE_KEY, ref.model_dump())
+    return rows[0]
+
+
+async def audit_events(session: Session, query: AuditQuery) -> list[AuditEvent]:
+    return await session.fetch(AuditEvent, queries.AUDIT_EVENTS, query.model_dump())
+
+
+def _audit_page(query: AuditQuery, events: list[AuditEvent]) -> AuditList:
+    page = [AuditEventOut.model_validate(e) for e in events]
+    return AuditList(events=page, next_before=next_key(page, query.limit, lambda e: e.id))
+
+
+CREATE_KEY = Operation(
+    name="create_key",
+    summary="Create an API key (admin); the token is in this answer only",
+    request=KeyCreate,
+    run=create_key,
+    response=KeyCreatedOut,
+    answer=lambda _, created: KeyCreatedOut.model_validate(created),
+    sql="memex.create_key",
+    access="admin",
+    rest=Route("POST", "/v1/admin/keys", "Created", status=201),
+)
+
+LIST_KEYS = Operation(
+    name="list_keys",
+    summary="List the API keys this admin may manage (no secrets)",
+    request=KeysQuery,
+    run=list_keys,
+    response=KeyList,
+    answer=lambda _, keys: KeyList(keys=[KeyOut.model_validate(k) for k in keys]),
+    sql="memex.list_keys",
+    access="admin",
+    rest=Route("GET", "/v1/admin/keys", "Keys, newest first", source="query"),
+)
+
+REVOKE_KEY = Operation(
+    name="revoke_key",
+    summary="Revoke an API key by id or prefix (effective at once)",
+    request=KeyRef,
+    run=revoke_key,
+    response=KeyRevokedOut,
+    answer=lambda _, revoked: KeyRevokedOut.model_validate(revoked),
+    sql="memex.revoke_key",
+    access="admin",
+    rest=Route(
+        "DELETE",
+        "/v1/admin/keys/{key}",
+        "Revoked",
+        source="path",
+        path_params={"key": {"type": "string"}},
+        errors=(Reply(404, "No such key within this admin's scope"),),
+    ),
+)
+
+AUDIT_EVENTS = Operation(
+    name="audit_events",
+    summary="The audit log (key creation and revocation, erasures, imports...), newest first",
+    request=AuditQuery,
+    run=audit_events,
+    response=AuditList,
+    answer=_audit_page,
+    sql="memex.audit_events",
+    access="admin",
+    pages=Paging("before", "next_before"),
+    rest=Route("GET", "/v1/admin/audit", "Entries", source="query"),
+)
+
+OPERATIONS: tuple[Operation[Any, Any], ...] = (CREATE_KEY, LIST_KEYS, REVOKE_KEY, AUDIT_EVENTS)
