@@ -34,7 +34,7 @@ from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 from pydantic import ValidationError
 
-from memexdb import agentic, metrics, params, queries
+from memexdb import metrics, params, queries
 from memexdb.embedding import BatchingEmbedder, Embedder
 from memexdb.errors import Conflict, InvalidArgument
 from memexdb.llm import ChatModel
@@ -46,6 +46,7 @@ from memexdb.params import (
     MemoryCreate,
     validated,
 )
+from memexdb.passages import ranked_passages
 from memexdb.session import Session, jsonb_or_none
 from memexdb.types import (
     Access,
@@ -825,7 +826,8 @@ class AsyncMemex(Session):
         )
         return await self.fetch(AccessEvent, queries.ACCESS_EVENTS, query.model_dump())
 
-    # --- Agentic tools (memexdb.agentic): memory_search and memory_memorize ---
+    # --- Access checks, and the passages of memory_search (its LLM answer, and
+    # memorize, are one layer above this client) ---
 
     async def authenticate(self, *, admin: bool = False) -> None:
         """Raise Unauthenticated unless the caller's credentials are valid (memex._enter,
@@ -859,48 +861,7 @@ class AsyncMemex(Session):
             top_k=top_k,
             passage_chars=passage_chars,
         )
-        return await self.passages_for(request)
-
-    async def passages_for(self, request: params.PassageSearchRequest) -> list[Passage]:
-        """passages() for a request already validated (memexdb.agentic.search's)."""
-        values = {
-            **request.model_dump(exclude={"answer"}),
-            "query_embedding": await self.embedder.embed_one(request.query),
-            "embedding_model": self.model_id,
-        }
-        return await self.fetch(Passage, queries.SEARCH_PASSAGES, values)
-
-    async def search_passages(
-        self,
-        agent_id: str,
-        user_id: str,
-        query: str,
-        *,
-        top_k: int = params.DEFAULT_PASSAGES_TOP_K,
-        passage_chars: int = params.DEFAULT_PASSAGE_CHARS,
-        answer: bool = False,
-    ) -> params.PassageSearchOut:
-        """memory_search: the passages for `query`, and with `answer` (and an LLM) an
-        answer that cites them by rank."""
-        request = validated(
-            params.PassageSearchRequest,
-            agent_id=agent_id,
-            user_id=user_id,
-            query=query,
-            top_k=top_k,
-            passage_chars=passage_chars,
-            answer=answer,
-        )
-        return await agentic.search(self, request)
-
-    async def memorize(
-        self, agent_id: str, user_id: str, text: str, *, now: datetime | None = None
-    ) -> params.MemorizeOut:
-        """memory_memorize: keep what is durable in `text`, through the LLM's proposals or
-        the fallback (an episodic memory and an entry in user/log.md); see
-        memexdb.agentic. `now` dates the fallback's memory and log heading."""
-        request = validated(params.MemorizeRequest, agent_id=agent_id, user_id=user_id, text=text)
-        return await agentic.memorize(self, request, now or agentic.utc_now())
+        return await ranked_passages(self, request)
 
     # --- Consolidation ("dreaming"): memex.consolidate_*, memex.dream_* ---
 
@@ -1246,9 +1207,6 @@ class Memex:
     smart_read = _blocking(AsyncMemex.smart_read)
     access_log = _blocking(AsyncMemex.access_log)
     passages = _blocking(AsyncMemex.passages)
-    passages_for = _blocking(AsyncMemex.passages_for)
-    search_passages = _blocking(AsyncMemex.search_passages)
-    memorize = _blocking(AsyncMemex.memorize)
     authenticate = _blocking(AsyncMemex.authenticate)
     authorize = _blocking(AsyncMemex.authorize)
     consolidate = _blocking(AsyncMemex.consolidate)

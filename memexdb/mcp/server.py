@@ -22,7 +22,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from memexdb import __version__
+from memexdb import __version__, agentic
 from memexdb.bearer import bearer_key
 from memexdb.client import AsyncMemex
 from memexdb.errors import (
@@ -43,11 +43,8 @@ from memexdb.paging import next_key
 from memexdb.params import (
     CONTENT_MAX_CHARS,
     DEFAULT_FILE_LIST_LIMIT,
-    DEFAULT_PASSAGE_CHARS,
-    DEFAULT_PASSAGES_TOP_K,
     DEFAULT_SMART_READ_BUDGET,
     AgentId,
-    AnswerWanted,
     BaseRevision,
     Budget,
     DiffOut,
@@ -57,12 +54,7 @@ from memexdb.params import (
     FileOut,
     FilePath,
     LineNumber,
-    MemorizeOut,
-    MemorizeText,
     PageLimit,
-    PassageChars,
-    PassageSearchOut,
-    PassageTopK,
     PathPrefix,
     Query,
     RevisionList,
@@ -246,7 +238,7 @@ def build_mcp_server(
     async def tenant_of(agent_id: str, user_id: str, ctx: Context[Any, Any]) -> Tenant:
         return await resolver.resolve(agent_id, user_id, _caller(ctx))
 
-    for operation in memories.OPERATIONS:
+    for operation in (*memories.OPERATIONS, *agentic.OPERATIONS):
         if operation.tool is not None:
             function, bound = bind(operation)
             server.add_tool(
@@ -391,46 +383,6 @@ def build_mcp_server(
                 tenant.agent_id, tenant.user_id, query, budget=budget
             )
         return SmartReadOut.model_validate(block)
-
-    @tool(ToolAnnotations(title="Search memory", read_only_hint=True, open_world_hint=False))
-    async def memory_search(
-        agent_id: AgentId,
-        user_id: UserId,
-        query: Query,
-        ctx: Context[Any, Any],
-        top_k: PassageTopK = DEFAULT_PASSAGES_TOP_K,
-        passage_chars: PassageChars = DEFAULT_PASSAGE_CHARS,
-        answer: AnswerWanted = False,
-    ) -> PassageSearchOut:
-        """Recall what memory says about `query`: passages from memory files (with their
-        path and line range) and memories, best first, ranked by keywords (BM25) and
-        meaning. With answer=true and an LLM configured on the service, also an answer
-        citing the passages it used as [rank]."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            return await client(ctx).search_passages(
-                tenant.agent_id,
-                tenant.user_id,
-                query,
-                top_k=top_k,
-                passage_chars=passage_chars,
-                answer=answer,
-            )
-
-    @tool(ToolAnnotations(title="Memorize", destructive_hint=False, open_world_hint=False))
-    async def memory_memorize(
-        agent_id: AgentId,
-        user_id: UserId,
-        text: MemorizeText,
-        ctx: Context[Any, Any],
-    ) -> MemorizeOut:
-        """Hand over raw text (a conversation turn, a note) and let memory keep what is
-        durable: with an LLM configured on the service, it writes or patches the right
-        memory files; without one, the text is stored as an episodic memory and appended
-        to user/log.md under today's date. The result says which ran and what changed."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            return await client(ctx).memorize(tenant.agent_id, tenant.user_id, text)
 
     @tool(ToolAnnotations(title="File revisions", read_only_hint=True, open_world_hint=False))
     async def memory_revisions(

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from memexdb import __version__, console
+from memexdb import __version__, agentic, console
 from memexdb.client import AsyncMemex
 from memexdb.errors import DatabaseUnavailable
 from memexdb.memories import operations as memories
@@ -28,7 +28,7 @@ from memexdb.params import (
     ExportQuery,
     HealthResponse,
 )
-from memexdb.rest import admin, agentic, docs, dream, embeddings, files, operations, ops
+from memexdb.rest import admin, docs, dream, embeddings, files, operations, ops
 from memexdb.rest.endpoint import Endpoint, Reply
 from memexdb.rest.errors import HANDLERS, CatchAll
 from memexdb.rest.parsing import json_of, memex_of, query_of
@@ -89,7 +89,7 @@ ENDPOINTS = (
     ),
     *ops.ENDPOINTS,
     *files.ENDPOINTS,
-    *agentic.ENDPOINTS,
+    *operations.endpoints(agentic.OPERATIONS),
     *embeddings.ENDPOINTS,
     *admin.ENDPOINTS,
     *dream.ENDPOINTS,

@@ -1,5 +1,5 @@
 """Consolidation ("dreaming") operator endpoints, at MemexAI's paths: the configuration,
-the tenants' status and pause flags, the runs, a run now, and undoing a run. Admin
+the tenants' status and pause flags, the runs, and undoing a run. Admin
 callers; SQL checks it (memex.set_dream_config, memex.dream_users, ...)."""
 
 from __future__ import annotations
@@ -7,12 +7,10 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from memexdb import consolidation
 from memexdb.paging import next_key
 from memexdb.params import (
     DreamConfig,
     DreamConfigOut,
-    DreamRunRequest,
     DreamUserList,
     DreamUserOut,
     DreamUsersQuery,
@@ -69,16 +67,6 @@ async def runs(request: Request) -> Response:
     return json_of(RunList(runs=[RunOut.model_validate(r) for r in rows], next_before=last))
 
 
-async def run_now(request: Request) -> Response:
-    body = await body_of(request, DreamRunRequest)
-    memex = memex_of(request)
-    tenant = None
-    if body.agent_id is not None and body.user_id is not None:
-        tenant = (body.agent_id, body.user_id)
-    done = await consolidation.run_now(memex, tenant, dry_run=body.dry_run, force=body.force)
-    return json_of(RunList(runs=[RunOut.model_validate(r) for r in done], next_before=None))
-
-
 async def restore(request: Request) -> Response:
     restored = await memex_of(request).restore_consolidation(request.path_params["run_id"])
     return json_of(RunOut.model_validate(restored))
@@ -125,14 +113,6 @@ ENDPOINTS = (
         "Consolidation runs, newest first: of a tenant, an agent or every tenant",
         Reply(200, "A page of runs", RunList),
         query=RunsQuery,
-    ),
-    Endpoint(
-        "POST",
-        "/v1/admin/dream/run",
-        run_now,
-        "Run consolidation now: a tick over every tenant, or one tenant (dry_run: the plan)",
-        Reply(200, "The runs (plans when dry_run)", RunList),
-        body=DreamRunRequest,
     ),
     Endpoint(
         "POST",
