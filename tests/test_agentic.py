@@ -7,13 +7,18 @@ real: the database, the embedder, the validation and write path every proposal t
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+import memexdb
 from memexdb import AsyncMemex, agentic
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import BatchingEmbedder
@@ -283,3 +288,28 @@ async def test_mcp_memorize_and_search(
                 assert "top_k" in err
     finally:
         drop_database(pg_server, dsn)
+
+
+def test_the_client_does_not_import_the_llm_layer() -> None:
+    """memexdb.agentic orchestrates AsyncMemex's calls, one layer above it: the client and
+    the session do not import it (they used to, in a circle hidden by TYPE_CHECKING)."""
+    code = (
+        "import sys, memexdb.client, memexdb.session;"
+        "print(sorted(m for m in sys.modules if m.startswith('memexdb.agentic')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+    for module in ("client.py", "session.py"):
+        source = (Path(memexdb.__file__).parent / module).read_text()
+        assert not re.search(r"^\s*(from|import) memexdb[.\w]* ?.*\bagentic\b", source, re.M)
+
+
+def test_the_python_functions_take_their_request_fields() -> None:
+    """agentic.memorize and agentic.search_passages take what their operation's request
+    model has (memorize also `now`), so the Python API and REST/MCP cannot drift."""
+    for function, operation, extra in (
+        (agentic.memorize, agentic.MEMORIZE, {"now"}),
+        (agentic.search_passages, agentic.SEARCH_PASSAGES, set()),
+    ):
+        parameters = list(inspect.signature(function).parameters)[1:]  # after the client
+        assert set(parameters) == set(operation.request.model_fields) | extra
