@@ -32,12 +32,13 @@ from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 from pydantic import ValidationError
 
-from memexdb import agentic, metrics, params, queries
+from memexdb import metrics, params, queries
 from memexdb.dreaming import operations as dreaming
 from memexdb.embedding import BatchingEmbedder, Embedder
 from memexdb.embedding import operations as embedding_ops
 from memexdb.errors import InvalidArgument
 from memexdb.files import operations as files
+from memexdb.files.passages import ranked_passages
 from memexdb.keys import operations as keys
 from memexdb.llm import ChatModel
 from memexdb.memories import operations as memories
@@ -644,7 +645,8 @@ class AsyncMemex(Session):
         since <= at < until; `before` (an id) for the next page."""
         return await self.call(files.ACCESS_LOG, **_given(locals()))
 
-    # --- Agentic tools (memexdb.agentic): memory_search and memory_memorize ---
+    # --- Access checks, and the passages of memory_search (its LLM answer, and
+    # memorize, are one layer above this client) ---
 
     async def authenticate(self, *, admin: bool = False) -> None:
         """Raise Unauthenticated unless the caller's credentials are valid (memex._enter,
@@ -678,48 +680,7 @@ class AsyncMemex(Session):
             top_k=top_k,
             passage_chars=passage_chars,
         )
-        return await self.passages_for(request)
-
-    async def passages_for(self, request: params.PassageSearchRequest) -> list[Passage]:
-        """passages() for a request already validated (memexdb.agentic.search's)."""
-        values = {
-            **request.model_dump(exclude={"answer"}),
-            "query_embedding": await self.embedder.embed_one(request.query),
-            "embedding_model": self.model_id,
-        }
-        return await self.fetch(Passage, queries.SEARCH_PASSAGES, values)
-
-    async def search_passages(
-        self,
-        agent_id: str,
-        user_id: str,
-        query: str,
-        *,
-        top_k: int = params.DEFAULT_PASSAGES_TOP_K,
-        passage_chars: int = params.DEFAULT_PASSAGE_CHARS,
-        answer: bool = False,
-    ) -> params.PassageSearchOut:
-        """memory_search: the passages for `query`, and with `answer` (and an LLM) an
-        answer that cites them by rank."""
-        request = validated(
-            params.PassageSearchRequest,
-            agent_id=agent_id,
-            user_id=user_id,
-            query=query,
-            top_k=top_k,
-            passage_chars=passage_chars,
-            answer=answer,
-        )
-        return await agentic.search(self, request)
-
-    async def memorize(
-        self, agent_id: str, user_id: str, text: str, *, now: datetime | None = None
-    ) -> params.MemorizeOut:
-        """memory_memorize: keep what is durable in `text`, through the LLM's proposals or
-        the fallback (an episodic memory and an entry in user/log.md); see
-        memexdb.agentic. `now` dates the fallback's memory and log heading."""
-        request = validated(params.MemorizeRequest, agent_id=agent_id, user_id=user_id, text=text)
-        return await agentic.memorize(self, request, now or agentic.utc_now())
+        return await ranked_passages(self, request)
 
     # --- Consolidation ("dreaming"): memex.consolidate_*, memex.dream_* ---
 
@@ -1040,9 +1001,6 @@ class Memex:
     smart_read = _blocking(AsyncMemex.smart_read)
     access_log = _blocking(AsyncMemex.access_log)
     passages = _blocking(AsyncMemex.passages)
-    passages_for = _blocking(AsyncMemex.passages_for)
-    search_passages = _blocking(AsyncMemex.search_passages)
-    memorize = _blocking(AsyncMemex.memorize)
     authenticate = _blocking(AsyncMemex.authenticate)
     authorize = _blocking(AsyncMemex.authorize)
     consolidate = _blocking(AsyncMemex.consolidate)

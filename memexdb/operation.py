@@ -105,7 +105,7 @@ class Operation(Generic[Req, Res]):
     run: Callable[[Session, Req], Awaitable[Res]]
     response: type[BaseModel] | None  # what REST and MCP answer (None: nothing)
     answer: Callable[[Req, Res], BaseModel | None]
-    sql: str  # the memex.* function it calls
+    sql: tuple[str, ...]  # the memex.* functions it calls
     access: Access
     embeds: str | None = None  # the request field that is embedded
     pages: Paging | None = None

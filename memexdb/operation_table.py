@@ -5,7 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from memexdb.agentic import operations as agentic
+from memexdb.dreaming import operations as dreaming
+from memexdb.embedding import operations as embedding
+from memexdb.files import operations as files
+from memexdb.keys import operations as keys
 from memexdb.memories import operations as memories
 from memexdb.operation import Operation
 
-OPERATIONS: tuple[Operation[Any, Any], ...] = (*memories.OPERATIONS,)
+OPERATIONS: tuple[Operation[Any, Any], ...] = (
+    *memories.OPERATIONS,
+    *files.OPERATIONS,
+    *agentic.OPERATIONS,
+    *embedding.OPERATIONS,
+    *keys.OPERATIONS,
+    *dreaming.OPERATIONS,
+)

@@ -7,14 +7,19 @@ real: the database, the embedder, the validation and write path every proposal t
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from memexdb import AsyncMemex
+import memexdb
+from memexdb import AsyncMemex, agentic
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import BatchingEmbedder
 from memexdb.errors import Forbidden
@@ -48,7 +53,7 @@ async def with_llm(
 
 
 async def test_memorize_without_an_llm_keeps_the_text(amemex: AsyncMemex) -> None:
-    first = await amemex.memorize(A, U, "I moved to Lisbon last week.", now=NOW)
+    first = await agentic.memorize(amemex, A, U, "I moved to Lisbon last week.", now=NOW)
     assert first.mode == "fallback" and first.llm_error is None and first.refused == []
     stored, logged = first.applied
     assert (stored.tool, logged.tool, logged.path) == (
@@ -60,7 +65,7 @@ async def test_memorize_without_an_llm_keeps_the_text(amemex: AsyncMemex) -> Non
     assert (memory.memory_type, memory.created_at) == ("episodic", NOW)
     assert memory.metadata == {"source": "memorize"}
     later = NOW.replace(hour=18, minute=30)
-    await amemex.memorize(A, U, "Started learning\nPortuguese.", now=later)
+    await agentic.memorize(amemex, A, U, "Started learning\nPortuguese.", now=later)
     log = await amemex.read_file(A, U, "user/log.md")
     assert log.content == (
         "## 2026-12-03\n\n- 14:05 I moved to Lisbon last week.\n"
@@ -78,7 +83,7 @@ async def test_memorize_without_an_llm_keeps_the_text(amemex: AsyncMemex) -> Non
 async def test_a_full_log_is_moved_aside(amemex: AsyncMemex) -> None:
     filler = "- " + "x" * (CONTENT_MAX_CHARS - 200) + "\n"
     await amemex.write_file(A, U, "user/log.md", "## 2026-12-02\n\n" + filler)
-    result = await amemex.memorize(A, U, "A note that does not fit " * 20, now=NOW)
+    result = await agentic.memorize(amemex, A, U, "A note that does not fit " * 20, now=NOW)
     assert result.mode == "fallback"
     archived = await amemex.read_file(A, U, "user/log-20261203140500.md")
     assert archived.content.endswith(filler)
@@ -114,7 +119,9 @@ async def test_memorize_applies_valid_proposals_and_refuses_the_rest(
             ("memory_write", "[1, 2]"),
         ),
     )
-    result = await with_llm.memorize(A, U, "I moved to Lisbon and switched from Rust to Go.")
+    result = await agentic.memorize(
+        with_llm, A, U, "I moved to Lisbon and switched from Rust to Go."
+    )
     assert result.mode == "llm" and result.llm_error is None
     assert [(c.tool, c.path) for c in result.applied] == [
         ("memory_patch", "user/profile.md"),
@@ -132,7 +139,7 @@ async def test_memorize_applies_valid_proposals_and_refuses_the_rest(
         result.refused[4].arguments
         == json.dumps({"path": "user/huge.md", "content": "x" * 50_000})[:500]
     )
-    second = await with_llm.memorize(A, U, "Nothing durable here.")
+    second = await agentic.memorize(with_llm, A, U, "Nothing durable here.")
     assert second.applied == []
     reasons = [r.reason for r in second.refused]
     assert "old_text: was not found" in reasons[0]
@@ -171,7 +178,7 @@ async def test_memorize_refuses_the_rest_of_too_many_proposals(
         for i in range(MEMORIZE_MAX_PROPOSALS + 3)
     ]
     llm.script(tool_calls(*calls))
-    result = await with_llm.memorize(A, U, "many facts")
+    result = await agentic.memorize(with_llm, A, U, "many facts")
     assert (len(result.applied), len(result.refused)) == (MEMORIZE_MAX_PROPOSALS, 3)
     facts = await with_llm.read_file(A, U, "user/facts.md")
     assert facts.line_count == MEMORIZE_MAX_PROPOSALS
@@ -181,13 +188,13 @@ async def test_memorize_falls_back_when_the_llm_fails(
     with_llm: AsyncMemex, llm: ScriptedLLM, dsn: str, batching_embedder: BatchingEmbedder
 ) -> None:
     llm.script(500, {"content": None, "tool_calls": "not a list"})
-    failed = await with_llm.memorize(A, U, "Remember the dentist on Friday.", now=NOW)
+    failed = await agentic.memorize(with_llm, A, U, "Remember the dentist on Friday.", now=NOW)
     assert failed.mode == "fallback" and failed.llm_error and "HTTP 500" in failed.llm_error
-    malformed = await with_llm.memorize(A, U, "And the car service.", now=NOW)
+    malformed = await agentic.memorize(with_llm, A, U, "And the car service.", now=NOW)
     assert malformed.mode == "fallback" and "not a chat completion" in str(malformed.llm_error)
     unreachable = ChatModel(f"http://127.0.0.1:{free_port()}/v1", "none", timeout=5)
     async with await AsyncMemex.connect(dsn, embedder=batching_embedder, llm=unreachable) as c:
-        down = await c.memorize(A, U, "And the plumber.", now=NOW)
+        down = await agentic.memorize(c, A, U, "And the plumber.", now=NOW)
     assert down.mode == "fallback" and "ConnectError" in str(down.llm_error)
     log = await with_llm.read_file(A, U, "user/log.md")
     assert log.content.count("\n- 14:05 ") == 3
@@ -199,7 +206,7 @@ async def test_memorize_needs_write_access_before_any_model_call(
     operator = with_llm.as_operator("test")
     reader = await operator.create_key("read", agent_id=A)
     with pytest.raises(Forbidden):
-        await with_llm.with_key(reader.token).memorize(A, U, "I like tea.")
+        await agentic.memorize(with_llm.with_key(reader.token), A, U, "I like tea.")
     assert llm.requests == []
 
 
@@ -224,24 +231,24 @@ async def test_search_passages_pick_the_matching_paragraph(amemex: AsyncMemex) -
 
 async def test_search_answers_with_citations(with_llm: AsyncMemex, llm: ScriptedLLM) -> None:
     await with_llm.write_file(A, U, "user/profile.md", PROFILE)
-    plain = await with_llm.search_passages(A, U, "what does Alice write?")
+    plain = await agentic.search_passages(with_llm, A, U, "what does Alice write?")
     assert plain.llm == "not_asked" and plain.answer is None and plain.passages
     llm.script(answer("She writes Rust [1], per her profile [1][7]."))
-    answered = await with_llm.search_passages(A, U, "what does Alice write?", answer=True)
+    answered = await agentic.search_passages(with_llm, A, U, "what does Alice write?", answer=True)
     assert answered.llm == "answered" and answered.cited == [1]  # [7] is no passage
     assert answered.answer is not None and answered.answer.startswith("She writes Rust")
     prompt = llm.requests[-1]["body"]["messages"][1]["content"]
     assert "[1] (user/profile.md)\n## Work\n- writes Rust at Acme" in prompt
     assert prompt.endswith("Question: what does Alice write?")
     llm.script(503)
-    failed = await with_llm.search_passages(A, U, "what does Alice write?", answer=True)
+    failed = await agentic.search_passages(with_llm, A, U, "what does Alice write?", answer=True)
     assert failed.llm == "failed" and "HTTP 503" in str(failed.llm_error)
     # the same passages (scores move with recency as time passes)
     assert [p.passage for p in failed.passages] == [p.passage for p in answered.passages]
 
 
 async def test_search_without_an_llm_says_so(amemex: AsyncMemex) -> None:
-    result = await amemex.search_passages(A, U, "anything", answer=True)
+    result = await agentic.search_passages(amemex, A, U, "anything", answer=True)
     assert (result.llm, result.answer, result.passages) == ("not_configured", None, [])
 
 
@@ -281,3 +288,28 @@ async def test_mcp_memorize_and_search(
                 assert "top_k" in err
     finally:
         drop_database(pg_server, dsn)
+
+
+def test_the_client_does_not_import_the_llm_layer() -> None:
+    """memexdb.agentic orchestrates AsyncMemex's calls, one layer above it: the client and
+    the session do not import it (they used to, in a circle hidden by TYPE_CHECKING)."""
+    code = (
+        "import sys, memexdb.client, memexdb.session;"
+        "print(sorted(m for m in sys.modules if m.startswith('memexdb.agentic')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+    for module in ("client.py", "session.py"):
+        source = (Path(memexdb.__file__).parent / module).read_text()
+        assert not re.search(r"^\s*(from|import) memexdb[.\w]* ?.*\bagentic\b", source, re.M)
+
+
+def test_the_python_functions_take_their_request_fields() -> None:
+    """agentic.memorize and agentic.search_passages take what their operation's request
+    model has (memorize also `now`), so the Python API and REST/MCP cannot drift."""
+    for function, operation, extra in (
+        (agentic.memorize, agentic.MEMORIZE, {"now"}),
+        (agentic.search_passages, agentic.SEARCH_PASSAGES, set()),
+    ):
+        parameters = list(inspect.signature(function).parameters)[1:]  # after the client
+        assert set(parameters) == set(operation.request.model_fields) | extra

@@ -14,7 +14,8 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from memexdb import AsyncMemex, consolidation
+from memexdb import AsyncMemex
+from memexdb.agentic import consolidation
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import BatchingEmbedder
 from memexdb.errors import Forbidden, NotFound
@@ -329,7 +330,7 @@ def test_the_consoles_run_now_is_abstractive_with_an_llm(
 ) -> None:
     """The console's "run now" used to call SQL's extractive consolidation directly while
     REST's went through consolidation.condense (the LLM when configured): one operation,
-    two behaviours (issue 22). Both now go through consolidation.run_now."""
+    two behaviours (issue 22). Both now run the operation memexdb.agentic.RUN_NOW."""
     with (
         scripted_llm() as llm,
         service_on_new_database(

@@ -29,7 +29,7 @@ from pgvector.psycopg import register_vector
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 
-from memexdb import AsyncMemex, Memex
+from memexdb import AsyncMemex, Memex, agentic
 from memexdb.errors import Busy, Conflict, RateLimited
 from tests.sqlapi import unit
 
@@ -498,7 +498,7 @@ async def test_concurrent_memorize_stores_each_text_once(amemex: AsyncMemex) -> 
     their memory. Now each call is one transaction and all succeed."""
     texts = [f"Memorized fact number {i} about the garden." for i in range(20)]
     results = await asyncio.gather(
-        *(amemex.memorize("A", "alice", text) for text in texts), return_exceptions=True
+        *(agentic.memorize(amemex, "A", "alice", text) for text in texts), return_exceptions=True
     )
     assert [r for r in results if isinstance(r, BaseException)] == []
     assert await amemex.count("A", "alice", memory_type="episodic") == 20
@@ -515,7 +515,7 @@ async def test_a_refused_memorize_stores_nothing(amemex: AsyncMemex, dsn: str) -
             " on conflict (name) do update set value = excluded.value"
         )
     with pytest.raises(RateLimited):
-        await amemex.memorize("A", "alice", "A fact that must not be half stored.")
+        await agentic.memorize(amemex, "A", "alice", "A fact that must not be half stored.")
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert conn.execute("select count(*) from memex.memories").fetchone() == (0,)
 

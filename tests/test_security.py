@@ -26,7 +26,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from memexdb import AsyncMemex, Memex
+from memexdb import AsyncMemex, Memex, agentic
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import BatchingEmbedder, Embedder
 from memexdb.errors import Forbidden, MemexError, Unauthenticated
@@ -385,10 +385,10 @@ def _python(memex: AsyncMemex) -> Callable[[str | None], Do]:
                     written = await client.write_file(*tenant, "user/new.md", "a new note")
                     return Outcome(None, written.content)
                 if op == "passages":
-                    found = await client.search_passages(*tenant, "garden gate code")
+                    found = await agentic.search_passages(client, *tenant, "garden gate code")
                     return Outcome(None, " ".join(p.passage for p in found.passages))
                 if op == "memorize":
-                    return Outcome(None, str(await client.memorize(*tenant, "a new note")))
+                    return Outcome(None, str(await agentic.memorize(client, *tenant, "a new note")))
                 if op == "file_patch":
                     patched = await client.patch_file(
                         *tenant, SECRET_FILE, heading="## Log", append="more"

@@ -14,7 +14,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from memexdb import consolidation, params
+from memexdb import agentic, params
 from memexdb.console.web import (
     PREFIX,
     ConsoleError,
@@ -343,8 +343,10 @@ async def dream_restore(ctx: Ctx) -> Response:
 async def dream_run(ctx: Ctx) -> Response:
     form = await form_of(ctx)
     tenant = _tenant(form)
-    # the same "run now" as REST's: abstractive when the service has an LLM
-    runs = await consolidation.run_now(ctx.memex, (tenant.agent_id, tenant.user_id), force=True)
+    # the same operation as REST's "run now": abstractive when the service has an LLM
+    runs = await ctx.memex.call(
+        agentic.RUN_NOW, agent_id=tenant.agent_id, user_id=tenant.user_id, force=True
+    )
     notice = "ran" if runs else "nothing_ran"
     return ctx.redirect("dream", agent_id=tenant.agent_id, user_id=tenant.user_id, notice=notice)
 

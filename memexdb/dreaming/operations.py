@@ -111,7 +111,7 @@ DREAM_CONFIG = Operation(
     run=dream_config,
     response=DreamConfigOut,
     answer=lambda _, config: config,
-    sql="memex.dream_config",
+    sql=("memex.dream_config",),
     access="admin",
     rest=Route("GET", "/v1/admin/dream/config", "The configuration", source="path"),
 )
@@ -123,7 +123,7 @@ SET_DREAM_CONFIG = Operation(
     run=set_dream_config,
     response=DreamConfigOut,
     answer=lambda _, config: config,
-    sql="memex.set_dream_config",
+    sql=("memex.set_dream_config",),
     access="admin",
     rest=Route("PUT", "/v1/admin/dream/config", "The whole configuration after the change"),
 )
@@ -135,7 +135,7 @@ DREAM_USERS = Operation(
     run=dream_users,
     response=DreamUserList,
     answer=_users,
-    sql="memex.dream_users",
+    sql=("memex.dream_users",),
     access="admin",
     pages=Paging("after", "next_after"),
     rest=Route("GET", "/v1/admin/dream/users", "A page of tenants", source="query"),
@@ -150,7 +150,7 @@ SET_DREAM_PAUSED = Operation(
     answer=lambda request, paused: PausedOut(
         agent_id=request.agent_id, user_id=request.user_id, paused=paused
     ),
-    sql="memex.set_dream_paused",
+    sql=("memex.set_dream_paused",),
     access="admin",
     rest=Route(
         "PUT",
@@ -169,7 +169,7 @@ CONSOLIDATION_RUNS = Operation(
     run=consolidation_runs,
     response=RunList,
     answer=_runs,
-    sql="memex.consolidation_history",
+    sql=("memex.consolidation_history",),
     access="read",
     pages=Paging("before", "next_before"),
     rest=Route("GET", "/v1/admin/dream/runs", "A page of runs", source="query"),
@@ -182,7 +182,7 @@ RESTORE_CONSOLIDATION = Operation(
     run=restore_consolidation,
     response=RunOut,
     answer=lambda _, run: RunOut.model_validate(run),
-    sql="memex.restore_consolidation",
+    sql=("memex.restore_consolidation",),
     access="write",
     rest=Route(
         "POST",

@@ -61,7 +61,7 @@ CREATE_KEY = Operation(
     run=create_key,
     response=KeyCreatedOut,
     answer=lambda _, created: KeyCreatedOut.model_validate(created),
-    sql="memex.create_key",
+    sql=("memex.create_key",),
     access="admin",
     rest=Route("POST", "/v1/admin/keys", "Created", status=201),
 )
@@ -73,7 +73,7 @@ LIST_KEYS = Operation(
     run=list_keys,
     response=KeyList,
     answer=lambda _, keys: KeyList(keys=[KeyOut.model_validate(k) for k in keys]),
-    sql="memex.list_keys",
+    sql=("memex.list_keys",),
     access="admin",
     rest=Route("GET", "/v1/admin/keys", "Keys, newest first", source="query"),
 )
@@ -85,7 +85,7 @@ REVOKE_KEY = Operation(
     run=revoke_key,
     response=KeyRevokedOut,
     answer=lambda _, revoked: KeyRevokedOut.model_validate(revoked),
-    sql="memex.revoke_key",
+    sql=("memex.revoke_key",),
     access="admin",
     rest=Route(
         "DELETE",
@@ -104,7 +104,7 @@ AUDIT_EVENTS = Operation(
     run=audit_events,
     response=AuditList,
     answer=_audit_page,
-    sql="memex.audit_events",
+    sql=("memex.audit_events",),
     access="admin",
     pages=Paging("before", "next_before"),
     rest=Route("GET", "/v1/admin/audit", "Entries", source="query"),

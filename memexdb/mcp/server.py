@@ -35,22 +35,10 @@ from memexdb.errors import (
     RateLimited,
     Unauthenticated,
 )
-from memexdb.files import operations as files
 from memexdb.mcp.operations import BoundTool, bind, caller_of, tool_annotations
 from memexdb.mcp.tenant import ArgumentTenant, Caller, Tenant, TenantResolver
-from memexdb.memories import operations as memories
+from memexdb.operation_table import OPERATIONS
 from memexdb.params import (
-    DEFAULT_PASSAGE_CHARS,
-    DEFAULT_PASSAGES_TOP_K,
-    AgentId,
-    AnswerWanted,
-    MemorizeOut,
-    MemorizeText,
-    PassageChars,
-    PassageSearchOut,
-    PassageTopK,
-    Query,
-    UserId,
     field_errors,
     not_found_message,
 )
@@ -227,7 +215,7 @@ def build_mcp_server(
     async def tenant_of(agent_id: str, user_id: str, ctx: Context[Any, Any]) -> Tenant:
         return await resolver.resolve(agent_id, user_id, _caller(ctx))
 
-    for operation in (*memories.OPERATIONS, *files.OPERATIONS):
+    for operation in OPERATIONS:
         if operation.tool is not None:
             function, bound = bind(operation)
             server.add_tool(
@@ -237,47 +225,5 @@ def build_mcp_server(
                 annotations=tool_annotations(operation.tool),
             )
             server.operation_tools[operation.tool.name] = bound
-
-    # --- The agentic tools (memexdb.agentic) ---
-
-    @tool(ToolAnnotations(title="Search memory", read_only_hint=True, open_world_hint=False))
-    async def memory_search(
-        agent_id: AgentId,
-        user_id: UserId,
-        query: Query,
-        ctx: Context[Any, Any],
-        top_k: PassageTopK = DEFAULT_PASSAGES_TOP_K,
-        passage_chars: PassageChars = DEFAULT_PASSAGE_CHARS,
-        answer: AnswerWanted = False,
-    ) -> PassageSearchOut:
-        """Recall what memory says about `query`: passages from memory files (with their
-        path and line range) and memories, best first, ranked by keywords (BM25) and
-        meaning. With answer=true and an LLM configured on the service, also an answer
-        citing the passages it used as [rank]."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            return await client(ctx).search_passages(
-                tenant.agent_id,
-                tenant.user_id,
-                query,
-                top_k=top_k,
-                passage_chars=passage_chars,
-                answer=answer,
-            )
-
-    @tool(ToolAnnotations(title="Memorize", destructive_hint=False, open_world_hint=False))
-    async def memory_memorize(
-        agent_id: AgentId,
-        user_id: UserId,
-        text: MemorizeText,
-        ctx: Context[Any, Any],
-    ) -> MemorizeOut:
-        """Hand over raw text (a conversation turn, a note) and let memory keep what is
-        durable: with an LLM configured on the service, it writes or patches the right
-        memory files; without one, the text is stored as an episodic memory and appended
-        to user/log.md under today's date. The result says which ran and what changed."""
-        async with _tool_errors():
-            tenant = await tenant_of(agent_id, user_id, ctx)
-            return await client(ctx).memorize(tenant.agent_id, tenant.user_id, text)
 
     return server

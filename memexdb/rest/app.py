@@ -21,18 +21,14 @@ from starlette.routing import BaseRoute, Route
 
 from memexdb import __version__, console
 from memexdb.client import AsyncMemex
-from memexdb.dreaming import operations as dreaming
-from memexdb.embedding import operations as embedding_ops
 from memexdb.errors import DatabaseUnavailable
-from memexdb.files import operations as files
-from memexdb.keys import operations as keys
-from memexdb.memories import operations as memories
+from memexdb.operation_table import OPERATIONS
 from memexdb.params import (
     ExportedMemory,
     ExportQuery,
     HealthResponse,
 )
-from memexdb.rest import agentic, docs, dream, operations, ops
+from memexdb.rest import docs, operations, ops
 from memexdb.rest.endpoint import Endpoint, Reply
 from memexdb.rest.errors import HANDLERS, CatchAll
 from memexdb.rest.parsing import json_of, memex_of, query_of
@@ -68,7 +64,7 @@ async def health(request: Request) -> Response:
 
 
 ENDPOINTS = (
-    *operations.endpoints(memories.OPERATIONS),
+    *operations.endpoints(OPERATIONS),
     Endpoint(
         "GET",
         "/v1/export",
@@ -92,12 +88,6 @@ ENDPOINTS = (
         open=True,
     ),
     *ops.ENDPOINTS,
-    *operations.endpoints(files.OPERATIONS),
-    *agentic.ENDPOINTS,
-    *operations.endpoints(embedding_ops.OPERATIONS),
-    *operations.endpoints(keys.OPERATIONS),
-    *operations.endpoints(dreaming.OPERATIONS),
-    *dream.ENDPOINTS,
 )
 
 

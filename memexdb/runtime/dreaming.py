@@ -1,5 +1,5 @@
-"""The consolidation job ("dreaming"): memexdb.consolidation.tick on the schedule of
-memex.dream_config (interval_seconds), for servers where pg_cron does not run it.
+"""The consolidation job ("dreaming"): memexdb.agentic.consolidation.tick on the schedule
+of memex.dream_config (interval_seconds), for servers where pg_cron does not run it.
 
 MEMEX_DREAM_ENABLED turns the job on in the service; the database's dream_config.enabled
 stays the master switch (checked in SQL, so pg_cron obeys it too). The job wakes every
@@ -14,7 +14,8 @@ import logging
 import time
 from collections import Counter
 
-from memexdb import consolidation, pg_cron
+from memexdb import pg_cron
+from memexdb.agentic import consolidation
 from memexdb.client import AsyncMemex
 from memexdb.runtime.jobs import Job
 

@@ -1,5 +1,8 @@
-"""Consolidation ticks of the service's scheduler (where pg_cron does not run them): old
-memories condensed (memex.consolidate_due), then files tidied (memex.dream_due).
+"""Consolidation with an LLM, over AsyncMemex: the ticks of the service's scheduler (where
+pg_cron does not run them; memexdb.runtime.dreaming) and "run now" (`run_now`, whoever
+asks: REST's POST /v1/admin/dream/run and the console, through
+memexdb.agentic.operations.RUN_NOW): old memories condensed (memex.consolidate_due),
+then files tidied (memex.dream_due).
 
 Without an LLM condensing is one SQL call, memex.consolidate_due: extractive summaries,
 archiving, lineage and locking all happen there. With an LLM (MEMEX_LLM_URL) the summary
@@ -22,18 +25,16 @@ recorded in the run's details. A model that fails leaves the files to the tidyin
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from memexdb import params
+from memexdb.client import AsyncMemex
 from memexdb.errors import Conflict
 from memexdb.llm import ChatModel, LLMError, ToolCall, function_tool
 from memexdb.params import ProposedEdit, field_errors
-
-if TYPE_CHECKING:
-    from memexdb.client import AsyncMemex
-    from memexdb.types import ConsolidationRun, DreamPlan
+from memexdb.types import ConsolidationRun, DreamPlan
 
 log = logging.getLogger("memexdb.jobs")
 

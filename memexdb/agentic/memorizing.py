@@ -1,47 +1,36 @@
-"""The agentic tools (MemexAI's memory_memorize and memory_search) over AsyncMemex.
+"""memory_memorize over AsyncMemex: keep what is durable in raw text.
 
-memorize: with an LLM configured, the model reads the text next to the tenant's most
-relevant files and memories and proposes memory_write / memory_patch calls. Each
-proposal is untrusted input: it is parsed and validated like a request (the tenant is
-always the caller's; the model only names a virtual path), bounded in number and size,
-and applied through the same write and patch path as the raw tools, as `memorize-agent`
-on behalf of the caller (SQL records both). Without an LLM, or when it fails, a
-deterministic fallback keeps the text: an episodic memory plus an entry in user/log.md
-under the day's heading. The result says which path ran.
-
-search: memex.search_passages ranks files and memories (BM25 fused with vectors) and
-cuts each to a passage; with `answer` and an LLM, the model answers from the numbered
-passages and the ranks it cites come back with it.
+With an LLM configured, the model reads the text next to the tenant's most relevant
+files and memories and proposes memory_write / memory_patch calls. Each proposal is
+untrusted input: it is parsed and validated like a request (the tenant is always the
+caller's; the model only names a virtual path), bounded in number and size, and applied
+through the same write and patch path as the raw tools, as `memorize-agent` on behalf of
+the caller (SQL records both). Without an LLM, or when it fails, a deterministic fallback
+keeps the text: an episodic memory plus an entry in user/log.md under the day's heading.
+The result says which path ran.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from memexdb import params
+from memexdb.client import AsyncMemex
 from memexdb.errors import Conflict, InvalidArgument, NotFound
-from memexdb.llm import ChatModel, LLMError, ToolCall, function_tool
+from memexdb.llm import LLMError, ToolCall, function_tool
 from memexdb.params import (
     MemorizeChange,
     MemorizeOut,
     MemorizeRefusal,
     MemorizeRequest,
-    PassageOut,
-    PassageSearchOut,
-    PassageSearchRequest,
     ProposedPatch,
     ProposedWrite,
     field_errors,
 )
-
-if TYPE_CHECKING:
-    from memexdb.client import AsyncMemex
-    from memexdb.types import File
+from memexdb.types import File
 
 MEMORIZE_ACTOR = "memorize-agent"
 
@@ -61,13 +50,6 @@ Paths are relative: user/... for what concerns the user (user/profile.md,
 user/projects/<name>.md), agent/... for your own notes. Use at most
 {params.MEMORIZE_MAX_PROPOSALS} calls, each under {params.MEMORIZE_PROPOSAL_MAX_CHARS}
 characters. Make no call when nothing is worth keeping."""
-
-ANSWER_SYSTEM = """\
-Answer the question from the numbered memory passages only. Cite each passage you use by
-its number in brackets, e.g. [1] or [2][3]. If the passages do not answer the question,
-say that the memory does not say. Be brief."""
-
-_CITATION = re.compile(r"\[(\d{1,3})\]")
 
 
 def memorize_tools() -> list[dict[str, Any]]:
@@ -92,8 +74,12 @@ def _tool_schema(model: type[ProposedWrite] | type[ProposedPatch]) -> dict[str, 
     return schema
 
 
-async def memorize(memex: AsyncMemex, request: MemorizeRequest, now: datetime) -> MemorizeOut:
-    """Keep what is durable in `request.text` (see the module's docstring)."""
+async def memorize(
+    memex: AsyncMemex, request: MemorizeRequest, now: datetime | None = None
+) -> MemorizeOut:
+    """Keep what is durable in `request.text` (see the module's docstring); `now` (by
+    default the time of the call) dates the fallback's memory and log heading."""
+    now = now or utc_now()
     agent = memex.delegated(MEMORIZE_ACTOR)
     # Refuse a caller without write access before spending a model call on it.
     await agent.authorize(request.agent_id, request.user_id, "write")
@@ -224,44 +210,8 @@ async def _append_to_log(agent: AsyncMemex, request: MemorizeRequest, now: datet
     )
 
 
-async def search(memex: AsyncMemex, request: PassageSearchRequest) -> PassageSearchOut:
-    """Passages for `request.query`; with `answer`, the LLM's answer citing them."""
-    rows = await memex.passages_for(request)
-    passages = [PassageOut.model_validate(row) for row in rows]
-    if not request.answer:
-        return PassageSearchOut(passages=passages, answer=None, cited=[], llm="not_asked")
-    if memex.llm is None:
-        return PassageSearchOut(passages=passages, answer=None, cited=[], llm="not_configured")
-    try:
-        answer = await _answer(memex.llm, request.query, passages)
-    except LLMError as exc:
-        return PassageSearchOut(
-            passages=passages, answer=None, cited=[], llm="failed", llm_error=str(exc)
-        )
-    cited = sorted({int(n) for n in _CITATION.findall(answer) if 1 <= int(n) <= len(passages)})
-    return PassageSearchOut(passages=passages, answer=answer, cited=cited, llm="answered")
-
-
-async def _answer(llm: ChatModel, query: str, passages: Sequence[PassageOut]) -> str:
-    numbered = "\n\n".join(
-        f"[{p.rank}] ({p.path or f'memory {p.memory_id}'})\n{p.passage}" for p in passages
-    )
-    reply = await llm.chat(
-        [
-            {"role": "system", "content": ANSWER_SYSTEM},
-            {
-                "role": "user",
-                "content": f"Passages:\n{numbered or '(none)'}\n\nQuestion: {query}",
-            },
-        ]
-    )
-    if not reply.content:
-        raise LLMError("the model sent no answer")
-    return reply.content
-
-
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-__all__ = ["MEMORIZE_ACTOR", "memorize", "memorize_tools", "search", "utc_now"]
+__all__ = ["MEMORIZE_ACTOR", "memorize", "memorize_tools", "utc_now"]
