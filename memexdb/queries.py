@@ -46,12 +46,6 @@ select memex.count(p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
                    p_embedding_model => %(embedding_model)s, p_metadata => %(metadata)s)
 """
 
-RATE_LIMIT_HIT = """
-select allowed, hits, remaining, retry_after_seconds
-from memex.rate_limit_hit(p_key => %(key)s, p_limit => %(limit)s,
-                          p_window_seconds => %(window_seconds)s)
-"""
-
 # Pay for a store or search before embedding its texts (null: no limit configured); the
 # call that follows names the reservation (USE_RESERVATION, local to its transaction) and
 # is not counted again.
