@@ -125,7 +125,7 @@ def test_docs_render_every_operation(service: Service, browser: webdriver.Chrome
         assert summary in text
 
     # The schemas render too: open the search operation and read its request body.
-    block = browser.find_element(By.ID, "operations-default-post_v1_memories_search")
+    block = browser.find_element(By.ID, "operations-memories-search")
     block.find_element(By.CSS_SELECTOR, ".opblock-summary").click()
     WebDriverWait(browser, RENDER_TIMEOUT, poll_frequency=0.2).until(
         lambda d: '"query"' in block.text
