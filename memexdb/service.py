@@ -15,8 +15,14 @@ from memexdb.client import AsyncMemex
 from memexdb.config import Settings
 from memexdb.errors import SetupError
 from memexdb.mcp import build_mcp_server
-from memexdb.mcp.http import McpTransports, WorkerHeader, transport_security_for
+from memexdb.mcp.http import (
+    McpTransports,
+    WorkerHeader,
+    rest_security_for,
+    transport_security_for,
+)
 from memexdb.rest import create_app
+from memexdb.rest.cors import Cors
 from memexdb.rest.host_guard import RestHostGuard
 from memexdb.rest.observe import Observe
 from memexdb.runtime import Runtime
@@ -59,7 +65,17 @@ def app_from_env() -> Starlette:
             metrics.mark_this_process_dead()  # its pool leaves the service's gauges
 
     return Starlette(
-        routes=[*mcp.routes, Mount("", app=RestHostGuard(rest, security))],
+        # The host guard first (Host, then Origin: MEMEX_ALLOWED_ORIGINS plus
+        # MEMEX_CORS_ORIGINS), then CORS for the listed origins (memexdb.rest.cors).
+        routes=[
+            *mcp.routes,
+            Mount(
+                "",
+                app=RestHostGuard(
+                    Cors(rest, settings.cors_origin_list), rest_security_for(settings, security)
+                ),
+            ),
+        ],
         # Observe is outermost: every request is counted and logged, refusals included.
         middleware=[
             Middleware(Observe, json_log=settings.log_format == "json"),
