@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.routing import Mount
 
@@ -23,6 +24,7 @@ from memexdb.mcp.http import (
 )
 from memexdb.rest import create_app
 from memexdb.rest.cors import Cors
+from memexdb.rest.errors import on_http_error
 from memexdb.rest.host_guard import RestHostGuard
 from memexdb.rest.observe import Observe
 from memexdb.runtime import Runtime
@@ -81,5 +83,8 @@ def app_from_env() -> Starlette:
             Middleware(Observe, json_log=settings.log_format == "json"),
             Middleware(WorkerHeader),
         ],
+        # A path no route takes (Mount("") does not match a path holding a newline, e.g.
+        # a path parameter's %0A): the REST API's JSON 404, not Starlette's text.
+        exception_handlers={HTTPException: on_http_error},
         lifespan=lifespan,
     )
