@@ -19,7 +19,6 @@ from typing import Any
 import httpx
 import pytest
 from selenium import webdriver
-from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from memexdb.config import Settings, SettingsError
@@ -261,7 +260,6 @@ def test_a_page_of_a_listed_origin_calls_the_api(setup: Setup, browser: webdrive
     )
     assert found.get("status") == 200, found
     assert stored["body"]["id"] in [r["id"] for r in found["body"]["results"]]
-    browser.find_element(By.TAG_NAME, "body")
     browser.save_screenshot(str(artifacts_dir() / "cors-listed.png"))
 
     # the same call from a page of an unlisted origin: the browser blocks it (its
