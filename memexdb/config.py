@@ -7,6 +7,7 @@ table say about it; the CLI's options default to these values (one definition).
 from __future__ import annotations
 
 import ipaddress
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -85,6 +86,12 @@ class Settings(BaseSettings):
     allowed_origins: str | None = Field(
         None, description="comma-separated browser Origin values REST and MCP accept"
     )
+    cors_origins: str | None = Field(
+        None,
+        description="comma-separated origins (scheme://host[:port]) whose web pages may call"
+        " the REST API (CORS: preflight answered, Access-Control-Allow-Origin for them"
+        " alone); they pass the Origin check too; unset: none",
+    )
     llm_url: str | None = Field(
         None,
         description="base URL (.../v1) of an OpenAI-compatible chat model for memory_memorize"
@@ -107,6 +114,23 @@ class Settings(BaseSettings):
         """True when `host` is a loopback address: only this machine can connect."""
         return listens_on_loopback_only(self.host)
 
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins(cls, value: str | None) -> str | None:
+        for origin in split_list(value):
+            if not _ORIGIN.fullmatch(origin):
+                raise ValueError(
+                    f"{origin!r} is not an origin: scheme://host[:port], e.g."
+                    " https://app.example.com (no path, no wildcard)"
+                )
+        return value
+
+    @property
+    def cors_origin_list(self) -> list[str]:
+        """MEMEX_CORS_ORIGINS as a list (empty: no origin), lower case as browsers send
+        them."""
+        return list(dict.fromkeys(origin.lower() for origin in split_list(self.cors_origins)))
+
     @field_validator("data_dir")
     @classmethod
     def _expand_user(cls, value: Path | None) -> Path | None:
@@ -124,6 +148,18 @@ class Settings(BaseSettings):
             return cls()
         except ValidationError as exc:
             raise SettingsError(_describe(exc)) from None
+
+
+# An origin as a browser sends it: scheme, host (a name, an IPv4 or a bracketed IPv6
+# address) and an optional port; no path, no trailing slash, no wildcard.
+_ORIGIN = re.compile(
+    r"https?://(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?"
+)
+
+
+def split_list(raw: str | None) -> list[str]:
+    """A comma-separated setting as its items (blank items left out)."""
+    return [item.strip() for item in (raw or "").split(",") if item.strip()]
 
 
 def listens_on_loopback_only(host: str) -> bool:

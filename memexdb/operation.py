@@ -35,6 +35,15 @@ Res = TypeVar("Res")
 # consolidation controls), or the operator (the database's own credentials).
 Access = Literal["read", "write", "admin", "operator"]
 
+# The domain an operation belongs to: its OpenAPI tag (memexdb.rest.docs.TAGS describes
+# each). Declared on each operation, not derived from its package: run_now lives in
+# memexdb.agentic (it asks the LLM) but is a consolidation control to a reader of the API.
+# A required field of a Literal type: an operation cannot be declared without one, nor
+# with one the document does not describe (mypy and tests/test_openapi.py check).
+Domain = Literal[
+    "memories", "files", "agentic", "embeddings", "keys", "consolidation", "operations"
+]
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -107,6 +116,7 @@ class Operation(Generic[Req, Res]):
     answer: Callable[[Req, Res], BaseModel | None]
     sql: tuple[str, ...]  # the memex.* functions it calls
     access: Access
+    domain: Domain  # the OpenAPI tag
     embeds: str | None = None  # the request field that is embedded
     pages: Paging | None = None
     rest: Route | None = None

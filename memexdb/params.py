@@ -140,15 +140,26 @@ def _utc(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def _text(max_chars: int, description: str, *, blank: bool = False) -> Any:
+def _text(max_chars: int, description: str, example: str, *, blank: bool = False) -> Any:
     # The pattern is for the schema's readers (clients, fuzzers); the validators next to
-    # it give the error message a person can act on.
+    # it give the error message a person can act on. The example is what /docs fills in
+    # (memexdb.rest.docs), not the pattern's random text.
     return Field(
         min_length=1,
         max_length=max_chars,
         description=description,
+        examples=[example],
         json_schema_extra={"pattern": _NO_NUL if blank else _NOT_BLANK},
     )
+
+
+# The examples of the OpenAPI document (one tenant, one memory and one file that go
+# together: /docs "Try it out" stores, then finds, the same memory).
+EXAMPLE_AGENT = "demo-agent"
+EXAMPLE_USER = "alice"
+EXAMPLE_CONTENT = "Alice prefers green tea to coffee."
+EXAMPLE_QUERY = "What does Alice like to drink?"
+EXAMPLE_PATH = "user/profile.md"
 
 
 _NoNul = AfterValidator(_no_nul)
@@ -159,13 +170,19 @@ AgentId = Annotated[
     _text(
         TENANT_ID_MAX_CHARS,
         "Your agent's id; memories are private to (agent_id, user_id).",
+        EXAMPLE_AGENT,
         blank=True,
     ),
     _NoNul,
 ]
 UserId = Annotated[
     str,
-    _text(TENANT_ID_MAX_CHARS, "The user the memories are about or belong to.", blank=True),
+    _text(
+        TENANT_ID_MAX_CHARS,
+        "The user the memories are about or belong to.",
+        EXAMPLE_USER,
+        blank=True,
+    ),
     _NoNul,
 ]
 Content = Annotated[
@@ -173,11 +190,14 @@ Content = Annotated[
     _text(
         CONTENT_MAX_CHARS,
         "The memory, as a self-contained sentence or short passage (not only whitespace).",
+        EXAMPLE_CONTENT,
     ),
     _NotBlank,
 ]
 Query = Annotated[
-    str, _text(QUERY_MAX_CHARS, "What to recall, in plain words (not only whitespace)."), _NotBlank
+    str,
+    _text(QUERY_MAX_CHARS, "What to recall, in plain words (not only whitespace).", EXAMPLE_QUERY),
+    _NotBlank,
 ]
 
 
@@ -238,7 +258,8 @@ Metadata = Annotated[
     Field(
         description=f"Optional JSON object kept with the memory (at most {METADATA_MAX_BYTES}"
         f" bytes as JSON text, nested at most {METADATA_MAX_DEPTH} levels, no NUL"
-        " characters)."
+        " characters).",
+        examples=[{"source": "chat"}],
     ),
     BeforeValidator(_check_metadata),
 ]
@@ -317,12 +338,20 @@ MemoryTypes = Annotated[
     list[Annotated[MemoryType, _enum(MemoryType, _KIND)]] | None,
     Field(min_length=1, description="Only memories of these types."),
 ]
-MemoryId = Annotated[UUID, Field(description="The id of the memory, as returned by the API.")]
+MemoryId = Annotated[
+    UUID,
+    Field(
+        description="The id of the memory, as returned by the API.",
+        examples=["0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47"],
+    ),
+]
 MetadataFilter = Annotated[
     Metadata,
     Field(
         description="Only memories whose metadata contains this JSON object"
-        ' (`metadata @> filter`: {"project": "x"} matches {"project": "x", "tag": 1}).'
+        ' (`metadata @> filter`: {"project": "x"} matches {"project": "x", "tag": 1}).',
+        # {} contains nothing, so matches every memory: what "Try it out" sends changes nothing
+        examples=[{}],
     ),
 ]
 
@@ -399,6 +428,8 @@ Cursor = Annotated[
     str | None,
     Field(
         description="next_cursor of the previous page (opaque); absent for the first page.",
+        # the cursor after every memory (year 2286): the first page
+        examples=["9999999999999999.ffffffffffffffffffffffffffffffff"],
         json_schema_extra={"pattern": _CURSOR},
     ),
     AfterValidator(_cursor),
@@ -452,6 +483,20 @@ class NewMemory(MemoryCreate):
 
 class MemoryBatchCreate(_Request):
     """Many memories in one request, for imports (one statement, all or nothing)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "memories": [
+                        {"agent_id": EXAMPLE_AGENT, "user_id": EXAMPLE_USER, "content": text}
+                        for text in (EXAMPLE_CONTENT, "Alice is allergic to peanuts.")
+                    ]
+                }
+            ]
+        },
+    )
 
     memories: list[MemoryCreate] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
 
@@ -525,10 +570,18 @@ class ListQuery(_JsonQuery):
     cursor: Cursor = None
     memory_type: MemoryTypeFilter = None
     created_after: Annotated[
-        QueryTimestamp, Field(description="Only memories created at or after this (ISO 8601).")
+        QueryTimestamp,
+        Field(
+            description="Only memories created at or after this (ISO 8601).",
+            examples=["2000-01-01T00:00:00Z"],
+        ),
     ] = None
     created_before: Annotated[
-        QueryTimestamp, Field(description="Only memories created before this (ISO 8601).")
+        QueryTimestamp,
+        Field(
+            description="Only memories created before this (ISO 8601).",
+            examples=["2100-01-01T00:00:00Z"],
+        ),
     ] = None
     metadata: MetadataQuery = None
     include_archived: IncludeArchivedQuery = False
@@ -552,6 +605,7 @@ _PATCH_FIELDS = ("content", "importance", "metadata", "memory_type", "expires_at
 def _patch_schema(schema: dict[str, Any]) -> None:
     # At least one field to change; only expires_at may be null (null removes the expiry).
     schema["anyOf"] = [{"required": [f]} for f in _PATCH_FIELDS]
+    schema["examples"] = [{"agent_id": EXAMPLE_AGENT, "user_id": EXAMPLE_USER, "importance": 1.5}]
     for name in _PATCH_FIELDS[:-1]:
         prop = schema["properties"][name]
         options = [o for o in prop.pop("anyOf") if o != {"type": "null"}]
@@ -842,6 +896,7 @@ EmbeddingText = Annotated[
         EMBEDDING_INPUT_MAX_CHARS,
         "A text to embed (not only whitespace). A text longer than the model's window is"
         " embedded in full: the mean of its chunks' vectors.",
+        EXAMPLE_CONTENT,
     ),
     _NotBlank,
 ]
@@ -981,7 +1036,13 @@ _USERS_NEED_AGENT: JsonDict = {
 class KeyCreate(_Request):
     """A key to create: its access and scope. The token comes back once."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_USERS_NEED_AGENT)
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            **_USERS_NEED_AGENT,
+            "examples": [{"access": "write", "agent_id": EXAMPLE_AGENT, "name": "demo app"}],
+        },
+    )
 
     access: KeyAccess
     agent_id: Annotated[
@@ -1018,7 +1079,9 @@ class KeysQuery(_Request):
 class KeyRef(_Request):
     """A key to revoke (DELETE /v1/admin/keys/{key})."""
 
-    key: Annotated[str, Field(description="The key's id or prefix."), _NoNul]
+    key: Annotated[
+        str, Field(description="The key's id or prefix.", examples=["mxk_0123abcd"]), _NoNul
+    ]
 
 
 class AuditQuery(_Request):
@@ -1032,7 +1095,12 @@ class AuditQuery(_Request):
     ] = DEFAULT_AUDIT_LIMIT
     before: Annotated[
         int | None,
-        Field(ge=1, le=2**63 - 1, description="Entries older than this id (the next page)."),
+        Field(
+            ge=1,
+            le=2**63 - 1,
+            description="Entries older than this id (the next page).",
+            examples=[2**63 - 1],  # older than every entry: the first page
+        ),
         Strict(),
         BeforeValidator(_query_integer),
     ] = None
@@ -1148,6 +1216,7 @@ FilePath = Annotated[
         description="A virtual path: user/<...> (the user's files) or agent/<...> (the agent's"
         " notes for this user), 2 to 16 segments of A-Z a-z 0-9 . _ - (not starting with a"
         " dot), e.g. user/profile.md.",
+        examples=[EXAMPLE_PATH],
         json_schema_extra={"pattern": _PATH},
     ),
     AfterValidator(_check_path),
@@ -1157,6 +1226,7 @@ PathPrefix = Annotated[
     Field(
         max_length=PATH_MAX_CHARS,
         description="Only files whose path starts with this (e.g. user/ or agent/notes/).",
+        examples=["user/"],
         json_schema_extra={"pattern": "^[A-Za-z0-9._/-]*$"},
     ),
     # Postgres text cannot hold NUL: a 422 here, not the driver's error (a 500)
@@ -1164,7 +1234,11 @@ PathPrefix = Annotated[
 ]
 FileContent = Annotated[
     str,
-    _text(CONTENT_MAX_CHARS, f"The whole file (1 to {CONTENT_MAX_CHARS} characters, not blank)."),
+    _text(
+        CONTENT_MAX_CHARS,
+        f"The whole file (1 to {CONTENT_MAX_CHARS} characters, not blank).",
+        "# Alice\n\n## Preferences\n\n- green tea, no sugar\n",
+    ),
     _NotBlank,
 ]
 BaseRevision = Annotated[
@@ -1174,19 +1248,25 @@ BaseRevision = Annotated[
         le=2**31 - 1,
         description="The revision your change is based on (0: the file must not exist yet);"
         " refused with 409 if the file has moved on. Omit to overwrite whatever is there.",
+        examples=[1],
     ),
     Strict(),
     BeforeValidator(_integral),
 ]
 Revision = Annotated[
     int,
-    Field(ge=1, le=2**31 - 1, description="A revision number of the file (1 = the first write)."),
+    Field(
+        ge=1,
+        le=2**31 - 1,
+        description="A revision number of the file (1 = the first write).",
+        examples=[1],
+    ),
     Strict(),
     BeforeValidator(_query_integer),
 ]
 LineNumber = Annotated[
     int | None,
-    Field(ge=1, le=LINE_MAX, description="A line number (1-based, inclusive)."),
+    Field(ge=1, le=LINE_MAX, description="A line number (1-based, inclusive).", examples=[1]),
     Strict(),
     BeforeValidator(_query_integer),
 ]
@@ -1238,6 +1318,15 @@ _PATCH_FORMS = {"append": ["append"], "replace": ["old_text", "new_text"]}
 
 
 def _file_patch_schema(schema: dict[str, Any]) -> None:
+    schema["examples"] = [
+        {
+            "agent_id": EXAMPLE_AGENT,
+            "user_id": EXAMPLE_USER,
+            "path": EXAMPLE_PATH,
+            "heading": "## Preferences",
+            "append": "- oat milk",
+        }
+    ]
     # Exactly one form: append (with an optional heading) or old_text + new_text. The text
     # fields may be left out but not null (null is what "left out" means to Python).
     schema["oneOf"] = [
@@ -1260,7 +1349,10 @@ def _file_patch_schema(schema: dict[str, Any]) -> None:
 class FilePatch(_Request):
     """Append under a markdown heading (created if absent), or replace one exact text."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_file_patch_schema)
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra=_file_patch_schema,
+    )
 
     agent_id: AgentId
     user_id: UserId
@@ -1277,12 +1369,17 @@ class FilePatch(_Request):
     ] = None
     append: Annotated[
         str | None,
-        _text(CONTENT_MAX_CHARS, "Text to append (not only whitespace)."),
+        _text(CONTENT_MAX_CHARS, "Text to append (not only whitespace).", "- oat milk"),
         _NotBlank,
     ] = None
     old_text: Annotated[
         str | None,
-        _text(CONTENT_MAX_CHARS, "Exact text to replace: must occur exactly once.", blank=True),
+        _text(
+            CONTENT_MAX_CHARS,
+            "Exact text to replace: must occur exactly once.",
+            "no sugar",
+            blank=True,
+        ),
         _NoNul,
     ] = None
     new_text: Annotated[
@@ -1311,7 +1408,11 @@ class FileReadQuery(FileQuery):
     from_line: LineNumber = None
     to_line: LineNumber = None
     as_of: Annotated[
-        QueryTimestamp, Field(description="The file as it was at this time (ISO 8601).")
+        QueryTimestamp,
+        Field(
+            description="The file as it was at this time (ISO 8601).",
+            examples=["2100-01-01T00:00:00Z"],  # later than every revision: the current one
+        ),
     ] = None
 
 
@@ -1326,9 +1427,13 @@ class FileListQuery(TenantQuery):
 
     prefix: PathPrefix = None
     limit: PageLimit = DEFAULT_FILE_LIST_LIMIT
-    after: Annotated[FilePath | None, Field(description="The last path of the previous page.")] = (
-        None
-    )
+    after: Annotated[
+        FilePath | None,
+        Field(
+            description="The last path of the previous page.",
+            examples=["agent/-"],  # before every path: the first page
+        ),
+    ] = None
 
 
 class RevisionListQuery(FileQuery):
@@ -1337,7 +1442,12 @@ class RevisionListQuery(FileQuery):
     limit: PageLimit = DEFAULT_FILE_LIST_LIMIT
     before: Annotated[
         int | None,
-        Field(ge=1, le=2**31 - 1, description="Revisions older than this one (the next page)."),
+        Field(
+            ge=1,
+            le=2**31 - 1,
+            description="Revisions older than this one (the next page).",
+            examples=[2**31 - 1],  # older than every revision: the first page
+        ),
         Strict(),
         BeforeValidator(_query_integer),
     ] = None
@@ -1362,7 +1472,9 @@ class RestoreRequest(_Request):
     agent_id: AgentId
     user_id: UserId
     path: FilePath
-    revision: Annotated[int, Field(ge=1, le=2**31 - 1), Strict(), BeforeValidator(_integral)]
+    revision: Annotated[
+        int, Field(ge=1, le=2**31 - 1, examples=[1]), Strict(), BeforeValidator(_integral)
+    ]
     base_revision: BaseRevision = None
 
 
@@ -1378,12 +1490,23 @@ class SmartReadRequest(_Request):
 class AccessLogQuery(TenantQuery):
     """Query string of GET /v1/access-log."""
 
-    since: Annotated[QueryTimestamp, Field(description="Entries at or after this time.")] = None
-    until: Annotated[QueryTimestamp, Field(description="Entries before this time.")] = None
+    since: Annotated[
+        QueryTimestamp,
+        Field(description="Entries at or after this time.", examples=["2000-01-01T00:00:00Z"]),
+    ] = None
+    until: Annotated[
+        QueryTimestamp,
+        Field(description="Entries before this time.", examples=["2100-01-01T00:00:00Z"]),
+    ] = None
     limit: PageLimit = DEFAULT_ACCESS_LOG_LIMIT
     before: Annotated[
         int | None,
-        Field(ge=1, le=2**63 - 1, description="Entries older than this id (the next page)."),
+        Field(
+            ge=1,
+            le=2**63 - 1,
+            description="Entries older than this id (the next page).",
+            examples=[2**63 - 1],  # older than every entry: the first page
+        ),
         Strict(),
         BeforeValidator(_query_integer),
     ] = None
@@ -1567,6 +1690,7 @@ MemorizeText = Annotated[
     _text(
         MEMORIZE_TEXT_MAX_CHARS,
         f"The raw text to memorize (1 to {MEMORIZE_TEXT_MAX_CHARS} characters, not blank).",
+        "Alice: I switched from coffee to green tea last month, and I take it without sugar.",
     ),
     _NotBlank,
 ]
@@ -1657,6 +1781,10 @@ DEFAULT_RUNS_LIMIT = 100
 
 class DreamConfig(_Request):
     """Consolidation settings to change (PUT /v1/admin/dream/config): any of them."""
+
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"grace_minutes": 60}]}
+    )
 
     enabled: Annotated[
         bool | None,
@@ -1784,7 +1912,12 @@ class RunsQuery(_Request):
     ] = DEFAULT_RUNS_LIMIT
     before: Annotated[
         int | None,
-        Field(ge=1, le=2**63 - 1, description="Runs older than this id (the next page)."),
+        Field(
+            ge=1,
+            le=2**63 - 1,
+            description="Runs older than this id (the next page).",
+            examples=[2**63 - 1],  # older than every run: the first page
+        ),
         Strict(),
         BeforeValidator(_query_integer),
     ] = None
@@ -1806,6 +1939,7 @@ class DreamUsersQuery(_Request):
             max_length=4100,
             pattern=TENANT_CURSOR,
             description="next_after of the last page (opaque).",
+            examples=["01.01"],  # before every tenant: the first page
         ),
     ] = None
 
@@ -1832,7 +1966,7 @@ class RunRef(_Request):
 
     run_id: Annotated[
         int,
-        Field(ge=-(2**63), le=2**63 - 1, description="The condense run's id."),
+        Field(ge=-(2**63), le=2**63 - 1, description="The condense run's id.", examples=[1]),
         Strict(),
         BeforeValidator(_query_integer),
     ]
@@ -1854,7 +1988,9 @@ _DREAM_RUN_RULES: JsonDict = {
             "if": {"required": ["force"], "properties": {"force": {"const": True}}},
             "then": {"required": ["agent_id"], "properties": {"agent_id": _STRING}},
         },
-    ]
+    ],
+    # the plan of one tenant: "Try it out" shows what would run and writes nothing
+    "examples": [{"agent_id": EXAMPLE_AGENT, "user_id": EXAMPLE_USER, "dry_run": True}],
 }
 
 

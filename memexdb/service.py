@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.routing import Mount
 
@@ -15,8 +16,15 @@ from memexdb.client import AsyncMemex
 from memexdb.config import Settings
 from memexdb.errors import SetupError
 from memexdb.mcp import build_mcp_server
-from memexdb.mcp.http import McpTransports, WorkerHeader, transport_security_for
+from memexdb.mcp.http import (
+    McpTransports,
+    WorkerHeader,
+    rest_security_for,
+    transport_security_for,
+)
 from memexdb.rest import create_app
+from memexdb.rest.cors import Cors
+from memexdb.rest.errors import on_http_error
 from memexdb.rest.host_guard import RestHostGuard
 from memexdb.rest.observe import Observe
 from memexdb.runtime import Runtime
@@ -59,11 +67,24 @@ def app_from_env() -> Starlette:
             metrics.mark_this_process_dead()  # its pool leaves the service's gauges
 
     return Starlette(
-        routes=[*mcp.routes, Mount("", app=RestHostGuard(rest, security))],
+        # The host guard first (Host, then Origin: MEMEX_ALLOWED_ORIGINS plus
+        # MEMEX_CORS_ORIGINS), then CORS for the listed origins (memexdb.rest.cors).
+        routes=[
+            *mcp.routes,
+            Mount(
+                "",
+                app=RestHostGuard(
+                    Cors(rest, settings.cors_origin_list), rest_security_for(settings, security)
+                ),
+            ),
+        ],
         # Observe is outermost: every request is counted and logged, refusals included.
         middleware=[
             Middleware(Observe, json_log=settings.log_format == "json"),
             Middleware(WorkerHeader),
         ],
+        # A path no route takes (Mount("") does not match a path holding a newline, e.g.
+        # a path parameter's %0A): the REST API's JSON 404, not Starlette's text.
+        exception_handlers={HTTPException: on_http_error},
         lifespan=lifespan,
     )

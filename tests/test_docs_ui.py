@@ -5,6 +5,7 @@ kept in test-artifacts/docs.png (or $MEMEX_TEST_ARTIFACTS)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -125,7 +126,7 @@ def test_docs_render_every_operation(service: Service, browser: webdriver.Chrome
         assert summary in text
 
     # The schemas render too: open the search operation and read its request body.
-    block = browser.find_element(By.ID, "operations-default-post_v1_memories_search")
+    block = browser.find_element(By.ID, "operations-memories-search")
     block.find_element(By.CSS_SELECTOR, ".opblock-summary").click()
     WebDriverWait(browser, RENDER_TIMEOUT, poll_frequency=0.2).until(
         lambda d: '"query"' in block.text
@@ -142,3 +143,72 @@ def test_docs_render_every_operation(service: Service, browser: webdriver.Chrome
     severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert not severe, severe
     assert screenshot.stat().st_size > 10_000
+
+
+def try_it_out(browser: webdriver.Chrome, tag: str, operation_id: str) -> tuple[str, str]:
+    """Open an operation on /docs, press "Try it out" and Execute with what the page filled
+    in (the document's examples), and read the live response: (status, body)."""
+    block = browser.find_element(By.ID, f"operations-{tag}-{operation_id}")
+    browser.execute_script("arguments[0].scrollIntoView(true)", block)
+    if "is-open" not in (block.get_attribute("class") or ""):
+        block.find_element(By.CSS_SELECTOR, ".opblock-summary").click()
+    wait = WebDriverWait(browser, RENDER_TIMEOUT, poll_frequency=0.2)
+    wait.until(lambda d: block.find_elements(By.CSS_SELECTOR, ".try-out__btn"))
+    block.find_element(By.CSS_SELECTOR, ".try-out__btn").click()
+    wait.until(lambda d: block.find_elements(By.CSS_SELECTOR, "button.execute"))
+    block.find_element(By.CSS_SELECTOR, "button.execute").click()
+    wait.until(
+        lambda d: block.find_elements(
+            By.CSS_SELECTOR, ".live-responses-table tbody .response-col_status"
+        )
+    )
+    status = block.find_element(
+        By.CSS_SELECTOR, ".live-responses-table tbody .response-col_status"
+    ).text.strip()
+    body = block.find_element(
+        By.CSS_SELECTOR, ".live-responses-table .response-col_description pre"
+    ).text
+    return status, body
+
+
+def test_try_it_out_stores_and_finds_a_memory(service: Service, browser: webdriver.Chrome) -> None:
+    # The request examples of the document are requests that succeed: "Try it out" on
+    # the store operation and then on search, as the page fills them in, stores a memory
+    # (201) and finds it (200), under the example tenant rather than random pattern text.
+    document = httpx.get(f"{service.base_url}/openapi.json", timeout=30).json()
+    store = document["paths"]["/v1/memories"]["post"]
+    example = store["requestBody"]["content"]["application/json"]["example"]
+    artifacts = artifacts_dir()
+    screenshot = artifacts / "docs-try-it-out.png"
+    screenshot.unlink(missing_ok=True)
+    browser.get(f"{service.base_url}/docs")
+    WebDriverWait(browser, RENDER_TIMEOUT, poll_frequency=0.2).until(
+        lambda d: d.find_elements(By.ID, "operations-memories-search")
+    )
+    try:
+        status, body = try_it_out(browser, "memories", "store")
+        assert status == "201", body
+        stored = json.loads(body)
+        assert stored["content"] == example["content"]
+        assert (stored["agent_id"], stored["user_id"]) == (example["agent_id"], example["user_id"])
+
+        status, body = try_it_out(browser, "memories", "search")
+        assert status == "200", body
+        found = json.loads(body)["results"]
+        assert stored["id"] in [r["id"] for r in found], found
+
+        # a listing with its query parameters as filled in (the examples of the optional
+        # ones, cursor and time bounds included, narrow nothing) lists it too
+        status, body = try_it_out(browser, "memories", "list_memories")
+        assert status == "200", body
+        assert stored["id"] in [m["id"] for m in json.loads(body)["memories"]], body
+    finally:
+        browser.save_screenshot(str(screenshot))
+    assert screenshot.stat().st_size > 10_000
+    # the memory is there for every client, not only the page
+    listed = httpx.get(
+        f"{service.base_url}/v1/memories",
+        params={"agent_id": example["agent_id"], "user_id": example["user_id"]},
+        timeout=30,
+    ).json()
+    assert stored["id"] in [m["id"] for m in listed["memories"]]

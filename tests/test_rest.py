@@ -588,7 +588,18 @@ def test_another_tenants_memory_cannot_be_deleted(live: Live) -> None:
         assert r.status_code == 200 and r.json()["total"] == 0
 
 
-@pytest.mark.parametrize("path", ["/nope", "/v1/memory", "/v1/memories/a/b", "/v2/memories"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/nope",
+        "/v1/memory",
+        "/v1/memories/a/b",
+        "/v2/memories",
+        # a newline in a path parameter: no route of the service matches (found by the
+        # fuzzer once the parameters had examples)
+        "/v1/admin/dream/users/a%0Ab/paused",
+    ],
+)
 def test_unknown_route_is_json_404(live: Live, path: str) -> None:
     error = error_of(live.http.get(path), 404)
     assert error["code"] == "not_found"

@@ -66,6 +66,7 @@ MEMORIZE = Operation(
     # the LLM's proposals, or the fallback (an episodic memory and user/log.md)
     sql=("memex.write_file", "memex.patch_file", "memex.store"),
     access="write",
+    domain="agentic",
     rest=Route("POST", "/v1/memorize", "Which path ran, what was written and what was refused"),
     tool=Tool(
         "memory_memorize",
@@ -87,6 +88,7 @@ SEARCH_PASSAGES = Operation(
     answer=lambda _, result: result,
     sql=("memex.search_passages",),
     access="read",
+    domain="agentic",
     embeds="query",
     rest=Route("POST", "/v1/memory-search", "Passages best first, and the answer if asked for"),
     tool=Tool(
@@ -115,6 +117,7 @@ RUN_NOW = Operation(
         "memex.dream_tenant",
     ),
     access="admin",
+    domain="consolidation",  # asks the LLM, but a reader of the API looks for it there
     rest=Route("POST", "/v1/admin/dream/run", "The runs (plans when dry_run)"),
 )
 

@@ -113,6 +113,7 @@ DREAM_CONFIG = Operation(
     answer=lambda _, config: config,
     sql=("memex.dream_config",),
     access="admin",
+    domain="consolidation",
     rest=Route("GET", "/v1/admin/dream/config", "The configuration", source="path"),
 )
 
@@ -125,6 +126,7 @@ SET_DREAM_CONFIG = Operation(
     answer=lambda _, config: config,
     sql=("memex.set_dream_config",),
     access="admin",
+    domain="consolidation",
     rest=Route("PUT", "/v1/admin/dream/config", "The whole configuration after the change"),
 )
 
@@ -137,6 +139,7 @@ DREAM_USERS = Operation(
     answer=_users,
     sql=("memex.dream_users",),
     access="admin",
+    domain="consolidation",
     pages=Paging("after", "next_after"),
     rest=Route("GET", "/v1/admin/dream/users", "A page of tenants", source="query"),
 )
@@ -152,6 +155,7 @@ SET_DREAM_PAUSED = Operation(
     ),
     sql=("memex.set_dream_paused",),
     access="admin",
+    domain="consolidation",
     rest=Route(
         "PUT",
         "/v1/admin/dream/users/{user_id}/paused",
@@ -171,6 +175,7 @@ CONSOLIDATION_RUNS = Operation(
     answer=_runs,
     sql=("memex.consolidation_history",),
     access="read",
+    domain="consolidation",
     pages=Paging("before", "next_before"),
     rest=Route("GET", "/v1/admin/dream/runs", "A page of runs", source="query"),
 )
@@ -184,6 +189,7 @@ RESTORE_CONSOLIDATION = Operation(
     answer=lambda _, run: RunOut.model_validate(run),
     sql=("memex.restore_consolidation",),
     access="write",
+    domain="consolidation",
     rest=Route(
         "POST",
         "/v1/admin/dream/runs/{run_id:int}/restore",

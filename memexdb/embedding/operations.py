@@ -55,6 +55,7 @@ EMBED = Operation(
     answer=_embedded,
     sql=("memex._authorize_embedding",),
     access="read",
+    domain="embeddings",
     embeds="input",
     rest=Route("POST", "/v1/embeddings", "One unit vector per text, in input order"),
 )

@@ -219,6 +219,7 @@ LIST = Operation(
     answer=_files,
     sql=("memex.list_files",),
     access="read",
+    domain="files",
     pages=Paging("after", "next_after"),
     rest=Route(
         "GET", "/v1/files", "A page of files and the `after` of the next one", source="query"
@@ -242,6 +243,7 @@ READ = Operation(
     answer=_file,
     sql=("memex.read_file",),
     access="read",
+    domain="files",
     rest=Route("GET", "/v1/files/read", "The file", source="query", errors=(_NO_FILE,)),
     tool=Tool(
         "memory_read",
@@ -262,6 +264,7 @@ WRITE = Operation(
     answer=_file,
     sql=("memex.write_file",),
     access="write",
+    domain="files",
     embeds="content",
     rest=Route("PUT", "/v1/files", _NEW_REVISION, errors=(_MOVED_ON,)),
     tool=Tool(
@@ -284,6 +287,7 @@ PATCH = Operation(
     answer=_file,
     sql=("memex.patch_file",),
     access="write",
+    domain="files",
     embeds="(the patched file)",
     rest=Route("PATCH", "/v1/files", _NEW_REVISION, errors=(_NO_FILE, _MOVED_ON)),
     tool=Tool(
@@ -307,6 +311,7 @@ DELETE = Operation(
     answer=_file,
     sql=("memex.delete_file",),
     access="write",
+    domain="files",
     rest=Route(
         "DELETE",
         "/v1/files",
@@ -332,6 +337,7 @@ SMART_READ = Operation(
     answer=lambda _, block: SmartReadOut.model_validate(block),
     sql=("memex.smart_read",),
     access="read",
+    domain="files",
     embeds="query",
     rest=Route("POST", "/v1/files/smart-read", "The block and its sources"),
     tool=Tool(
@@ -353,6 +359,7 @@ REVISIONS = Operation(
     answer=_revisions,
     sql=("memex.list_revisions",),
     access="read",
+    domain="files",
     pages=Paging("before", "next_before"),
     rest=Route("GET", "/v1/files/revisions", "A page of revisions without content", source="query"),
     tool=Tool(
@@ -373,6 +380,7 @@ REVISION = Operation(
     answer=lambda _, revision: RevisionOut.model_validate(revision),
     sql=("memex.get_revision",),
     access="read",
+    domain="files",
     rest=Route("GET", "/v1/files/revision", "The revision", source="query", errors=(_NO_FILE,)),
 )
 
@@ -385,6 +393,7 @@ DIFF = Operation(
     answer=_diff,
     sql=("memex.diff_revisions",),
     access="read",
+    domain="files",
     rest=Route("GET", "/v1/files/diff", "The diff", source="query", errors=(_NO_FILE,)),
     tool=Tool(
         "memory_diff",
@@ -403,6 +412,7 @@ RESTORE = Operation(
     answer=_file,
     sql=("memex.restore_revision",),
     access="write",
+    domain="files",
     embeds="(the restored revision)",
     rest=Route("POST", "/v1/files/restore", _NEW_REVISION, errors=(_NO_FILE, _MOVED_ON)),
     tool=Tool(
@@ -423,6 +433,7 @@ ACCESS_LOG = Operation(
     answer=_log,
     sql=("memex.access_events",),
     access="read",
+    domain="files",
     pages=Paging("before", "next_before"),
     rest=Route("GET", "/v1/access-log", "A page of entries", source="query"),
 )

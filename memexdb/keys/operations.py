@@ -63,6 +63,7 @@ CREATE_KEY = Operation(
     answer=lambda _, created: KeyCreatedOut.model_validate(created),
     sql=("memex.create_key",),
     access="admin",
+    domain="keys",
     rest=Route("POST", "/v1/admin/keys", "Created", status=201),
 )
 
@@ -75,6 +76,7 @@ LIST_KEYS = Operation(
     answer=lambda _, keys: KeyList(keys=[KeyOut.model_validate(k) for k in keys]),
     sql=("memex.list_keys",),
     access="admin",
+    domain="keys",
     rest=Route("GET", "/v1/admin/keys", "Keys, newest first", source="query"),
 )
 
@@ -87,6 +89,7 @@ REVOKE_KEY = Operation(
     answer=lambda _, revoked: KeyRevokedOut.model_validate(revoked),
     sql=("memex.revoke_key",),
     access="admin",
+    domain="keys",
     rest=Route(
         "DELETE",
         "/v1/admin/keys/{key}",
@@ -106,6 +109,7 @@ AUDIT_EVENTS = Operation(
     answer=_audit_page,
     sql=("memex.audit_events",),
     access="admin",
+    domain="keys",
     pages=Paging("before", "next_before"),
     rest=Route("GET", "/v1/admin/audit", "Entries", source="query"),
 )

@@ -95,6 +95,21 @@ def transport_security_for(settings: Settings) -> TransportSecuritySettings:
     return security
 
 
+def rest_security_for(
+    settings: Settings, security: TransportSecuritySettings
+) -> TransportSecuritySettings:
+    """The REST API's Host and Origin checks: the MCP endpoints' (`security`), whose
+    allowed origins also hold MEMEX_CORS_ORIGINS: an origin listed for CORS need not be
+    repeated in MEMEX_ALLOWED_ORIGINS (the MCP endpoints, which answer no preflight, do
+    not take it)."""
+    extra = [o for o in settings.cors_origin_list if o not in (security.allowed_origins or [])]
+    if not extra or not security.enable_dns_rebinding_protection:
+        return security
+    return security.model_copy(
+        update={"allowed_origins": [*(security.allowed_origins or []), *extra]}
+    )
+
+
 class McpTransports:
     """Routes and lifespan of the MCP HTTP transports for one MCP server."""
 

@@ -19,11 +19,38 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool as SdkTool
 from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import Field
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from memexdb.client import AsyncMemex
 from memexdb.mcp.tenant import Caller, TenantResolver
 from memexdb.operation import Operation, Tool
+
+
+def _strip_examples(schema: Any) -> None:
+    if isinstance(schema, dict):
+        schema.pop("examples", None)
+        for value in schema.values():
+            _strip_examples(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            _strip_examples(value)
+
+
+def _without_examples(info: FieldInfo) -> Callable[[dict[str, Any]], None]:
+    # The request fields' examples are the OpenAPI document's, for /docs "Try it out"; a
+    # model reading a tool's schema would copy them (the example tenant ids), so the tool
+    # arguments go without them. The field's own schema additions stay.
+    extra = info.json_schema_extra
+
+    def described(schema: dict[str, Any]) -> None:
+        if callable(extra):
+            extra(schema)
+        elif extra is not None:
+            schema.update(extra)
+        _strip_examples(schema)
+
+    return described
 
 
 def _parameters(operation: Operation[Any, Any], tool: Tool) -> list[inspect.Parameter]:
@@ -32,11 +59,7 @@ def _parameters(operation: Operation[Any, Any], tool: Tool) -> list[inspect.Para
     optional: list[inspect.Parameter] = []
     for name, info in operation.request.model_fields.items():
         # the field's type with its constraints, validators and description
-        described = Field(
-            description=info.description,
-            json_schema_extra=info.json_schema_extra,
-            examples=info.examples,
-        )
+        described = Field(description=info.description, json_schema_extra=_without_examples(info))
         parts = (info.annotation, *info.metadata, described)
         annotation: Any = Annotated.__class_getitem__(parts)  # type: ignore[attr-defined]
         if info.is_required():

@@ -243,6 +243,7 @@ STORE = Operation(
     answer=_memory,
     sql=("memex.store",),
     access="write",
+    domain="memories",
     embeds="content",
     rest=Route("POST", "/v1/memories", "Stored", status=201),
     tool=Tool(
@@ -262,6 +263,7 @@ STORE_MANY = Operation(
     answer=_stored_many,
     sql=("memex.store_many",),
     access="write",
+    domain="memories",
     embeds="memories[].content",
     rest=Route("POST", "/v1/memories/batch", "Stored, in input order", status=201),
 )
@@ -275,6 +277,7 @@ SEARCH = Operation(
     answer=_searched,
     sql=("memex.search",),
     access="read",
+    domain="memories",
     embeds="query",
     rest=Route("POST", "/v1/memories/search", "Ranked results"),
     tool=Tool(
@@ -298,6 +301,7 @@ COUNT = Operation(
     answer=_counted,
     sql=("memex.count",),
     access="read",
+    domain="memories",
     rest=Route("GET", "/v1/memories/count", "Count", source="query"),
     tool=Tool(
         "count_memories",
@@ -317,6 +321,7 @@ FORGET = Operation(
     answer=lambda _, __: None,
     sql=("memex.forget",),
     access="write",
+    domain="memories",
     rest=Route(
         "DELETE",
         "/v1/memories/{memory_id:uuid}",
@@ -349,6 +354,7 @@ LIST = Operation(
     answer=_page,
     sql=("memex.list_memories",),
     access="read",
+    domain="memories",
     pages=Paging("cursor", "next_cursor"),
     rest=Route(
         "GET",
@@ -375,6 +381,7 @@ GET = Operation(
     answer=_memory,
     sql=("memex.get_memory",),
     access="read",
+    domain="memories",
     rest=Route(
         "GET",
         "/v1/memories/{memory_id:uuid}",
@@ -403,6 +410,7 @@ UPDATE = Operation(
     answer=_memory,
     sql=("memex.update_memory",),
     access="write",
+    domain="memories",
     embeds="content",
     rest=Route(
         "PATCH",
@@ -434,6 +442,7 @@ ERASE_USER = Operation(
     answer=lambda tenant, deleted: ErasedResponse(**tenant.model_dump(), deleted=deleted),
     sql=("memex.erase_user",),
     access="write",
+    domain="memories",
     rest=Route("DELETE", "/v1/memories", "Rows deleted per table", source="query"),
 )
 

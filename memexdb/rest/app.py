@@ -77,6 +77,8 @@ ENDPOINTS = (
             media_type="application/x-ndjson",
         ),
         query=ExportQuery,
+        operation_id="export",
+        tag="memories",
     ),
     Endpoint(
         "GET",
@@ -86,6 +88,8 @@ ENDPOINTS = (
         Reply(200, "Healthy", HealthResponse),
         errors=(Reply(503, "Database unreachable", HealthResponse),),
         open=True,
+        operation_id="health",
+        tag="operations",
     ),
     *ops.ENDPOINTS,
 )

@@ -14,11 +14,29 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from memexdb import __version__
+from memexdb.operation import Domain
 from memexdb.params import ErrorResponse, served_model
 from memexdb.rest import ui
 from memexdb.rest.endpoint import Endpoint, Reply
 
 _REF = "#/components/schemas/{model}"
+
+# The OpenAPI tags, one per domain (Operation.domain, Endpoint.tag), in the order /docs
+# shows them. Keyed by the Domain type: a domain without a description fails mypy here.
+TAGS: dict[Domain, str] = {
+    "memories": "Memories: store (one or a batch), search, list, get, update, delete,"
+    " count, erase a user, export (memexdb.memories)",
+    "files": "Files of an agent's memory (/agent, /user, /session): list, read, write,"
+    " patch, smart-read, revisions, diff, restore, the access log (memexdb.files)",
+    "agentic": "Memory search (passages of files and memories, with an LLM answer) and"
+    " memorize (the LLM keeps what is durable in raw text) (memexdb.agentic)",
+    "embeddings": "The service's embedding model as an OpenAI-compatible endpoint"
+    " (memexdb.embedding)",
+    "keys": "API keys and the audit log; admin keys only (memexdb.keys)",
+    "consolidation": "Consolidation (dreaming): settings, per-user status and pause, runs,"
+    " run now, restore a run's sources; admin keys only (memexdb.dreaming)",
+    "operations": "Health, liveness, readiness and Prometheus metrics of the service",
+}
 
 # Answers every operation may give (host and origin checks, validation, limits, outages).
 COMMON_ERRORS = (
@@ -45,6 +63,47 @@ def _content(model: type[BaseModel], media_type: str = "application/json") -> di
     return {media_type: {"schema": {"$ref": _REF.format(model=model.__name__)}}}
 
 
+_MISSING = object()
+
+
+def example(schema: dict[str, Any]) -> Any:
+    """An example value of a field's JSON schema: its first `examples` entry (the
+    pydantic field's, memexdb.params), else its default, else the first of an enum, else
+    false for a boolean; in a union, the first branch that has one. _MISSING if none: the
+    field needs an example (tests/test_openapi.py fails)."""
+    if schema.get("examples"):
+        return schema["examples"][0]
+    if schema.get("default") is not None:
+        return schema["default"]
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if schema.get("type") == "boolean":
+        return False
+    for branch in schema.get("anyOf", ()):
+        found = example(branch)
+        if found is not _MISSING:
+            return found
+    return _MISSING
+
+
+def body_example(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The example of a request body: the model's own (its `examples`), else its required
+    fields' examples (what a request needs; "Try it out" sends it as it is). None if a
+    required field has none."""
+    if schema.get("examples"):
+        own: dict[str, Any] = schema["examples"][0]
+        return own
+    values = {name: example(schema["properties"][name]) for name in schema.get("required", [])}
+    return None if _MISSING in values.values() else values
+
+
+def _with_example(parameter: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    found = example(schema)
+    return parameter if found is _MISSING else {**parameter, "example": found}
+
+
 def _reply(reply: Reply) -> dict[str, Any]:
     described: dict[str, Any] = {"description": reply.description}
     if reply.model is not None:
@@ -55,33 +114,45 @@ def _reply(reply: Reply) -> dict[str, Any]:
 
 
 def _operation(endpoint: Endpoint, definitions: dict[str, Any]) -> dict[str, Any]:
-    operation: dict[str, Any] = {"summary": endpoint.summary}
+    operation: dict[str, Any] = {
+        "tags": [endpoint.tag],
+        "summary": endpoint.summary,
+        "operationId": endpoint.operation_id,
+    }
     parameters = [
-        {"name": name, "in": "path", "required": True, "schema": schema}
+        _with_example({"name": name, "in": "path", "required": True, "schema": schema}, schema)
         for name, schema in endpoint.path_params.items()
     ]
     if endpoint.query is not None:
         schema = definitions[endpoint.query.__name__]
         json_fields: frozenset[str] = getattr(endpoint.query, "json_fields", frozenset())
         parameters += [
-            {
-                "name": name,
-                "in": "query",
-                "required": name in schema.get("required", []),
-                # a JSON value in the query string (?metadata={"k":1}): content, not schema
-                **(
-                    {"content": {"application/json": {"schema": prop}}}
-                    if name in json_fields
-                    else {"schema": prop}
-                ),
-            }
+            _with_example(
+                {
+                    "name": name,
+                    "in": "query",
+                    "required": name in schema.get("required", []),
+                    # a JSON value in the query string (?metadata={"k":1}): content, not schema
+                    **(
+                        {"content": {"application/json": {"schema": prop}}}
+                        if name in json_fields
+                        else {"schema": prop}
+                    ),
+                },
+                prop,
+            )
             for name, prop in schema["properties"].items()
         ]
     if parameters:
         operation["parameters"] = parameters
     replies = [endpoint.ok, *endpoint.errors]
     if endpoint.body is not None:
-        operation["requestBody"] = {"required": True, "content": _content(endpoint.body)}
+        content = _content(endpoint.body)
+        found = body_example(definitions[endpoint.body.__name__])
+        if found is not None:
+            # what /docs "Try it out" fills in (else: random text of each field's pattern)
+            content["application/json"]["example"] = found
+        operation["requestBody"] = {"required": True, "content": content}
         replies.append(Reply(413, "Request body larger than 16 MiB", ErrorResponse))
     if not endpoint.open:
         replies += [e for e in COMMON_ERRORS if e.status not in {r.status for r in replies}]
@@ -119,6 +190,11 @@ def openapi_document(endpoints: tuple[Endpoint, ...]) -> dict[str, Any]:
             "version": __version__,
             "description": "Postgres-native persistent memory for AI agents.",
         },
+        "tags": [
+            {"name": tag, "description": description}
+            for tag, description in TAGS.items()
+            if any(e.tag == tag for e in endpoints)
+        ],
         "paths": paths,
         "components": {
             "schemas": definitions,

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
-from memexdb.operation import Reply
+from memexdb.operation import Domain, Reply
 
 __all__ = ["Endpoint", "Handler", "Reply"]
 
@@ -35,6 +35,10 @@ class Endpoint:
     errors: tuple[Reply, ...] = ()
     # Open to everyone (probes): no API key, and none of the common errors (401, 422...).
     open: bool = False
+    # The OpenAPI operationId (the operation's name: `search`, `write_file`, `health`) and
+    # tag (its domain); required, so that no endpoint is left unnamed or untagged.
+    operation_id: str = field(kw_only=True)
+    tag: Domain = field(kw_only=True)
 
     @property
     def openapi_path(self) -> str:

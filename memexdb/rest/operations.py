@@ -44,6 +44,12 @@ def endpoint(operation: Operation[Any, Any]) -> Endpoint:
     if route is None:
         raise ValueError(f"operation {operation.name} has no REST route")
     wire = route.wire or operation.request
+    # a path parameter's schema with its request field's examples (for the document)
+    fields = operation.request.model_json_schema()["properties"]
+    path_params = {
+        name: {**schema, **{k: v for k, v in fields[name].items() if k == "examples"}}
+        for name, schema in route.path_params.items()
+    }
     return Endpoint(
         route.method,
         route.path,
@@ -52,8 +58,10 @@ def endpoint(operation: Operation[Any, Any]) -> Endpoint:
         Reply(route.status, route.description, None if route.no_body else operation.response),
         body=wire if route.source == "body" else None,
         query=wire if route.source == "query" else None,
-        path_params={k: dict(v) for k, v in route.path_params.items()},
+        path_params=path_params,
         errors=route.errors,
+        operation_id=operation.name,
+        tag=operation.domain,
     )
 
 

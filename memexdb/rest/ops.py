@@ -146,6 +146,8 @@ ENDPOINTS = (
         "Liveness: 200 while the process serves requests (the database is not asked)",
         Reply(200, "Alive", LiveResponse),
         open=True,
+        operation_id="health_live",
+        tag="operations",
     ),
     Endpoint(
         "GET",
@@ -156,6 +158,8 @@ ENDPOINTS = (
         Reply(200, "Ready", ReadyResponse),
         errors=(Reply(503, "Not ready; `reason` says why", ReadyResponse),),
         open=True,
+        operation_id="health_ready",
+        tag="operations",
     ),
     Endpoint(
         "GET",
@@ -164,5 +168,7 @@ ENDPOINTS = (
         "Prometheus metrics of the service (every worker's); an admin key for every agent"
         " or MEMEX_METRICS_TOKEN once the database has keys",
         Reply(200, "The Prometheus text format (version 0.0.4)", media_type="text/plain"),
+        operation_id="metrics",
+        tag="operations",
     ),
 )
