@@ -134,6 +134,8 @@ export function errorFromResponse(status: number, text: string, retryAfterHeader
   const code = body?.code ?? BY_STATUS[status] ?? "http_error";
   const cls = ERROR_CLASSES[code] ?? MemexError;
   const retryAfter = parseRetryAfter(retryAfterHeader) ?? body?.retry_after_seconds ?? undefined;
-  const message = body?.message ?? (text.slice(0, 500) || `HTTP ${status}`);
-  return new cls(message, { code, status, fields: body?.fields ?? [], retryAfter });
+  const fields = body?.fields ?? [];
+  let message = body?.message ?? (text.slice(0, 500) || `HTTP ${status}`);
+  if (fields.length) message += `: ${fields.map((f) => `${f.field}: ${f.message}`).join("; ")}`;
+  return new cls(message, { code, status, fields, retryAfter });
 }

@@ -24,7 +24,7 @@ export async function usage(): Promise<void> {
     const m: Items["listMemories"] = memory;
     void m.id;
   }
-  const file = await client.writeFile({ ...who, path: "/notes.md", content: "# Notes" });
+  const file = await client.writeFile({ ...who, path: "user/notes.md", content: "# Notes" });
   const revision: number = file.revision;
   await client.dreamConfig();
   const request: Requests["count"] = { ...who };
