@@ -67,7 +67,7 @@ def items_field(response: Any, next_field: str) -> str:
     return fields[0]
 
 
-def operations(document: dict[str, Any]) -> list[dict[str, Any]]:
+def operations(document: dict[str, Any], source: Path = OPENAPI) -> list[dict[str, Any]]:
     from memexdb.operation_table import OPERATIONS
 
     found = []
@@ -79,7 +79,7 @@ def operations(document: dict[str, Any]) -> list[dict[str, Any]]:
         method = route.method.lower()
         entry = document["paths"].get(path, {}).get(method)
         if entry is None:
-            raise SystemExit(f"{op.name}: {route.method} {path} is not in {OPENAPI}")
+            raise SystemExit(f"{op.name}: {route.method} {path} is not in {source}")
         paging = None
         if op.pages is not None:
             assert op.response is not None
@@ -226,15 +226,15 @@ def recursive_aliases(text: str) -> str:
     return "\n".join(out).rstrip("\n") + "\n" + "\n".join(aliases) + "\n"
 
 
-def generate(out_dir: Path) -> None:
+def generate(out_dir: Path, openapi: Path = OPENAPI) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    document = json.loads(OPENAPI.read_text())
+    document = json.loads(openapi.read_text())
     if not OPENAPI_TYPESCRIPT.exists():
         raise SystemExit(f"{OPENAPI_TYPESCRIPT} is missing: run `npm ci` in {PACKAGE}")
     with tempfile.TemporaryDirectory() as tmp:
         # openapi-typescript reads from a path; the source path is not written in the output
         source = Path(tmp) / "openapi.json"
-        source.write_text(OPENAPI.read_text())
+        source.write_text(openapi.read_text())
         subprocess.run(  # noqa: S603 (our own node_modules tool, fixed arguments)
             [
                 str(OPENAPI_TYPESCRIPT),
@@ -255,13 +255,15 @@ def generate(out_dir: Path) -> None:
     # field) comes out as `{...} | unknown | ...`, which is `unknown`: keep the object.
     text = re.sub(r"\}(?: \| unknown)+;", "};", text)
     openapi_ts.write_text(text)
-    (out_dir / "operations.ts").write_text(operations_ts(operations(document)))
+    (out_dir / "operations.ts").write_text(operations_ts(operations(document, openapi)))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=PACKAGE / "src" / "generated")
-    generate(parser.parse_args().out)
+    parser.add_argument("--openapi", type=Path, default=OPENAPI, help="the OpenAPI document")
+    args = parser.parse_args()
+    generate(args.out, args.openapi)
 
 
 if __name__ == "__main__":
