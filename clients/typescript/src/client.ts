@@ -258,7 +258,8 @@ export class MemexClient {
     if (raw.body !== undefined) headers["content-type"] = "application/json";
     const done = (): void => {
       clearTimeout(timer);
-      outer?.removeEventListener("abort", onAbort);
+      // a stream handed on stays abortable by the caller's signal
+      if (bounded) outer?.removeEventListener("abort", onAbort);
     };
     try {
       let response: Response;

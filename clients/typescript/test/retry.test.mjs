@@ -120,3 +120,32 @@ test("no service: a ConnectionError after the retries", async () => {
   assert.ok(error instanceof ConnectionError, String(error));
   assert.equal(error.status, 0);
 });
+
+test("export yields NDJSON lines split across chunks, and stops when aborted", async () => {
+  const server = createServer((req, res) => {
+    res.writeHead(200, { "content-type": "application/x-ndjson" });
+    res.write('{"id": "1", "content": "one"}\n{"id": "2", "con');
+    setTimeout(() => res.write('tent": "two"}\n'), 20);
+    setTimeout(() => res.write('{"id": "3", "content": "three"}'), 40);
+    setTimeout(() => res.end(), 60);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    const client = new MemexClient({ baseUrl: `http://127.0.0.1:${server.address().port}` });
+    const records = [];
+    for await (const record of client.export({ agent_id: "a" })) records.push(record.content);
+    assert.deepEqual(records, ["one", "two", "three"]);
+    const controller = new AbortController();
+    const seen = [];
+    await assert.rejects(async () => {
+      for await (const record of client.export({ agent_id: "a" }, { signal: controller.signal })) {
+        seen.push(record.content);
+        controller.abort();
+      }
+    });
+    assert.ok(seen.length < 3, seen.join());
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
