@@ -127,6 +127,20 @@ def test_node_suite_against_the_service(
     assert re.search(r"^# skipped 0$", output, flags=re.M), output[-8000:]
 
 
+TYPED_CALLER = """\
+import { MemexClient, NotFoundError, type Results } from "@memexdb/client";
+
+const memex = new MemexClient({ baseUrl: "http://127.0.0.1:8000" });
+const who = { agent_id: "a", user_id: "u" };
+export async function main(): Promise<string> {
+  const found: Results["search"] = await memex.search({ ...who, query: "theme" });
+  for await (const file of memex.iterListFiles(who)) console.log(file.path);
+  const error: unknown = null;
+  return error instanceof NotFoundError ? error.code : (found.results[0]?.content ?? "");
+}
+"""
+
+
 def docs_example() -> str:
     blocks = re.findall(r"```js\n(.*?)```", DOCS_PAGE.read_text(), flags=re.S)
     assert len(blocks) == 1, "docs/clients.md has one JavaScript example"
@@ -152,6 +166,16 @@ def test_packed_tarball_from_an_empty_project(
     run([npm, "install", "--offline", "--no-audit", "--no-fund", str(tarball)], project)
     installed = list((project / "node_modules").iterdir())
     assert [p.name for p in installed if not p.name.startswith(".")] == ["@memexdb"]
+
+    # the published declarations type a TypeScript caller (strict, Node's ESM resolution)
+    (project / "check.mts").write_text(TYPED_CALLER)
+    tsc = PACKAGE / "node_modules" / ".bin" / "tsc"
+    check = [str(tsc), "--strict", "--noEmit", "--module", "nodenext", "--target", "es2022"]
+    check += ["--lib", "es2022,dom", "check.mts"]
+    run(check, project)
+    (project / "check.mts").write_text(TYPED_CALLER.replace('query: "theme"', "query: 1"))
+    with pytest.raises(AssertionError, match="TS2322"):
+        run(check, project)
 
     (project / "example.mjs").write_text(docs_example())
     node = required(shutil.which("node"), "node is not installed")
