@@ -164,3 +164,25 @@ test("export streams NDJSON records", live, async () => {
   for await (const record of client.export({ agent_id: "ts-nobody" })) none.push(record);
   assert.deepEqual(none, []);
 });
+
+test("admin: dream config, users and runs; embeddings; smart read", live, async () => {
+  const tenant = who();
+  await client.writeFile({ ...tenant, path: "user/profile.md", content: "# Profile\n\nAlice lives in Lisbon.\n" });
+  const read = await client.smartRead({ ...tenant, query: "where does Alice live?" });
+  assert.match(JSON.stringify(read), /Lisbon/);
+
+  const embedded = await client.embedTexts({ input: ["hello", "world"] });
+  assert.equal(embedded.data.length, 2);
+  assert.equal(embedded.data[1].index, 1);
+  assert.ok(embedded.data[0].embedding.length > 100);
+
+  const config = await client.dreamConfig();
+  assert.equal(typeof config, "object");
+  await client.setDreamPaused({ ...tenant, paused: true });
+  const users = [];
+  for await (const user of client.iterDreamUsers({ agent_id: tenant.agent_id, limit: 1 })) users.push(user);
+  assert.ok(users.some((u) => u.user_id === tenant.user_id && u.paused), JSON.stringify(users));
+  const runs = [];
+  for await (const run of client.iterConsolidationRuns({ ...tenant, limit: 1 })) runs.push(run);
+  assert.deepEqual(runs, []);
+});
