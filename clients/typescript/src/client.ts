@@ -1,0 +1,322 @@
+/** The memexdb service client: one typed method per REST operation (generated from the
+ * operation table), typed errors, retries for calls safe to repeat, timeouts, and async
+ * iterators over the paged listings and the NDJSON export. */
+
+import {
+  ConnectionError,
+  errorFromResponse,
+  MemexError,
+  TimeoutError,
+} from "./errors.js";
+import type { components, paths } from "./generated/openapi.js";
+import {
+  ITERATORS,
+  OPERATIONS,
+  type Items,
+  type OperationMethods,
+  type OperationName,
+  type PagedOperationName,
+  type Requests,
+  type Results,
+} from "./generated/operations.js";
+import type { CallOptions } from "./types.js";
+
+export interface ClientOptions {
+  /** The service's address, e.g. `http://127.0.0.1:8000`. */
+  baseUrl: string;
+  /** An API key (`mxk_...`), sent as `Authorization: Bearer`; omit for a service without keys. */
+  apiKey?: string;
+  /** Timeout of each attempt, in milliseconds (default 30 000). */
+  timeoutMs?: number;
+  /** How many times a call safe to repeat is retried on 429, 503 or a broken connection
+   * (default 3; 0: never). Writes are never retried. */
+  retries?: number;
+  /** The longest a call may spend waiting between retries, in all (default 30 000 ms):
+   * a Retry-After beyond it ends the retries. */
+  maxRetryWaitMs?: number;
+  /** First backoff delay when the service gives no Retry-After (default 200 ms; doubled
+   * each retry, with jitter, at most 5 s). */
+  backoffMs?: number;
+  /** Headers sent with every request. */
+  headers?: Record<string, string>;
+  /** The fetch to use (default: the platform's `globalThis.fetch`). */
+  fetch?: typeof fetch;
+}
+
+export type ExportedMemory = components["schemas"]["ExportedMemory"];
+export type ExportRequest = NonNullable<paths["/v1/export"]["get"]["parameters"]["query"]>;
+export type HealthResponse = components["schemas"]["HealthResponse"];
+
+interface Spec {
+  readonly method: string;
+  readonly path: string;
+  readonly source: "body" | "query" | "path";
+  readonly pathParams: readonly string[];
+  readonly retrySafe: boolean;
+  readonly noBody: boolean;
+  readonly paging: { readonly cursor: string; readonly next: string; readonly items: string } | null;
+}
+
+const RETRY_CODES = new Set(["rate_limited", "busy", "database_unavailable", "connection_failed"]);
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+function queryString(values: Record<string, unknown>): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(values)) {
+    if (value === undefined || value === null) continue;
+    params.append(key, typeof value === "object" ? JSON.stringify(value) : String(value));
+  }
+  const text = params.toString();
+  return text ? `?${text}` : "";
+}
+
+/** A raw request: method, path with query string, JSON body. */
+interface Raw {
+  method: string;
+  path: string;
+  body?: unknown;
+  retrySafe: boolean;
+  accept?: string;
+}
+
+export interface MemexClient extends OperationMethods {}
+
+/** A client of a memexdb service (service mode; there is no direct-Postgres mode yet). */
+export class MemexClient {
+  readonly baseUrl: string;
+  readonly #apiKey: string | undefined;
+  readonly #timeoutMs: number;
+  readonly #retries: number;
+  readonly #maxRetryWaitMs: number;
+  readonly #backoffMs: number;
+  readonly #headers: Record<string, string>;
+  readonly #fetch: typeof fetch;
+
+  constructor(options: ClientOptions) {
+    if (!options || !options.baseUrl) throw new TypeError("MemexClient needs a baseUrl");
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.#apiKey = options.apiKey;
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#retries = Math.max(0, options.retries ?? 3);
+    this.#maxRetryWaitMs = options.maxRetryWaitMs ?? 30_000;
+    this.#backoffMs = options.backoffMs ?? 200;
+    this.#headers = { ...options.headers };
+    const platformFetch = options.fetch ?? globalThis.fetch;
+    if (typeof platformFetch !== "function") throw new TypeError("no fetch: pass options.fetch");
+    this.#fetch = platformFetch;
+  }
+
+  /** Call operation `name` with `request` (what every typed method does). */
+  async call<N extends OperationName>(
+    name: N,
+    request?: Requests[N],
+    options: CallOptions = {},
+  ): Promise<Results[N]> {
+    const spec: Spec = OPERATIONS[name];
+    if (!spec) throw new TypeError(`unknown operation ${String(name)}`);
+    const rest: Record<string, unknown> = { ...(request as Record<string, unknown> | undefined) };
+    let path = spec.path;
+    for (const param of spec.pathParams) {
+      const value = rest[param];
+      if (value === undefined || value === null) {
+        throw new TypeError(`${name}: the request needs ${param}`);
+      }
+      path = path.replace(`{${param}}`, encodeURIComponent(String(value)));
+      delete rest[param];
+    }
+    const raw: Raw = { method: spec.method, path, retrySafe: spec.retrySafe };
+    if (spec.source === "query") raw.path += queryString(rest);
+    else if (spec.source === "body") raw.body = rest;
+    const response = await this.#send(raw, options);
+    if (spec.noBody || response.status === 204) {
+      await response.body?.cancel();
+      return undefined as Results[N];
+    }
+    return (await response.json()) as Results[N];
+  }
+
+  /** The pages of a paged listing, following its cursor until the last page. */
+  async *pages<N extends PagedOperationName>(
+    name: N,
+    request: Requests[N],
+    options: CallOptions = {},
+  ): AsyncIterableIterator<Results[N]> {
+    const paging = (OPERATIONS[name] as Spec).paging;
+    if (!paging) throw new TypeError(`${name} is not paged`);
+    let next: Record<string, unknown> = { ...(request as Record<string, unknown>) };
+    for (;;) {
+      const page = await this.call(name, next as Requests[N], options);
+      yield page;
+      const cursor = (page as Record<string, unknown>)[paging.next];
+      if (cursor === null || cursor === undefined) return;
+      next = { ...next, [paging.cursor]: cursor };
+    }
+  }
+
+  /** Every item of a paged listing (what the `iter<Name>` methods do). */
+  async *iterate<N extends PagedOperationName>(
+    name: N,
+    request: Requests[N],
+    options: CallOptions = {},
+  ): AsyncIterableIterator<Items[N]> {
+    const paging = (OPERATIONS[name] as Spec).paging!;
+    for await (const page of this.pages(name, request, options)) {
+      yield* (page as Record<string, unknown>)[paging.items] as Items[N][];
+    }
+  }
+
+  /** Every memory of an agent (or one of its users) from `GET /v1/export`, streamed as
+   * NDJSON and yielded one record at a time (`memexdb import` reads the same format). */
+  async *export(request: ExportRequest, options: CallOptions = {}): AsyncIterableIterator<ExportedMemory> {
+    const response = await this.#send(
+      {
+        method: "GET",
+        path: `/v1/export${queryString(request as Record<string, unknown>)}`,
+        retrySafe: true,
+        accept: "application/x-ndjson",
+      },
+      options,
+      false,
+    );
+    if (!response.body) return;
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffered = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffered += value;
+        let newline: number;
+        while ((newline = buffered.indexOf("\n")) >= 0) {
+          const line = buffered.slice(0, newline).trim();
+          buffered = buffered.slice(newline + 1);
+          if (line) yield JSON.parse(line) as ExportedMemory;
+        }
+      }
+      if (buffered.trim()) yield JSON.parse(buffered) as ExportedMemory;
+    } finally {
+      await reader.cancel().catch(() => undefined);
+    }
+  }
+
+  /** `GET /health`: whether the service and its database answer (a 503 is an error). */
+  async health(options: CallOptions = {}): Promise<HealthResponse> {
+    const response = await this.#send({ method: "GET", path: "/health", retrySafe: true }, options);
+    return (await response.json()) as HealthResponse;
+  }
+
+  /** Send `raw`, retrying if safe; the successful Response, or a typed error. With
+   * `bounded` false the timeout covers only the wait for the headers (a stream may
+   * take longer). */
+  async #send(raw: Raw, options: CallOptions, bounded = true): Promise<Response> {
+    const retries = raw.retrySafe ? Math.max(0, options.retries ?? this.#retries) : 0;
+    let waited = 0;
+    for (let attempt = 0; ; attempt++) {
+      let error: MemexError;
+      try {
+        return await this.#attempt(raw, options, bounded);
+      } catch (caught) {
+        if (!(caught instanceof MemexError) || !RETRY_CODES.has(caught.code)) throw caught;
+        error = caught;
+      }
+      if (attempt >= retries) throw error;
+      const backoff = Math.min(5_000, this.#backoffMs * 2 ** attempt) * (0.5 + Math.random() / 2);
+      const delay = error.retryAfter !== undefined ? error.retryAfter * 1000 : backoff;
+      if (waited + delay > this.#maxRetryWaitMs) throw error;
+      waited += delay;
+      await sleep(delay, options.signal);
+    }
+  }
+
+  async #attempt(raw: Raw, options: CallOptions, bounded: boolean): Promise<Response> {
+    const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), timeoutMs);
+    const outer = options.signal;
+    const onAbort = (): void => controller.abort(outer?.reason);
+    if (outer?.aborted) onAbort();
+    outer?.addEventListener("abort", onAbort, { once: true });
+    const headers: Record<string, string> = {
+      accept: raw.accept ?? "application/json",
+      ...this.#headers,
+    };
+    if (this.#apiKey) headers.authorization = `Bearer ${this.#apiKey}`;
+    if (raw.body !== undefined) headers["content-type"] = "application/json";
+    const done = (): void => {
+      clearTimeout(timer);
+      // a stream handed on stays abortable by the caller's signal
+      if (bounded) outer?.removeEventListener("abort", onAbort);
+    };
+    try {
+      let response: Response;
+      try {
+        response = await this.#fetch(`${this.baseUrl}${raw.path}`, {
+          method: raw.method,
+          headers,
+          body: raw.body === undefined ? undefined : JSON.stringify(raw.body),
+          signal: controller.signal,
+        });
+      } catch (caught) {
+        if (outer?.aborted) throw caught;
+        if (controller.signal.aborted) {
+          throw new TimeoutError(`${raw.method} ${raw.path.split("?")[0]} timed out after ${timeoutMs} ms`, {
+            code: "timeout",
+            cause: caught,
+          });
+        }
+        throw new ConnectionError(`${raw.method} ${raw.path.split("?")[0]}: ${String(caught)}`, {
+          code: "connection_failed",
+          cause: caught,
+        });
+      }
+      if (!response.ok) {
+        const text = await response.text();
+        throw errorFromResponse(response.status, text, response.headers.get("retry-after"));
+      }
+      if (bounded) {
+        // read the body within the timeout, then hand it on
+        const body = await response.arrayBuffer();
+        return new Response(response.status === 204 ? null : body, {
+          status: response.status,
+          headers: response.headers,
+        });
+      }
+      return response;
+    } finally {
+      done();
+    }
+  }
+}
+
+for (const name of Object.keys(OPERATIONS) as OperationName[]) {
+  Object.defineProperty(MemexClient.prototype, name, {
+    value: function (this: MemexClient, request?: Requests[typeof name], options?: CallOptions) {
+      return this.call(name, request, options);
+    },
+    writable: true,
+    configurable: true,
+  });
+}
+for (const [method, name] of Object.entries(ITERATORS) as [string, PagedOperationName][]) {
+  Object.defineProperty(MemexClient.prototype, method, {
+    value: function (this: MemexClient, request: Requests[typeof name], options?: CallOptions) {
+      return this.iterate(name, request, options);
+    },
+    writable: true,
+    configurable: true,
+  });
+}

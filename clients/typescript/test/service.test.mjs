@@ -1,0 +1,188 @@
+// Against a live `memexdb serve` (tests/test_typescript_client.py starts it): MEMEX_URL,
+// and MEMEX_API_KEY, an admin key of that service (which then refuses calls without one).
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { test } from "node:test";
+
+import {
+  ConflictError,
+  InvalidArgumentError,
+  MemexClient,
+  MemexError,
+  NotFoundError,
+  OPERATIONS,
+  UnauthenticatedError,
+} from "../dist/index.js";
+
+const baseUrl = process.env.MEMEX_URL;
+const apiKey = process.env.MEMEX_API_KEY;
+const live = { skip: baseUrl ? false : "MEMEX_URL is not set (run by tests/test_typescript_client.py)" };
+const client = new MemexClient({ baseUrl: baseUrl ?? "http://127.0.0.1:9", apiKey, timeoutMs: 60_000 });
+const who = () => ({ agent_id: `ts-${randomUUID().slice(0, 8)}`, user_id: "alice" });
+
+test("every REST operation of the table is a method", () => {
+  for (const [name, spec] of Object.entries(OPERATIONS)) {
+    assert.equal(typeof client[name], "function", name);
+    if (spec.paging) assert.equal(typeof client[`iter${name[0].toUpperCase()}${name.slice(1)}`], "function");
+  }
+  assert.ok(Object.keys(OPERATIONS).length >= 34);
+});
+
+test("health", live, async () => {
+  const health = await client.health();
+  assert.equal(health.status, "ok");
+});
+
+test("store, search, get, update, forget", live, async () => {
+  const tenant = who();
+  const dark = await client.store({ ...tenant, content: "Alice prefers dark mode in every editor", memory_type: "semantic" });
+  await client.store({ ...tenant, content: "Alice flew to Berlin on Monday", memory_type: "episodic" });
+  assert.equal(dark.content, "Alice prefers dark mode in every editor");
+  const found = await client.search({ ...tenant, query: "which theme does Alice like?", top_k: 2 });
+  assert.equal(found.results[0].id, dark.id);
+  assert.ok(found.results[0].score >= found.results[1].score);
+  assert.equal((await client.count(tenant)).count, 2);
+
+  const got = await client.get({ ...tenant, memory_id: dark.id });
+  assert.equal(got.id, dark.id);
+  const changed = await client.update({ ...tenant, memory_id: dark.id, importance: 2, metadata: { source: "ts" } });
+  assert.equal(changed.importance, 2);
+  assert.deepEqual(changed.metadata, { source: "ts" });
+  assert.equal(await client.forget({ ...tenant, memory_id: dark.id }), undefined);
+  await assert.rejects(client.get({ ...tenant, memory_id: dark.id }), NotFoundError);
+  assert.equal((await client.count(tenant)).count, 1);
+});
+
+test("listing iterates across pages", live, async () => {
+  const tenant = who();
+  const batch = await client.storeMany({
+    memories: Array.from({ length: 7 }, (_, i) => ({ ...tenant, content: `fact number ${i}` })),
+  });
+  assert.equal(batch.memories.length, 7);
+  const pages = [];
+  for await (const page of client.pages("listMemories", { ...tenant, limit: 3 })) pages.push(page.memories.length);
+  assert.deepEqual(pages, [3, 3, 1]);
+  const seen = [];
+  for await (const memory of client.iterListMemories({ ...tenant, limit: 3 })) seen.push(memory.content);
+  assert.equal(seen.length, 7);
+  assert.deepEqual(new Set(seen), new Set(Array.from({ length: 7 }, (_, i) => `fact number ${i}`)));
+});
+
+test("files: write, read, patch, revisions, diff, restore", live, async () => {
+  const tenant = who();
+  const path = "user/todo.md";
+  const first = await client.writeFile({ ...tenant, path, content: "# Todo\n\n- buy milk\n" });
+  assert.equal(first.revision, 1);
+  const patched = await client.patchFile({ ...tenant, path, old_text: "buy milk", new_text: "buy oat milk" });
+  assert.equal(patched.revision, 2);
+  await client.patchFile({ ...tenant, path, append: "- call Bob" });
+  const read = await client.readFile({ ...tenant, path });
+  assert.match(read.content, /buy oat milk/);
+  assert.match(read.content, /call Bob/);
+  await assert.rejects(client.writeFile({ ...tenant, path, content: "stale", base_revision: 1 }), ConflictError);
+
+  const revisions = [];
+  for await (const r of client.iterListRevisions({ ...tenant, path, limit: 2 })) revisions.push(r.revision);
+  assert.deepEqual(revisions, [3, 2, 1]);
+  const diff = await client.diffRevisions({ ...tenant, path, from_revision: 1, to_revision: 2 });
+  assert.match(diff.diff, /-- buy milk/);
+  assert.match(diff.diff, /\+- buy oat milk/);
+  const old = await client.getRevision({ ...tenant, path, revision: 1 });
+  assert.equal(old.content, "# Todo\n\n- buy milk\n");
+  const restored = await client.restoreRevision({ ...tenant, path, revision: 1 });
+  assert.equal(restored.content, "# Todo\n\n- buy milk\n");
+  assert.equal(restored.revision, 4);
+
+  const files = [];
+  for await (const f of client.iterListFiles(tenant)) files.push(f.path);
+  assert.ok(files.includes(path), files.join());
+  const log = [];
+  for await (const event of client.iterAccessLog({ ...tenant, limit: 2 })) log.push(event);
+  assert.ok(log.length >= 1);
+});
+
+test("memorize without an LLM falls back; memory search finds it", live, async () => {
+  const tenant = who();
+  const kept = await client.memorize({ ...tenant, text: "Bob's birthday is on the 3rd of March" });
+  assert.equal(kept.mode, "fallback");
+  assert.ok(kept.applied.length >= 1);
+  const found = await client.searchPassages({ ...tenant, query: "when is Bob's birthday?" });
+  assert.ok(found.passages.length >= 1);
+  assert.match(JSON.stringify(found.passages), /3rd of March/);
+});
+
+test("typed errors: 422 with fields, 404, 401", live, async () => {
+  const tenant = who();
+  const bad = await client.search({ ...tenant, query: "x", top_k: 1000 }).catch((e) => e);
+  assert.ok(bad instanceof InvalidArgumentError, String(bad));
+  assert.ok(bad instanceof MemexError);
+  assert.equal(bad.status, 422);
+  assert.equal(bad.code, "invalid_argument");
+  assert.equal(bad.fields[0].field, "top_k");
+  assert.match(bad.fields[0].message, /less than or equal to 100/);
+
+  const missing = await client.get({ ...tenant, memory_id: randomUUID() }).catch((e) => e);
+  assert.ok(missing instanceof NotFoundError, String(missing));
+  assert.equal(missing.status, 404);
+
+  const anonymous = new MemexClient({ baseUrl });
+  const refused = await anonymous.count(tenant).catch((e) => e);
+  assert.ok(refused instanceof UnauthenticatedError, String(refused));
+  assert.equal(refused.status, 401);
+  const wrong = new MemexClient({ baseUrl, apiKey: "mxk_notakey_notakey" });
+  await assert.rejects(wrong.count(tenant), UnauthenticatedError);
+});
+
+test("admin: keys", live, async () => {
+  const created = await client.createKey({ access: "read", agent_id: "ts-reader", name: "ts test" });
+  assert.match(created.token, /^mxk_/);
+  const reader = new MemexClient({ baseUrl, apiKey: created.token });
+  assert.equal((await reader.count({ agent_id: "ts-reader", user_id: "alice" })).count, 0);
+  const keys = await client.listKeys();
+  assert.ok(keys.keys.some((k) => k.prefix === created.prefix));
+  await client.revokeKey({ key: created.prefix });
+  await assert.rejects(reader.count({ agent_id: "ts-reader", user_id: "alice" }), UnauthenticatedError);
+  const events = [];
+  for await (const event of client.iterAuditEvents({ limit: 1 })) {
+    events.push(event.action);
+    if (events.length === 2) break;
+  }
+  assert.deepEqual(events, ["key.revoke", "key.create"]);
+});
+
+test("export streams NDJSON records", live, async () => {
+  const tenant = who();
+  await client.storeMany({
+    memories: Array.from({ length: 5 }, (_, i) => ({ ...tenant, content: `exported ${i}` })),
+  });
+  const records = [];
+  for await (const record of client.export({ agent_id: tenant.agent_id })) records.push(record);
+  assert.equal(records.length, 5);
+  assert.deepEqual(new Set(records.map((r) => r.content)), new Set(Array.from({ length: 5 }, (_, i) => `exported ${i}`)));
+  assert.ok(records.every((r) => r.user_id === "alice" && r.id));
+  const none = [];
+  for await (const record of client.export({ agent_id: "ts-nobody" })) none.push(record);
+  assert.deepEqual(none, []);
+});
+
+test("admin: dream config, users and runs; embeddings; smart read", live, async () => {
+  const tenant = who();
+  await client.writeFile({ ...tenant, path: "user/profile.md", content: "# Profile\n\nAlice lives in Lisbon.\n" });
+  const read = await client.smartRead({ ...tenant, query: "where does Alice live?" });
+  assert.match(JSON.stringify(read), /Lisbon/);
+
+  const embedded = await client.embedTexts({ input: ["hello", "world"] });
+  assert.equal(embedded.data.length, 2);
+  assert.equal(embedded.data[1].index, 1);
+  assert.ok(embedded.data[0].embedding.length > 100);
+
+  const config = await client.dreamConfig();
+  assert.equal(typeof config, "object");
+  await client.setDreamPaused({ ...tenant, paused: true });
+  const users = [];
+  for await (const user of client.iterDreamUsers({ agent_id: tenant.agent_id, limit: 1 })) users.push(user);
+  assert.ok(users.some((u) => u.user_id === tenant.user_id && u.paused), JSON.stringify(users));
+  const runs = [];
+  for await (const run of client.iterConsolidationRuns({ ...tenant, limit: 1 })) runs.push(run);
+  assert.deepEqual(runs, []);
+});
