@@ -124,8 +124,11 @@ class AsyncMemex(Session):
         metadata: dict[str, Any] | None = None,
         expires_at: datetime | None = None,
         created_at: datetime | None = None,
+        id: UUID | None = None,
     ) -> Memory:
-        """Embed `content` and store it as a memory of tenant (agent_id, user_id)."""
+        """Embed `content` and store it as a memory of tenant (agent_id, user_id). With
+        `id`, a repeat of the same memory returns the stored one (a retry stores once);
+        another memory with that id raises Conflict."""
         return await self.call(memories.STORE, **_given(locals()))
 
     async def store_many(self, items: Sequence[MemoryCreate]) -> list[Memory]:

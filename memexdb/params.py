@@ -437,6 +437,20 @@ class MemoryCreate(_Request):
     ] = None
 
 
+class MemoryStore(MemoryCreate):
+    """POST /v1/memories: a memory to store, optionally with the id it gets."""
+
+    id: Annotated[
+        UUID | None,
+        Field(
+            description="The new memory's id (default: the service makes one). A client"
+            " that may retry sends its own: a repeat of the same memory with that id is"
+            " answered with the memory stored the first time, another memory with it is a"
+            " 409 conflict."
+        ),
+    ] = None
+
+
 class NewMemory(MemoryCreate):
     """One item of AsyncMemex.store_many, built by hand: a bad field raises the Python
     API's InvalidArgument, as the client's methods do."""

@@ -12,7 +12,7 @@ select * from memex.store(
     p_embedding => %(embedding)s, p_embedding_model => %(embedding_model)s,
     p_memory_type => %(memory_type)s::text::memex.memory_type,
     p_importance => %(importance)s, p_metadata => %(metadata)s,
-    p_expires_at => %(expires_at)s, p_created_at => %(created_at)s)
+    p_expires_at => %(expires_at)s, p_created_at => %(created_at)s, p_id => %(id)s)
 """
 
 STORE_MANY = """

@@ -31,6 +31,7 @@ from memexdb.params import (
     MemoryPatch,
     MemoryRef,
     MemorySearchRequest,
+    MemoryStore,
     MemoryUpdate,
     SearchResponse,
     SearchResult,
@@ -68,7 +69,7 @@ def store_params(
     }
 
 
-async def store(session: Session, item: MemoryCreate) -> Memory:
+async def store(session: Session, item: MemoryStore | MemoryCreate) -> Memory:
     reservation = await session.reserve("store", [(item.agent_id, item.user_id)])
     embedding = await session.embedder.embed_one(item.content)
     values = {
@@ -77,6 +78,7 @@ async def store(session: Session, item: MemoryCreate) -> Memory:
         "metadata": Jsonb(item.metadata if item.metadata is not None else {}),
         "embedding": embedding,
         "embedding_model": session.model_id,
+        "id": getattr(item, "id", None),  # a MemoryCreate (memorize's fallback) has none
     }
     rows: list[Memory] = await session.fetch(Memory, queries.STORE, values, reservation=reservation)
     metrics.count_by_type(metrics.MEMORIES_STORED, rows)
@@ -237,7 +239,7 @@ def _stored_many(_: MemoryBatchCreate, stored: list[Memory]) -> MemoryBatchRespo
 STORE = Operation(
     name="store",
     summary="Store a memory",
-    request=MemoryCreate,
+    request=MemoryStore,
     run=store,
     response=MemoryOut,
     answer=_memory,
