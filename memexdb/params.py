@@ -1436,6 +1436,9 @@ class FileList(BaseModel):
 
 
 class RevisionOut(_Out):
+    id: int = Field(description="The revision's row id (every file's revisions count from 1)")
+    agent_id: str
+    user_id: str
     path: str
     revision: int
     operation: str = Field(description="write | patch | delete | restore")
