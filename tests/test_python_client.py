@@ -5,23 +5,32 @@ installed alone into a new venv."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from memexdb_client import (
     AsyncMemexClient,
+    Busy,
     Conflict,
     Forbidden,
     InvalidArgument,
     MemexClient,
     NotFound,
+    Retries,
 )
 from memexdb_client.types import File, Memory, MemoryPage, SearchHit
 
@@ -247,3 +256,225 @@ def test_the_sync_client(live: Live) -> None:
         assert memex.search(A, "sync", "synchronous")[0].id == stored.id
         assert [m.id for m in memex.iter_memories(A, "sync")] == [stored.id]
         assert [row["id"] for row in memex.export(A, "sync")] == [str(stored.id)]
+
+
+# --- retries, through a real TCP proxy in front of the service ---
+
+
+class Proxy:
+    """A TCP proxy on a free loopback port in front of `upstream` (host, port), on its own
+    thread. `lose_next_answer`: the next request is forwarded (the service commits it)
+    but its answer is dropped and the client's connection closed. `refuse_next` (a status
+    such as 503): the next request is answered with it and Retry-After, never forwarded."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self.lose_next_answer = False
+        self.refuse_next: int | None = None
+        self.requests: list[bytes] = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.threads: list[threading.Thread] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def close(self) -> None:
+        self.listener.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            thread.start()
+            self.threads.append(thread)
+
+    def _serve(self, client: socket.socket) -> None:
+        """One client connection: a request at a time (the client waits for each answer)."""
+        upstream = socket.create_connection(self.upstream)
+        try:
+            while True:
+                request = _read_message(client)
+                if request is None:
+                    return
+                self.requests.append(request.split(b"\r\n", 1)[0])
+                if self.refuse_next is not None:
+                    status, self.refuse_next = self.refuse_next, None
+                    body = b'{"error": {"code": "busy", "message": "try again", "fields": []}}'
+                    client.sendall(
+                        f"HTTP/1.1 {status} Busy\r\nContent-Type: application/json\r\n"
+                        f"Retry-After: 1\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                        + body
+                    )
+                    continue
+                upstream.sendall(request)
+                answer = _read_message(upstream)
+                if answer is None:
+                    return
+                if self.lose_next_answer:
+                    self.lose_next_answer = False
+                    return  # the service committed; the client never hears it
+                client.sendall(answer)
+        finally:
+            client.close()
+            upstream.close()
+
+
+def _read_message(sock: socket.socket) -> bytes | None:
+    """One HTTP/1.1 message with a Content-Length body (or chunked, read to its end)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    headers = head.lower()
+    if b"transfer-encoding: chunked" in headers:
+        while not body.endswith(b"0\r\n\r\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                return None
+            body += chunk
+        return head + b"\r\n\r\n" + body
+    length = 0
+    for line in headers.split(b"\r\n"):
+        if line.startswith(b"content-length:"):
+            length = int(line.split(b":", 1)[1])
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
+@pytest.fixture
+def proxy(live: Live) -> Iterator[Proxy]:
+    host, port = live.base_url.removeprefix("http://").split(":")
+    running = Proxy((host, int(port)))
+    yield running
+    running.close()
+
+
+async def test_a_store_whose_answer_is_lost_is_retried_and_stored_once(
+    live: Live, proxy: Proxy
+) -> None:
+    async with AsyncMemexClient(proxy.base_url, live.token) as memex:
+        assert await memex.count(A, "lost") == 0
+        proxy.lose_next_answer = True
+        stored = await memex.store(A, "lost", "the answer to this store is lost")
+        assert await memex.count(A, "lost") == 1
+        assert (await memex.get(A, "lost", stored.id)).content == stored.content
+    stores = [line for line in proxy.requests if line.startswith(b"POST /v1/memories ")]
+    assert len(stores) == 2  # sent twice, stored once
+
+
+async def test_a_lost_answer_to_a_write_that_is_not_idempotent_is_raised(
+    live: Live, proxy: Proxy
+) -> None:
+    async with AsyncMemexClient(proxy.base_url, live.token) as memex:
+        await memex.write_file(A, "lost", "user/log.md", "# Log\n")
+        proxy.lose_next_answer = True
+        with pytest.raises(httpx.RemoteProtocolError):
+            await memex.patch_file(A, "lost", "user/log.md", append="once")
+        # it was applied once: the caller decides (read it, or patch with base_revision)
+        assert (await memex.read_file(A, "lost", "user/log.md")).content.count("once") == 1
+
+
+async def test_503_is_retried_after_retry_after(live: Live, proxy: Proxy) -> None:
+    async with AsyncMemexClient(proxy.base_url, live.token) as memex:
+        proxy.refuse_next = 503
+        started = time.monotonic()
+        assert await memex.count(A, "lost") >= 0
+        assert time.monotonic() - started >= 1.0  # Retry-After: 1
+    assert len(proxy.requests) == 2
+
+
+async def test_retries_are_bounded(live: Live, proxy: Proxy) -> None:
+    async with AsyncMemexClient(proxy.base_url, live.token, retries=1) as memex:
+        proxy.refuse_next = 503
+        with pytest.raises(Busy):
+            await memex.count(A, "lost")
+    assert len(proxy.requests) == 1
+    policy = Retries(attempts=10, max_total=0.5)
+    async with AsyncMemexClient(proxy.base_url, live.token, retries=policy) as memex:
+        proxy.refuse_next = 503
+        started = time.monotonic()
+        with pytest.raises(Busy):  # Retry-After: 1 would pass the 0.5 s budget
+            await memex.count(A, "lost")
+        assert time.monotonic() - started < 0.5
+
+
+async def test_a_rate_limited_store_is_retried(live: Live, proxy: Proxy) -> None:
+    async with AsyncMemexClient(proxy.base_url, live.token) as memex:
+        proxy.refuse_next = 429
+        await memex.store(A, "limited", "stored after a 429")
+        assert await memex.count(A, "limited") == 1
+
+
+# --- the wheel, alone in a new venv ---
+
+SCRIPT = """
+import sys
+from memexdb_client import MemexClient
+
+base_url, token = sys.argv[1], sys.argv[2]
+with MemexClient(base_url, api_key=token) as memex:
+    stored = memex.store("wheel", "alice", "Alice prefers tea to coffee")
+    hits = memex.search("wheel", "alice", "what does Alice drink?", top_k=1)
+    assert hits[0].id == stored.id, hits
+    memex.write_file("wheel", "alice", "user/profile.md", "# Alice\\n\\ntea\\n")
+    assert "tea" in memex.read_file("wheel", "alice", "user/profile.md").content
+    rows = list(memex.export("wheel", "alice"))
+    # the file is a memory too (memexdb.files): both are exported
+    assert str(stored.id) in [row["id"] for row in rows] and len(rows) == 2, rows
+    print("ok", len(rows))
+"""
+
+SERVER_ONLY = {"psycopg", "psycopg-binary", "fastembed", "onnx", "onnxruntime", "uvicorn", "mcp"}
+
+
+def test_the_wheel_alone_in_a_new_venv(live: Live, tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels, CLIENT_DIR],
+        check=True,
+        timeout=600,
+    )
+    (wheel,) = wheels.glob("memexdb_client-*.whl")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    subprocess.run([python, "-m", "pip", "install", "-q", wheel], check=True, timeout=600)
+    listed = subprocess.run(
+        [python, "-m", "pip", "list", "--format", "json"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    installed = {p["name"].lower() for p in json.loads(listed.stdout)}
+    print("the wheel pulled in:", sorted(installed))
+    assert {"memexdb-client", "httpx", "pydantic"} <= installed
+    assert not installed & SERVER_ONLY, installed & SERVER_ONLY
+    assert "memexdb" not in installed
+    script = tmp_path / "use_client.py"
+    script.write_text(SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    result = subprocess.run(
+        [python, "-I", script, live.base_url, live.token],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == "ok 2"
+    shutil.rmtree(venv, ignore_errors=True)
