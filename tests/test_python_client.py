@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -478,3 +479,22 @@ def test_the_wheel_alone_in_a_new_venv(live: Live, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip() == "ok 2"
     shutil.rmtree(venv, ignore_errors=True)
+
+
+# --- the documented examples run as written ---
+
+DOCUMENTED = [REPO / "docs" / "python-client.md", CLIENT_DIR / "README.md"]
+
+
+@pytest.mark.parametrize("page", DOCUMENTED, ids=lambda p: p.name)
+def test_the_documented_examples_run(live: Live, page: Path, tmp_path: Path) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+    assert blocks
+    env = {**os.environ, "MEMEX_URL": live.base_url, "MEMEX_API_KEY": live.token}
+    for n, block in enumerate(blocks):
+        script = tmp_path / f"example_{n}.py"
+        script.write_text(block)
+        result = subprocess.run(
+            [sys.executable, script], capture_output=True, text=True, timeout=300, env=env
+        )
+        assert result.returncode == 0, f"{page.name} example {n}:\n{result.stderr}"
