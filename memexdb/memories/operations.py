@@ -21,6 +21,7 @@ from memexdb.params import (
     CountResponse,
     Deleted,
     ErasedResponse,
+    ErrorResponse,
     ExportedMemory,
     ListQuery,
     MemoryBatchCreate,
@@ -246,7 +247,15 @@ STORE = Operation(
     sql=("memex.store",),
     access="write",
     embeds="content",
-    rest=Route("POST", "/v1/memories", "Stored", status=201),
+    rest=Route(
+        "POST",
+        "/v1/memories",
+        "Stored (or, for a repeat of the same memory with its id, the memory stored before)",
+        status=201,
+        errors=(
+            Reply(409, "A memory with this id exists already with other content", ErrorResponse),
+        ),
+    ),
     tool=Tool(
         "store_memory",
         "Store a memory",
