@@ -438,7 +438,8 @@ class MemoryCreate(_Request):
 
 
 class MemoryStore(MemoryCreate):
-    """POST /v1/memories: a memory to store, optionally with the id it gets."""
+    """A memory to store, optionally with the id it gets (POST /v1/memories, and each
+    memory of a batch)."""
 
     id: Annotated[
         UUID | None,
@@ -446,12 +447,12 @@ class MemoryStore(MemoryCreate):
             description="The new memory's id (default: the service makes one). A client"
             " that may retry sends its own: a repeat of the same memory with that id is"
             " answered with the memory stored the first time, another memory with it is a"
-            " 409 conflict."
+            " 409 conflict. In a batch: for every memory or for none."
         ),
     ] = None
 
 
-class NewMemory(MemoryCreate):
+class NewMemory(MemoryStore):
     """One item of AsyncMemex.store_many, built by hand: a bad field raises the Python
     API's InvalidArgument, as the client's methods do."""
 
@@ -467,7 +468,7 @@ class NewMemory(MemoryCreate):
 class MemoryBatchCreate(_Request):
     """Many memories in one request, for imports (one statement, all or nothing)."""
 
-    memories: list[MemoryCreate] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
+    memories: list[MemoryStore] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
 
 
 _INCLUDE_ARCHIVED = Field(

@@ -21,7 +21,8 @@ select * from memex.store_many(
     p_embeddings => %(embeddings)s, p_embedding_model => %(embedding_model)s,
     p_memory_types => %(memory_types)s::text[]::memex.memory_type[],
     p_importances => %(importances)s, p_metadata => %(metadata)s::jsonb[],
-    p_expires_at => %(expires_at)s::timestamptz[], p_created_at => %(created_at)s::timestamptz[])
+    p_expires_at => %(expires_at)s::timestamptz[], p_created_at => %(created_at)s::timestamptz[],
+    p_ids => %(ids)s::uuid[])
 """
 
 SEARCH = """

@@ -72,7 +72,9 @@ def test_the_generated_routes_are_current() -> None:
     )
 
 
-@pytest.mark.parametrize("op", [op for op in OPERATIONS if op.rest is not None], ids=str)
+@pytest.mark.parametrize(
+    "op", [op for op in OPERATIONS if op.rest is not None], ids=lambda op: op.name
+)
 def test_every_rest_operation_has_a_client_method(op: Any) -> None:
     for cls in (AsyncMemexClient, MemexClient):
         assert callable(getattr(cls, op.name, None)), f"{cls.__name__}.{op.name} is missing"
@@ -173,12 +175,38 @@ async def test_memories(live: Live) -> None:
 async def test_a_store_with_an_id_stores_once(live: Live) -> None:
     async with AsyncMemexClient(live.base_url, live.token) as memex:
         given = uuid.uuid4()
-        first = await memex.store(A, "idem", "stored once", id=given)
-        again = await memex.store(A, "idem", "stored once", id=given)
+        # 0.3 is no real: the check compares it as the column stores it
+        first = await memex.store(A, "idem", "stored once", id=given, importance=0.3)
+        again = await memex.store(A, "idem", "stored once", id=given, importance=0.3)
         assert first == again and first.id == given
         with pytest.raises(Conflict):
             await memex.store(A, "idem", "other content", id=given)
+        with pytest.raises(Conflict):  # the same content for another user
+            await memex.store(A, "idem-other", "stored once", id=given, importance=0.3)
         assert await memex.count(A, "idem") == 1
+        ids = [uuid.uuid4(), uuid.uuid4()]
+        batch = [
+            {"agent_id": A, "user_id": "idem", "content": "batch one", "id": ids[0]},
+            {"agent_id": A, "user_id": "idem", "content": "batch two", "id": ids[1]},
+        ]
+        stored = await memex.store_many(batch)
+        assert [m.id for m in stored] == ids
+        assert await memex.store_many(batch) == stored
+        with pytest.raises(Conflict):  # all or nothing: the new third one is not stored
+            await memex.store_many(
+                [
+                    {**batch[0], "content": "batch one, changed"},
+                    {"agent_id": A, "user_id": "idem", "content": "batch three"},
+                ]
+            )
+        assert await memex.count(A, "idem") == 3
+        with pytest.raises(InvalidArgument) as partial:  # ids for every item or none
+            async with AsyncMemexClient(live.base_url, live.token) as other:
+                await other._request(
+                    "store_many",
+                    {"memories": [batch[0], {k: v for k, v in batch[1].items() if k != "id"}]},
+                )
+        assert partial.value.field == "memories[1].id"
 
 
 async def test_files(live: Live) -> None:
@@ -374,6 +402,17 @@ async def test_a_store_whose_answer_is_lost_is_retried_and_stored_once(
         assert (await memex.get(A, "lost", stored.id)).content == stored.content
     stores = [line for line in proxy.requests if line.startswith(b"POST /v1/memories ")]
     assert len(stores) == 2  # sent twice, stored once
+
+
+async def test_a_batch_whose_answer_is_lost_is_retried_and_stored_once(
+    live: Live, proxy: Proxy
+) -> None:
+    async with AsyncMemexClient(proxy.base_url, live.token) as memex:
+        proxy.lose_next_answer = True
+        items = [{"agent_id": A, "user_id": "lost-batch", "content": f"item {i}"} for i in "ab"]
+        stored = await memex.store_many(items)
+        assert [m.content for m in stored] == ["item a", "item b"]
+        assert await memex.count(A, "lost-batch") == 2
 
 
 async def test_a_lost_answer_to_a_write_that_is_not_idempotent_is_raised(

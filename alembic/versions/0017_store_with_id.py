@@ -1,8 +1,9 @@
-"""memex.store takes an optional id (p_id): a client's, so that a retried store stores once.
+"""memex.store takes an optional id (p_id), memex.store_many ids (p_ids): a client's, so
+that a retried store stores once.
 
 A repeat of the same memory with that id returns the stored one; another memory with
-that id is MX409 (memexdb-client sends a fresh id with every store, issue 23). The old
-signature is dropped here; the re-applied SQL layer creates the new one.
+that id is MX409 (memexdb-client sends fresh ids with every store, issue 23). The old
+signatures are dropped here; the re-applied SQL layer creates the new ones.
 
 Revision ID: 0017
 Revises: 0016
@@ -22,8 +23,12 @@ def upgrade() -> None:
         "drop function if exists memex.store(text, text, text, vector, text,"
         " memex.memory_type, double precision, jsonb, timestamptz, timestamptz)"
     )
+    op.execute(
+        "drop function if exists memex.store_many(text[], text[], text[], vector[], text,"
+        " memex.memory_type[], double precision[], jsonb[], timestamptz[], timestamptz[])"
+    )
 
 
 def downgrade() -> None:
-    # The old signature belongs to the older SQL layer, which re-creates it when applied.
+    # The old signatures belong to the older SQL layer, which re-creates them when applied.
     pass

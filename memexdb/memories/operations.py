@@ -91,10 +91,14 @@ async def store_many(session: Session, batch: MemoryBatchCreate) -> list[Memory]
     # the whole batch's budget first: a caller over its limit embeds nothing
     reservation = await session.reserve("store", [(i.agent_id, i.user_id) for i in items])
     embeddings = await session.embedder.embed_many([i.content for i in items])
+    ids = [getattr(i, "id", None) for i in items]  # (a MemoryCreate has none)
     stored: list[Memory] = await session.fetch(
         Memory,
         queries.STORE_MANY,
-        store_params(items, embeddings, session.model_id),
+        {
+            **store_params(items, embeddings, session.model_id),
+            "ids": ids if any(i is not None for i in ids) else None,
+        },
         reservation=reservation,
     )
     metrics.count_by_type(metrics.MEMORIES_STORED, stored)
@@ -274,7 +278,21 @@ STORE_MANY = Operation(
     sql=("memex.store_many",),
     access="write",
     embeds="memories[].content",
-    rest=Route("POST", "/v1/memories/batch", "Stored, in input order", status=201),
+    rest=Route(
+        "POST",
+        "/v1/memories/batch",
+        "Stored, in input order (a repeat of the same memories with their ids: those stored"
+        " before)",
+        status=201,
+        errors=(
+            Reply(
+                409,
+                "A memory with one of the ids exists already with other content; nothing"
+                " was stored",
+                ErrorResponse,
+            ),
+        ),
+    ),
 )
 
 SEARCH = Operation(

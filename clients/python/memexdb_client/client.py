@@ -71,8 +71,8 @@ DEFAULT_RUNS_LIMIT = 100
 
 # Writes that may be sent again after a connection failed once the request was out:
 # applying them twice gives the same state (store: its client-generated id; update and
-# set_* set values; PUT and DELETE by their HTTP meaning).
-_RESENDABLE = frozenset({"store", "update", "set_dream_config", "set_dream_paused"})
+# store_many: its ids too; set_* set values; PUT and DELETE by their HTTP meaning).
+_RESENDABLE = frozenset({"store", "store_many", "update", "set_dream_config", "set_dream_paused"})
 
 
 _ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
@@ -189,13 +189,17 @@ class AsyncMemexClient:
 
     async def store_many(self, items: Sequence[Any]) -> list[Memory]:
         """Embed and store many memories (dicts or pydantic models of the fields of
-        `store`) in one statement, all or nothing; returned in input order."""
+        `store`) in one statement, all or nothing; returned in input order. Each is sent
+        with an `id` (a new UUID where an item has none), so that a retry stores once."""
         if not items:
             raise InvalidArgument("memories", "must hold at least one memory")
         memories = [
             item.model_dump(exclude_unset=True) if isinstance(item, BaseModel) else dict(item)
             for item in items
         ]
+        for memory in memories:
+            if memory.get("id") is None:
+                memory["id"] = uuid.uuid4()
         answer = await self._request("store_many", {"memories": memories})
         return _as(list[Memory], answer["memories"])
 
