@@ -255,7 +255,11 @@ async def test_admin(live: Live) -> None:
         assert "threshold" in config
         after = await memex.set_dream_config(threshold=config["threshold"])
         assert after == config
+        await memex.store(A, U, "a memory, so that the tenant exists")
         assert await memex.set_dream_paused(A, U, True) is True
+        # a user id that is no plain path segment (quoted; a "/" the router cannot take)
+        await memex.store(A, "a b?c#d", "a memory of an awkward user id")
+        assert await memex.set_dream_paused(A, "a b?c#d", True) is True
         users = await memex.dream_users(A)
         assert any(u.user_id == U and u.paused for u in users)
         assert [u async for u in memex.iter_dream_users(A, limit=1)]

@@ -22,6 +22,7 @@ from collections.abc import (
 )
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
+from urllib.parse import quote
 from uuid import UUID
 
 import httpx
@@ -132,7 +133,7 @@ class AsyncMemexClient:
         values = dict(values)
         path = route.path
         for param in route.path_params:
-            path = path.replace("{" + param + "}", str(values.pop(param)))
+            path = path.replace("{" + param + "}", quote(str(values.pop(param)), safe=""))
         params = json_body = None
         if route.source == "query":
             params = query_params(values)
