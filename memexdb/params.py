@@ -447,7 +447,7 @@ class MemoryStore(MemoryCreate):
             description="The new memory's id (default: the service makes one). A client"
             " that may retry sends its own: a repeat of the same memory with that id is"
             " answered with the memory stored the first time, another memory with it is a"
-            " 409 conflict. In a batch: for every memory or for none."
+            " 409 conflict."
         ),
     ] = None
 

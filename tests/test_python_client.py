@@ -200,13 +200,14 @@ async def test_a_store_with_an_id_stores_once(live: Live) -> None:
                 ]
             )
         assert await memex.count(A, "idem") == 3
-        with pytest.raises(InvalidArgument) as partial:  # ids for every item or none
-            async with AsyncMemexClient(live.base_url, live.token) as other:
-                await other._request(
-                    "store_many",
-                    {"memories": [batch[0], {k: v for k, v in batch[1].items() if k != "id"}]},
-                )
-        assert partial.value.field == "memories[1].id"
+        # an item without an id among items with one gets a new id
+        mixed = await memex._request(
+            "store_many",
+            {"memories": [batch[0], {k: v for k, v in batch[1].items() if k != "id"}]},
+        )
+        assert mixed["memories"][0]["id"] == str(ids[0])
+        assert mixed["memories"][1]["id"] not in {str(i) for i in ids}
+        assert await memex.count(A, "idem") == 4
 
 
 async def test_files(live: Live) -> None:

@@ -4,7 +4,7 @@
 -- inserts them in one statement, and returns the stored memories in input order. An
 -- expires_at in the past is MX422 (memories[i].expires_at), as in memex.store.
 -- Each memory counts one item against the store rate limit (a batch of N costs N).
--- p_ids (for every item, or null: new ids) makes a retried batch store once, as memex.store's
+-- p_ids (null, or a null item: a new id) makes a retried batch store once, as memex.store's
 -- p_id: an item whose id exists already with the same memory (tenant, content, type,
 -- importance, metadata) is answered with it; one whose id exists with another memory is
 -- MX409 (memories[i].id) and nothing of the batch is stored.
@@ -29,6 +29,7 @@ as $$
 declare
     v_past bigint;
     v_clash bigint;
+    v_ids uuid[];
 begin
     -- an expiry must be in the future, as memex.store says (an import may restore a past one)
     select min(e.ord) into v_past
@@ -47,18 +48,15 @@ begin
             p_memory_types, p_importances, p_metadata, p_created_at, null, p_expires_at);
         return;
     end if;
-    select min(i.ord) into v_past from unnest(p_ids) with ordinality as i(id, ord)
-    where i.id is null;
-    if v_past is not null then
-        perform memex._invalid(format('memories[%s].id', v_past - 1),
-                               'must be given for every memory of the batch or for none');
-    end if;
+    -- the items without an id get a new one here, so that each is found below
+    select array_agg(coalesce(i.id, gen_random_uuid()) order by i.ord) into v_ids
+    from unnest(p_ids) with ordinality as i(id, ord);
     -- an id that exists is skipped here (memex.import_memories), then checked below
     perform from memex.import_memories(
-        p_ids, p_agent_ids, p_user_ids, p_contents, p_embeddings, p_embedding_model,
+        v_ids, p_agent_ids, p_user_ids, p_contents, p_embeddings, p_embedding_model,
         p_memory_types, p_importances, p_metadata, p_created_at, null, p_expires_at);
     select min(i.ord) into v_clash
-    from unnest(p_ids, p_agent_ids, p_user_ids, p_contents)
+    from unnest(v_ids, p_agent_ids, p_user_ids, p_contents)
          with ordinality as i(id, agent_id, user_id, content, ord)
     where not exists (
         select from memex.memories m
@@ -73,11 +71,11 @@ begin
         raise exception using
             errcode = 'MX409',
             message = format('memories[%s].id: memory %s exists already with other content',
-                             v_clash - 1, p_ids[v_clash]);
+                             v_clash - 1, v_ids[v_clash]);
     end if;
     return query
     select (memex._memory_record(m)).*
-    from unnest(p_ids) with ordinality as i(id, ord)
+    from unnest(v_ids) with ordinality as i(id, ord)
     join memex.memories m on m.id = i.id
     order by i.ord;
 end
