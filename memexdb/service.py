@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.routing import Mount
 
@@ -17,6 +18,7 @@ from memexdb.errors import SetupError
 from memexdb.mcp import build_mcp_server
 from memexdb.mcp.http import McpTransports, WorkerHeader, transport_security_for
 from memexdb.rest import create_app
+from memexdb.rest.errors import on_http_error
 from memexdb.rest.host_guard import RestHostGuard
 from memexdb.rest.observe import Observe
 from memexdb.runtime import Runtime
@@ -66,4 +68,7 @@ def app_from_env() -> Starlette:
             Middleware(WorkerHeader),
         ],
         lifespan=lifespan,
+        # a path no route of this app takes (a decoded newline passes no Mount's pattern)
+        # is the REST API's JSON 404, not Starlette's text one
+        exception_handlers={HTTPException: on_http_error},
     )

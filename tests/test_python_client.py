@@ -542,3 +542,19 @@ def test_the_documented_examples_run(live: Live, page: Path, tmp_path: Path) -> 
             [sys.executable, script], capture_output=True, text=True, timeout=300, env=env
         )
         assert result.returncode == 0, f"{page.name} example {n}:\n{result.stderr}"
+
+
+def test_a_path_no_route_takes_is_a_json_404(live: Live) -> None:
+    """A decoded newline in a path parameter passes no Mount of the service's app: the
+    answer is still the API's typed JSON error, which the client raises as NotFound."""
+    headers = {"Authorization": f"Bearer {live.token}"}
+    answer = httpx.put(
+        f"{live.base_url}/v1/admin/dream/users/%0Aab/paused",
+        json={"agent_id": A, "paused": True},
+        headers=headers,
+    )
+    assert answer.status_code == 404
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.json()["error"]["code"] == "not_found"
+    with MemexClient(live.base_url, api_key=live.token) as memex, pytest.raises(NotFound):
+        memex.set_dream_paused(A, "\nab", True)
