@@ -239,6 +239,11 @@ async def test_files(live: Live) -> None:
         assert restored.revision == 3
         block = await memex.smart_read(A, U, "what is the plan?", budget=500)
         assert block.chars <= 500
+        # a file's memory changes only by its path: 409, as the file's state refuses it
+        with pytest.raises(Conflict):
+            await memex.update(A, U, restored.memory_id, content="not through the file")
+        with pytest.raises(Conflict):
+            await memex.forget(A, U, restored.memory_id)
         deleted = await memex.delete_file(A, U, "user/other.md")
         assert deleted.path == "user/other.md"
         events = await memex.access_log(A, U, limit=2)

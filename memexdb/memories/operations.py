@@ -47,6 +47,9 @@ from memexdb.types import MemoryPage as Page
 _MEMORY_ID = {"memory_id": {"type": "string", "format": "uuid"}}
 _NOT_FOUND = Reply(404, "No such live memory for this tenant (or an id that is not a UUID)")
 _ID = {"id": "memory_id"}  # the MCP tools' name of the id (memex's tools)
+_IS_A_FILE = Reply(
+    409, "The memory is a file: change or delete it by its path (/v1/files)", ErrorResponse
+)
 _TENANT = "for the tenant (agent_id, user_id)"
 
 
@@ -354,7 +357,10 @@ FORGET = Operation(
         source="query",
         wire=TenantQuery,
         path_params=_MEMORY_ID,
-        errors=(Reply(404, "No such memory for this tenant (or an id that is not a UUID)"),),
+        errors=(
+            Reply(404, "No such memory for this tenant (or an id that is not a UUID)"),
+            _IS_A_FILE,
+        ),
         no_body=True,
     ),
     tool=Tool(
@@ -439,7 +445,7 @@ UPDATE = Operation(
         "The memory as changed",
         wire=MemoryPatch,
         path_params=_MEMORY_ID,
-        errors=(_NOT_FOUND,),
+        errors=(_NOT_FOUND, _IS_A_FILE),
     ),
     tool=Tool(
         "update_memory",
