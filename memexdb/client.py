@@ -24,7 +24,7 @@ from collections.abc import (
     Sequence,
 )
 from datetime import datetime
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 from uuid import UUID
 
 import numpy as np
@@ -124,17 +124,24 @@ class AsyncMemex(Session):
         metadata: dict[str, Any] | None = None,
         expires_at: datetime | None = None,
         created_at: datetime | None = None,
+        id: UUID | None = None,
     ) -> Memory:
-        """Embed `content` and store it as a memory of tenant (agent_id, user_id)."""
+        """Embed `content` and store it as a memory of tenant (agent_id, user_id). With
+        `id`, a repeat of the same memory returns the stored one (a retry stores once);
+        another memory with that id raises Conflict."""
         return await self.call(memories.STORE, **_given(locals()))
 
     async def store_many(self, items: Sequence[MemoryCreate]) -> list[Memory]:
         """Embed and store many memories (`NewMemory` items) in one statement, all or
-        nothing; returned in input order."""
+        nothing; returned in input order. With an `id` on every item, a repeat of the same
+        memories returns the stored ones; another memory with one of the ids raises
+        Conflict (and nothing is stored)."""
         if not items:
             raise InvalidArgument("memories", "must hold at least one memory")
-        # NewMemory items checked themselves when they were built
-        batch = params.MemoryBatchCreate.model_construct(memories=list(items))
+        # NewMemory items checked themselves when they were built; a plain MemoryCreate
+        # has no id (memories.store_many reads it with getattr)
+        given = cast(list[params.MemoryStore], list(items))
+        batch = params.MemoryBatchCreate.model_construct(memories=given)
         return await self.run(memories.STORE_MANY, batch)
 
     async def search(

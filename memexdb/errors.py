@@ -18,81 +18,32 @@ import json
 
 import psycopg
 import psycopg_pool
+from memexdb_client.errors import (
+    Busy,
+    Conflict,
+    DatabaseUnavailable,
+    Forbidden,
+    InvalidArgument,
+    MemexError,
+    NotFound,
+    RateLimited,
+    SetupError,
+    Unauthenticated,
+)
 
-
-class MemexError(Exception):
-    """Base class of every error memexdb raises on purpose."""
-
-    code = "memex_error"
-
-
-class InvalidArgument(MemexError):
-    """A request field is invalid; `field` names it (e.g. ``importance``)."""
-
-    code = "invalid_argument"
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-        self.message = message
-
-
-class NotFound(MemexError):
-    """The id does not exist for this tenant (another tenant's id looks the same)."""
-
-    code = "not_found"
-
-
-class Conflict(MemexError):
-    """A write based on a revision of a file that is no longer its current one."""
-
-    code = "conflict"
-
-
-class RateLimited(MemexError):
-    """Over the operator's per-minute limit; retry after `retry_after` seconds."""
-
-    code = "rate_limited"
-
-    def __init__(self, message: str, retry_after: float, operation: str | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-        # the limited operation: 'store' (writes) or 'search' (reads)
-        self.operation = operation
-
-
-class Unauthenticated(MemexError):
-    """No API key where one is required, or a key that is malformed, unknown, revoked or
-    expired (the message says which)."""
-
-    code = "unauthenticated"
-
-
-class Forbidden(MemexError):
-    """The caller is known but may not do this: another agent or user than its key's, or
-    a read-only key writing."""
-
-    code = "forbidden"
-
-
-class DatabaseUnavailable(MemexError):
-    """The database cannot be reached or is shutting down."""
-
-    code = "database_unavailable"
-
-
-class Busy(MemexError):
-    """A request waited longer than its lock timeout (another request holds what it
-    needs) or ran past its statement timeout (memex._enter sets both); nothing of it was
-    applied. Retry."""
-
-    code = "busy"
-
-
-class SetupError(MemexError):
-    """The database is missing something memexdb needs (version, pgvector, migration)."""
-
-    code = "setup_error"
+__all__ = [
+    "Busy",
+    "Conflict",
+    "DatabaseUnavailable",
+    "Forbidden",
+    "InvalidArgument",
+    "MemexError",
+    "NotFound",
+    "RateLimited",
+    "SetupError",
+    "Unauthenticated",
+    "translate",
+]
 
 
 def _field_of(message: str, column: str | None) -> str:

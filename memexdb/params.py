@@ -468,7 +468,22 @@ class MemoryCreate(_Request):
     ] = None
 
 
-class NewMemory(MemoryCreate):
+class MemoryStore(MemoryCreate):
+    """A memory to store, optionally with the id it gets (POST /v1/memories, and each
+    memory of a batch)."""
+
+    id: Annotated[
+        UUID | None,
+        Field(
+            description="The new memory's id (default: the service makes one). A client"
+            " that may retry sends its own: a repeat of the same memory with that id is"
+            " answered with the memory stored the first time, another memory with it is a"
+            " 409 conflict."
+        ),
+    ] = None
+
+
+class NewMemory(MemoryStore):
     """One item of AsyncMemex.store_many, built by hand: a bad field raises the Python
     API's InvalidArgument, as the client's methods do."""
 
@@ -498,7 +513,7 @@ class MemoryBatchCreate(_Request):
         },
     )
 
-    memories: list[MemoryCreate] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
+    memories: list[MemoryStore] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
 
 
 _INCLUDE_ARCHIVED = Field(
@@ -1545,6 +1560,9 @@ class FileList(BaseModel):
 
 
 class RevisionOut(_Out):
+    id: int = Field(description="The revision's row id (every file's revisions count from 1)")
+    agent_id: str
+    user_id: str
     path: str
     revision: int
     operation: str = Field(description="write | patch | delete | restore")

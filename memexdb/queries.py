@@ -12,7 +12,7 @@ select * from memex.store(
     p_embedding => %(embedding)s, p_embedding_model => %(embedding_model)s,
     p_memory_type => %(memory_type)s::text::memex.memory_type,
     p_importance => %(importance)s, p_metadata => %(metadata)s,
-    p_expires_at => %(expires_at)s, p_created_at => %(created_at)s)
+    p_expires_at => %(expires_at)s, p_created_at => %(created_at)s, p_id => %(id)s)
 """
 
 STORE_MANY = """
@@ -21,7 +21,8 @@ select * from memex.store_many(
     p_embeddings => %(embeddings)s, p_embedding_model => %(embedding_model)s,
     p_memory_types => %(memory_types)s::text[]::memex.memory_type[],
     p_importances => %(importances)s, p_metadata => %(metadata)s::jsonb[],
-    p_expires_at => %(expires_at)s::timestamptz[], p_created_at => %(created_at)s::timestamptz[])
+    p_expires_at => %(expires_at)s::timestamptz[], p_created_at => %(created_at)s::timestamptz[],
+    p_ids => %(ids)s::uuid[])
 """
 
 SEARCH = """

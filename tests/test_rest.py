@@ -379,7 +379,7 @@ def test_openapi_document(live: Live) -> None:
     for schema in schemas.values():
         jsonschema.Draft202012Validator.check_schema(schema)
     # request schemas describe the limits the server enforces
-    create = schemas["MemoryCreate"]
+    create = schemas["MemoryStore"]
     assert set(create["required"]) == {"agent_id", "user_id", "content"}
     assert {"type": "number", "minimum": 1e-6, "maximum": 2.0} in create["properties"][
         "importance"

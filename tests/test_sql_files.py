@@ -288,14 +288,14 @@ def test_memory_calls_cannot_bypass_a_files_revisions(db: psycopg.Connection) ->
     file_id = write(db, "user/p.md", "v1")["memory_id"]
     with pytest.raises(psycopg.Error, match="memory_delete") as forget:
         db.execute("select * from memex.forget('a', 'u', %s)", (file_id,))
-    assert forget.value.sqlstate == "MX422"
+    assert forget.value.sqlstate == "MX409"  # a valid call the memory's state refuses
     with pytest.raises(psycopg.Error, match="memory_write") as update:
         db.execute(
             "select * from memex.update_memory('a', 'u', %s, p_content => 'v2',"
             " p_embedding => %s, p_embedding_model => 'm')",
             (file_id, VEC),
         )
-    assert update.value.sqlstate == "MX422"
+    assert update.value.sqlstate == "MX409"
     # its importance and metadata are a memory's, not the file's content
     db.execute("select * from memex.update_memory('a', 'u', %s, p_importance => 1.5)", (file_id,))
     assert read(db, "user/p.md")["content"] == "v1"

@@ -21,6 +21,7 @@ from memexdb.params import (
     CountResponse,
     Deleted,
     ErasedResponse,
+    ErrorResponse,
     ExportedMemory,
     ListQuery,
     MemoryBatchCreate,
@@ -31,6 +32,7 @@ from memexdb.params import (
     MemoryPatch,
     MemoryRef,
     MemorySearchRequest,
+    MemoryStore,
     MemoryUpdate,
     SearchResponse,
     SearchResult,
@@ -45,6 +47,9 @@ from memexdb.types import MemoryPage as Page
 _MEMORY_ID = {"memory_id": {"type": "string", "format": "uuid"}}
 _NOT_FOUND = Reply(404, "No such live memory for this tenant (or an id that is not a UUID)")
 _ID = {"id": "memory_id"}  # the MCP tools' name of the id (memex's tools)
+_IS_A_FILE = Reply(
+    409, "The memory is a file: change or delete it by its path (/v1/files)", ErrorResponse
+)
 _TENANT = "for the tenant (agent_id, user_id)"
 
 
@@ -68,7 +73,7 @@ def store_params(
     }
 
 
-async def store(session: Session, item: MemoryCreate) -> Memory:
+async def store(session: Session, item: MemoryStore | MemoryCreate) -> Memory:
     reservation = await session.reserve("store", [(item.agent_id, item.user_id)])
     embedding = await session.embedder.embed_one(item.content)
     values = {
@@ -77,6 +82,7 @@ async def store(session: Session, item: MemoryCreate) -> Memory:
         "metadata": Jsonb(item.metadata if item.metadata is not None else {}),
         "embedding": embedding,
         "embedding_model": session.model_id,
+        "id": getattr(item, "id", None),  # a MemoryCreate (memorize's fallback) has none
     }
     rows: list[Memory] = await session.fetch(Memory, queries.STORE, values, reservation=reservation)
     metrics.count_by_type(metrics.MEMORIES_STORED, rows)
@@ -88,10 +94,14 @@ async def store_many(session: Session, batch: MemoryBatchCreate) -> list[Memory]
     # the whole batch's budget first: a caller over its limit embeds nothing
     reservation = await session.reserve("store", [(i.agent_id, i.user_id) for i in items])
     embeddings = await session.embedder.embed_many([i.content for i in items])
+    ids = [getattr(i, "id", None) for i in items]  # (a MemoryCreate has none)
     stored: list[Memory] = await session.fetch(
         Memory,
         queries.STORE_MANY,
-        store_params(items, embeddings, session.model_id),
+        {
+            **store_params(items, embeddings, session.model_id),
+            "ids": ids if any(i is not None for i in ids) else None,
+        },
         reservation=reservation,
     )
     metrics.count_by_type(metrics.MEMORIES_STORED, stored)
@@ -237,7 +247,7 @@ def _stored_many(_: MemoryBatchCreate, stored: list[Memory]) -> MemoryBatchRespo
 STORE = Operation(
     name="store",
     summary="Store a memory",
-    request=MemoryCreate,
+    request=MemoryStore,
     run=store,
     response=MemoryOut,
     answer=_memory,
@@ -245,7 +255,15 @@ STORE = Operation(
     access="write",
     domain="memories",
     embeds="content",
-    rest=Route("POST", "/v1/memories", "Stored", status=201),
+    rest=Route(
+        "POST",
+        "/v1/memories",
+        "Stored (or, for a repeat of the same memory with its id, the memory stored before)",
+        status=201,
+        errors=(
+            Reply(409, "A memory with this id exists already with other content", ErrorResponse),
+        ),
+    ),
     tool=Tool(
         "store_memory",
         "Store a memory",
@@ -265,7 +283,21 @@ STORE_MANY = Operation(
     access="write",
     domain="memories",
     embeds="memories[].content",
-    rest=Route("POST", "/v1/memories/batch", "Stored, in input order", status=201),
+    rest=Route(
+        "POST",
+        "/v1/memories/batch",
+        "Stored, in input order (a repeat of the same memories with their ids: those stored"
+        " before)",
+        status=201,
+        errors=(
+            Reply(
+                409,
+                "A memory with one of the ids exists already with other content; nothing"
+                " was stored",
+                ErrorResponse,
+            ),
+        ),
+    ),
 )
 
 SEARCH = Operation(
@@ -330,7 +362,10 @@ FORGET = Operation(
         source="query",
         wire=TenantQuery,
         path_params=_MEMORY_ID,
-        errors=(Reply(404, "No such memory for this tenant (or an id that is not a UUID)"),),
+        errors=(
+            Reply(404, "No such memory for this tenant (or an id that is not a UUID)"),
+            _IS_A_FILE,
+        ),
         no_body=True,
     ),
     tool=Tool(
@@ -418,7 +453,7 @@ UPDATE = Operation(
         "The memory as changed",
         wire=MemoryPatch,
         path_params=_MEMORY_ID,
-        errors=(_NOT_FOUND,),
+        errors=(_NOT_FOUND, _IS_A_FILE),
     ),
     tool=Tool(
         "update_memory",

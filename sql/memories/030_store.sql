@@ -4,6 +4,9 @@
 -- the default column); p_created_at back-dates imported memories (default now()).
 -- p_expires_at, when given, must be in the future (MX422): a memory already expired would
 -- be invisible from the start. (memex.import_memories restores past expiries as exported.)
+-- p_id, when given, is the new memory's id (a client's, so that a retried store stores
+-- once): if a memory with that id exists already, a repeat of the same memory (tenant,
+-- content, type, importance, metadata) returns it unchanged; anything else is MX409.
 create or replace function memex.store(
     p_agent_id text,
     p_user_id text,
@@ -14,7 +17,8 @@ create or replace function memex.store(
     p_importance double precision default 1.0,
     p_metadata jsonb default '{}',
     p_expires_at timestamptz default null,
-    p_created_at timestamptz default null
+    p_created_at timestamptz default null,
+    p_id uuid default null
 )
 returns memex.memory_record
 language plpgsql
@@ -32,18 +36,50 @@ begin
     perform memex._authorize(p_agent_id, p_user_id, 'write');
     perform memex._enforce_rate_limit('store', p_agent_id);
 
+    if p_id is null then
+        insert into memex.memories as m
+            (agent_id, user_id, memory_type, content, embedding, embedding_model, importance,
+             metadata, expires_at, created_at, updated_at)
+        values
+            (p_agent_id, p_user_id, coalesce(p_memory_type, 'episodic'), p_content,
+             p_embedding, p_embedding_model, p_importance, coalesce(p_metadata, '{}'),
+             p_expires_at, coalesce(p_created_at, now()), now())
+        returning (memex._memory_record(m)).* into v_result;
+        return v_result;
+    end if;
+
     insert into memex.memories as m
-        (agent_id, user_id, memory_type, content, embedding, embedding_model, importance,
+        (id, agent_id, user_id, memory_type, content, embedding, embedding_model, importance,
          metadata, expires_at, created_at, updated_at)
     values
-        (p_agent_id, p_user_id, coalesce(p_memory_type, 'episodic'), p_content, p_embedding,
-         p_embedding_model, p_importance, coalesce(p_metadata, '{}'), p_expires_at,
-         coalesce(p_created_at, now()), now())
+        (p_id, p_agent_id, p_user_id, coalesce(p_memory_type, 'episodic'), p_content,
+         p_embedding, p_embedding_model, p_importance, coalesce(p_metadata, '{}'),
+         p_expires_at, coalesce(p_created_at, now()), now())
+    on conflict (id) do nothing
     returning (memex._memory_record(m)).* into v_result;
+    if found then
+        return v_result;
+    end if;
+    -- the id exists: the same memory stored before (a retry) is answered with it
+    select (memex._memory_record(m)).* into v_result
+    from memex.memories m
+    where m.id = p_id
+      and m.agent_id = p_agent_id
+      and m.user_id = p_user_id
+      and m.content = p_content
+      and m.memory_type = coalesce(p_memory_type, 'episodic')
+      and m.importance = p_importance::real  -- the column is a real
+      and m.metadata = coalesce(p_metadata, '{}');
+    if v_result.id is null then
+        raise exception using
+            errcode = 'MX409',
+            message = format('memory %s exists already with other content', p_id);
+    end if;
     return v_result;
 end
 $$;
 
 comment on function memex.store(text, text, text, vector, text, memex.memory_type,
-                                double precision, jsonb, timestamptz, timestamptz) is
-    'Store one memory for tenant (agent_id, user_id); returns memex.memory_record.';
+                                double precision, jsonb, timestamptz, timestamptz, uuid) is
+    'Store one memory for tenant (agent_id, user_id); returns memex.memory_record; with'
+    ' p_id, a repeat of the same memory returns it (a retry), another one is MX409.';

@@ -19,7 +19,9 @@ begin
                where m.id = p_id and m.agent_id = p_agent_id and m.user_id = p_user_id
                  and m.path is not null) then
         -- a file keeps a revision of every change: memex.delete_file deletes it
-        perform memex._invalid('id', 'is a file: delete it with memory_delete (by its path)');
+        raise exception using
+            errcode = 'MX409',
+            message = 'this memory is a file: delete it with memory_delete (by its path)';
     end if;
     update memex.memories m set archived_at = null, superseded_by = null
     where m.superseded_by = p_id and m.agent_id = p_agent_id and m.user_id = p_user_id;

@@ -59,8 +59,11 @@ begin
     end if;
     if v_row.path is not null and (p_content is not null or p_embedding is not null) then
         -- a file keeps a revision of every change of its content: memex.write_file does it
-        perform memex._invalid('content', 'this memory is a file: change it with memory_write'
-                                          ' or memory_patch (by its path)');
+        -- (MX409: a valid request the memory's state refuses)
+        raise exception using
+            errcode = 'MX409',
+            message = 'this memory is a file: change its content with memory_write or'
+                      ' memory_patch (by its path)';
     end if;
 
     perform memex._check_memory(p_agent_id, p_user_id, coalesce(p_content, v_row.content),

@@ -1409,7 +1409,7 @@ export interface components {
          */
         MemoryBatchCreate: {
             /** Memories */
-            memories: components["schemas"]["MemoryCreate"][];
+            memories: components["schemas"]["MemoryStore"][];
         };
         /** MemoryBatchResponse */
         MemoryBatchResponse: {
@@ -1417,65 +1417,6 @@ export interface components {
             memories: components["schemas"]["MemoryOut"][];
             /** Total */
             total: number;
-        };
-        /**
-         * MemoryCreate
-         * @description A memory to store for tenant (agent_id, user_id).
-         */
-        MemoryCreate: {
-            /**
-             * Agent Id
-             * @description Your agent's id; memories are private to (agent_id, user_id).
-             * @example demo-agent
-             */
-            agent_id: string;
-            /**
-             * Content
-             * @description The memory, as a self-contained sentence or short passage (not only whitespace).
-             * @example Alice prefers green tea to coffee.
-             */
-            content: string;
-            /**
-             * Created At
-             * @description Back-date an imported memory (default: now; UTC if naive).
-             * @default null
-             */
-            created_at?: string | null;
-            /**
-             * Expires At
-             * @description The memory disappears from search and count after this (UTC if naive); it must be in the future.
-             * @default null
-             */
-            expires_at?: string | null;
-            /**
-             * Importance
-             * @description 0 to 2; scales the memory's score (1 = normal, 2 = twice as strong). A positive value must be at least 0.000001.
-             * @default 1
-             */
-            importance?: 0 | number;
-            /**
-             * @description semantic: facts and preferences; episodic: events and conversations; procedural: how to do things.
-             * @default episodic
-             * @enum {string}
-             */
-            memory_type?: "episodic" | "semantic" | "procedural";
-            /**
-             * Metadata
-             * @description Optional JSON object kept with the memory (at most 65536 bytes as JSON text, nested at most 32 levels, no NUL characters).
-             * @default null
-             * @example {
-             *       "source": "chat"
-             *     }
-             */
-            metadata?: {
-                [key: string]: components["schemas"]["MetadataValue-Input"];
-            } | null;
-            /**
-             * User Id
-             * @description The user the memories are about or belong to.
-             * @example alice
-             */
-            user_id: string;
         };
         /**
          * MemoryOut
@@ -1700,6 +1641,72 @@ export interface components {
             user_id: string;
         };
         /**
+         * MemoryStore
+         * @description A memory to store, optionally with the id it gets (POST /v1/memories, and each
+         *     memory of a batch).
+         */
+        MemoryStore: {
+            /**
+             * Agent Id
+             * @description Your agent's id; memories are private to (agent_id, user_id).
+             * @example demo-agent
+             */
+            agent_id: string;
+            /**
+             * Content
+             * @description The memory, as a self-contained sentence or short passage (not only whitespace).
+             * @example Alice prefers green tea to coffee.
+             */
+            content: string;
+            /**
+             * Created At
+             * @description Back-date an imported memory (default: now; UTC if naive).
+             * @default null
+             */
+            created_at?: string | null;
+            /**
+             * Expires At
+             * @description The memory disappears from search and count after this (UTC if naive); it must be in the future.
+             * @default null
+             */
+            expires_at?: string | null;
+            /**
+             * Id
+             * @description The new memory's id (default: the service makes one). A client that may retry sends its own: a repeat of the same memory with that id is answered with the memory stored the first time, another memory with it is a 409 conflict.
+             * @default null
+             */
+            id?: string | null;
+            /**
+             * Importance
+             * @description 0 to 2; scales the memory's score (1 = normal, 2 = twice as strong). A positive value must be at least 0.000001.
+             * @default 1
+             */
+            importance?: 0 | number;
+            /**
+             * @description semantic: facts and preferences; episodic: events and conversations; procedural: how to do things.
+             * @default episodic
+             * @enum {string}
+             */
+            memory_type?: "episodic" | "semantic" | "procedural";
+            /**
+             * Metadata
+             * @description Optional JSON object kept with the memory (at most 65536 bytes as JSON text, nested at most 32 levels, no NUL characters).
+             * @default null
+             * @example {
+             *       "source": "chat"
+             *     }
+             */
+            metadata?: {
+                [key: string]: components["schemas"]["MetadataValue-Input"];
+            } | null;
+            /**
+             * User Id
+             * @description The user the memories are about or belong to.
+             * @example alice
+             */
+            user_id: string;
+        };
+        /**
          * MemoryType
          * @description episodic: events and conversations; semantic: facts and preferences;
          *     procedural: how to do things.
@@ -1900,6 +1907,8 @@ export interface components {
         RevisionOut: {
             /** Actor */
             actor: string;
+            /** Agent Id */
+            agent_id: string;
             /**
              * At
              * Format: date-time
@@ -1914,6 +1923,11 @@ export interface components {
             details: {
                 [key: string]: unknown;
             };
+            /**
+             * Id
+             * @description The revision's row id (every file's revisions count from 1)
+             */
+            id: number;
             /** Memory Id */
             memory_id: string | null;
             /**
@@ -1927,6 +1941,8 @@ export interface components {
             revision: number;
             /** Size */
             size: number;
+            /** User Id */
+            user_id: string;
         };
         /** RunList */
         RunList: {
@@ -4601,11 +4617,11 @@ export interface operations {
                  *       "user_id": "alice"
                  *     }
                  */
-                "application/json": components["schemas"]["MemoryCreate"];
+                "application/json": components["schemas"]["MemoryStore"];
             };
         };
         responses: {
-            /** @description Stored */
+            /** @description Stored (or, for a repeat of the same memory with its id, the memory stored before) */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -4625,6 +4641,15 @@ export interface operations {
             };
             /** @description The key may not do this (another agent or user, too little access), or a browser Origin not allowed (MEMEX_ALLOWED_ORIGINS) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A memory with this id exists already with other content */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4787,7 +4812,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Stored, in input order */
+            /** @description Stored, in input order (a repeat of the same memories with their ids: those stored before) */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -4807,6 +4832,15 @@ export interface operations {
             };
             /** @description The key may not do this (another agent or user, too little access), or a browser Origin not allowed (MEMEX_ALLOWED_ORIGINS) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A memory with one of the ids exists already with other content; nothing was stored */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5176,6 +5210,15 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The memory is a file: change or delete it by its path (/v1/files) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Host not allowed (MEMEX_ALLOWED_HOSTS) */
             421: {
                 headers: {
@@ -5270,6 +5313,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description The memory is a file: change or delete it by its path (/v1/files) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
             };
             /** @description Request body larger than 16 MiB */
             413: {

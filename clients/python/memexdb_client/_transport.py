@@ -1,0 +1,192 @@
+"""HTTP for the client: one keep-alive httpx client, typed errors from the error bodies,
+retries with exponential backoff and jitter on 429 and 503 (honouring Retry-After),
+bounded in count and in total time."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from memexdb_client.errors import (
+    Busy,
+    Conflict,
+    DatabaseUnavailable,
+    Forbidden,
+    InvalidArgument,
+    MemexError,
+    NotFound,
+    RateLimited,
+    Unauthenticated,
+)
+
+RETRY_STATUSES = frozenset({429, 503})
+
+
+class HTTPError(MemexError):
+    """An answer of the service that is none of memexdb's typed errors (e.g. a 500)."""
+
+    code = "http_error"
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Retries:
+    """How the client retries: at most `attempts` tries in all (1: never retry), waits of
+    `base` * 2**n seconds (with full jitter, at most `max_wait`, at least what Retry-After
+    asks), and never past `max_total` seconds from the first try."""
+
+    attempts: int = 4
+    base: float = 0.25
+    max_wait: float = 8.0
+    max_total: float = 30.0
+
+    def wait(self, attempt: int, retry_after: float | None) -> float:
+        backoff = random.uniform(0, min(self.max_wait, self.base * 2**attempt))  # noqa: S311
+        return max(backoff, retry_after or 0.0)
+
+
+def error_of(response: httpx.Response) -> MemexError:
+    """The typed exception of an error response (its JSON body: {"error": {...}})."""
+    try:
+        body = response.json()["error"]
+        code, message = str(body["code"]), str(body["message"])
+    except (ValueError, KeyError, TypeError):
+        return HTTPError(response.status_code, response.text[:200])
+    if code == "invalid_argument":
+        fields = body.get("fields") or []
+        if fields:
+            first = fields[0]
+            return InvalidArgument(str(first.get("field")), str(first.get("message")))
+        return InvalidArgument("request", message)
+    if code == "rate_limited":
+        retry = body.get("retry_after_seconds") or _retry_after(response) or 1.0
+        return RateLimited(message, float(retry))
+    simple: dict[str, type[MemexError]] = {
+        "not_found": NotFound,
+        "conflict": Conflict,
+        "unauthenticated": Unauthenticated,
+        "forbidden": Forbidden,
+        "database_unavailable": DatabaseUnavailable,
+        "busy": Busy,
+    }
+    if code in simple:
+        return simple[code](message)
+    return HTTPError(response.status_code, message)
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("Retry-After")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+def _jsonable(value: Any) -> Any:
+    from pydantic_core import to_jsonable_python
+
+    return to_jsonable_python(value)
+
+
+def query_params(values: dict[str, Any]) -> dict[str, str]:
+    """Arguments as query parameters: None left out, booleans as true/false, objects as
+    JSON text, timestamps in ISO 8601."""
+    out: dict[str, str] = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            out[name] = "true" if value else "false"
+        elif isinstance(value, dict | list):
+            out[name] = json.dumps(_jsonable(value))
+        else:
+            plain = _jsonable(value)
+            out[name] = plain if isinstance(plain, str) else json.dumps(plain)
+    return out
+
+
+def body_json(values: dict[str, Any]) -> Any:
+    return _jsonable(values)
+
+
+class AsyncTransport:
+    """One httpx.AsyncClient (keep-alive) and the retry loop."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        timeout: float | httpx.Timeout,
+        retries: Retries,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        headers = {"User-Agent": "memexdb-client"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        self.retries = retries
+        self.http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
+        )
+
+    async def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        json_body: Any = None,
+        resend: bool = False,
+        stream: bool = False,
+    ) -> httpx.Response:
+        """The response to a request, retried on 429 and 503 (nothing was applied then)
+        and on a connection that failed before the request was sent; with `resend` (an
+        idempotent request), also on one that failed after it was sent."""
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            request = self.http.build_request(
+                method, path, params=params, json=json_body if json_body is not None else None
+            )
+            retry_after: float | None = None
+            failure: Exception | None = None
+            try:
+                response = await self.http.send(request, stream=stream)
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+                failure, response = exc, None
+            except (httpx.ReadError, httpx.RemoteProtocolError, httpx.ReadTimeout) as exc:
+                if not resend:
+                    raise
+                failure, response = exc, None
+            if response is not None:
+                if response.status_code < 400:
+                    return response
+                if response.status_code not in RETRY_STATUSES:
+                    if stream:
+                        await response.aread()
+                    raise error_of(response)
+                if stream:
+                    await response.aread()
+                retry_after = _retry_after(response)
+            attempt += 1
+            wait = self.retries.wait(attempt - 1, retry_after)
+            spent = time.monotonic() - started
+            if attempt >= self.retries.attempts or spent + wait > self.retries.max_total:
+                if response is not None:
+                    raise error_of(response)
+                assert failure is not None
+                raise failure
+            await asyncio.sleep(wait)
+
+    async def aclose(self) -> None:
+        await self.http.aclose()

@@ -1,0 +1,786 @@
+"""AsyncMemexClient and MemexClient: memexdb's REST API with the methods, arguments and
+result types of the in-process memexdb.AsyncMemex (see memexdb_client.api).
+
+The HTTP mapping of each method (method, path, where the arguments go, paging) is
+memexdb_client._routes, generated from the server's operation table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import threading
+import uuid
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from datetime import datetime
+from typing import Any, Concatenate, ParamSpec, TypeVar
+from urllib.parse import quote
+from uuid import UUID
+
+import httpx
+from pydantic import BaseModel, TypeAdapter
+
+from memexdb_client._routes import ROUTES
+from memexdb_client._transport import AsyncTransport, Retries, body_json, query_params
+from memexdb_client.errors import InvalidArgument
+from memexdb_client.types import (
+    Access,
+    AccessEvent,
+    ApiKey,
+    AuditEvent,
+    ConsolidationRun,
+    CreatedKey,
+    DreamUser,
+    Embeddings,
+    File,
+    FileEntry,
+    FileRevision,
+    Memory,
+    MemoryPage,
+    MemoryType,
+    RevokedKey,
+    SearchHit,
+    SearchMode,
+    SmartRead,
+)
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_T = TypeVar("_T")
+
+# The server's defaults (memexdb.params), which the in-process methods take too.
+DEFAULT_TOP_K = 10
+DEFAULT_MEMORY_TYPE = MemoryType.EPISODIC
+DEFAULT_IMPORTANCE = 1.0
+DEFAULT_LIST_LIMIT = 50
+DEFAULT_EXPORT_BATCH = 500
+DEFAULT_AUDIT_LIMIT = 100
+DEFAULT_SMART_READ_BUDGET = 4000
+DEFAULT_FILE_LIST_LIMIT = 50
+DEFAULT_ACCESS_LOG_LIMIT = 100
+DEFAULT_PASSAGES_TOP_K = 8
+DEFAULT_PASSAGE_CHARS = 800
+DEFAULT_RUNS_LIMIT = 100
+
+# Writes that may be sent again after a connection failed once the request was out:
+# applying them twice gives the same state (store: its client-generated id; update and
+# store_many: its ids too; set_* set values; PUT and DELETE by their HTTP meaning).
+_RESENDABLE = frozenset({"store", "store_many", "update", "set_dream_config", "set_dream_paused"})
+
+
+_ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
+
+
+def _adapter(kind: Any) -> TypeAdapter[Any]:
+    adapter = _ADAPTERS.get(kind)
+    if adapter is None:
+        adapter = _ADAPTERS[kind] = TypeAdapter(kind)
+    return adapter
+
+
+def _as(kind: type[_T], value: Any) -> _T:
+    """A JSON value as a result type (a dataclass of memexdb_client.types, or a list)."""
+    result: _T = _adapter(kind).validate_python(value)
+    return result
+
+
+def _given(arguments: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in arguments.items() if name != "self"}
+
+
+class AsyncMemexClient:
+    """The memexdb service over HTTP, with the methods of memexdb.AsyncMemex.
+
+    `base_url`: the service (e.g. http://127.0.0.1:8420); `api_key`: sent as a bearer
+    token; `timeout`: seconds (or an httpx.Timeout) per request; `retries`: tries in all
+    on 429 and 503 (an int) or a Retries. One keep-alive connection pool per client:
+    close it (`await client.aclose()` or `async with`)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        timeout: float | httpx.Timeout = 30.0,
+        retries: int | Retries = 4,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        policy = retries if isinstance(retries, Retries) else Retries(attempts=max(1, retries))
+        self._http = AsyncTransport(base_url, api_key, timeout, policy, transport)
+
+    async def __aenter__(self) -> AsyncMemexClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # --- the one request path ---
+
+    async def _request(self, name: str, values: Mapping[str, Any]) -> Any:
+        """Send operation `name` with its request fields; its JSON answer (None: none)."""
+        route = ROUTES[name]
+        values = dict(values)
+        path = route.path
+        for param in route.path_params:
+            path = path.replace("{" + param + "}", quote(str(values.pop(param)), safe=""))
+        params = json_body = None
+        if route.source == "query":
+            params = query_params(values)
+        elif route.source == "body":
+            json_body = body_json(values)
+        resend = route.method in ("GET", "PUT", "DELETE") or route.access == "read"
+        response = await self._http.send(
+            route.method,
+            path,
+            params=params,
+            json_body=json_body,
+            resend=resend or name in _RESENDABLE,
+        )
+        if route.no_body or not response.content:
+            return None
+        return response.json()
+
+    async def _pages(
+        self, name: str, key: str, values: dict[str, Any]
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Every item of a paged listing (the `key` list of each page), page after page."""
+        paging = ROUTES[name].paging
+        assert paging is not None
+        cursor_field, next_field = paging
+        while True:
+            page = await self._request(name, values)
+            for item in page[key]:
+                yield item
+            if page.get(next_field) is None:
+                return
+            values = {**values, cursor_field: page[next_field]}
+
+    # --- memories ---
+
+    async def store(
+        self,
+        agent_id: str,
+        user_id: str,
+        content: str,
+        *,
+        memory_type: MemoryType | str = DEFAULT_MEMORY_TYPE,
+        importance: float = DEFAULT_IMPORTANCE,
+        metadata: dict[str, Any] | None = None,
+        expires_at: datetime | None = None,
+        created_at: datetime | None = None,
+        id: UUID | None = None,
+    ) -> Memory:
+        """Embed `content` and store it as a memory of tenant (agent_id, user_id). Sent
+        with `id` (default: a new UUID made here), so that a retry after a lost answer
+        stores once: the service answers a repeat with the memory it stored."""
+        values = _given(locals())
+        values["id"] = id if id is not None else uuid.uuid4()
+        return _as(Memory, await self._request("store", values))
+
+    async def store_many(self, items: Sequence[Any]) -> list[Memory]:
+        """Embed and store many memories (dicts or pydantic models of the fields of
+        `store`) in one statement, all or nothing; returned in input order. Each is sent
+        with an `id` (a new UUID where an item has none), so that a retry stores once."""
+        if not items:
+            raise InvalidArgument("memories", "must hold at least one memory")
+        memories = [
+            item.model_dump(exclude_unset=True) if isinstance(item, BaseModel) else dict(item)
+            for item in items
+        ]
+        for memory in memories:
+            if memory.get("id") is None:
+                memory["id"] = uuid.uuid4()
+        answer = await self._request("store_many", {"memories": memories})
+        return _as(list[Memory], answer["memories"])
+
+    async def search(
+        self,
+        agent_id: str,
+        user_id: str,
+        query: str,
+        *,
+        top_k: int = DEFAULT_TOP_K,
+        alpha: float | None = None,
+        half_life_days: float | None = None,
+        memory_types: Sequence[MemoryType | str] | None = None,
+        mode: SearchMode | str | None = None,
+        now: datetime | None = None,
+        context_weight: float | None = None,
+        metadata: dict[str, Any] | None = None,
+        include_archived: bool = False,
+    ) -> list[SearchHit]:
+        """Rank the tenant's memories for `query` (see AsyncMemex.search)."""
+        values = _given(locals())
+        if memory_types is not None:
+            values["memory_types"] = list(memory_types)
+        answer = await self._request("search", values)
+        return _as(list[SearchHit], answer["results"])
+
+    async def forget(self, agent_id: str, user_id: str, memory_id: UUID) -> None:
+        """Delete one memory of the tenant; raises NotFound if it is not theirs. (The
+        service answers 204 without the memory: None, where AsyncMemex returns it.)"""
+        await self._request("forget", _given(locals()))
+
+    async def count(
+        self,
+        agent_id: str,
+        user_id: str,
+        memory_type: MemoryType | str | None = None,
+        *,
+        metadata: dict[str, Any] | None = None,
+    ) -> int:
+        """Number of live memories of the tenant (see AsyncMemex.count)."""
+        answer = await self._request("count", _given(locals()))
+        return int(answer["count"])
+
+    async def get(self, agent_id: str, user_id: str, memory_id: UUID) -> Memory:
+        """One live memory of the tenant by id; raises NotFound if it is not theirs."""
+        return _as(Memory, await self._request("get", _given(locals())))
+
+    async def list_memories(
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        limit: int = DEFAULT_LIST_LIMIT,
+        cursor: str | None = None,
+        memory_type: MemoryType | str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        metadata: dict[str, Any] | None = None,
+        include_archived: bool = False,
+    ) -> MemoryPage:
+        """A page of the tenant's live memories, newest first (see iter_memories)."""
+        return _as(MemoryPage, await self._request("list_memories", _given(locals())))
+
+    async def iter_memories(
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        limit: int = DEFAULT_LIST_LIMIT,
+        memory_type: MemoryType | str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        metadata: dict[str, Any] | None = None,
+        include_archived: bool = False,
+    ) -> AsyncIterator[Memory]:
+        """Every memory list_memories pages through, `limit` per request."""
+        async for item in self._pages("list_memories", "memories", _given(locals())):
+            yield _as(Memory, item)
+
+    async def update(
+        self,
+        agent_id: str,
+        user_id: str,
+        memory_id: UUID,
+        *,
+        content: str | None = None,
+        importance: float | None = None,
+        metadata: dict[str, Any] | None = None,
+        memory_type: MemoryType | str | None = None,
+        expires_at: datetime | None = None,
+        clear_expires_at: bool = False,
+    ) -> Memory:
+        """Change the given fields of one live memory (see AsyncMemex.update)."""
+        values = {k: v for k, v in _given(locals()).items() if v is not None}
+        del values["clear_expires_at"]
+        if clear_expires_at:
+            if expires_at is not None:
+                raise InvalidArgument("expires_at", "cannot be set and cleared at once")
+            values["expires_at"] = None
+        if values.keys() <= {"agent_id", "user_id", "memory_id"}:
+            raise InvalidArgument("patch", "must change at least one field")
+        return _as(Memory, await self._request("update", values))
+
+    async def erase_user(self, agent_id: str, user_id: str) -> dict[str, int]:
+        """Delete everything of the tenant; the rows deleted per table."""
+        answer = await self._request("erase_user", _given(locals()))
+        return {str(k): int(v) for k, v in answer["deleted"].items()}
+
+    async def export(
+        self,
+        agent_id: str,
+        user_id: str | None = None,
+        *,
+        embeddings: bool = False,
+        batch_size: int = DEFAULT_EXPORT_BATCH,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Every live memory of the agent's user (or of all its users) as JSON-ready dicts,
+        streamed from GET /v1/export (NDJSON; `batch_size` is the server's to choose and
+        is accepted for AsyncMemex's signature)."""
+        params = query_params({"agent_id": agent_id, "user_id": user_id, "embeddings": embeddings})
+        response = await self._http.send(
+            "GET", "/v1/export", params=params, resend=True, stream=True
+        )
+        try:
+            async for line in response.aiter_lines():
+                if line.strip():
+                    yield json.loads(line)
+        finally:
+            await response.aclose()
+
+    # --- files ---
+
+    async def write_file(
+        self,
+        agent_id: str,
+        user_id: str,
+        path: str,
+        content: str,
+        *,
+        base_revision: int | None = None,
+    ) -> File:
+        """Create or overwrite the file at `path` (see AsyncMemex.write_file)."""
+        return _as(File, await self._request("write_file", _given(locals())))
+
+    async def read_file(
+        self,
+        agent_id: str,
+        user_id: str,
+        path: str,
+        *,
+        from_line: int | None = None,
+        to_line: int | None = None,
+        as_of: datetime | None = None,
+    ) -> File:
+        """The file at `path` (see AsyncMemex.read_file)."""
+        return _as(File, await self._request("read_file", _given(locals())))
+
+    async def list_files(
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        prefix: str | None = None,
+        limit: int = DEFAULT_FILE_LIST_LIMIT,
+        after: str | None = None,
+    ) -> tuple[list[FileEntry], str | None]:
+        """A page of the tenant's files under `prefix`, in path order, and the `after` of
+        the next page (None: this is the last)."""
+        answer = await self._request("list_files", _given(locals()))
+        return _as(list[FileEntry], answer["files"]), answer["next_after"]
+
+    async def iter_files(
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        prefix: str | None = None,
+        limit: int = DEFAULT_FILE_LIST_LIMIT,
+    ) -> AsyncIterator[FileEntry]:
+        """Every file list_files pages through."""
+        async for item in self._pages("list_files", "files", _given(locals())):
+            yield _as(FileEntry, item)
+
+    async def patch_file(
+        self,
+        agent_id: str,
+        user_id: str,
+        path: str,
+        *,
+        heading: str | None = None,
+        append: str | None = None,
+        old_text: str | None = None,
+        new_text: str | None = None,
+        base_revision: int | None = None,
+    ) -> File:
+        """Append under a heading, or replace one occurrence (see AsyncMemex.patch_file)."""
+        values = {k: v for k, v in _given(locals()).items() if v is not None}
+        return _as(File, await self._request("patch_file", values))
+
+    async def delete_file(
+        self, agent_id: str, user_id: str, path: str, *, base_revision: int | None = None
+    ) -> File:
+        """Delete the file at `path` and return it as it was."""
+        return _as(File, await self._request("delete_file", _given(locals())))
+
+    async def list_revisions(
+        self,
+        agent_id: str,
+        user_id: str,
+        path: str,
+        *,
+        limit: int = DEFAULT_FILE_LIST_LIMIT,
+        before: int | None = None,
+    ) -> list[FileRevision]:
+        """The revisions of a file, newest first, without content."""
+        answer = await self._request("list_revisions", _given(locals()))
+        return _as(list[FileRevision], answer["revisions"])
+
+    async def iter_revisions(
+        self, agent_id: str, user_id: str, path: str, *, limit: int = DEFAULT_FILE_LIST_LIMIT
+    ) -> AsyncIterator[FileRevision]:
+        """Every revision of a file, newest first."""
+        async for item in self._pages("list_revisions", "revisions", _given(locals())):
+            yield _as(FileRevision, item)
+
+    async def get_revision(
+        self, agent_id: str, user_id: str, path: str, revision: int
+    ) -> FileRevision:
+        """One revision of a file with its content (None for a delete)."""
+        return _as(FileRevision, await self._request("get_revision", _given(locals())))
+
+    async def diff_revisions(
+        self, agent_id: str, user_id: str, path: str, from_revision: int, to_revision: int
+    ) -> str:
+        """A unified diff from one revision of a file to another."""
+        answer = await self._request("diff_revisions", _given(locals()))
+        return str(answer["diff"])
+
+    async def restore_revision(
+        self,
+        agent_id: str,
+        user_id: str,
+        path: str,
+        revision: int,
+        *,
+        base_revision: int | None = None,
+    ) -> File:
+        """Make `revision` of a file its current content again."""
+        return _as(File, await self._request("restore_revision", _given(locals())))
+
+    async def smart_read(
+        self,
+        agent_id: str,
+        user_id: str,
+        query: str,
+        *,
+        budget: int = DEFAULT_SMART_READ_BUDGET,
+    ) -> SmartRead:
+        """One context block of at most `budget` characters for `query`."""
+        return _as(SmartRead, await self._request("smart_read", _given(locals())))
+
+    async def access_log(
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = DEFAULT_ACCESS_LOG_LIMIT,
+        before: int | None = None,
+    ) -> list[AccessEvent]:
+        """The tenant's access log, newest first (see iter_access_log)."""
+        answer = await self._request("access_log", _given(locals()))
+        return _as(list[AccessEvent], answer["events"])
+
+    async def iter_access_log(
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = DEFAULT_ACCESS_LOG_LIMIT,
+    ) -> AsyncIterator[AccessEvent]:
+        """Every event access_log pages through."""
+        async for item in self._pages("access_log", "events", _given(locals())):
+            yield _as(AccessEvent, item)
+
+    # --- the LLM layer (memexdb.agentic on the server) and embeddings ---
+
+    async def memorize(self, agent_id: str, user_id: str, text: str) -> dict[str, Any]:
+        """POST /v1/memorize (memexdb.agentic.memorize): the changes applied, as JSON."""
+        result: dict[str, Any] = await self._request("memorize", _given(locals()))
+        return result
+
+    async def search_passages(
+        self,
+        agent_id: str,
+        user_id: str,
+        query: str,
+        *,
+        top_k: int = DEFAULT_PASSAGES_TOP_K,
+        passage_chars: int = DEFAULT_PASSAGE_CHARS,
+        answer: bool = False,
+    ) -> dict[str, Any]:
+        """POST /v1/memory-search (memexdb.agentic.search_passages), as JSON."""
+        result: dict[str, Any] = await self._request("search_passages", _given(locals()))
+        return result
+
+    async def embed_texts(
+        self, texts: str | Sequence[str], *, model: str | None = None
+    ) -> Embeddings:
+        """Vectors of `texts` by the service's model; `vectors` is a list of lists of
+        floats here (AsyncMemex gives a numpy array)."""
+        given = texts if isinstance(texts, str) else list(texts)
+        answer = await self._request("embed_texts", {"input": given, "model": model})
+        data = sorted(answer["data"], key=lambda item: item["index"])
+        vectors = [[float(x) for x in item["embedding"]] for item in data]
+        return Embeddings(vectors, str(answer["model"]), int(answer["usage"]["total_tokens"]))
+
+    # --- admin ---
+
+    async def create_key(
+        self,
+        access: Access | str,
+        *,
+        agent_id: str | None = None,
+        user_ids: Sequence[str] | None = None,
+        name: str = "",
+        expires_at: datetime | None = None,
+    ) -> CreatedKey:
+        """Create an API key (admin); its token is in the result, and nowhere else."""
+        values = _given(locals())
+        if user_ids is not None:
+            values["user_ids"] = list(user_ids)
+        return _as(CreatedKey, await self._request("create_key", values))
+
+    async def list_keys(self, agent_id: str | None = None) -> list[ApiKey]:
+        """The API keys this (admin) caller may manage, newest first, without secrets."""
+        answer = await self._request("list_keys", _given(locals()))
+        return _as(list[ApiKey], answer["keys"])
+
+    async def revoke_key(self, key: str) -> RevokedKey:
+        """Revoke an API key by id or prefix."""
+        return _as(RevokedKey, await self._request("revoke_key", _given(locals())))
+
+    async def audit_events(
+        self, limit: int = DEFAULT_AUDIT_LIMIT, before: int | None = None
+    ) -> list[AuditEvent]:
+        """The audit log within this (admin) caller's scope, newest first."""
+        answer = await self._request("audit_events", _given(locals()))
+        return _as(list[AuditEvent], answer["events"])
+
+    async def iter_audit_events(
+        self, limit: int = DEFAULT_AUDIT_LIMIT
+    ) -> AsyncIterator[AuditEvent]:
+        """Every audit event audit_events pages through."""
+        async for item in self._pages("audit_events", "events", _given(locals())):
+            yield _as(AuditEvent, item)
+
+    async def dream_config(self) -> dict[str, Any]:
+        """The consolidation settings, as JSON (GET /v1/admin/dream/config)."""
+        result: dict[str, Any] = await self._request("dream_config", {})
+        return result
+
+    async def set_dream_config(self, /, **changes: Any) -> dict[str, Any]:
+        """Change consolidation settings (admin); the whole configuration after."""
+        result: dict[str, Any] = await self._request("set_dream_config", changes)
+        return result
+
+    async def consolidation_runs(
+        self,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        *,
+        limit: int = DEFAULT_RUNS_LIMIT,
+        before: int | None = None,
+    ) -> list[ConsolidationRun]:
+        """Consolidation runs, newest first: of a tenant, an agent, or every tenant."""
+        answer = await self._request("consolidation_runs", _given(locals()))
+        return _as(list[ConsolidationRun], answer["runs"])
+
+    async def iter_consolidation_runs(
+        self,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        *,
+        limit: int = DEFAULT_RUNS_LIMIT,
+    ) -> AsyncIterator[ConsolidationRun]:
+        """Every run consolidation_runs pages through."""
+        async for item in self._pages("consolidation_runs", "runs", _given(locals())):
+            yield _as(ConsolidationRun, item)
+
+    async def dream_users(
+        self,
+        agent_id: str | None = None,
+        *,
+        limit: int = DEFAULT_RUNS_LIMIT,
+        after: tuple[str, str] | None = None,
+    ) -> list[DreamUser]:
+        """Each tenant's consolidation status (admin), in (agent_id, user_id) order after
+        `after`."""
+        cursor = _tenant_cursor(*after) if after is not None else None
+        values = {"agent_id": agent_id, "limit": limit, "after": cursor}
+        answer = await self._request("dream_users", values)
+        return _as(list[DreamUser], answer["users"])
+
+    async def iter_dream_users(
+        self, agent_id: str | None = None, *, limit: int = DEFAULT_RUNS_LIMIT
+    ) -> AsyncIterator[DreamUser]:
+        """Every tenant dream_users pages through."""
+        async for item in self._pages("dream_users", "users", _given(locals())):
+            yield _as(DreamUser, item)
+
+    async def set_dream_paused(self, agent_id: str, user_id: str, paused: bool) -> bool:
+        """Pause or resume consolidation of one tenant (admin, audited)."""
+        answer = await self._request("set_dream_paused", _given(locals()))
+        return bool(answer["paused"])
+
+    async def restore_consolidation(self, run_id: int) -> ConsolidationRun:
+        """Undo a condense run: its sources live again, its summary archived."""
+        return _as(ConsolidationRun, await self._request("restore_consolidation", _given(locals())))
+
+    async def run_now(
+        self,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        *,
+        dry_run: bool = False,
+        force: bool = False,
+    ) -> list[ConsolidationRun]:
+        """POST /v1/admin/dream/run: a consolidation tick now (no tenant) or one tenant's
+        run (memex.call(agentic.RUN_NOW, ...) in-process)."""
+        values = _given(locals())
+        answer = await self._request("run_now", values)
+        return _as(list[ConsolidationRun], answer["runs"])
+
+
+def _tenant_cursor(agent_id: str, user_id: str) -> str:
+    """memexdb.params.encode_tenant_cursor: the `after` of GET /v1/admin/dream/users."""
+    return f"{agent_id.encode().hex()}.{user_id.encode().hex()}"
+
+
+# --- the synchronous client: AsyncMemexClient's methods on a private event loop ---
+
+
+class _LoopThread:
+    """An event loop on its own daemon thread, for running coroutines from sync code."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="memexdb-client", daemon=True
+        )
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, _R]) -> _R:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join()
+        self.loop.close()
+
+
+def _blocking(
+    method: Callable[Concatenate[AsyncMemexClient, _P], Coroutine[Any, Any, _R]],
+) -> Callable[Concatenate[MemexClient, _P], _R]:
+    """The sync form of an AsyncMemexClient method: same signature and docstring."""
+
+    def call(self: MemexClient, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return self._loop.run(method(self._async, *args, **kwargs))
+
+    functools.update_wrapper(call, method)
+    return call
+
+
+def _iterating(
+    method: Callable[Concatenate[AsyncMemexClient, _P], AsyncIterator[_T]],
+) -> Callable[Concatenate[MemexClient, _P], Iterator[_T]]:
+    """The sync form of an async iterator method: an iterator, one item at a time."""
+
+    def call(self: MemexClient, /, *args: _P.args, **kwargs: _P.kwargs) -> Iterator[_T]:
+        items = method(self._async, *args, **kwargs)
+        try:
+            while True:
+                try:
+                    yield self._loop.run(_next(items))
+                except StopAsyncIteration:
+                    return
+        finally:
+            self._loop.run(_close(items))
+
+    functools.update_wrapper(call, method)
+    return call
+
+
+async def _next(items: AsyncIterator[_T]) -> _T:
+    return await anext(items)
+
+
+async def _close(items: AsyncIterator[Any]) -> None:
+    close = getattr(items, "aclose", None)
+    if close is not None:
+        await close()
+
+
+class MemexClient:
+    """The synchronous client: AsyncMemexClient's methods, blocking (one event loop
+    thread and one keep-alive connection pool per client; close it, or use `with`)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        timeout: float | httpx.Timeout = 30.0,
+        retries: int | Retries = 4,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._loop = _LoopThread()
+
+        async def build() -> AsyncMemexClient:  # the httpx client belongs to that loop
+            return AsyncMemexClient(
+                base_url, api_key, timeout=timeout, retries=retries, transport=transport
+            )
+
+        self._async = self._loop.run(build())
+
+    def close(self) -> None:
+        try:
+            self._loop.run(self._async.aclose())
+        finally:
+            self._loop.stop()
+
+    def __enter__(self) -> MemexClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    store = _blocking(AsyncMemexClient.store)
+    store_many = _blocking(AsyncMemexClient.store_many)
+    search = _blocking(AsyncMemexClient.search)
+    forget = _blocking(AsyncMemexClient.forget)
+    count = _blocking(AsyncMemexClient.count)
+    get = _blocking(AsyncMemexClient.get)
+    list_memories = _blocking(AsyncMemexClient.list_memories)
+    iter_memories = _iterating(AsyncMemexClient.iter_memories)
+    update = _blocking(AsyncMemexClient.update)
+    erase_user = _blocking(AsyncMemexClient.erase_user)
+    export = _iterating(AsyncMemexClient.export)
+    write_file = _blocking(AsyncMemexClient.write_file)
+    read_file = _blocking(AsyncMemexClient.read_file)
+    list_files = _blocking(AsyncMemexClient.list_files)
+    iter_files = _iterating(AsyncMemexClient.iter_files)
+    patch_file = _blocking(AsyncMemexClient.patch_file)
+    delete_file = _blocking(AsyncMemexClient.delete_file)
+    list_revisions = _blocking(AsyncMemexClient.list_revisions)
+    iter_revisions = _iterating(AsyncMemexClient.iter_revisions)
+    get_revision = _blocking(AsyncMemexClient.get_revision)
+    diff_revisions = _blocking(AsyncMemexClient.diff_revisions)
+    restore_revision = _blocking(AsyncMemexClient.restore_revision)
+    smart_read = _blocking(AsyncMemexClient.smart_read)
+    access_log = _blocking(AsyncMemexClient.access_log)
+    iter_access_log = _iterating(AsyncMemexClient.iter_access_log)
+    memorize = _blocking(AsyncMemexClient.memorize)
+    search_passages = _blocking(AsyncMemexClient.search_passages)
+    embed_texts = _blocking(AsyncMemexClient.embed_texts)
+    create_key = _blocking(AsyncMemexClient.create_key)
+    list_keys = _blocking(AsyncMemexClient.list_keys)
+    revoke_key = _blocking(AsyncMemexClient.revoke_key)
+    audit_events = _blocking(AsyncMemexClient.audit_events)
+    iter_audit_events = _iterating(AsyncMemexClient.iter_audit_events)
+    dream_config = _blocking(AsyncMemexClient.dream_config)
+    set_dream_config = _blocking(AsyncMemexClient.set_dream_config)
+    consolidation_runs = _blocking(AsyncMemexClient.consolidation_runs)
+    iter_consolidation_runs = _iterating(AsyncMemexClient.iter_consolidation_runs)
+    dream_users = _blocking(AsyncMemexClient.dream_users)
+    iter_dream_users = _iterating(AsyncMemexClient.iter_dream_users)
+    set_dream_paused = _blocking(AsyncMemexClient.set_dream_paused)
+    restore_consolidation = _blocking(AsyncMemexClient.restore_consolidation)
+    run_now = _blocking(AsyncMemexClient.run_now)
