@@ -345,3 +345,73 @@ def test_the_store_imports_without_the_server_package() -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
+
+
+STORE_SCRIPT = """
+import asyncio, sys
+from memexdb_client import AsyncMemexClient
+from memexdb_client.langgraph_store import MemexStore
+
+async def main() -> None:
+    async with AsyncMemexClient(sys.argv[1], sys.argv[2]) as client:
+        store = MemexStore(client, "wheel-langgraph")
+        await store.aput(("prefs", "ana"), "drink", {"text": "Ana drinks green tea"})
+        hits = await store.asearch(("prefs",), query="what does Ana drink?")
+        assert hits[0].value == {"text": "Ana drinks green tea"}, hits
+        print("ok", len(hits))
+
+asyncio.run(main())
+"""
+
+
+def test_the_client_wheel_with_the_langgraph_extra_in_a_new_venv(
+    live_url: tuple[str, str], tmp_path: Path
+) -> None:
+    """`pip install memexdb-client[langgraph]` alone (no server stack) runs MemexStore."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    wheels, client_dir = tmp_path / "wheels", REPO / "clients" / "python"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels, client_dir],
+        check=True,
+        timeout=600,
+    )
+    (wheel,) = wheels.glob("memexdb_client-*.whl")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [python, "-m", "pip", "install", "-q", f"memexdb-client[langgraph] @ {wheel.as_uri()}"],
+        check=True,
+        timeout=600,
+    )
+    listed = subprocess.run(
+        [python, "-m", "pip", "list", "--format", "json"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    installed = {p["name"].lower() for p in json.loads(listed.stdout)}
+    print("memexdb-client[langgraph] pulled in:", sorted(installed))
+    assert {"memexdb-client", "langgraph"} <= installed
+    assert not installed & {"memexdb", "psycopg", "fastembed", "onnxruntime", "uvicorn"}
+    script = tmp_path / "use_store.py"
+    script.write_text(STORE_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    base_url, token = live_url
+    result = subprocess.run(
+        [python, "-I", script, base_url, token],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == "ok 1"
+    shutil.rmtree(venv, ignore_errors=True)

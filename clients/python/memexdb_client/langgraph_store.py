@@ -106,14 +106,15 @@ class MemexStore(BaseStore):
         if self.loop is None:
             raise RuntimeError("MemexStore.batch needs the event loop the client runs on")
         try:
-            if asyncio.get_running_loop() is self.loop:
-                raise RuntimeError(
-                    "synchronous MemexStore calls cannot run on the client's event loop: "
-                    "use the async methods (abatch, asearch, graph.ainvoke)"
-                )
-        except RuntimeError as e:
-            if "synchronous" in str(e):
-                raise
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            # waiting here for work that this very loop must run would never end
+            raise RuntimeError(
+                "synchronous MemexStore calls cannot run on the client's event loop: "
+                "use the async methods (abatch, asearch, graph.ainvoke)"
+            )
         future = asyncio.run_coroutine_threadsafe(self.abatch(ops), self.loop)
         return future.result()
 
