@@ -415,3 +415,11 @@ def test_the_client_wheel_with_the_langgraph_extra_in_a_new_venv(
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip() == "ok 1"
     shutil.rmtree(venv, ignore_errors=True)
+
+
+async def test_a_value_past_the_metadata_limit_is_an_invalid_argument(store: MemexStore) -> None:
+    from memexdb_client import InvalidArgument
+
+    with pytest.raises(InvalidArgument):
+        await store.aput(("big",), "k", {"text": "x" * 70_000})
+    assert await store.aget(("big",), "k") is None
