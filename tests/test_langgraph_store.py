@@ -1,0 +1,425 @@
+"""MemexStore (LangGraph's BaseStore on memexdb) over both clients: the in-process
+AsyncMemex and the HTTP AsyncMemexClient against a live service. Real Postgres, the real
+embedding model, a real compiled LangGraph StateGraph; no LLM, no mocks."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pytest
+from langgraph.graph import END, START, StateGraph
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    PutOp,
+    SearchItem,
+    SearchOp,
+)
+from memexdb_client import AsyncMemexClient, MemexClient
+
+from memexdb import AsyncMemex
+from memexdb.embedded import EmbeddedPostgres
+from memexdb.embedding import BatchingEmbedder
+from memexdb.langgraph_store import MemexStore
+from tests.live_service import REPO, service_on_new_database
+
+
+@pytest.fixture(scope="module")
+def live_url(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[tuple[str, str]]:
+    with service_on_new_database(pg_server, "langgraph") as service:
+        with MemexClient(service.base_url) as operator:
+            token = operator.create_key("admin", name="langgraph tests").token
+        yield service.base_url, token
+
+
+@pytest.fixture(params=["in-process", "http"])
+async def store(
+    request: pytest.FixtureRequest, dsn: str, batching_embedder: BatchingEmbedder
+) -> AsyncIterator[MemexStore]:
+    agent = f"lg-{uuid.uuid4().hex[:8]}"  # a tenant of its own per test
+    if request.param == "in-process":
+        memex = await AsyncMemex.connect(dsn, embedder=batching_embedder)
+        try:
+            yield MemexStore(memex, agent)
+        finally:
+            await memex.aclose()
+    else:
+        base_url, token = request.getfixturevalue("live_url")
+        async with AsyncMemexClient(base_url, token) as client:
+            yield MemexStore(client, agent)
+
+
+# --- the store inside a real LangGraph graph ---
+
+
+class State(TypedDict, total=False):
+    user: str
+    said: str
+    recalled: list[str]
+
+
+async def remember(state: State, *, store: BaseStore) -> State:
+    namespace = ("memories", state["user"])
+    await store.aput(namespace, str(uuid.uuid4()), {"text": state["said"]})
+    return {}
+
+
+async def recall(state: State, *, store: BaseStore) -> State:
+    hits = await store.asearch(("memories", state["user"]), query=state["said"], limit=3)
+    return {"recalled": [hit.value["text"] for hit in hits]}
+
+
+async def test_a_graph_remembers_across_threads(store: MemexStore) -> None:
+    builder = StateGraph(State)
+    builder.add_node("remember", remember)
+    builder.add_edge(START, "remember")
+    builder.add_edge("remember", END)
+    writer = builder.compile(store=store)
+
+    reader_builder = StateGraph(State)
+    reader_builder.add_node("recall", recall)
+    reader_builder.add_edge(START, "recall")
+    reader_builder.add_edge("recall", END)
+    reader = reader_builder.compile(store=store)
+
+    for said in ("I am allergic to peanuts", "My favourite city is Lisbon"):
+        await writer.ainvoke(
+            {"user": "ana", "said": said}, {"configurable": {"thread_id": "thread-A"}}
+        )
+    await writer.ainvoke(
+        {"user": "bob", "said": "I love peanuts"}, {"configurable": {"thread_id": "thread-A"}}
+    )
+
+    out = await reader.ainvoke(
+        {"user": "ana", "said": "what food should I avoid?"},
+        {"configurable": {"thread_id": "thread-B"}},
+    )
+    assert out["recalled"][0] == "I am allergic to peanuts"
+    assert set(out["recalled"]) == {"I am allergic to peanuts", "My favourite city is Lisbon"}
+
+
+# --- the store's behaviours (as LangGraph's own store tests check them) ---
+
+
+async def test_put_get_overwrite_delete(store: MemexStore) -> None:
+    ns = ("users", "ana")
+    assert await store.aget(ns, "k") is None
+    await store.aput(ns, "k", {"colour": "blue", "n": 1})
+    item = await store.aget(ns, "k")
+    assert isinstance(item, Item)
+    assert (item.namespace, item.key, item.value) == (ns, "k", {"colour": "blue", "n": 1})
+    assert item.created_at <= item.updated_at
+
+    await store.aput(ns, "k", {"colour": "green"})
+    again = await store.aget(ns, "k")
+    assert again is not None
+    assert again.value == {"colour": "green"}
+    assert again.created_at == item.created_at
+    assert again.updated_at > item.updated_at
+
+    assert await store.aget(("users", "bob"), "k") is None  # namespaces are separate
+    await store.adelete(ns, "k")
+    assert await store.aget(ns, "k") is None
+    await store.adelete(ns, "k")  # deleting what is gone is no error
+    await store.aput(ns, "k", {"colour": "red"})  # and the key can be used again
+    back = await store.aget(ns, "k")
+    assert back is not None and back.value == {"colour": "red"}
+
+
+async def test_search_by_query_ranks_and_scores(store: MemexStore) -> None:
+    ns = ("docs", "ana")
+    await store.aput(ns, "a", {"text": "The cat sat on the warm windowsill"})
+    await store.aput(ns, "b", {"text": "Quarterly revenue grew by twelve percent"})
+    await store.aput(("docs", "bob"), "c", {"text": "My cat is called Tom"})
+    await store.aput(("other",), "d", {"text": "A cat in another namespace"})
+
+    hits = await store.asearch(("docs",), query="kittens and cats", limit=10)
+    assert [h.key for h in hits][:2] == ["a", "c"] or [h.key for h in hits][:2] == ["c", "a"]
+    assert {h.key for h in hits} == {"a", "b", "c"}
+    assert all(isinstance(h, SearchItem) and h.score is not None for h in hits)
+    assert [h.score for h in hits] == sorted((h.score or 0.0 for h in hits), reverse=True)
+
+    only_ana = await store.asearch(("docs", "ana"), query="cat")
+    assert only_ana[0].key == "a"
+    assert {h.namespace for h in only_ana} == {ns}
+    one = await store.asearch(("docs",), query="kittens and cats", limit=1, offset=1)
+    assert [h.key for h in one] == [hits[1].key]
+
+
+async def test_search_by_filter(store: MemexStore) -> None:
+    ns = ("items",)
+    await store.aput(ns, "1", {"colour": "red", "size": 1, "tags": ["a", "b"]})
+    await store.aput(ns, "2", {"colour": "red", "size": 5, "nested": {"x": 1}})
+    await store.aput(ns, "3", {"colour": "blue", "size": 9})
+
+    async def keys(**kwargs: Any) -> set[str]:
+        return {h.key for h in await store.asearch(ns, **kwargs)}
+
+    assert await keys(filter={"colour": "red"}) == {"1", "2"}
+    assert await keys(filter={"colour": "red", "size": 5}) == {"2"}
+    assert await keys(filter={"size": {"$gt": 1}}) == {"2", "3"}
+    assert await keys(filter={"size": {"$gte": 1, "$lt": 9}}) == {"1", "2"}
+    assert await keys(filter={"colour": {"$ne": "red"}}) == {"3"}
+    assert await keys(filter={"tags": ["a", "b"]}) == {"1"}
+    assert await keys(filter={"tags": ["a"]}) == set()  # lists match whole, not contained
+    assert await keys(filter={"nested": {"x": 1}}) == {"2"}
+    assert await keys(filter={"colour": "green"}) == set()
+    assert await keys(query="a red thing", filter={"colour": "blue"}) == {"3"}
+    assert await keys(query="a red thing", filter={"size": {"$lte": 5}}) == {"1", "2"}
+
+    # without a query: newest first, with limit/offset over the matches
+    listed = await store.asearch(ns, limit=10)
+    assert [h.key for h in listed] == ["3", "2", "1"]
+    assert all(h.score is None for h in listed)
+    assert [h.key for h in await store.asearch(ns, limit=1, offset=1)] == ["2"]
+    assert [h.key for h in await store.asearch(ns, filter={"colour": "red"}, offset=1)] == ["1"]
+
+
+async def test_list_namespaces(store: MemexStore) -> None:
+    for ns in [
+        ("a", "b", "c"),
+        ("a", "b", "d", "e"),
+        ("a", "b", "d", "i"),
+        ("a", "b", "f"),
+        ("a", "c", "f"),
+        ("b", "a", "f"),
+        ("users", "123"),
+        ("users", "456", "settings"),
+        ("admin", "users", "789"),
+    ]:
+        await store.aput(ns, "k", {"x": 1})
+
+    everything = await store.alist_namespaces()
+    assert everything == sorted(everything) and len(everything) == 9
+    assert await store.alist_namespaces(prefix=("a", "b")) == [
+        ("a", "b", "c"),
+        ("a", "b", "d", "e"),
+        ("a", "b", "d", "i"),
+        ("a", "b", "f"),
+    ]
+    assert await store.alist_namespaces(suffix=("f",)) == [
+        ("a", "b", "f"),
+        ("a", "c", "f"),
+        ("b", "a", "f"),
+    ]
+    assert await store.alist_namespaces(prefix=("a",), suffix=("f",)) == [
+        ("a", "b", "f"),
+        ("a", "c", "f"),
+    ]
+    assert await store.alist_namespaces(prefix=("a", "*", "f")) == [
+        ("a", "b", "f"),
+        ("a", "c", "f"),
+    ]
+    assert await store.alist_namespaces(suffix=("*", "f")) == [
+        ("a", "b", "f"),
+        ("a", "c", "f"),
+        ("b", "a", "f"),
+    ]
+    assert await store.alist_namespaces(prefix=("a", "b"), max_depth=3) == [
+        ("a", "b", "c"),
+        ("a", "b", "d"),
+        ("a", "b", "f"),
+    ]
+    assert await store.alist_namespaces(max_depth=1) == [("a",), ("admin",), ("b",), ("users",)]
+    assert await store.alist_namespaces(prefix=("users",)) == [
+        ("users", "123"),
+        ("users", "456", "settings"),
+    ]
+    assert await store.alist_namespaces(limit=2, offset=1) == everything[1:3]
+    assert await store.alist_namespaces(prefix=("nope",)) == []
+
+    await store.adelete(("users", "123"), "k")  # a namespace with no items is gone
+    assert await store.alist_namespaces(prefix=("users",)) == [("users", "456", "settings")]
+
+
+async def test_batch_runs_in_order(store: MemexStore) -> None:
+    ns = ("batch",)
+    results = await store.abatch(
+        [
+            PutOp(ns, "k1", {"v": 1}),
+            GetOp(ns, "k1"),
+            PutOp(ns, "k2", {"v": "first"}),
+            PutOp(ns, "k2", {"v": "second"}),
+            SearchOp(ns, filter={"v": 1}),
+            ListNamespacesOp(match_conditions=(MatchCondition("prefix", ns),)),
+            GetOp(ns, "missing"),
+            PutOp(ns, "k1", None),
+            GetOp(ns, "k1"),
+        ]
+    )
+    assert len(results) == 9
+    assert results[0] is None and results[2] is None and results[3] is None
+    first = results[1]
+    assert isinstance(first, Item) and first.value == {"v": 1}
+    assert [item.key for item in results[4]] == ["k1"]  # type: ignore[union-attr]
+    assert results[5] == [ns]
+    assert results[6] is None
+    assert results[8] is None
+    k2 = await store.aget(ns, "k2")
+    assert k2 is not None and k2.value == {"v": "second"}
+
+
+async def test_invalid_namespaces_are_refused(store: MemexStore) -> None:
+    for bad in [(), ("a.b",), ("",), ("langgraph", "x")]:
+        with pytest.raises(InvalidNamespaceError):
+            await store.aput(bad, "k", {"x": 1})
+
+
+async def test_index_fields_choose_what_is_embedded(store: MemexStore) -> None:
+    indexed = MemexStore(store.client, store.agent_id, "indexed", index_fields=["text"])
+    await indexed.aput(("n",), "k", {"text": "Paris is the capital of France", "id": 7})
+    memory = await store.client.get(indexed.agent_id, "indexed", indexed._id(("n",), "k"))
+    assert memory.content == "Paris is the capital of France"
+    await store.aput(("n",), "k", {"text": "Paris"}, index=False)
+    memory = await store.client.get(store.agent_id, store.user_id, store._id(("n",), "k"))
+    assert memory.content == '{"text": "Paris"}'  # no index fields: the value as JSON
+
+
+async def test_sync_methods_run_on_the_store_loop(store: MemexStore) -> None:
+    """graph.invoke (sync) from another thread while the client's loop runs."""
+    result: dict[str, Any] = {}
+
+    def sync_user() -> None:
+        store.put(("sync",), "k", {"text": "hello"})
+        result["item"] = store.get(("sync",), "k")
+        result["hits"] = store.search(("sync",), query="hello")
+        result["namespaces"] = store.list_namespaces()
+
+    thread = threading.Thread(target=sync_user)
+    thread.start()
+    await asyncio.to_thread(thread.join)  # the loop keeps running the store's work
+    assert result["item"].value == {"text": "hello"}
+    assert [h.key for h in result["hits"]] == ["k"]
+    assert result["namespaces"] == [("sync",)]
+    with pytest.raises(RuntimeError, match="async methods"):
+        store.get(("sync",), "k")  # on the loop itself it would deadlock: refused
+
+
+# --- the documented example ---
+
+
+def _doc_example() -> str:
+    text = (REPO / "docs" / "langgraph.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert blocks, "docs/langgraph.md has no python example"
+    return str(blocks[0])
+
+
+async def test_the_documented_example_runs(live_url: tuple[str, str], tmp_path: Path) -> None:
+    base_url, token = live_url
+    namespace: dict[str, Any] = {"__name__": "langgraph_example"}
+    exec(compile(_doc_example(), "docs/langgraph.md", "exec"), namespace)
+    recalled = await namespace["main"](base_url, token)
+    assert recalled[0] == "Ana is allergic to peanuts"
+
+
+def test_the_store_imports_without_the_server_package() -> None:
+    """memexdb_client.langgraph_store needs memexdb-client and langgraph only: importing
+    it with `memexdb` (the server stack) made unimportable succeeds."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['memexdb'] = None\n"
+        "from memexdb_client.langgraph_store import MemexStore\n"
+        "from langgraph.store.base import BaseStore\n"
+        "assert issubclass(MemexStore, BaseStore)\n"
+        "assert not any(m == 'memexdb' or m.startswith('memexdb.') for m in sys.modules"
+        " if sys.modules[m] is not None)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO / "clients" / "python",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+STORE_SCRIPT = """
+import asyncio, sys
+from memexdb_client import AsyncMemexClient
+from memexdb_client.langgraph_store import MemexStore
+
+async def main() -> None:
+    async with AsyncMemexClient(sys.argv[1], sys.argv[2]) as client:
+        store = MemexStore(client, "wheel-langgraph")
+        await store.aput(("prefs", "ana"), "drink", {"text": "Ana drinks green tea"})
+        hits = await store.asearch(("prefs",), query="what does Ana drink?")
+        assert hits[0].value == {"text": "Ana drinks green tea"}, hits
+        print("ok", len(hits))
+
+asyncio.run(main())
+"""
+
+
+def test_the_client_wheel_with_the_langgraph_extra_in_a_new_venv(
+    live_url: tuple[str, str], tmp_path: Path
+) -> None:
+    """`pip install memexdb-client[langgraph]` alone (no server stack) runs MemexStore."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    wheels, client_dir = tmp_path / "wheels", REPO / "clients" / "python"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels, client_dir],
+        check=True,
+        timeout=600,
+    )
+    (wheel,) = wheels.glob("memexdb_client-*.whl")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [python, "-m", "pip", "install", "-q", f"memexdb-client[langgraph] @ {wheel.as_uri()}"],
+        check=True,
+        timeout=600,
+    )
+    listed = subprocess.run(
+        [python, "-m", "pip", "list", "--format", "json"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    installed = {p["name"].lower() for p in json.loads(listed.stdout)}
+    print("memexdb-client[langgraph] pulled in:", sorted(installed))
+    assert {"memexdb-client", "langgraph"} <= installed
+    assert not installed & {"memexdb", "psycopg", "fastembed", "onnxruntime", "uvicorn"}
+    script = tmp_path / "use_store.py"
+    script.write_text(STORE_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    base_url, token = live_url
+    result = subprocess.run(
+        [python, "-I", script, base_url, token],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == "ok 1"
+    shutil.rmtree(venv, ignore_errors=True)
+
+
+async def test_a_value_past_the_metadata_limit_is_an_invalid_argument(store: MemexStore) -> None:
+    from memexdb_client import InvalidArgument
+
+    with pytest.raises(InvalidArgument):
+        await store.aput(("big",), "k", {"text": "x" * 70_000})
+    assert await store.aget(("big",), "k") is None
