@@ -29,7 +29,7 @@ export interface ClientOptions {
   /** Timeout of each attempt, in milliseconds (default 30 000). */
   timeoutMs?: number;
   /** How many times a call safe to repeat is retried on 429, 503 or a broken connection
-   * (default 3; 0: never). Writes are never retried. */
+   * (default 3; 0: never). Of the writes, only stores are retried (with their ids). */
   retries?: number;
   /** The longest a call may spend waiting between retries, in all (default 30 000 ms):
    * a Retry-After beyond it ends the retries. */
@@ -96,6 +96,30 @@ interface Raw {
 export interface MemexClient extends OperationMethods {}
 
 /** A client of a memexdb service (service mode; there is no direct-Postgres mode yet). */
+/**
+ * Stores take an id the caller chooses: the service answers a repeat of the same memory
+ * with the stored one (and another memory with that id with 409), so a store whose answer
+ * was lost is safe to send again. Gives each memory of a store without one a fresh UUID;
+ * true when the call may then be retried (false where the platform has no
+ * `crypto.randomUUID`, or the caller's ids are left as given).
+ */
+function withFreshIds(name: string, body: Record<string, unknown>): boolean {
+  const uuid = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto?.randomUUID;
+  if (uuid === undefined) return false;
+  const fresh = (memory: Record<string, unknown>) => {
+    memory.id ??= uuid.call(globalThis.crypto);
+  };
+  if (name === "store") {
+    fresh(body);
+    return true;
+  }
+  if (name === "storeMany" && Array.isArray(body.memories)) {
+    for (const memory of body.memories as Record<string, unknown>[]) fresh(memory);
+    return true;
+  }
+  return false;
+}
+
 export class MemexClient {
   readonly baseUrl: string;
   readonly #apiKey: string | undefined;
@@ -139,6 +163,7 @@ export class MemexClient {
       delete rest[param];
     }
     const raw: Raw = { method: spec.method, path, retrySafe: spec.retrySafe };
+    if (withFreshIds(String(name), rest)) raw.retrySafe = true;
     if (spec.source === "query") raw.path += queryString(rest);
     else if (spec.source === "body") raw.body = rest;
     const response = await this.#send(raw, options);

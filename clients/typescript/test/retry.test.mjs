@@ -78,13 +78,16 @@ test("retries are bounded in time: a Retry-After beyond the budget ends them", a
   }
 });
 
-test("a write is never retried", async () => {
+test("a store is retried with the same fresh id; another write is never retried", async () => {
   const server = await fake([limited(0), { status: 201, body: { id: "x" } }]);
   try {
     const client = new MemexClient({ baseUrl: server.baseUrl });
-    await assert.rejects(client.store({ ...who, content: "once" }), RateLimitedError);
-    assert.equal(server.seen.length, 1);
-    assert.deepEqual(JSON.parse(server.seen[0].body), { ...who, content: "once" });
+    await client.store({ ...who, content: "once" });
+    assert.equal(server.seen.length, 2);
+    const [first, second] = server.seen.map((s) => JSON.parse(s.body));
+    assert.match(first.id, /^[0-9a-f-]{36}$/);
+    assert.deepEqual(second, first); // the same id: the service stores it once
+    assert.deepEqual({ ...first, id: undefined }, { ...who, content: "once", id: undefined });
     const busy = await fake([{ status: 503, body: { error: { code: "busy", message: "busy" } } }]);
     try {
       const writer = new MemexClient({ baseUrl: busy.baseUrl });
