@@ -19,6 +19,7 @@ import pytest
 from memexdb.embedded import EmbeddedPostgres
 from tests.conftest import drop_database, new_database
 from tests.live_service import REPO, Service, required, run_cli, service_env
+from tests.test_examples import EXPECTED, example
 from tests.test_mcp_support import serve
 
 PACKAGE = REPO / "clients" / "typescript"
@@ -185,3 +186,8 @@ def test_packed_tarball_from_an_empty_project(
     output = run([node, "example.mjs"], project, env)
     assert output.startswith("Alice prefers dark mode "), output
     assert re.search(r"^stored [0-9a-f-]{36}$", output, flags=re.M), output
+
+    # docs/examples.md's TypeScript script prints what the other languages' scripts print
+    (project / "examples.mjs").write_text(example("js"))
+    env = npm_env(MEMEX_URL=running.base_url, MEMEX_API_KEY=token, MEMEX_USER="typescript")
+    assert run([node, "examples.mjs"], project, env) == EXPECTED
