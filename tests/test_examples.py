@@ -14,9 +14,8 @@ import pytest
 
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.operation_table import OPERATIONS
-from tests.conftest import drop_database, new_database
-from tests.live_service import REPO, Service, run_cli, service_env
-from tests.test_mcp_support import serve
+from tests.live_service import REPO, Service, service_env
+from tests.test_mcp_support import serve_with_admin_key
 
 PAGE = REPO / "docs" / "examples.md"
 
@@ -53,18 +52,8 @@ def keyed_service(
     pg_server: EmbeddedPostgres, template_db: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Service, str]]:
     """A live service whose database has an admin key (so it refuses calls without one)."""
-    dsn = new_database(pg_server)
-    try:
-        code, out = run_cli(
-            ["keys", "create", "--access", "admin", "--name", "examples"],
-            service_env(MEMEX_DATABASE_URL=dsn),
-        )
-        token = re.search(r"mxk_\S+", out)
-        assert code == 0 and token, out
-        with serve(tmp_path_factory.mktemp("examples"), dsn=dsn) as running:
-            yield running, token.group(0)
-    finally:
-        drop_database(pg_server, dsn)
+    with serve_with_admin_key(pg_server, tmp_path_factory.mktemp("examples"), "examples") as keyed:
+        yield keyed
 
 
 def run_script(args: list[str], running: Service, token: str, user: str) -> str:
