@@ -15,6 +15,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from memexdb import agentic, params
+from memexdb.console.overview import overview_values
 from memexdb.console.web import (
     PREFIX,
     ConsoleError,
@@ -422,6 +423,12 @@ async def audit(ctx: Ctx) -> Response:
     return ctx.render("audit.html", events=events, next_before=more)
 
 
+async def overview(ctx: Ctx) -> Response:
+    app = ctx.request.app
+    values = await overview_values(ctx.memex, app.state.memex, app.state.history)
+    return ctx.render("overview.html", **values)
+
+
 async def not_found(ctx: Ctx) -> Response:
     raise ConsoleError(404, "No such page", f"There is no console page at {ctx.request.url.path}.")
 
@@ -463,6 +470,7 @@ def routes() -> list[BaseRoute]:
         Route(PREFIX, lambda _: Response(status_code=307, headers={"Location": f"{PREFIX}/"})),
         Mount(f"{PREFIX}/static", app=StaticFiles(directory=STATIC), name="console-static"),
         _route("/", get=agents),
+        _route("/overview", get=overview),
         _route("/login", get=login_form, post=login, admin=False),
         _route("/logout", post=logout, admin=False),
         _route("/agent", get=agent),
