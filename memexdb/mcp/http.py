@@ -261,7 +261,7 @@ class _KeyRequired:
             except Unauthenticated as exc:
                 await _refusal(exc)(scope, receive, send)
                 return
-            except DatabaseUnavailable:
+            except MemexError:  # the database cannot say now: each tool call reports it
                 pass
         await self.app(scope, receive, send)
 
