@@ -59,6 +59,13 @@ class Settings(BaseSettings):
         description="a bearer token that may read GET /metrics (besides admin keys), checked"
         " without the database, so scrapes answer while it is down",
     )
+    metrics_history_seconds: float = Field(
+        10.0,
+        ge=0.5,
+        le=60,
+        description="seconds between the samples of the service's metrics that the admin"
+        " console's overview charts (each worker keeps the last 360)",
+    )
     pool_size: int = Field(10, ge=1, description="database connections per worker")
     rate_limit_store_per_minute: int | None = Field(
         None, ge=0, description="per-agent store limit written to memex.settings"
