@@ -1619,15 +1619,14 @@ DEFAULT_PASSAGES_TOP_K = 8
 PASSAGE_MIN_CHARS = 100
 PASSAGE_MAX_CHARS = 8000
 DEFAULT_PASSAGE_CHARS = 800
-# memorize: the text taken, and what the inner model may propose per call. A text always
-# fits a fresh log file with its heading (the fallback appends it to user/log.md).
+# memorize: the text taken (the fallback stores it as one memory), and what the inner
+# model may propose per call.
 MEMORIZE_TEXT_MAX_CHARS = 16_000
 MEMORIZE_MAX_PROPOSALS = 8
 MEMORIZE_PROPOSAL_MAX_CHARS = 8000
 # what the inner model is shown: the most relevant files and memories, and file names
 MEMORIZE_CONTEXT_CHARS = 6000
 MEMORIZE_FILE_LIST = 100
-MEMORIZE_LOG_PATH = "user/log.md"
 # dreaming with an LLM: the files shown to the model per tenant (in path order, while they
 # fit), and the edits taken from its answer (sql/129 takes at most 200 per call)
 DREAM_LLM_CONTEXT_CHARS = 24_000
@@ -1774,7 +1773,8 @@ class MemorizeOut(BaseModel):
 
     mode: Literal["llm", "fallback"] = Field(
         description="llm: the configured model proposed the changes; fallback: no LLM (or it"
-        " failed): the text was stored as an episodic memory and appended to user/log.md."
+        " failed): the text was stored as one episodic memory (its one home: a search"
+        " finds it once)."
     )
     applied: list[MemorizeChange]
     refused: list[MemorizeRefusal]
@@ -1903,8 +1903,19 @@ class NoArguments(_Request):
     """The request of an operation that takes nothing (GET /v1/admin/dream/config)."""
 
 
+# The two consolidation jobs: condensing old episodic memories, dreaming over files.
+ConsolidationJob = Literal["condense", "dream"]
+# Who runs a consolidation job in this database, as the process answering sees it:
+# pg_cron (its job is active here), the service (this process's settings offer it; one
+# process per database runs it), nobody here (neither), or nobody because
+# dream_config.enabled is false.
+JobSchedule = Literal["pg_cron", "service", "not scheduled", "disabled"]
+
+
 class DreamConfigOut(BaseModel):
-    enabled: bool
+    enabled: Annotated[
+        bool, Field(description="Master switch of every consolidation job (the database's).")
+    ]
     interval_seconds: int
     grace_minutes: int
     threshold: int
@@ -1912,6 +1923,21 @@ class DreamConfigOut(BaseModel):
     summary_chars: int
     write_budget: int
     concurrency: int
+    condense: Annotated[
+        JobSchedule,
+        Field(
+            description="Who condenses old episodic memories: pg_cron, the service"
+            " (MEMEX_CONDENSE_ENABLED, on by default), not scheduled, or disabled"
+            " (enabled is false)."
+        ),
+    ]
+    dream: Annotated[
+        JobSchedule,
+        Field(
+            description="Who dreams over files: pg_cron, the service (MEMEX_DREAM_ENABLED,"
+            " off by default), not scheduled, or disabled (enabled is false)."
+        ),
+    ]
 
 
 class RunsQuery(_Request):

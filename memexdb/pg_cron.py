@@ -63,6 +63,8 @@ DREAM = CronJob(
     "memex-dream", "memex.dream_due()", "*/5 * * * *", "due tenants' files tidied (dreaming)"
 )
 JOBS = (MAINTENANCE, CONSOLIDATE, DREAM)
+# the consolidation jobs by the name the service's scheduler and dream_config give them
+CONSOLIDATION = {"condense": CONSOLIDATE, "dream": DREAM}
 # With an LLM the service's own scheduler runs these (abstractive summaries, contradictions
 # resolved); a pg_cron run has no model and would take the due tenants first.
 LLM_JOBS = (CONSOLIDATE, DREAM)

@@ -206,7 +206,8 @@ def live(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[httpx.Client
     dsn = new_database(pg_server)
     log = scratch_dir("memexdb-dream-") / "service.log"
     port = free_port()
-    env = service_env(MEMEX_DATABASE_URL=dsn, MEMEX_DREAM_ENABLED="true")
+    # the defaults: condensing on, dreaming over files off
+    env = service_env(MEMEX_DATABASE_URL=dsn)
     service = Service(uvicorn_args(port), env, port, log)
     try:
         service.wait_healthy()
@@ -227,6 +228,14 @@ def test_operator_endpoints(live: httpx.Client) -> None:
     assert http.post("/v1/memories/batch", json={"memories": memories}).status_code == 201
     config = http.get("/v1/admin/dream/config").json()
     assert config["threshold"] == 100 and config["enabled"] is True
+    # what runs here, by default: the service condenses; nobody dreams over files
+    assert (config["condense"], config["dream"]) == ("service", "not scheduled")
+    console = http.get("/admin/dream").text
+    assert "Condensing old memories runs: the service runs it" in console
+    assert "Dreaming over files does not run: not scheduled here" in console
+    off = http.put("/v1/admin/dream/config", json={"enabled": False}).json()
+    assert (off["condense"], off["dream"]) == ("disabled", "disabled")
+    assert http.put("/v1/admin/dream/config", json={"enabled": True}).status_code == 200
     r = http.put("/v1/admin/dream/config", json={"threshold": 5})
     assert r.status_code == 422 and r.json()["error"]["fields"][0]["field"] == "threshold"
     users = http.get("/v1/admin/dream/users", params={"agent_id": "ops"}).json()["users"]
@@ -281,7 +290,7 @@ def test_the_service_condenses_a_due_tenant_by_itself(live: httpx.Client) -> Non
         m["agent_id"] = "auto"
     assert http.post("/v1/memories/batch", json={"memories": memories}).status_code == 201
     r = http.put("/v1/admin/dream/config", json={"grace_minutes": 0, "interval_seconds": 10})
-    assert r.status_code == 200
+    assert r.status_code == 200 and r.json()["condense"] == "service"
     deadline = time.monotonic() + 90  # the job checks every 30 s, ticks every 10 s
     runs: list[dict[str, object]] = []
     while time.monotonic() < deadline and not runs:

@@ -448,8 +448,7 @@ def test_dream_due_ticks_within_budget_and_the_switch(db: psycopg.Connection) ->
     # files, u2 the last one
     assert tick() == [("u0", "done", 0), ("u1", "done", 2), ("u2", "done", 1)]
     [tidy_run] = db.execute(
-        "select files_in, files_touched, details from memex.consolidation_runs"
-        " where user_id = 'u0'"
+        "select files_in, files_touched, details from memex.consolidation_runs where user_id = 'u0'"
     ).fetchall()
     assert (tidy_run["files_in"], tidy_run["files_touched"]) == (1, 0)
     assert tidy_run["details"] == {"reason": "1 file read, nothing to tidy"}
