@@ -382,6 +382,29 @@ def test_a_file_written_meanwhile_is_skipped_not_clobbered(
     assert content(db, "user/b.md") == "- y\n- mine\n"
 
 
+def test_near_duplicates_merge_and_the_revision_keeps_the_old_wording(
+    db: psycopg.Connection,
+) -> None:
+    before = "# Dana\n\n- Dana prefers tea in the morning\n- Has a cat named Miso\n"
+    write(db, "user/profile.md", before + "- Dana prefers morning teas now\n")
+    run = dream(db, now=LATER)
+    assert run["status"] == "done" and run["details"]["files"][0]["lines_removed"] == 1
+    assert content(db, "user/profile.md") == (
+        "# Dana\n\n- Has a cat named Miso\n- Dana prefers morning teas now\n"
+    )
+    [old, new] = db.execute(
+        "select content, actor from memex.file_revisions where path = 'user/profile.md'"
+        " order by revision"
+    ).fetchall()
+    assert "- Dana prefers tea in the morning\n" in old["content"]  # nothing lost
+    assert new["actor"] == "dream-agent"
+    db.execute(
+        "select memex.restore_revision(%s, %s, 'user/profile.md', 1, %s, 'test-model')",
+        (A, U, VEC),
+    )
+    assert content(db, "user/profile.md") == before + "- Dana prefers morning teas now\n"
+
+
 def test_a_restored_file_is_left_as_restored(db: psycopg.Connection) -> None:
     write(db, "user/profile.md", "- tea\n- tea\n")
     assert dream(db, now=LATER)["status"] == "done"
@@ -554,6 +577,16 @@ def test_keys_dream_within_their_scope(db: psycopg.Connection, dsn: str) -> None
         # a fence never closed: sections stay where they are (duplicates still go)
         ("## A\n- a\n## B\n## A\n- a\n```\n- a\n", "## A\n- a\n## B\n## A\n```\n- a\n", 1, 0),
         ("nothing to do\n", None, 0, 0),
+        # near-duplicates (the lexeme rule condensing uses) merge: the later wording stays
+        (
+            "- Prefers tea in the morning\n- Works at Acme\n- prefers morning teas\n",
+            "- Works at Acme\n- prefers morning teas\n",
+            1,
+            0,
+        ),
+        # other facts stay, however alike their words; an exact duplicate keeps the first
+        ("- Lives in Berlin\n- Lives in Paris\n- step one\n- step two\n", None, 0, 0),
+        ("- Runs on Sundays\n- runs on sundays.\n", "- Runs on Sundays\n", 1, 0),
     ],
 )
 def test_dream_clean(

@@ -53,8 +53,13 @@ async def _with_schedules(session: Session, config: dict[str, Any]) -> DreamConf
     job is active here, else this process's service if its settings offer the job (one
     process per database runs it), else nobody; nobody at all while not `enabled`."""
     jobs = pg_cron.CONSOLIDATION
-    async with session.pool.connection() as conn:
-        by_cron = await pg_cron.runs(conn, [job.name for job in jobs.values()])
+    names = [job.name for job in jobs.values()]
+    async with session.pool.connection() as conn, conn.transaction():
+        # cron.job shows a role its own jobs: those `memexdb schedule` registered with the
+        # login role, which the pool's connections leave for memex_app (memexdb.db) and
+        # take back for this catalog read alone
+        await conn.execute("set local role none")
+        by_cron = await pg_cron.runs(conn, names)
     schedules: dict[str, JobSchedule] = {}
     for name, job in jobs.items():
         if not config["enabled"]:
