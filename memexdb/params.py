@@ -1828,9 +1828,8 @@ class DreamConfig(_Request):
         Field(
             ge=DREAM_BOUNDS["grace_minutes"][0],
             le=DREAM_BOUNDS["grace_minutes"][1],
-            description="Quiet minutes before a tenant is touched ({} to {}).".format(
-                *DREAM_BOUNDS["grace_minutes"]
-            ),
+            description="Minutes a batch must be old to be condensed, and a tenant quiet"
+            " before its files are dreamed over ({} to {}).".format(*DREAM_BOUNDS["grace_minutes"]),
         ),
         Strict(),
         BeforeValidator(_integral),

@@ -653,7 +653,7 @@ export interface components {
             enabled?: boolean | null;
             /**
              * Grace Minutes
-             * @description Quiet minutes before a tenant is touched (0 to 10080).
+             * @description Minutes a batch must be old to be condensed, and a tenant quiet before its files are dreamed over (0 to 10080).
              * @default null
              */
             grace_minutes?: number | null;
