@@ -1630,7 +1630,10 @@ MEMORIZE_FILE_LIST = 100
 # dreaming with an LLM: the files shown to the model per tenant (in path order, while they
 # fit), and the edits taken from its answer (sql/129 takes at most 200 per call)
 DREAM_LLM_CONTEXT_CHARS = 24_000
-DREAM_MAX_EDITS = 8
+DREAM_MAX_EDITS = 8  # every change a model proposes in one dream, of every kind
+# merging duplicate or paraphrased facts, rewriting a fragmented section (with an LLM)
+DREAM_MERGE_MAX_FACTS = 8
+DREAM_REWRITE_MAX_CHARS = 4000
 
 
 PassageTopK = Annotated[
@@ -1752,6 +1755,35 @@ class ProposedEdit(_Request):
     path: FilePath
     old_text: ProposalText
     new_text: Annotated[str, Field(max_length=MEMORIZE_PROPOSAL_MAX_CHARS)]
+    reason: Annotated[str, Field(max_length=300)] = ""
+
+
+class ProposedMerge(_Request):
+    """Facts the dreaming model proposes to merge in a file it was shown: each fact (an
+    exact text occurring once in the file) goes, and `merged` takes the place of the last
+    of them; never longer than the facts together, keeping every name and number."""
+
+    path: FilePath
+    facts: Annotated[
+        list[ProposalText],
+        Field(
+            min_length=2,
+            max_length=DREAM_MERGE_MAX_FACTS,
+            description="The duplicate or paraphrased facts, each copied exactly.",
+        ),
+    ]
+    merged: ProposalText
+    reason: Annotated[str, Field(max_length=300)] = ""
+
+
+class ProposedRewrite(_Request):
+    """A fragmented section the dreaming model proposes to rewrite in a file it was shown:
+    old_text (exact, once in the file) becomes new_text, no longer than it, keeping every
+    name and number."""
+
+    path: FilePath
+    old_text: Annotated[str, Field(min_length=1, max_length=DREAM_REWRITE_MAX_CHARS), _NotBlank]
+    new_text: Annotated[str, Field(min_length=1, max_length=DREAM_REWRITE_MAX_CHARS), _NotBlank]
     reason: Annotated[str, Field(max_length=300)] = ""
 
 
