@@ -12,7 +12,9 @@ memex.consolidate_tenant together with the batch it summarizes, so the bookkeepi
 same SQL; a batch that changed meanwhile (MX409) waits for the next tick, and a model
 that fails leaves that batch to the extractive summary.
 
-Dreaming with an LLM also resolves contradictions: the tick asks SQL which tenants the next
+Dreaming with an LLM also merges duplicate or paraphrased facts and rewrites fragmented
+sections (memexdb.agentic.dream_changes: checked, one revision each, applied first), and
+resolves contradictions: the tick asks SQL which tenants the next
 dream takes and their files (memex.dream_plan: those written since the last dream first,
 then the older ones they may contradict), shows them to the model, and hands the
 edits it proposes (replace one exact text, as a memory_patch does) to memex.dream_due,
@@ -203,7 +205,7 @@ async def _resolutions(memex: AsyncMemex, plan: DreamPlan) -> tuple[list[dict[st
     """Ask the model about one tenant's files: its merges and rewrites are applied here
     (memexdb.agentic.dream_changes: one revision each), its contradiction edits returned
     for SQL to apply with the tidying, at the revision the files are at then; refused
-    proposals of every kind are returned with the reason, for the run's details. None if
+    proposals of every kind are returned with the reason, for the run's details; nothing if
     the model fails. Also whether a merge or a rewrite was applied."""
     assert memex.llm is not None
     shown: dict[str, dream_changes.Shown] = {}
