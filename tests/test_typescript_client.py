@@ -8,13 +8,19 @@ from __future__ import annotations
 import filecmp
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote, urlencode
 
+import psycopg
 import pytest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memexdb.embedded import EmbeddedPostgres
 from tests.conftest import drop_database, new_database
@@ -71,22 +77,72 @@ def built(npm: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def service(
-    pg_server: EmbeddedPostgres, template_db: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[Service, str]]:
-    """A live service with an admin key (so it refuses calls without one); the key."""
+def database(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[str]:
+    """The service's database (its DSN: the operator's, a superuser)."""
     dsn = new_database(pg_server)
     try:
-        code, out = run_cli(
-            ["keys", "create", "--access", "admin", "--name", "typescript tests"],
-            service_env(MEMEX_DATABASE_URL=dsn),
-        )
-        token = re.search(r"mxk_\S+", out)
-        assert code == 0 and token, out
-        with serve(tmp_path_factory.mktemp("typescript"), dsn=dsn) as running:
-            yield running, token.group(0)
+        yield dsn
     finally:
         drop_database(pg_server, dsn)
+
+
+@pytest.fixture(scope="module")
+def service(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Service, str]]:
+    """A live service with an admin key (so it refuses calls without one); the key."""
+    code, out = run_cli(
+        ["keys", "create", "--access", "admin", "--name", "typescript tests"],
+        service_env(MEMEX_DATABASE_URL=database),
+    )
+    token = re.search(r"mxk_\S+", out)
+    assert code == 0 and token, out
+    with serve(tmp_path_factory.mktemp("typescript"), dsn=database) as running:
+        yield running, token.group(0)
+
+
+@pytest.fixture(scope="module")
+def direct_roles(database: str) -> Iterator[dict[str, str]]:
+    """Two login roles with passwords, each bound to its own tenant with
+    memex.bind_sql_role (as docs/sql-api.md tells an operator to), and their connection
+    strings as the direct-mode tests read them from the environment. Roles belong to the
+    cluster, not the database: dropped afterwards."""
+    suffix = uuid.uuid4().hex[:8]
+    roles = {"MEMEX_DIRECT_URL": ("direct-agent", "alice"), "MEMEX_DIRECT_OTHER_URL": ("other-agent", "bob")}
+    names: list[str] = []
+    urls: dict[str, str] = {}
+    params = conninfo_to_dict(database)
+    with psycopg.connect(database, autocommit=True) as conn:
+        for variable, (agent, user) in roles.items():
+            name = f"memex_direct_{user}_{suffix}"
+            password = secrets.token_hex(16)
+            conn.execute(
+                sql.SQL("create role {} login password {}").format(
+                    sql.Identifier(name), sql.Literal(password)
+                )
+            )
+            names.append(name)
+            conn.execute("select memex.bind_sql_role(%s, %s, array[%s], 'write')", (name, agent, user))
+            urls[variable] = make_conninfo("", **{**params, "user": name, "password": password})
+    try:
+        yield {
+            **{k: libpq_url(v) for k, v in urls.items()},
+            "MEMEX_DIRECT_OPERATOR_URL": libpq_url(database),
+            "MEMEX_CLI": str(Path(sys.executable).with_name("memexdb")),
+        }
+    finally:
+        with psycopg.connect(database, autocommit=True) as conn:
+            for name in names:
+                conn.execute("select memex.unbind_sql_role(%s)", (name,))
+                conn.execute(sql.SQL("drop role {}").format(sql.Identifier(name)))
+
+
+def libpq_url(conninfo: str) -> str:
+    """A URL the `pg` driver reads (it takes no key=value strings): the unix socket's
+    directory as the `host` query parameter, as libpq's URLs allow."""
+    params = conninfo_to_dict(conninfo)
+    user = quote(str(params["user"]), safe="")
+    secret = f":{quote(str(params['password']), safe='')}" if params.get("password") else ""
+    query = urlencode({"host": params["host"], "port": params.get("port", 5432)})
+    return f"postgresql://{user}{secret}@/{quote(str(params['dbname']), safe='')}?{query}"
 
 
 def test_generated_sources_are_current(built: Path, tmp_path: Path) -> None:
@@ -117,13 +173,15 @@ def test_every_rest_operation_has_a_method() -> None:
 
 
 def test_node_suite_against_the_service(
-    built: Path, service: tuple[Service, str], npm: str
+    built: Path, service: tuple[Service, str], direct_roles: dict[str, str], npm: str
 ) -> None:
+    """Service mode, and direct mode against the service's database (its embed worker
+    embeds what direct mode queues; its /v1/embeddings embeds direct mode's queries)."""
     running, token = service
-    env = npm_env(MEMEX_URL=running.base_url, MEMEX_API_KEY=token)
+    env = npm_env(MEMEX_URL=running.base_url, MEMEX_API_KEY=token, **direct_roles)
     node = required(shutil.which("node"), "node is not installed")
     suites = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.glob("test/*.test.mjs"))
-    assert suites == ["test/retry.test.mjs", "test/service.test.mjs"]
+    assert suites == ["test/direct.test.mjs", "test/retry.test.mjs", "test/service.test.mjs"]
     output = run([node, "--test", *suites], PACKAGE, env)
     assert re.search(r"^# fail 0$", output, flags=re.M), output[-8000:]
     assert re.search(r"^# skipped 0$", output, flags=re.M), output[-8000:]

@@ -159,8 +159,20 @@ export class MemexDirectClient {
   /** Store one memory without its vector: it is queued, and found by vector search once
    * the embed worker has embedded it. The client gives it a fresh id unless you do. */
   async store(request: Requests["store"]): Promise<Results["store"]> {
-    const { memories } = await this.storeMany({ memories: [request] });
-    return memories[0]!;
+    try {
+      const { memories } = await this.storeMany({ memories: [request] });
+      return memories[0]!;
+    } catch (error) {
+      // the batch names `memories[0].content`; a single store names `content`, as the service
+      if (!(error instanceof InvalidArgumentError)) throw error;
+      const fields = error.fields.map((f) => ({ ...f, field: f.field.replace(/^memories\[0\]\./, "") }));
+      throw new InvalidArgumentError(fields.map((f) => `${f.field}: ${f.message}`).join("; "), {
+        code: error.code,
+        status: error.status,
+        fields,
+        cause: error.cause,
+      });
+    }
   }
 
   /** Store memories in one statement (all or nothing), queued for embedding. */
