@@ -87,7 +87,9 @@ def database(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def service(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Service, str]]:
+def service(
+    database: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Service, str]]:
     """A live service with an admin key (so it refuses calls without one); the key."""
     code, out = run_cli(
         ["keys", "create", "--access", "admin", "--name", "typescript tests"],
@@ -106,7 +108,10 @@ def direct_roles(database: str) -> Iterator[dict[str, str]]:
     strings as the direct-mode tests read them from the environment. Roles belong to the
     cluster, not the database: dropped afterwards."""
     suffix = uuid.uuid4().hex[:8]
-    roles = {"MEMEX_DIRECT_URL": ("direct-agent", "alice"), "MEMEX_DIRECT_OTHER_URL": ("other-agent", "bob")}
+    roles = {
+        "MEMEX_DIRECT_URL": ("direct-agent", "alice"),
+        "MEMEX_DIRECT_OTHER_URL": ("other-agent", "bob"),
+    }
     names: list[str] = []
     urls: dict[str, str] = {}
     params = conninfo_to_dict(database)
@@ -120,7 +125,9 @@ def direct_roles(database: str) -> Iterator[dict[str, str]]:
                 )
             )
             names.append(name)
-            conn.execute("select memex.bind_sql_role(%s, %s, array[%s], 'write')", (name, agent, user))
+            conn.execute(
+                "select memex.bind_sql_role(%s, %s, array[%s], 'write')", (name, agent, user)
+            )
             urls[variable] = make_conninfo("", **{**params, "user": name, "password": password})
     try:
         yield {
