@@ -216,8 +216,24 @@ def docs_example() -> str:
     return str(blocks[0])
 
 
+DIRECT_CALLER = """\
+import { MemexDirectClient } from "@memexdb/client/direct";
+
+const memex = new MemexDirectClient({ connectionString: process.env.MEMEX_DIRECT_URL });
+const who = { agent_id: "direct-agent", user_id: "alice" };
+const stored = await memex.store({ ...who, content: "Alice waters the ferns on Sundays" });
+const found = await memex.search({ ...who, query: "ferns" });
+console.log(found.mode, found.results.some((hit) => hit.id === stored.id));
+await memex.close();
+"""
+
+
 def test_packed_tarball_from_an_empty_project(
-    built: Path, service: tuple[Service, str], npm: str, tmp_path: Path
+    built: Path,
+    service: tuple[Service, str],
+    direct_roles: dict[str, str],
+    npm: str,
+    tmp_path: Path,
 ) -> None:
     running, token = service
     out = run([npm, "pack", "--pack-destination", str(tmp_path), "--loglevel=error"], PACKAGE)
@@ -250,3 +266,13 @@ def test_packed_tarball_from_an_empty_project(
     output = run([node, "example.mjs"], project, env)
     assert output.startswith("Alice prefers dark mode "), output
     assert re.search(r"^stored [0-9a-f-]{36}$", output, flags=re.M), output
+
+    # direct mode: its own entry point, with the optional peer `pg` installed beside it
+    # (from npm's cache, which `npm ci` of the package filled: pg is a devDependency there)
+    lock = (PACKAGE / "package-lock.json").read_text()
+    pinned = re.search(r'"node_modules/pg": \{\s*"version": "([^"]+)"', lock)
+    assert pinned, "package-lock.json pins pg"
+    run([npm, "install", "--offline", "--no-audit", "--no-fund", f"pg@{pinned.group(1)}"], project)
+    (project / "direct.mjs").write_text(DIRECT_CALLER)
+    output = run([node, "direct.mjs"], project, npm_env(**direct_roles))
+    assert output.strip() == "text true", output
