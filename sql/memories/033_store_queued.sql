@@ -28,7 +28,7 @@ returns setof memex.memory_record
 language plpgsql
 volatile
 security definer
-set search_path = pg_catalog, public, pg_temp
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_model  constant text := 'memex:queued';
@@ -38,7 +38,7 @@ begin
     for v_stored in
         select * from memex.store_many(
             p_agent_ids, p_user_ids, p_contents,
-            array_fill(array_fill(1 / sqrt(v_dims), array[v_dims])::real[]::vector,
+            array_fill(array_fill(1 / sqrt(v_dims), array[v_dims])::real[]::public.vector,
                        array[coalesce(cardinality(p_contents), 0)]),
             v_model, p_memory_types, p_importances, p_metadata, p_expires_at, p_created_at,
             p_ids)
