@@ -1,7 +1,9 @@
 """The TypeScript client (clients/typescript, `@memexdb/client`) against a live `memexdb
 serve`: its generated sources are current, `tsc` (strict) builds it, its `node --test`
-suite passes, and the packed tarball installed into an empty project runs the example of
-docs/clients.md (what a user installs is what is tested)."""
+suite passes (service mode against the service; direct-Postgres mode against its database
+as SQL roles bound to a tenant), and the packed tarball installed into an empty project
+runs the examples of docs/clients.md: service mode with nothing else installed, direct
+mode with `pg` beside it (what a user installs is what is tested)."""
 
 from __future__ import annotations
 
@@ -208,24 +210,16 @@ export async function main(): Promise<string> {
 """
 
 
-def docs_example() -> str:
+def docs_example(entry: str) -> str:
+    """The JavaScript example of docs/clients.md that imports `entry` (one per mode), the
+    same in the package's README."""
     blocks = re.findall(r"```js\n(.*?)```", DOCS_PAGE.read_text(), flags=re.S)
-    assert len(blocks) == 1, "docs/clients.md has one JavaScript example"
+    assert len(blocks) == 2, "docs/clients.md has one JavaScript example per mode"
+    found = [b for b in blocks if f'from "{entry}";' in b]
+    assert len(found) == 1, f"docs/clients.md has one example importing {entry}"
     readme = (PACKAGE / "README.md").read_text()
-    assert blocks[0] in readme, "clients/typescript/README.md shows the same example"
-    return str(blocks[0])
-
-
-DIRECT_CALLER = """\
-import { MemexDirectClient } from "@memexdb/client/direct";
-
-const memex = new MemexDirectClient({ connectionString: process.env.MEMEX_DIRECT_URL });
-const who = { agent_id: "direct-agent", user_id: "alice" };
-const stored = await memex.store({ ...who, content: "Alice waters the ferns on Sundays" });
-const found = await memex.search({ ...who, query: "ferns" });
-console.log(found.mode, found.results.some((hit) => hit.id === stored.id));
-await memex.close();
-"""
+    assert found[0] in readme, "clients/typescript/README.md shows the same example"
+    return str(found[0])
 
 
 def test_packed_tarball_from_an_empty_project(
@@ -260,7 +254,7 @@ def test_packed_tarball_from_an_empty_project(
     with pytest.raises(AssertionError, match="TS2322"):
         run(check, project)
 
-    (project / "example.mjs").write_text(docs_example())
+    (project / "example.mjs").write_text(docs_example("@memexdb/client"))
     node = required(shutil.which("node"), "node is not installed")
     env = npm_env(MEMEX_URL=running.base_url, MEMEX_API_KEY=token)
     output = run([node, "example.mjs"], project, env)
@@ -273,6 +267,7 @@ def test_packed_tarball_from_an_empty_project(
     pinned = re.search(r'"node_modules/pg": \{\s*"version": "([^"]+)"', lock)
     assert pinned, "package-lock.json pins pg"
     run([npm, "install", "--offline", "--no-audit", "--no-fund", f"pg@{pinned.group(1)}"], project)
-    (project / "direct.mjs").write_text(DIRECT_CALLER)
+    (project / "direct.mjs").write_text(docs_example("@memexdb/client/direct"))
     output = run([node, "direct.mjs"], project, npm_env(**direct_roles))
-    assert output.strip() == "text true", output
+    assert output.startswith("text Alice waters the ferns on Sundays\n"), output
+    assert re.search(r"^stored [0-9a-f-]{36}$", output, flags=re.M), output
