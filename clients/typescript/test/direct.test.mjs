@@ -56,6 +56,8 @@ describe("direct mode", { skip: missing.length ? `needs ${missing.join(", ")}` :
       return memory.embedding_model !== "memex:queued" && memory;
     }, 60);
     assert.ok(embedded.embedding_model, "the worker stored its model with the vector");
+    const repeat = await text.store({ ...alice, id: stored.id, content: stored.content, memory_type: "semantic" });
+    assert.equal(repeat.embedding_model, embedded.embedding_model, "a repeat keeps the vector, queues nothing");
 
     const found = await vector.search({ ...alice, query: "where is the bike kept?", mode: "vector", top_k: 3 });
     assert.equal(found.mode, "vector");
