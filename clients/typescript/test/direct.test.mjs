@@ -118,7 +118,7 @@ describe("direct mode", { skip: missing.length ? `needs ${missing.join(", ")}` :
     await assert.rejects(text.get({ ...who, memory_id: target.id }), NotFoundError);
   });
 
-  test("files: write (embedded at the endpoint), read, list, revisions, diff, delete", async () => {
+  test("files: write, patch, restore (embedded at the endpoint), read, list, revisions, diff, delete", async () => {
     const file = { ...alice, path: "user/direct-notes.md" };
     await assert.rejects(text.writeFile({ ...file, content: "# Notes\n" }), InvalidArgumentError);
     const first = await vector.writeFile({ ...file, content: "# Notes\n- likes tea\n" });
@@ -135,6 +135,14 @@ describe("direct mode", { skip: missing.length ? `needs ${missing.join(", ")}` :
     const diff = await text.diffRevisions({ ...file, from_revision: 1, to_revision: 2 });
     assert.match(diff.diff, /^-- likes tea$/m);
     assert.match(diff.diff, /^\+- likes coffee$/m);
+    await assert.rejects(text.patchFile({ ...file, heading: "## Later", append: "- x" }), InvalidArgumentError);
+    const patched = await vector.patchFile({ ...file, heading: "## Later", append: "- buy beans" });
+    assert.equal(patched.revision, 3);
+    assert.match(patched.content, /## Later\n\n- buy beans\n$/);
+    await assert.rejects(vector.patchFile({ ...file, old_text: "coffee", new_text: "cocoa", base_revision: 2 }), ConflictError);
+    const restored = await vector.restoreRevision({ ...file, revision: 1 });
+    assert.equal(restored.revision, 4);
+    assert.equal(restored.content, "# Notes\n- likes tea\n");
     const log = await text.accessLog({ ...alice, limit: 5 });
     assert.ok(log.events.length > 0);
     await text.deleteFile(file);

@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 
 import pg from "pg";
 
-import { ForbiddenError, InvalidArgumentError, MemexError } from "../errors.js";
+import { ConflictError, ForbiddenError, InvalidArgumentError, MemexError } from "../errors.js";
 import type { Items, Requests, Results } from "../generated/operations.js";
 import { embedTexts, type EmbeddingsEndpoint } from "./embeddings.js";
 import { errorFromSql } from "./errors.js";
@@ -33,6 +33,9 @@ export interface MigrateOptions {
 }
 
 type Row = Record<string, unknown>;
+
+/** Tries of a patch without `base_revision` whose file moves on between preview and write. */
+const PATCH_TRIES = 5;
 
 const TIMESTAMPTZ_OID = 1184;
 const INT8_OID = 20;
@@ -340,6 +343,68 @@ export class MemexDirectClient {
       [request.agent_id, request.user_id, request.path, request.content, vector, model, request.base_revision ?? null],
     );
     return row as Results["writeFile"];
+  }
+
+  /** Append under a heading, or replace one text, and store the file with the vector of
+   * its new content (embedded at the endpoint): the patch is previewed, its result
+   * embedded, then applied again under the file's lock based on the previewed revision
+   * (or `base_revision`), so the vector always matches the content. Without
+   * `base_revision`, a file that moved on in between is previewed again (at most
+   * `PATCH_TRIES` times), so concurrent appends all land; with it, that is a `ConflictError`. */
+  async patchFile(request: Requests["patchFile"]): Promise<Results["patchFile"]> {
+    const tries = request.base_revision == null ? PATCH_TRIES : 1;
+    for (let attempt = 1; ; attempt++) {
+      const preview = await this.#one(
+        `select * from memex.preview_patch(p_agent_id => $1, p_user_id => $2, p_path => $3,
+             p_heading => $4, p_append => $5, p_old_text => $6, p_new_text => $7)`,
+        [request.agent_id, request.user_id, request.path, request.heading ?? null, request.append ?? null, request.old_text ?? null, request.new_text ?? null],
+      );
+      const { vector, model } = await this.#embed(preview.content as string);
+      try {
+        const row = await this.#one(
+          `select * from memex.patch_file(p_agent_id => $1, p_user_id => $2, p_path => $3,
+               p_embedding => $4::vector, p_embedding_model => $5, p_base_revision => $6::integer,
+               p_heading => $7, p_append => $8, p_old_text => $9, p_new_text => $10)`,
+          [
+            request.agent_id,
+            request.user_id,
+            request.path,
+            vector,
+            model,
+            request.base_revision ?? preview.revision,
+            request.heading ?? null,
+            request.append ?? null,
+            request.old_text ?? null,
+            request.new_text ?? null,
+          ],
+        );
+        return row as Results["patchFile"];
+      } catch (error) {
+        if (!(error instanceof ConflictError) || attempt >= tries) throw error;
+      }
+    }
+  }
+
+  /** Make an earlier revision current again, with the vector of its content (embedded at
+   * the endpoint). */
+  async restoreRevision(request: Requests["restoreRevision"]): Promise<Results["restoreRevision"]> {
+    const old = await this.getRevision(request);
+    const embedded = typeof old.content === "string" ? await this.#embed(old.content) : null;
+    const row = await this.#one(
+      `select * from memex.restore_revision(p_agent_id => $1, p_user_id => $2, p_path => $3,
+           p_revision => $4::integer, p_embedding => $5::vector, p_embedding_model => $6,
+           p_base_revision => $7::integer)`,
+      [
+        request.agent_id,
+        request.user_id,
+        request.path,
+        request.revision,
+        embedded?.vector ?? null,
+        embedded?.model ?? null,
+        request.base_revision ?? null,
+      ],
+    );
+    return row as Results["restoreRevision"];
   }
 
   async readFile(request: Requests["readFile"]): Promise<Results["readFile"]> {
