@@ -129,8 +129,15 @@ describe("direct mode", { skip: missing.length ? `needs ${missing.join(", ")}` :
     assert.equal((await text.readFile(file)).content, "# Notes\n- likes coffee\n");
     const listed = await text.listFiles({ ...alice, prefix: "user/" });
     assert.ok(listed.files.some((f) => f.path === file.path));
+    await vector.writeFile({ ...alice, path: "user/direct-other.md", content: "other" });
+    const paths = [];
+    for await (const entry of text.iterListFiles({ ...alice, prefix: "user/direct-", limit: 1 })) paths.push(entry.path);
+    assert.deepEqual(paths, ["user/direct-notes.md", "user/direct-other.md"]);
     const revisions = await text.listRevisions(file);
     assert.deepEqual(revisions.revisions.map((r) => r.revision), [2, 1]);
+    const each = [];
+    for await (const revision of text.iterListRevisions({ ...file, limit: 1 })) each.push(revision.revision);
+    assert.deepEqual(each, [2, 1]);
     assert.equal((await text.getRevision({ ...file, revision: 1 })).content, "# Notes\n- likes tea\n");
     const diff = await text.diffRevisions({ ...file, from_revision: 1, to_revision: 2 });
     assert.match(diff.diff, /^-- likes tea$/m);

@@ -312,14 +312,23 @@ export class MemexDirectClient {
   }
 
   /** Every memory, page after page. */
-  async *iterListMemories(request: Requests["listMemories"]): AsyncIterableIterator<Items["listMemories"]> {
-    let cursor = request.cursor ?? null;
-    for (;;) {
-      const page = await this.listMemories({ ...request, cursor });
-      yield* page.memories as Items["listMemories"][];
-      if (!page.next_cursor) return;
-      cursor = page.next_cursor;
-    }
+  iterListMemories(request: Requests["listMemories"]): AsyncIterableIterator<Items["listMemories"]> {
+    return pagesOf(request, "cursor", "next_cursor", "memories", (r) => this.listMemories(r));
+  }
+
+  /** Every file, page after page. */
+  iterListFiles(request: Requests["listFiles"]): AsyncIterableIterator<Items["listFiles"]> {
+    return pagesOf(request, "after", "next_after", "files", (r) => this.listFiles(r));
+  }
+
+  /** Every revision of a file, newest first, page after page. */
+  iterListRevisions(request: Requests["listRevisions"]): AsyncIterableIterator<Items["listRevisions"]> {
+    return pagesOf(request, "before", "next_before", "revisions", (r) => this.listRevisions(r));
+  }
+
+  /** Every access-log entry, newest first, page after page. */
+  iterAccessLog(request: Requests["accessLog"]): AsyncIterableIterator<Items["accessLog"]> {
+    return pagesOf(request, "before", "next_before", "events", (r) => this.accessLog(r));
   }
 
   /** Delete every row of the tenant; rows deleted per table. */
@@ -521,6 +530,24 @@ export class MemexDirectClient {
         status: 403,
       });
     }
+  }
+}
+
+/** The items of page after page: each next page asks from the last one's key (`next`,
+ * sent as `cursor`) until a page has none (the last). */
+async function* pagesOf<Q, I>(
+  request: Q,
+  cursor: string,
+  next: string,
+  items: string,
+  page: (request: Q) => Promise<unknown>,
+): AsyncIterableIterator<I> {
+  let key: unknown = (request as Record<string, unknown>)[cursor] ?? null;
+  for (;;) {
+    const answer = (await page({ ...request, [cursor]: key })) as Record<string, unknown>;
+    yield* answer[items] as I[];
+    key = answer[next];
+    if (key === null || key === undefined) return;
   }
 }
 
