@@ -7,6 +7,7 @@ import { after, before, describe, test } from "node:test";
 
 import {
   ConflictError,
+  DEFAULTS,
   ForbiddenError,
   InvalidArgumentError,
   MemexDirectClient,
@@ -150,6 +151,9 @@ describe("direct mode", { skip: missing.length ? `needs ${missing.join(", ")}` :
     const restored = await vector.restoreRevision({ ...file, revision: 1 });
     assert.equal(restored.revision, 4);
     assert.equal(restored.content, "# Notes\n- likes tea\n");
+    await assert.rejects(text.smartRead({ ...alice, query: "tea" }), (error) => error.fields[0].field === "query");
+    const read = await vector.smartRead({ ...alice, query: "what does Alice like to drink?", budget: 500 });
+    assert.ok(read.chars <= 500 && read.sources.length > 0, JSON.stringify(read));
     const log = await text.accessLog({ ...alice, limit: 5 });
     assert.ok(log.events.length > 0);
     await text.deleteFile(file);
@@ -192,6 +196,21 @@ describe("direct mode", { skip: missing.length ? `needs ${missing.join(", ")}` :
     } finally {
       await operator.close();
     }
+  });
+
+  test("the defaults direct mode fills in are the REST API's", async () => {
+    const response = await fetch(`${env.MEMEX_URL}/openapi.json`);
+    const document = await response.json();
+    const limit = (path) => document.paths[path].get.parameters.find((p) => p.name === "limit").schema.default;
+    const field = (schema, name) => document.components.schemas[schema].properties[name].default;
+    assert.deepEqual(DEFAULTS, {
+      searchTopK: field("MemorySearchRequest", "top_k"),
+      listMemoriesLimit: limit("/v1/memories"),
+      listFilesLimit: limit("/v1/files"),
+      listRevisionsLimit: limit("/v1/files/revisions"),
+      accessLogLimit: limit("/v1/access-log"),
+      smartReadBudget: field("SmartReadRequest", "budget"),
+    });
   });
 
   test("the SQL API's errors are service mode's typed errors", async () => {

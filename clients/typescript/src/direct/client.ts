@@ -34,6 +34,19 @@ export interface MigrateOptions {
 
 type Row = Record<string, unknown>;
 
+/** The defaults of the request fields direct mode must fill in itself (a page's limit
+ * tells it whether there is a next page; SQL takes no null for these). They are the REST
+ * API's (memexdb/params.py): test/direct.test.mjs compares them with the service's OpenAPI
+ * document, so they cannot drift. */
+export const DEFAULTS = {
+  searchTopK: 10,
+  listMemoriesLimit: 50,
+  listFilesLimit: 50,
+  listRevisionsLimit: 50,
+  accessLogLimit: 100,
+  smartReadBudget: 4000,
+} as const;
+
 /** Tries of a patch without `base_revision` whose file moves on between preview and write. */
 const PATCH_TRIES = 5;
 
@@ -147,12 +160,15 @@ export class MemexDirectClient {
     return row;
   }
 
-  async #embed(text: string): Promise<{ vector: string; model: string }> {
+  /** The vector of `text` from the embeddings endpoint; without one, an
+   * `InvalidArgumentError` naming `field` (the request field that needs it). */
+  async #embed(text: string, field = "content"): Promise<{ vector: string; model: string }> {
     if (this.#embeddings === undefined) {
-      throw new InvalidArgumentError("content: needs an embeddings endpoint in direct mode", {
+      const message = "needs an embeddings endpoint in direct mode";
+      throw new InvalidArgumentError(`${field}: ${message}`, {
         code: "invalid_argument",
         status: 422,
-        fields: [{ field: "content", message: "needs an embeddings endpoint in direct mode" }],
+        fields: [{ field, message }],
       });
     }
     const { vectors, model } = await embedTexts(this.#embeddings, [text]);
@@ -185,9 +201,10 @@ export class MemexDirectClient {
       items.map((m) => m.agent_id),
       items.map((m) => m.user_id),
       items.map((m) => m.content),
-      items.map((m) => m.memory_type ?? "episodic"),
-      items.map((m) => m.importance ?? 1),
-      items.map((m) => json(m.metadata ?? {})),
+      // a null item takes the SQL API's default (episodic, importance 1, {})
+      items.map((m) => m.memory_type ?? null),
+      items.map((m) => m.importance ?? null),
+      items.map((m) => json(m.metadata)),
       items.map((m) => m.expires_at ?? null),
       items.map((m) => m.created_at ?? null),
       items.map((m) => m.id ?? fresh()),
@@ -210,14 +227,14 @@ export class MemexDirectClient {
           fields: [{ field: "mode", message: `${mode} needs an embeddings endpoint in direct mode` }],
         });
       }
-      ({ vector, model } = await this.#embed(request.query));
+      ({ vector, model } = await this.#embed(request.query, "mode"));
     }
     const memoryTypes = request.memory_types ?? (request.memory_type ? [request.memory_type] : null);
     const rows = await this.#rows(SEARCH, [
       request.agent_id,
       request.user_id,
       vector,
-      request.top_k ?? 10,
+      request.top_k ?? DEFAULTS.searchTopK,
       request.alpha ?? null,
       request.half_life_days ?? null,
       memoryTypes,
@@ -294,7 +311,7 @@ export class MemexDirectClient {
 
   /** One page, newest first; `next_cursor` (the service's opaque cursor) for the next. */
   async listMemories(request: Requests["listMemories"]): Promise<Results["listMemories"]> {
-    const limit = request.limit ?? 50;
+    const limit = request.limit ?? DEFAULTS.listMemoriesLimit;
     const rows = await this.#rows(LIST_MEMORIES, [
       request.agent_id,
       request.user_id,
@@ -416,6 +433,19 @@ export class MemexDirectClient {
     return row as Results["restoreRevision"];
   }
 
+  /** The best files and memories for a query packed into a character budget (hybrid
+   * ranking: the query is embedded at the endpoint; without one, `InvalidArgumentError`
+   * naming `query`). */
+  async smartRead(request: Requests["smartRead"]): Promise<Results["smartRead"]> {
+    const { vector, model } = await this.#embed(request.query, "query");
+    const row = await this.#one(
+      `select * from memex.smart_read(p_agent_id => $1, p_user_id => $2, p_query => $3,
+           p_query_embedding => $4::vector, p_embedding_model => $5, p_budget => $6::integer)`,
+      [request.agent_id, request.user_id, request.query, vector, model, request.budget ?? DEFAULTS.smartReadBudget],
+    );
+    return row as Results["smartRead"];
+  }
+
   async readFile(request: Requests["readFile"]): Promise<Results["readFile"]> {
     const row = await this.#one(
       `select * from memex.read_file(p_agent_id => $1, p_user_id => $2, p_path => $3,
@@ -436,7 +466,7 @@ export class MemexDirectClient {
 
   /** Files in path order; `next_after` for the next page. */
   async listFiles(request: Requests["listFiles"]): Promise<Results["listFiles"]> {
-    const limit = request.limit ?? 50;
+    const limit = request.limit ?? DEFAULTS.listFilesLimit;
     const rows = await this.#rows(
       `select * from memex.list_files(p_agent_id => $1, p_user_id => $2, p_prefix => $3,
            p_limit => $4::integer, p_after => $5)`,
@@ -447,7 +477,7 @@ export class MemexDirectClient {
 
   /** A file's revisions, newest first, without content; `next_before` for the next page. */
   async listRevisions(request: Requests["listRevisions"]): Promise<Results["listRevisions"]> {
-    const limit = request.limit ?? 50;
+    const limit = request.limit ?? DEFAULTS.listRevisionsLimit;
     const rows = await this.#rows(
       `select id, agent_id, user_id, path, revision, operation, actor, at, size, memory_id,
               details
@@ -482,7 +512,7 @@ export class MemexDirectClient {
 
   /** The tenant's access log, newest first; `next_before` for the next page. */
   async accessLog(request: Requests["accessLog"]): Promise<Results["accessLog"]> {
-    const limit = request.limit ?? 100;
+    const limit = request.limit ?? DEFAULTS.accessLogLimit;
     const rows = await this.#rows(
       `select * from memex.access_events(p_agent_id => $1, p_user_id => $2,
            p_since => $3::timestamptz, p_until => $4::timestamptz, p_limit => $5::integer,

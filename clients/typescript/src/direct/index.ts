@@ -1,5 +1,5 @@
 /** `@memexdb/client/direct`: direct-Postgres mode (needs the `pg` package). */
-export { MemexDirectClient } from "./client.js";
+export { DEFAULTS, MemexDirectClient } from "./client.js";
 export type { DirectClientOptions, DirectSearchResult, MigrateOptions } from "./client.js";
 export type { EmbeddingsEndpoint } from "./embeddings.js";
 export * from "../errors.js";
