@@ -90,16 +90,22 @@ def serve_with_admin_key(server: Any, log_dir: Path, name: str) -> Iterator[tupl
 
     dsn = new_database(server)
     try:
-        code, out = run_cli(
-            ["keys", "create", "--access", "admin", "--name", name],
-            service_env(MEMEX_DATABASE_URL=dsn),
-        )
-        token = re.search(r"mxk_\S+", out)
-        assert code == 0 and token, out
+        token = create_admin_key(dsn, name)
         with serve(log_dir, dsn=dsn) as running:
-            yield running, token.group(0)
+            yield running, token
     finally:
         drop_database(server, dsn)
+
+
+def create_admin_key(dsn: str, name: str) -> str:
+    """`memexdb keys create --access admin` on the database `dsn`: the new key."""
+    code, out = run_cli(
+        ["keys", "create", "--access", "admin", "--name", name],
+        service_env(MEMEX_DATABASE_URL=dsn),
+    )
+    token = re.search(r"mxk_\S+", out)
+    assert code == 0 and token, out
+    return token.group(0)
 
 
 # --- SDK clients ----------------------------------------------------------------------

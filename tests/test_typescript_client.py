@@ -1,25 +1,34 @@
 """The TypeScript client (clients/typescript, `@memexdb/client`) against a live `memexdb
 serve`: its generated sources are current, `tsc` (strict) builds it, its `node --test`
-suite passes, and the packed tarball installed into an empty project runs the example of
-docs/clients.md (what a user installs is what is tested)."""
+suite passes (service mode against the service; direct-Postgres mode against its database
+as SQL roles bound to a tenant), and the packed tarball installed into an empty project
+runs the examples of docs/clients.md: service mode with nothing else installed, direct
+mode with `pg` beside it (what a user installs is what is tested)."""
 
 from __future__ import annotations
 
 import filecmp
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote, urlencode
 
+import psycopg
 import pytest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memexdb.embedded import EmbeddedPostgres
+from tests.conftest import drop_database, new_database
 from tests.live_service import REPO, Service, required
 from tests.test_examples import EXPECTED, example
-from tests.test_mcp_support import serve_with_admin_key
+from tests.test_mcp_support import create_admin_key, serve
 
 PACKAGE = REPO / "clients" / "typescript"
 DOCS_PAGE = REPO / "docs" / "clients.md"
@@ -71,14 +80,74 @@ def built(npm: str) -> Path:
 
 
 @pytest.fixture(scope="module")
+def database(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[str]:
+    """The service's database (its DSN: the operator's, a superuser)."""
+    dsn = new_database(pg_server)
+    try:
+        yield dsn
+    finally:
+        drop_database(pg_server, dsn)
+
+
+@pytest.fixture(scope="module")
 def service(
-    pg_server: EmbeddedPostgres, template_db: str, tmp_path_factory: pytest.TempPathFactory
+    database: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Service, str]]:
     """A live service with an admin key (so it refuses calls without one); the key."""
-    with serve_with_admin_key(
-        pg_server, tmp_path_factory.mktemp("typescript"), "typescript tests"
-    ) as keyed:
-        yield keyed
+    token = create_admin_key(database, "typescript tests")
+    with serve(tmp_path_factory.mktemp("typescript"), dsn=database) as running:
+        yield running, token
+
+
+@pytest.fixture(scope="module")
+def direct_roles(database: str) -> Iterator[dict[str, str]]:
+    """Two login roles with passwords, each bound to its own tenant with
+    memex.bind_sql_role (as docs/sql-api.md tells an operator to), and their connection
+    strings as the direct-mode tests read them from the environment. Roles belong to the
+    cluster, not the database: dropped afterwards."""
+    suffix = uuid.uuid4().hex[:8]
+    roles = {
+        "MEMEX_DIRECT_URL": ("direct-agent", "alice"),
+        "MEMEX_DIRECT_OTHER_URL": ("other-agent", "bob"),
+    }
+    names: list[str] = []
+    urls: dict[str, str] = {}
+    params = conninfo_to_dict(database)
+    with psycopg.connect(database, autocommit=True) as conn:
+        for variable, (agent, user) in roles.items():
+            name = f"memex_direct_{user}_{suffix}"
+            password = secrets.token_hex(16)
+            conn.execute(
+                sql.SQL("create role {} login password {}").format(
+                    sql.Identifier(name), sql.Literal(password)
+                )
+            )
+            names.append(name)
+            conn.execute(
+                "select memex.bind_sql_role(%s, %s, array[%s], 'write')", (name, agent, user)
+            )
+            urls[variable] = make_conninfo("", **{**params, "user": name, "password": password})
+    try:
+        yield {
+            **{k: libpq_url(v) for k, v in urls.items()},
+            "MEMEX_DIRECT_OPERATOR_URL": libpq_url(database),
+            "MEMEX_CLI": str(Path(sys.executable).with_name("memexdb")),
+        }
+    finally:
+        with psycopg.connect(database, autocommit=True) as conn:
+            for name in names:
+                conn.execute("select memex.unbind_sql_role(%s)", (name,))
+                conn.execute(sql.SQL("drop role {}").format(sql.Identifier(name)))
+
+
+def libpq_url(conninfo: str) -> str:
+    """A URL the `pg` driver reads (it takes no key=value strings): the unix socket's
+    directory as the `host` query parameter, as libpq's URLs allow."""
+    params = conninfo_to_dict(conninfo)
+    user = quote(str(params["user"]), safe="")
+    secret = f":{quote(str(params['password']), safe='')}" if params.get("password") else ""
+    query = urlencode({"host": params["host"], "port": params.get("port", 5432)})
+    return f"postgresql://{user}{secret}@/{quote(str(params['dbname']), safe='')}?{query}"
 
 
 def test_generated_sources_are_current(built: Path, tmp_path: Path) -> None:
@@ -109,13 +178,15 @@ def test_every_rest_operation_has_a_method() -> None:
 
 
 def test_node_suite_against_the_service(
-    built: Path, service: tuple[Service, str], npm: str
+    built: Path, service: tuple[Service, str], direct_roles: dict[str, str], npm: str
 ) -> None:
+    """Service mode, and direct mode against the service's database (its embed worker
+    embeds what direct mode queues; its /v1/embeddings embeds direct mode's queries)."""
     running, token = service
-    env = npm_env(MEMEX_URL=running.base_url, MEMEX_API_KEY=token)
+    env = npm_env(MEMEX_URL=running.base_url, MEMEX_API_KEY=token, **direct_roles)
     node = required(shutil.which("node"), "node is not installed")
     suites = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.glob("test/*.test.mjs"))
-    assert suites == ["test/retry.test.mjs", "test/service.test.mjs"]
+    assert suites == ["test/direct.test.mjs", "test/retry.test.mjs", "test/service.test.mjs"]
     output = run([node, "--test", *suites], PACKAGE, env)
     assert re.search(r"^# fail 0$", output, flags=re.M), output[-8000:]
     assert re.search(r"^# skipped 0$", output, flags=re.M), output[-8000:]
@@ -135,16 +206,24 @@ export async function main(): Promise<string> {
 """
 
 
-def docs_example() -> str:
+def docs_example(entry: str) -> str:
+    """The JavaScript example of docs/clients.md that imports `entry` (one per mode), the
+    same in the package's README."""
     blocks = re.findall(r"```js\n(.*?)```", DOCS_PAGE.read_text(), flags=re.S)
-    assert len(blocks) == 1, "docs/clients.md has one JavaScript example"
+    assert len(blocks) == 2, "docs/clients.md has one JavaScript example per mode"
+    found = [b for b in blocks if f'from "{entry}";' in b]
+    assert len(found) == 1, f"docs/clients.md has one example importing {entry}"
     readme = (PACKAGE / "README.md").read_text()
-    assert blocks[0] in readme, "clients/typescript/README.md shows the same example"
-    return str(blocks[0])
+    assert found[0] in readme, "clients/typescript/README.md shows the same example"
+    return str(found[0])
 
 
 def test_packed_tarball_from_an_empty_project(
-    built: Path, service: tuple[Service, str], npm: str, tmp_path: Path
+    built: Path,
+    service: tuple[Service, str],
+    direct_roles: dict[str, str],
+    npm: str,
+    tmp_path: Path,
 ) -> None:
     running, token = service
     out = run([npm, "pack", "--pack-destination", str(tmp_path), "--loglevel=error"], PACKAGE)
@@ -171,11 +250,21 @@ def test_packed_tarball_from_an_empty_project(
     with pytest.raises(AssertionError, match="TS2322"):
         run(check, project)
 
-    (project / "example.mjs").write_text(docs_example())
+    (project / "example.mjs").write_text(docs_example("@memexdb/client"))
     node = required(shutil.which("node"), "node is not installed")
     env = npm_env(MEMEX_URL=running.base_url, MEMEX_API_KEY=token)
     output = run([node, "example.mjs"], project, env)
     assert output.startswith("Alice prefers dark mode "), output
+    assert re.search(r"^stored [0-9a-f-]{36}$", output, flags=re.M), output
+
+    # direct mode: its own entry point, with the optional peer `pg` beside it. A user runs
+    # `npm install pg`; the tests use no network, so pg is linked from the package's own
+    # devDependencies (the version package-lock.json pins; node resolves pg's own
+    # dependencies from there).
+    (project / "node_modules" / "pg").symlink_to(PACKAGE / "node_modules" / "pg")
+    (project / "direct.mjs").write_text(docs_example("@memexdb/client/direct"))
+    output = run([node, "direct.mjs"], project, npm_env(**direct_roles))
+    assert output.startswith("text Alice waters the ferns on Sundays\n"), output
     assert re.search(r"^stored [0-9a-f-]{36}$", output, flags=re.M), output
 
     # docs/examples.md's TypeScript script prints what the other languages' scripts print

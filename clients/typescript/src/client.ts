@@ -95,7 +95,7 @@ interface Raw {
 
 export interface MemexClient extends OperationMethods {}
 
-/** A client of a memexdb service (service mode; there is no direct-Postgres mode yet). */
+/** A client of a memexdb service (service mode; direct-Postgres mode: `@memexdb/client/direct`). */
 /**
  * Stores take an id the caller chooses: the service answers a repeat of the same memory
  * with the stored one (and another memory with that id with 409), so a store whose answer

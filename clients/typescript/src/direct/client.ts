@@ -1,0 +1,601 @@
+/** Direct-Postgres mode: the `memex.*` SQL functions through the `pg` driver, as a SQL role
+ * bound to a tenant (`memex.bind_sql_role`), with no service in between. The methods take
+ * and return what service mode's do (the generated request and result types). This
+ * module is the only one that imports `pg`: service mode never loads it. */
+
+import { spawn } from "node:child_process";
+
+import pg from "pg";
+
+import { ConflictError, ForbiddenError, InvalidArgumentError, MemexError } from "../errors.js";
+import type { Items, Requests, Results } from "../generated/operations.js";
+import { embedTexts, type EmbeddingsEndpoint } from "./embeddings.js";
+import { errorFromSql } from "./errors.js";
+
+export interface DirectClientOptions {
+  /** A libpq-style URL of the bound role, e.g. `postgresql://alice_app:secret@db/memex`. */
+  connectionString: string;
+  /** Connections kept open (default 4). */
+  maxConnections?: number;
+  /** Where query vectors come from; without one, search runs in text mode. */
+  embeddings?: EmbeddingsEndpoint;
+}
+
+/** A search's result, and the mode it ran in: `text` when no embeddings endpoint was
+ * given (full-text ranking only; memories not yet embedded are found too). */
+export type DirectSearchResult = Results["search"] & { mode: "vector" | "text" | "hybrid" };
+
+export interface MigrateOptions {
+  /** The `memexdb` command (default `memexdb` on the PATH). */
+  command?: string;
+  /** Its time limit in milliseconds (default 300 000). */
+  timeoutMs?: number;
+}
+
+type Row = Record<string, unknown>;
+
+/** The defaults of the request fields direct mode must fill in itself (a page's limit
+ * tells it whether there is a next page; SQL takes no null for these). They are the REST
+ * API's (memexdb/params.py): test/direct.test.mjs compares them with the service's OpenAPI
+ * document, so they cannot drift. */
+export const DEFAULTS = {
+  searchTopK: 10,
+  listMemoriesLimit: 50,
+  listFilesLimit: 50,
+  listRevisionsLimit: 50,
+  accessLogLimit: 100,
+  smartReadBudget: 4000,
+} as const;
+
+/** Tries of a patch without `base_revision` whose file moves on between preview and write. */
+const PATCH_TRIES = 5;
+
+const TIMESTAMPTZ_OID = 1184;
+const INT8_OID = 20;
+
+/** `2026-12-05 06:00:00.123456+00` (the session runs in UTC) as the service writes it,
+ * `2026-12-05T06:00:00.123456Z`: microseconds kept (a JS Date would drop them). */
+function isoTimestamp(value: string): string {
+  return value.replace(" ", "T").replace(/\+00(:00)?$/, "Z");
+}
+
+const types = {
+  getTypeParser(oid: number, format?: string): (value: string) => unknown {
+    if (oid === TIMESTAMPTZ_OID) return isoTimestamp;
+    if (oid === INT8_OID) return Number; // counts and ids: far below 2^53
+    return pg.types.getTypeParser(oid, format as "text") as (value: string) => unknown;
+  },
+};
+
+function vectorLiteral(vector: number[]): string {
+  return `[${vector.join(",")}]`;
+}
+
+function json(value: unknown): string | null {
+  return value === undefined || value === null ? null : JSON.stringify(value);
+}
+
+function fresh(): string {
+  return globalThis.crypto.randomUUID();
+}
+
+/** The next page's key: that of a full page's last row (the service's rule). */
+function nextKey<T>(rows: Row[], limit: number, key: (row: Row) => T): T | null {
+  const last = rows[rows.length - 1];
+  return last !== undefined && rows.length === limit ? key(last) : null;
+}
+
+const STORE_QUEUED = `
+select * from memex.store_queued(
+    p_agent_ids => $1::text[], p_user_ids => $2::text[], p_contents => $3::text[],
+    p_memory_types => $4::text[]::memex.memory_type[], p_importances => $5::float8[],
+    p_metadata => $6::jsonb[], p_expires_at => $7::timestamptz[],
+    p_created_at => $8::timestamptz[], p_ids => $9::uuid[])`;
+
+const SEARCH = `
+select * from memex.search(
+    p_agent_id => $1, p_user_id => $2, p_query_embedding => $3::vector, p_top_k => $4::integer,
+    p_alpha => $5::float8, p_half_life_days => $6::float8,
+    p_memory_types => $7::text[]::memex.memory_type[], p_query_text => $8, p_mode => $9,
+    p_embedding_model => $10, p_now => $11::timestamptz, p_context_weight => $12::float8,
+    p_metadata => $13::jsonb, p_include_archived => $14::boolean)`;
+
+const LIST_MEMORIES = `
+select m.*, memex.memory_cursor(m.created_at, m.id) as next_cursor
+from memex.memory_cursor_key($3) c,
+     memex.list_memories(
+         p_agent_id => $1, p_user_id => $2, p_limit => $4::integer,
+         p_cursor_created_at => c.created_at, p_cursor_id => c.id,
+         p_memory_type => $5::text::memex.memory_type, p_created_after => $6::timestamptz,
+         p_created_before => $7::timestamptz, p_metadata => $8::jsonb,
+         p_include_archived => $9::boolean) with ordinality m
+order by m.ordinality`;
+
+const UPDATE_MEMORY = `
+select * from memex.update_memory(
+    p_agent_id => $1, p_user_id => $2, p_id => $3::uuid, p_content => $4,
+    p_embedding => $5::vector, p_embedding_model => $6, p_importance => $7::float8,
+    p_metadata => $8::jsonb, p_memory_type => $9::text::memex.memory_type,
+    p_expires_at => $10::timestamptz, p_clear_expires_at => $11::boolean)`;
+
+/**
+ * A memexdb client over Postgres, as a bound SQL role: `store`/`storeMany` queue their
+ * memories for the embed worker; `search` embeds its query at `embeddings` when given,
+ * else ranks by text only (`mode: "text"`). Service-only operations are not here
+ * (README: "Direct-Postgres mode").
+ */
+export class MemexDirectClient {
+  readonly #pool: pg.Pool;
+  readonly #embeddings: EmbeddingsEndpoint | undefined;
+  readonly #connectionString: string;
+
+  constructor(options: DirectClientOptions) {
+    this.#connectionString = options.connectionString;
+    this.#embeddings = options.embeddings;
+    this.#pool = new pg.Pool({
+      connectionString: options.connectionString,
+      max: options.maxConnections ?? 4,
+      options: "-c TimeZone=UTC",
+      types,
+    });
+  }
+
+  /** Close the connections. */
+  async close(): Promise<void> {
+    await this.#pool.end();
+  }
+
+  async #rows(sql: string, values: unknown[]): Promise<Row[]> {
+    try {
+      const result = await this.#pool.query<Row>(sql, values);
+      return result.rows;
+    } catch (error) {
+      throw errorFromSql(error);
+    }
+  }
+
+  async #one(sql: string, values: unknown[]): Promise<Row> {
+    const [row] = await this.#rows(sql, values);
+    if (row === undefined) throw new MemexError("the SQL function returned no row");
+    return row;
+  }
+
+  /** The vector of `text` from the embeddings endpoint; without one, an
+   * `InvalidArgumentError` naming `field` (the request field that needs it). */
+  async #embed(text: string, field = "content"): Promise<{ vector: string; model: string }> {
+    if (this.#embeddings === undefined) {
+      const message = "needs an embeddings endpoint in direct mode";
+      throw new InvalidArgumentError(`${field}: ${message}`, {
+        code: "invalid_argument",
+        status: 422,
+        fields: [{ field, message }],
+      });
+    }
+    const { vectors, model } = await embedTexts(this.#embeddings, [text]);
+    return { vector: vectorLiteral(vectors[0]!), model };
+  }
+
+  /** Store one memory without its vector: it is queued, and found by vector search once
+   * the embed worker has embedded it. The client gives it a fresh id unless you do. */
+  async store(request: Requests["store"]): Promise<Results["store"]> {
+    try {
+      const { memories } = await this.storeMany({ memories: [request] });
+      return memories[0]!;
+    } catch (error) {
+      // the batch names `memories[0].content`; a single store names `content`, as the service
+      if (!(error instanceof InvalidArgumentError)) throw error;
+      const fields = error.fields.map((f) => ({ ...f, field: f.field.replace(/^memories\[0\]\./, "") }));
+      throw new InvalidArgumentError(fields.map((f) => `${f.field}: ${f.message}`).join("; "), {
+        code: error.code,
+        status: error.status,
+        fields,
+        cause: error.cause,
+      });
+    }
+  }
+
+  /** Store memories in one statement (all or nothing), queued for embedding. */
+  async storeMany(request: Requests["storeMany"]): Promise<Results["storeMany"]> {
+    const items = request.memories;
+    const rows = await this.#rows(STORE_QUEUED, [
+      items.map((m) => m.agent_id),
+      items.map((m) => m.user_id),
+      items.map((m) => m.content),
+      // a null item takes the SQL API's default (episodic, importance 1, {})
+      items.map((m) => m.memory_type ?? null),
+      items.map((m) => m.importance ?? null),
+      items.map((m) => json(m.metadata)),
+      items.map((m) => m.expires_at ?? null),
+      items.map((m) => m.created_at ?? null),
+      items.map((m) => m.id ?? fresh()),
+    ]);
+    return { memories: rows as Results["store"][], total: rows.length };
+  }
+
+  /** Rank the tenant's memories. With an embeddings endpoint the query is embedded there
+   * and the mode is the service's default (hybrid; vector with `alpha`); without one the
+   * mode is `text`, and asking for `vector` or `hybrid` is an `InvalidArgumentError`. */
+  async search(request: Requests["search"]): Promise<DirectSearchResult> {
+    const mode = request.mode ?? (this.#embeddings === undefined ? "text" : request.alpha == null ? "hybrid" : "vector");
+    let vector: string | null = null;
+    let model: string | null = null;
+    if (mode !== "text") {
+      if (this.#embeddings === undefined) {
+        throw new InvalidArgumentError(`mode: ${mode} needs an embeddings endpoint in direct mode`, {
+          code: "invalid_argument",
+          status: 422,
+          fields: [{ field: "mode", message: `${mode} needs an embeddings endpoint in direct mode` }],
+        });
+      }
+      ({ vector, model } = await this.#embed(request.query, "mode"));
+    }
+    const memoryTypes = request.memory_types ?? (request.memory_type ? [request.memory_type] : null);
+    const rows = await this.#rows(SEARCH, [
+      request.agent_id,
+      request.user_id,
+      vector,
+      request.top_k ?? DEFAULTS.searchTopK,
+      request.alpha ?? null,
+      request.half_life_days ?? null,
+      memoryTypes,
+      request.query,
+      mode,
+      model,
+      request.now ?? null,
+      request.context_weight ?? null,
+      json(request.metadata),
+      request.include_archived ?? false,
+    ]);
+    return {
+      agent_id: request.agent_id,
+      user_id: request.user_id,
+      query: request.query,
+      total: rows.length,
+      results: rows as Results["search"]["results"],
+      mode,
+    };
+  }
+
+  /** Delete one memory (as the service's 204: nothing returned). */
+  async forget(request: Requests["forget"]): Promise<Results["forget"]> {
+    await this.#one(
+      "select id from memex.forget(p_agent_id => $1, p_user_id => $2, p_id => $3::uuid)",
+      [request.agent_id, request.user_id, request.memory_id],
+    );
+  }
+
+  /** Live memories of the tenant (those still queued for embedding included). */
+  async count(request: Requests["count"]): Promise<Results["count"]> {
+    const row = await this.#one(
+      `select memex.count(p_agent_id => $1, p_user_id => $2,
+                          p_memory_type => $3::text::memex.memory_type,
+                          p_metadata => $4::jsonb) as count`,
+      [request.agent_id, request.user_id, request.memory_type ?? null, json(request.metadata)],
+    );
+    return {
+      agent_id: request.agent_id,
+      user_id: request.user_id,
+      memory_type: request.memory_type ?? null,
+      count: row.count as number,
+    };
+  }
+
+  async get(request: Requests["get"]): Promise<Results["get"]> {
+    const row = await this.#one(
+      "select * from memex.get_memory(p_agent_id => $1, p_user_id => $2, p_id => $3::uuid)",
+      [request.agent_id, request.user_id, request.memory_id],
+    );
+    return row as Results["get"];
+  }
+
+  /** Change fields of one memory. A new `content` needs its vector: it is embedded at the
+   * embeddings endpoint (without one: `InvalidArgumentError` naming `content`).
+   * `expires_at: null` removes the expiry; leaving it out keeps it. */
+  async update(request: Requests["update"]): Promise<Results["update"]> {
+    const embedded = request.content === undefined ? null : await this.#embed(request.content);
+    const row = await this.#one(UPDATE_MEMORY, [
+      request.agent_id,
+      request.user_id,
+      request.memory_id,
+      request.content ?? null,
+      embedded?.vector ?? null,
+      embedded?.model ?? null,
+      request.importance ?? null,
+      json(request.metadata),
+      request.memory_type ?? null,
+      request.expires_at ?? null,
+      "expires_at" in request && request.expires_at === null,
+    ]);
+    return row as Results["update"];
+  }
+
+  /** One page, newest first; `next_cursor` (the service's opaque cursor) for the next. */
+  async listMemories(request: Requests["listMemories"]): Promise<Results["listMemories"]> {
+    const limit = request.limit ?? DEFAULTS.listMemoriesLimit;
+    const rows = await this.#rows(LIST_MEMORIES, [
+      request.agent_id,
+      request.user_id,
+      request.cursor ?? null,
+      limit,
+      request.memory_type ?? null,
+      request.created_after ?? null,
+      request.created_before ?? null,
+      json(request.metadata),
+      request.include_archived ?? false,
+    ]);
+    const next = nextKey(rows, limit, (row) => row.next_cursor as string);
+    const memories = rows.map(({ next_cursor: _cursor, ordinality: _ordinality, ...memory }) => memory);
+    return { memories, next_cursor: next } as Results["listMemories"];
+  }
+
+  /** Every memory, page after page. */
+  iterListMemories(request: Requests["listMemories"]): AsyncIterableIterator<Items["listMemories"]> {
+    return pagesOf(request, "cursor", "next_cursor", "memories", (r) => this.listMemories(r));
+  }
+
+  /** Every file, page after page. */
+  iterListFiles(request: Requests["listFiles"]): AsyncIterableIterator<Items["listFiles"]> {
+    return pagesOf(request, "after", "next_after", "files", (r) => this.listFiles(r));
+  }
+
+  /** Every revision of a file, newest first, page after page. */
+  iterListRevisions(request: Requests["listRevisions"]): AsyncIterableIterator<Items["listRevisions"]> {
+    return pagesOf(request, "before", "next_before", "revisions", (r) => this.listRevisions(r));
+  }
+
+  /** Every access-log entry, newest first, page after page. */
+  iterAccessLog(request: Requests["accessLog"]): AsyncIterableIterator<Items["accessLog"]> {
+    return pagesOf(request, "before", "next_before", "events", (r) => this.accessLog(r));
+  }
+
+  /** Delete every row of the tenant; rows deleted per table. */
+  async eraseUser(request: Requests["eraseUser"]): Promise<Results["eraseUser"]> {
+    const rows = await this.#rows(
+      "select table_name, deleted from memex.erase_user(p_agent_id => $1, p_user_id => $2)",
+      [request.agent_id, request.user_id],
+    );
+    const deleted = Object.fromEntries(rows.map((r) => [r.table_name as string, r.deleted as number]));
+    return { agent_id: request.agent_id, user_id: request.user_id, deleted };
+  }
+
+  /** Create or overwrite a file; its content is embedded at the embeddings endpoint
+   * (files need their vector when written: without an endpoint, `InvalidArgumentError`). */
+  async writeFile(request: Requests["writeFile"]): Promise<Results["writeFile"]> {
+    const { vector, model } = await this.#embed(request.content);
+    const row = await this.#one(
+      `select * from memex.write_file(p_agent_id => $1, p_user_id => $2, p_path => $3,
+           p_content => $4, p_embedding => $5::vector, p_embedding_model => $6,
+           p_base_revision => $7::integer)`,
+      [request.agent_id, request.user_id, request.path, request.content, vector, model, request.base_revision ?? null],
+    );
+    return row as Results["writeFile"];
+  }
+
+  /** Append under a heading, or replace one text, and store the file with the vector of
+   * its new content (embedded at the endpoint): the patch is previewed, its result
+   * embedded, then applied again under the file's lock based on the previewed revision
+   * (or `base_revision`), so the vector always matches the content. Without
+   * `base_revision`, a file that moved on in between is previewed again (at most
+   * `PATCH_TRIES` times), so concurrent appends all land; with it, that is a `ConflictError`. */
+  async patchFile(request: Requests["patchFile"]): Promise<Results["patchFile"]> {
+    const tries = request.base_revision == null ? PATCH_TRIES : 1;
+    for (let attempt = 1; ; attempt++) {
+      const preview = await this.#one(
+        `select * from memex.preview_patch(p_agent_id => $1, p_user_id => $2, p_path => $3,
+             p_heading => $4, p_append => $5, p_old_text => $6, p_new_text => $7)`,
+        [request.agent_id, request.user_id, request.path, request.heading ?? null, request.append ?? null, request.old_text ?? null, request.new_text ?? null],
+      );
+      const { vector, model } = await this.#embed(preview.content as string);
+      try {
+        const row = await this.#one(
+          `select * from memex.patch_file(p_agent_id => $1, p_user_id => $2, p_path => $3,
+               p_embedding => $4::vector, p_embedding_model => $5, p_base_revision => $6::integer,
+               p_heading => $7, p_append => $8, p_old_text => $9, p_new_text => $10)`,
+          [
+            request.agent_id,
+            request.user_id,
+            request.path,
+            vector,
+            model,
+            request.base_revision ?? preview.revision,
+            request.heading ?? null,
+            request.append ?? null,
+            request.old_text ?? null,
+            request.new_text ?? null,
+          ],
+        );
+        return row as Results["patchFile"];
+      } catch (error) {
+        if (!(error instanceof ConflictError) || attempt >= tries) throw error;
+      }
+    }
+  }
+
+  /** Make an earlier revision current again, with the vector of its content (embedded at
+   * the endpoint). */
+  async restoreRevision(request: Requests["restoreRevision"]): Promise<Results["restoreRevision"]> {
+    const old = await this.getRevision(request);
+    const embedded = typeof old.content === "string" ? await this.#embed(old.content) : null;
+    const row = await this.#one(
+      `select * from memex.restore_revision(p_agent_id => $1, p_user_id => $2, p_path => $3,
+           p_revision => $4::integer, p_embedding => $5::vector, p_embedding_model => $6,
+           p_base_revision => $7::integer)`,
+      [
+        request.agent_id,
+        request.user_id,
+        request.path,
+        request.revision,
+        embedded?.vector ?? null,
+        embedded?.model ?? null,
+        request.base_revision ?? null,
+      ],
+    );
+    return row as Results["restoreRevision"];
+  }
+
+  /** The best files and memories for a query packed into a character budget (hybrid
+   * ranking: the query is embedded at the endpoint; without one, `InvalidArgumentError`
+   * naming `query`). */
+  async smartRead(request: Requests["smartRead"]): Promise<Results["smartRead"]> {
+    const { vector, model } = await this.#embed(request.query, "query");
+    const row = await this.#one(
+      `select * from memex.smart_read(p_agent_id => $1, p_user_id => $2, p_query => $3,
+           p_query_embedding => $4::vector, p_embedding_model => $5, p_budget => $6::integer)`,
+      [request.agent_id, request.user_id, request.query, vector, model, request.budget ?? DEFAULTS.smartReadBudget],
+    );
+    return row as Results["smartRead"];
+  }
+
+  async readFile(request: Requests["readFile"]): Promise<Results["readFile"]> {
+    const row = await this.#one(
+      `select * from memex.read_file(p_agent_id => $1, p_user_id => $2, p_path => $3,
+           p_from_line => $4::integer, p_to_line => $5::integer, p_as_of => $6::timestamptz)`,
+      [request.agent_id, request.user_id, request.path, request.from_line ?? null, request.to_line ?? null, request.as_of ?? null],
+    );
+    return row as Results["readFile"];
+  }
+
+  async deleteFile(request: Requests["deleteFile"]): Promise<Results["deleteFile"]> {
+    const row = await this.#one(
+      `select * from memex.delete_file(p_agent_id => $1, p_user_id => $2, p_path => $3,
+           p_base_revision => $4::integer)`,
+      [request.agent_id, request.user_id, request.path, request.base_revision ?? null],
+    );
+    return row as Results["deleteFile"];
+  }
+
+  /** Files in path order; `next_after` for the next page. */
+  async listFiles(request: Requests["listFiles"]): Promise<Results["listFiles"]> {
+    const limit = request.limit ?? DEFAULTS.listFilesLimit;
+    const rows = await this.#rows(
+      `select * from memex.list_files(p_agent_id => $1, p_user_id => $2, p_prefix => $3,
+           p_limit => $4::integer, p_after => $5)`,
+      [request.agent_id, request.user_id, request.prefix ?? null, limit, request.after ?? null],
+    );
+    return { files: rows, next_after: nextKey(rows, limit, (r) => r.path as string) } as Results["listFiles"];
+  }
+
+  /** A file's revisions, newest first, without content; `next_before` for the next page. */
+  async listRevisions(request: Requests["listRevisions"]): Promise<Results["listRevisions"]> {
+    const limit = request.limit ?? DEFAULTS.listRevisionsLimit;
+    const rows = await this.#rows(
+      `select id, agent_id, user_id, path, revision, operation, actor, at, size, memory_id,
+              details
+       from memex.list_revisions(p_agent_id => $1, p_user_id => $2, p_path => $3,
+           p_limit => $4::integer, p_before => $5::integer)`,
+      [request.agent_id, request.user_id, request.path, limit, request.before ?? null],
+    );
+    return {
+      revisions: rows,
+      next_before: nextKey(rows, limit, (r) => r.revision as number),
+    } as Results["listRevisions"];
+  }
+
+  async getRevision(request: Requests["getRevision"]): Promise<Results["getRevision"]> {
+    const row = await this.#one(
+      `select * from memex.get_revision(p_agent_id => $1, p_user_id => $2, p_path => $3,
+           p_revision => $4::integer)`,
+      [request.agent_id, request.user_id, request.path, request.revision],
+    );
+    return row as Results["getRevision"];
+  }
+
+  async diffRevisions(request: Requests["diffRevisions"]): Promise<Results["diffRevisions"]> {
+    const row = await this.#one(
+      `select memex.diff_revisions(p_agent_id => $1, p_user_id => $2, p_path => $3,
+           p_from_revision => $4::integer, p_to_revision => $5::integer) as diff`,
+      [request.agent_id, request.user_id, request.path, request.from_revision, request.to_revision],
+    );
+    const { path, from_revision, to_revision } = request;
+    return { path, from_revision, to_revision, diff: row.diff as string };
+  }
+
+  /** The tenant's access log, newest first; `next_before` for the next page. */
+  async accessLog(request: Requests["accessLog"]): Promise<Results["accessLog"]> {
+    const limit = request.limit ?? DEFAULTS.accessLogLimit;
+    const rows = await this.#rows(
+      `select * from memex.access_events(p_agent_id => $1, p_user_id => $2,
+           p_since => $3::timestamptz, p_until => $4::timestamptz, p_limit => $5::integer,
+           p_before => $6::bigint)`,
+      [request.agent_id, request.user_id, request.since ?? null, request.until ?? null, limit, request.before ?? null],
+    );
+    return { events: rows, next_before: nextKey(rows, limit, (r) => r.id as number) } as Results["accessLog"];
+  }
+
+  /**
+   * Migrate the database (`memexdb migrate` with this connection), for the operator only:
+   * the SQL API's own notion of the caller (`memex._caller()`) must be every tenant with
+   * admin access, which a bound tenant role never is (`ForbiddenError`, nothing run). A
+   * database without the memex schema yet is left to `memexdb migrate` to judge.
+   */
+  async migrate(options: MigrateOptions = {}): Promise<string> {
+    await this.#requireOperator();
+    return runMemexdb(options.command ?? "memexdb", ["migrate"], this.#connectionString, options.timeoutMs ?? 300_000);
+  }
+
+  async #requireOperator(): Promise<void> {
+    let caller: { all?: boolean; access?: string; actor?: string } | undefined;
+    try {
+      const schema = await this.#pool.query<{ present: boolean }>(
+        "select to_regnamespace('memex') is not null as present",
+      );
+      if (schema.rows[0]?.present) {
+        const result = await this.#pool.query<{ caller: typeof caller }>("select memex._caller() as caller");
+        caller = result.rows[0]?.caller;
+      }
+    } catch (error) {
+      const mapped = errorFromSql(error);
+      if (mapped instanceof ForbiddenError) {
+        throw new ForbiddenError("migrate: only the operator may migrate (this role may not run memex._caller)", {
+          code: "forbidden",
+          status: 403,
+          cause: error,
+        });
+      }
+      throw mapped;
+    }
+    if (caller !== undefined && !(caller.all === true && caller.access === "admin")) {
+      throw new ForbiddenError(`migrate: only the operator may migrate, not ${caller.actor ?? "this role"}`, {
+        code: "forbidden",
+        status: 403,
+      });
+    }
+  }
+}
+
+/** The items of page after page: each next page asks from the last one's key (`next`,
+ * sent as `cursor`) until a page has none (the last). */
+async function* pagesOf<Q, I>(
+  request: Q,
+  cursor: string,
+  next: string,
+  items: string,
+  page: (request: Q) => Promise<unknown>,
+): AsyncIterableIterator<I> {
+  let key: unknown = (request as Record<string, unknown>)[cursor] ?? null;
+  for (;;) {
+    const answer = (await page({ ...request, [cursor]: key })) as Record<string, unknown>;
+    yield* answer[items] as I[];
+    key = answer[next];
+    if (key === null || key === undefined) return;
+  }
+}
+
+/** Run the memexdb command line against the database; its output, or a MemexError. */
+function runMemexdb(command: string, args: string[], dsn: string, timeoutMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      env: { ...process.env, MEMEX_DATABASE_URL: dsn },
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: timeoutMs,
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.on("error", (error) => reject(new MemexError(`migrate: could not run ${command}: ${error.message}`, { cause: error })));
+    child.on("close", (code) => {
+      if (code === 0) resolve(output);
+      else reject(new MemexError(`migrate: ${command} migrate exited ${code ?? "on a signal"}: ${output.slice(-2000)}`));
+    });
+  });
+}
