@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import secrets
+import uuid
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
@@ -130,3 +136,29 @@ def search(
         )
         .fetchall()
     )
+
+
+@contextlib.contextmanager
+def bound_login_role(
+    dsn: str, agent_id: str, user_ids: list[str], access: str = "write"
+) -> Iterator[str]:
+    """A login role with a password, bound to the tenant with memex.bind_sql_role (as
+    docs/sql-api.md tells an operator to), as a connection string to the database `dsn`
+    (the operator's). Roles belong to the cluster, not the database: dropped afterwards."""
+    name = f"memex_sql_{uuid.uuid4().hex[:12]}"
+    password = secrets.token_hex(16)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("create role {} login password {}").format(
+                sql.Identifier(name), sql.Literal(password)
+            )
+        )
+        conn.execute(
+            "select memex.bind_sql_role(%s, %s, %s, %s)", (name, agent_id, user_ids, access)
+        )
+    try:
+        yield make_conninfo("", **{**conninfo_to_dict(dsn), "user": name, "password": password})
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("select memex.unbind_sql_role(%s)", (name,))
+            conn.execute(sql.SQL("drop role {}").format(sql.Identifier(name)))

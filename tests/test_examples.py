@@ -6,16 +6,20 @@ tests/test_typescript_client.py)."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import pytest
 
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.operation_table import OPERATIONS
-from tests.live_service import REPO, Service, service_env
-from tests.test_mcp_support import serve_with_admin_key
+from tests.conftest import drop_database, new_database
+from tests.live_service import REPO, Service, required, service_env
+from tests.sqlapi import bound_login_role
+from tests.test_mcp_support import create_admin_key, serve
 
 PAGE = REPO / "docs" / "examples.md"
 
@@ -47,19 +51,37 @@ def camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
+class Live(NamedTuple):
+    service: Service
+    key: str
+    dsn: str
+
+
 @pytest.fixture(scope="module")
-def keyed_service(
+def live(
     pg_server: EmbeddedPostgres, template_db: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[Service, str]]:
+) -> Iterator[Live]:
     """A live service whose database has an admin key (so it refuses calls without one)."""
-    with serve_with_admin_key(pg_server, tmp_path_factory.mktemp("examples"), "examples") as keyed:
-        yield keyed
+    dsn = new_database(pg_server)
+    try:
+        key = create_admin_key(dsn, "examples")
+        with serve(tmp_path_factory.mktemp("examples"), dsn=dsn) as running:
+            yield Live(running, key, dsn)
+    finally:
+        drop_database(pg_server, dsn)
 
 
-def run_script(args: list[str], running: Service, token: str, user: str) -> str:
-    env = service_env(MEMEX_URL=running.base_url, MEMEX_API_KEY=token, MEMEX_USER=user)
+def run_script(args: list[str], live: Live, user: str, stdin: str | None = None) -> str:
+    variables = {"MEMEX_URL": live.service.base_url, "MEMEX_API_KEY": live.key}
     res = subprocess.run(
-        args, env=env, capture_output=True, text=True, timeout=120, check=False, cwd=REPO
+        args,
+        env=service_env(**variables, MEMEX_USER=user),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=REPO,
     )
     assert res.returncode == 0, res.stdout + res.stderr
     return res.stdout
@@ -84,15 +106,19 @@ def test_the_table_names_every_operation_as_each_surface_does() -> None:
         assert sql in op.sql, (python, sql, op.sql)
 
 
-def test_curl_script(keyed_service: tuple[Service, str]) -> None:
-    running, token = keyed_service
-    assert run_script(["bash", "-euc", example("bash")], running, token, "curl") == EXPECTED
+def test_curl_script(live: Live) -> None:
+    assert run_script(["bash", "-euc", example("bash")], live, "curl") == EXPECTED
 
 
-def test_python_client_script(keyed_service: tuple[Service, str]) -> None:
-    running, token = keyed_service
-    out = run_script([sys.executable, "-c", example("python")], running, token, "python")
-    assert out == EXPECTED
+def test_python_client_script(live: Live) -> None:
+    assert run_script([sys.executable, "-c", example("python")], live, "python") == EXPECTED
+
+
+def test_sql_script_as_a_bound_role(live: Live) -> None:
+    psql = required(shutil.which("psql"), "psql is not installed")
+    with bound_login_role(live.dsn, "assistant", ["sql"]) as role:
+        args = [psql, role, "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-f", "-"]
+        assert run_script(args, live, "sql", stdin=example("sql")) == EXPECTED
 
 
 def test_every_script_shows_every_operation_of_the_table() -> None:

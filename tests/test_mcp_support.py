@@ -81,22 +81,6 @@ def serve(
         service.close()
 
 
-@contextlib.contextmanager
-def serve_with_admin_key(server: Any, log_dir: Path, name: str) -> Iterator[tuple[Service, str]]:
-    """`memexdb serve` on a fresh database of the embedded `server` that has one admin key
-    (so the service refuses calls without it): the service and the key; the database is
-    dropped afterwards."""
-    from tests.conftest import drop_database, new_database
-
-    dsn = new_database(server)
-    try:
-        token = create_admin_key(dsn, name)
-        with serve(log_dir, dsn=dsn) as running:
-            yield running, token
-    finally:
-        drop_database(server, dsn)
-
-
 def create_admin_key(dsn: str, name: str) -> str:
     """`memexdb keys create --access admin` on the database `dsn`: the new key."""
     code, out = run_cli(

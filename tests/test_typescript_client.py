@@ -7,26 +7,24 @@ mode with `pg` beside it (what a user installs is what is tested)."""
 
 from __future__ import annotations
 
+import contextlib
 import filecmp
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
-import psycopg
 import pytest
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import conninfo_to_dict
 
 from memexdb.embedded import EmbeddedPostgres
 from tests.conftest import drop_database, new_database
 from tests.live_service import REPO, Service, required
+from tests.sqlapi import bound_login_role
 from tests.test_examples import EXPECTED, example
 from tests.test_mcp_support import create_admin_key, serve
 
@@ -101,43 +99,17 @@ def service(
 
 @pytest.fixture(scope="module")
 def direct_roles(database: str) -> Iterator[dict[str, str]]:
-    """Two login roles with passwords, each bound to its own tenant with
-    memex.bind_sql_role (as docs/sql-api.md tells an operator to), and their connection
-    strings as the direct-mode tests read them from the environment. Roles belong to the
-    cluster, not the database: dropped afterwards."""
-    suffix = uuid.uuid4().hex[:8]
-    roles = {
-        "MEMEX_DIRECT_URL": ("direct-agent", "alice"),
-        "MEMEX_DIRECT_OTHER_URL": ("other-agent", "bob"),
-    }
-    names: list[str] = []
-    urls: dict[str, str] = {}
-    params = conninfo_to_dict(database)
-    with psycopg.connect(database, autocommit=True) as conn:
-        for variable, (agent, user) in roles.items():
-            name = f"memex_direct_{user}_{suffix}"
-            password = secrets.token_hex(16)
-            conn.execute(
-                sql.SQL("create role {} login password {}").format(
-                    sql.Identifier(name), sql.Literal(password)
-                )
-            )
-            names.append(name)
-            conn.execute(
-                "select memex.bind_sql_role(%s, %s, array[%s], 'write')", (name, agent, user)
-            )
-            urls[variable] = make_conninfo("", **{**params, "user": name, "password": password})
-    try:
+    """Two login roles bound to their own tenants, as URLs the direct-mode tests read
+    from the environment."""
+    with contextlib.ExitStack() as stack:
+        alice = stack.enter_context(bound_login_role(database, "direct-agent", ["alice"]))
+        bob = stack.enter_context(bound_login_role(database, "other-agent", ["bob"]))
         yield {
-            **{k: libpq_url(v) for k, v in urls.items()},
+            "MEMEX_DIRECT_URL": libpq_url(alice),
+            "MEMEX_DIRECT_OTHER_URL": libpq_url(bob),
             "MEMEX_DIRECT_OPERATOR_URL": libpq_url(database),
             "MEMEX_CLI": str(Path(sys.executable).with_name("memexdb")),
         }
-    finally:
-        with psycopg.connect(database, autocommit=True) as conn:
-            for name in names:
-                conn.execute("select memex.unbind_sql_role(%s)", (name,))
-                conn.execute(sql.SQL("drop role {}").format(sql.Identifier(name)))
 
 
 def libpq_url(conninfo: str) -> str:
