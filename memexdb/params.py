@@ -1030,6 +1030,11 @@ AUDIT_LIMIT_MAX = 1000
 DEFAULT_AUDIT_LIMIT = 100
 
 KeyAccess = Annotated[Access, _enum(Access, Access.__doc__ or "")]
+CONFIRM_LAST_KEY = Field(
+    description="Revoke the key even if it is the last live key of this admin's scope (of "
+    "the database for an operator): without it that is a 409. A database that has had keys "
+    "stays closed to requests without one once they are all revoked or expired."
+)
 KeyName = Annotated[
     str,
     Field(
@@ -1097,6 +1102,13 @@ class KeyRef(_Request):
     key: Annotated[
         str, Field(description="The key's id or prefix.", examples=["mxk_0123abcd"]), _NoNul
     ]
+    confirm_last: Annotated[bool, CONFIRM_LAST_KEY] = False
+
+
+class KeyRevokeQuery(_Request):
+    """Query string of DELETE /v1/admin/keys/{key}."""
+
+    confirm_last: Annotated[bool, CONFIRM_LAST_KEY] = False
 
 
 class AuditQuery(_Request):
