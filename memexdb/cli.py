@@ -32,6 +32,8 @@ from memexdb.runtime.embedder import embedder_for
 
 log = logging.getLogger("memexdb")
 
+WORKER_HEALTHCHECK_SECONDS = 120
+
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     with (
@@ -79,6 +81,10 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
                 log_config=log_config if log_config is not None else LOGGING_CONFIG,
                 # Keep-alive timeouts of load balancers are typically 60 s.
                 timeout_keep_alive=65,
+                # uvicorn kills a worker that misses a 5 s ping; a worker importing and
+                # loading the model on a busy machine (a container's first start) can, and
+                # was killed over and over without ever serving.
+                timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
             )
         except SystemExit as exc:
             # One worker: after its graceful shutdown uvicorn raises the SIGTERM again, and

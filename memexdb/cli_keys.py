@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -71,6 +73,51 @@ def _revoke(args: argparse.Namespace, dsn: str) -> int:
         last = ref.model_copy(update={"confirm_last": True})
         (revoked,) = _call(dsn, queries.REVOKE_KEY, last.model_dump())
     print(f"revoked key {revoked['prefix']} at {_show(revoked['revoked_at'])}")
+    return 0
+
+
+# Serializes first starts of several containers on one database (pg_advisory_xact_lock).
+_BOOTSTRAP_LOCK = 0x6D656D65786B6579  # "memexkey"
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` to `path`, readable by this user only, replacing it in one step."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    scratch = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+    os.replace(scratch, path)
+
+
+def _bootstrap(args: argparse.Namespace, dsn: str) -> int:
+    """A first start's operator key: created only on a database that has never had a
+    key, its token written to the file before the key is committed (a failed write
+    leaves no key behind; a failed commit a token the next start replaces)."""
+    path = Path(args.token_file)
+    try:
+        with psycopg.connect(dsn) as conn, conn.transaction():
+            conn.execute(queries.ENTER_OPERATOR, {"actor": "cli"})
+            conn.execute("select pg_advisory_xact_lock(%s)", (_BOOTSTRAP_LOCK,))
+            rows = conn.cursor(row_factory=dict_row)
+            if rows.execute(queries.LIST_KEYS, {"agent_id": None}).fetchall():
+                print(
+                    "memexdb: the database has API keys already: no key created",
+                    file=sys.stderr,
+                )
+                return 0
+            request = validated(KeyCreate, access="admin", name=args.name)
+            values = {**request.model_dump(), "access": "admin"}
+            key = rows.execute(queries.CREATE_KEY, values).fetchone()
+            assert key is not None
+            _write_private(path, key["token"] + "\n")
+    except psycopg.Error as exc:
+        raise translate(exc) from exc
+    print(
+        f"memexdb: created the operator key {key['prefix']} (admin, every agent); its token"
+        f" is in {path}, readable by this user only",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -141,6 +188,8 @@ def run(args: argparse.Namespace, dsn: str) -> int:
             print("\t".join(_show(row[c]) for c in columns))
     elif args.keys_command == "revoke":
         return _revoke(args, dsn)
+    elif args.keys_command == "bootstrap":
+        return _bootstrap(args, dsn)
     else:
         return _allow_keyless(args, dsn)
     return 0
@@ -180,6 +229,16 @@ def add_parser(sub: Any) -> None:
     )
     revoke.add_argument("key", help="the key's prefix (as listed) or id")
     revoke.add_argument("--last-key", action="store_true", help=CONFIRM_LAST_KEY.description or "")
+    bootstrap = commands.add_parser(
+        "bootstrap",
+        help="on a database that never had a key: create the operator's admin key into a file",
+        description="A first start's key (the container's entrypoint runs this): on a "
+        "database that has never had an API key, create an admin key for every agent and "
+        "write its token to --token-file, readable by this user only; on any other database "
+        "do nothing. Either way the exit code is 0.",
+    )
+    bootstrap.add_argument("--token-file", required=True, help="where to write the token")
+    bootstrap.add_argument("--name", default="operator", help="the key's label")
     allow = commands.add_parser(
         "allow-keyless",
         help="let requests without a key in again (loopback service, no live key left)",
