@@ -76,10 +76,6 @@ def _revoke(args: argparse.Namespace, dsn: str) -> int:
     return 0
 
 
-# Serializes first starts of several containers on one database (pg_advisory_xact_lock).
-_BOOTSTRAP_LOCK = 0x6D656D65786B6579  # "memexkey"
-
-
 def _write_private(path: Path, text: str) -> None:
     """Write `text` to `path`, readable by this user only, replacing it in one step."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -98,7 +94,7 @@ def _bootstrap(args: argparse.Namespace, dsn: str) -> int:
     try:
         with psycopg.connect(dsn) as conn, conn.transaction():
             conn.execute(queries.ENTER_OPERATOR, {"actor": "cli"})
-            conn.execute("select pg_advisory_xact_lock(%s)", (_BOOTSTRAP_LOCK,))
+            conn.execute(queries.BOOTSTRAP_KEY_LOCK)
             rows = conn.cursor(row_factory=dict_row)
             if rows.execute(queries.LIST_KEYS, {"agent_id": None}).fetchall():
                 print(

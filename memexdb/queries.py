@@ -128,6 +128,10 @@ ALLOW_KEYLESS = "select memex.allow_keyless()"
 
 AUDIT_EVENTS = "select * from memex.audit_events(p_limit => %(limit)s, p_before => %(before)s)"
 
+# Serializes the first starts of several containers on one database (`memexdb keys
+# bootstrap`): 0x6D656D65786B6579 is "memexkey".
+BOOTSTRAP_KEY_LOCK = "select pg_advisory_xact_lock(7882827005361350009)"
+
 # Whether the database has a key that works (memexdb serve beyond loopback needs one).
 LIVE_KEYS = "select memex.has_live_keys()"
 
