@@ -402,7 +402,7 @@ def test_dsn_migrate_and_status_use_the_server_serve_runs(shared_data_dir: Path)
         with psycopg.connect(out.strip()) as conn:  # what `export MEMEX_DATABASE_URL=...` gets
             assert conn.execute("select count(*) >= 0 from memex.memories").fetchone() == (True,)
 
-        code, out = run_cli(["migrate"], env)
+        code, out = run_cli(["migrate", "-v"], env)  # -v: it logs whose server it uses
         assert code == 0, out
         assert f"migrated to revision {head_revision()}" in out, out
         assert f"using the embedded PostgreSQL of pid {service.proc.pid}" in out, out
