@@ -27,13 +27,21 @@ from memexdb.config import Settings, SettingsError, env_name, listens_on_loopbac
 from memexdb.embedded import EmbeddedPostgresError
 from memexdb.errors import InvalidArgument, MemexError
 from memexdb.migrations import head_revision
+from memexdb.port_check import port_in_use
 from memexdb.runtime import Attach, Database, open_database
 from memexdb.runtime.embedder import embedder_for
 
 log = logging.getLogger("memexdb")
 
+WORKER_HEALTHCHECK_SECONDS = 120
+QUIET_LOG_LEVEL = "warning"  # commands other than serve, without -v
+
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    busy = port_in_use(args.host, args.port)
+    if busy is not None:
+        print(f"memexdb: cannot serve on {args.host}:{args.port}: {busy}", file=sys.stderr)
+        return 2
     with (
         open_database(settings, Attach.OWN) as database,
         contextlib.ExitStack() as cleanup,
@@ -79,6 +87,10 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
                 log_config=log_config if log_config is not None else LOGGING_CONFIG,
                 # Keep-alive timeouts of load balancers are typically 60 s.
                 timeout_keep_alive=65,
+                # uvicorn kills a worker that misses a 5 s ping; a worker importing and
+                # loading the model on a busy machine (a container's first start) can, and
+                # was killed over and over without ever serving.
+                timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
             )
         except SystemExit as exc:
             # One worker: after its graceful shutdown uvicorn raises the SIGTERM again, and
@@ -438,7 +450,33 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
         f" (default: {params.DEFAULT_REEMBED_BATCH})",
     )
     reembed.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    _add_verbose(parser)
     return parser
+
+
+def _add_verbose(parser: argparse.ArgumentParser, top: bool = True) -> None:
+    """-v / --verbose on every command and subcommand (`memexdb keys list -v` as well as
+    `memexdb -v keys list`): a subcommand's only sets it, never resets the top one's."""
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=False if top else argparse.SUPPRESS,
+        help="log progress (migrations, the database) on stderr at MEMEX_LOG_LEVEL; without"
+        " it commands other than serve log warnings and errors only",
+    )
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                _add_verbose(child, top=False)
+
+
+def _log_level(args: argparse.Namespace, settings: Settings) -> str:
+    """serve logs at --log-level (MEMEX_LOG_LEVEL); the other commands print their
+    answers and say only what went wrong, unless -v."""
+    if args.command == "serve":
+        return str(args.log_level)
+    return settings.log_level if args.verbose else QUIET_LOG_LEVEL
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -450,7 +488,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser(settings).parse_args(argv)
 
     # Logs go to stderr: `memexdb dsn` and `status` print their answers alone on stdout.
-    logs.configure(getattr(args, "log_level", settings.log_level), settings.log_format)
+    logs.configure(_log_level(args, settings), settings.log_format)
     commands = {
         "serve": _serve,
         "mcp": _mcp,

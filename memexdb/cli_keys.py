@@ -1,24 +1,29 @@
-"""`memexdb keys create|list|revoke`: API keys, managed by the operator.
+"""`memexdb keys create|list|revoke|allow-keyless`: API keys, managed by the operator.
 
 The command line holds the database credentials, so it acts as the operator (every
 agent, admin) through the same SQL functions the admin endpoints call; each action is in
-the audit log as operator:cli.
+the audit log as operator:cli. Revoking the last live key asks first (or needs
+--last-key); a database that has had keys stays closed to requests without one until
+`allow-keyless --yes` (memex.allow_keyless).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
 
 from memexdb import queries
-from memexdb.errors import InvalidArgument, translate
-from memexdb.params import KeyCreate, validated
+from memexdb.errors import Conflict, InvalidArgument, translate
+from memexdb.params import CONFIRM_LAST_KEY, KeyCreate, KeyRef, validated
+from memexdb.types import Access
 
 _DURATION_UNITS = {"m": 60, "h": 3600, "d": 86400}
 
@@ -40,6 +45,92 @@ def _call(dsn: str, sql: str, values: dict[str, Any]) -> list[dict[str, Any]]:
             return conn.cursor(row_factory=dict_row).execute(sql, values).fetchall()
     except psycopg.Error as exc:
         raise translate(exc) from exc
+
+
+def _iso(value: Any) -> Any:
+    """json.dumps default: timestamps as ISO 8601, anything else as text."""
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+def _confirmed(question: str) -> bool:
+    """Asked on a terminal only: a script (stdin not a tty) gets a refusal and says
+    --last-key explicitly."""
+    if not sys.stdin.isatty():
+        return False
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def _revoke(args: argparse.Namespace, dsn: str) -> int:
+    ref = validated(KeyRef, key=args.key, confirm_last=args.last_key)
+    try:
+        (revoked,) = _call(dsn, queries.REVOKE_KEY, ref.model_dump())
+    except Conflict as exc:
+        print(f"memexdb: {exc}", file=sys.stderr)
+        if not _confirmed("Revoke it anyway?"):
+            print("memexdb: not revoked (--last-key revokes it without asking)", file=sys.stderr)
+            return 2
+        last = ref.model_copy(update={"confirm_last": True})
+        (revoked,) = _call(dsn, queries.REVOKE_KEY, last.model_dump())
+    print(f"revoked key {revoked['prefix']} at {_show(revoked['revoked_at'])}")
+    return 0
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` to `path`, readable by this user only, replacing it in one step."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    scratch = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+    os.replace(scratch, path)
+
+
+def _bootstrap(args: argparse.Namespace, dsn: str) -> int:
+    """A first start's operator key: created only on a database that has never had a
+    key, its token written to the file before the key is committed (a failed write
+    leaves no key behind; a failed commit a token the next start replaces)."""
+    path = Path(args.token_file)
+    try:
+        with psycopg.connect(dsn) as conn, conn.transaction():
+            conn.execute(queries.ENTER_OPERATOR, {"actor": "cli"})
+            conn.execute(queries.BOOTSTRAP_KEY_LOCK)
+            rows = conn.cursor(row_factory=dict_row)
+            if rows.execute(queries.LIST_KEYS, {"agent_id": None}).fetchall():
+                print(
+                    "memexdb: the database has API keys already: no key created",
+                    file=sys.stderr,
+                )
+                return 0
+            request = validated(KeyCreate, access="admin", name=args.name)
+            values = {**request.model_dump(), "access": "admin"}
+            key = rows.execute(queries.CREATE_KEY, values).fetchone()
+            assert key is not None
+            _write_private(path, key["token"] + "\n")
+    except psycopg.Error as exc:
+        raise translate(exc) from exc
+    print(
+        f"memexdb: created the operator key {key['prefix']} (admin, every agent); its token"
+        f" is in {path}, readable by this user only",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _allow_keyless(args: argparse.Namespace, dsn: str) -> int:
+    if not args.yes:
+        print(
+            "memexdb: allow-keyless lets a loopback service answer requests without an API "
+            "key as admin of every agent and user; run it again with --yes to do that",
+            file=sys.stderr,
+        )
+        return 2
+    (row,) = _call(dsn, queries.ALLOW_KEYLESS, {})
+    print(
+        f"requests without an API key are let in since {_show(row['allow_keyless'])} (loopback"
+        " service only; creating a key closes the database again)"
+    )
+    return 0
 
 
 def _show(value: Any) -> str:
@@ -75,7 +166,7 @@ def run(args: argparse.Namespace, dsn: str) -> int:
     elif args.keys_command == "list":
         rows = _call(dsn, queries.LIST_KEYS, {"agent_id": args.agent_id})
         if args.json:
-            print(json.dumps(rows, default=str, indent=2))
+            print(json.dumps(rows, default=_iso, indent=2))
             return 0
         columns = (
             "prefix",
@@ -91,9 +182,12 @@ def run(args: argparse.Namespace, dsn: str) -> int:
         print("\t".join(columns))
         for row in rows:
             print("\t".join(_show(row[c]) for c in columns))
+    elif args.keys_command == "revoke":
+        return _revoke(args, dsn)
+    elif args.keys_command == "bootstrap":
+        return _bootstrap(args, dsn)
     else:
-        (revoked,) = _call(dsn, queries.REVOKE_KEY, {"key": args.key})
-        print(f"revoked key {revoked['prefix']} at {_show(revoked['revoked_at'])}")
+        return _allow_keyless(args, dsn)
     return 0
 
 
@@ -111,7 +205,9 @@ def add_parser(sub: Any) -> None:
         description="Create an API key and print its token on stdout, the only time it is "
         "shown. Example: memexdb keys create --access write --agent-id assistant",
     )
-    create.add_argument("--access", required=True, choices=["read", "write", "admin"])
+    create.add_argument(
+        "--access", required=True, choices=[a.value for a in Access], help=Access.__doc__
+    )
     create.add_argument("--agent-id", help="the agent it may act for (default: every agent)")
     create.add_argument(
         "--user-id", action="append", help="limit it to this user (repeat for several)"
@@ -121,5 +217,32 @@ def add_parser(sub: Any) -> None:
     listing = commands.add_parser("list", help="list keys (never their secrets)")
     listing.add_argument("--agent-id", help="only this agent's keys")
     listing.add_argument("--json", action="store_true", help="as JSON")
-    revoke = commands.add_parser("revoke", help="revoke a key at once")
+    revoke = commands.add_parser(
+        "revoke",
+        help="revoke a key at once",
+        description="Revoke a key at once. The last live key is revoked only after a yes "
+        "on the terminal, or with --last-key.",
+    )
     revoke.add_argument("key", help="the key's prefix (as listed) or id")
+    revoke.add_argument("--last-key", action="store_true", help=CONFIRM_LAST_KEY.description or "")
+    bootstrap = commands.add_parser(
+        "bootstrap",
+        help="on a database that never had a key: create the operator's admin key into a file",
+        description="A first start's key (the container's entrypoint runs this): on a "
+        "database that has never had an API key, create an admin key for every agent and "
+        "write its token to --token-file, readable by this user only; on any other database "
+        "do nothing. Either way the exit code is 0.",
+    )
+    bootstrap.add_argument("--token-file", required=True, help="where to write the token")
+    bootstrap.add_argument("--name", default="operator", help="the key's label")
+    allow = commands.add_parser(
+        "allow-keyless",
+        help="let requests without a key in again (loopback service, no live key left)",
+        description="A database that has had API keys refuses requests without one, also "
+        "once its keys are all revoked or expired. This lets them in again: a loopback "
+        "service then answers a request without a key as admin of every agent and user "
+        "(a service beyond loopback still refuses to start without a live key). Refused "
+        "while a live key exists; creating a key closes the database again. Recorded in the "
+        "audit log (keys.allow_keyless).",
+    )
+    allow.add_argument("--yes", action="store_true", help="yes: let them in")

@@ -503,8 +503,9 @@ class AsyncMemex(Session):
         """The API keys this (admin) caller may manage, newest first, without secrets."""
         return await self.call(keys.LIST_KEYS, **_given(locals()))
 
-    async def revoke_key(self, key: str) -> RevokedKey:
-        """Revoke an API key by id or prefix; NotFound outside this caller's scope."""
+    async def revoke_key(self, key: str, confirm_last: bool = False) -> RevokedKey:
+        """Revoke an API key by id or prefix; NotFound outside this caller's scope,
+        Conflict for the last live key of the scope unless confirm_last."""
         return await self.call(keys.REVOKE_KEY, **_given(locals()))
 
     async def audit_events(

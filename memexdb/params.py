@@ -270,6 +270,16 @@ Timestamp = Annotated[
 ]
 
 
+def _in_future(value: datetime | None) -> datetime | None:
+    # a memory that expires in the past would be stored invisible: say so instead
+    if value is not None and value <= datetime.now(UTC):
+        raise ValueError("must be in the future")
+    return value
+
+
+FutureTimestamp = Annotated[Timestamp, AfterValidator(_in_future)]
+
+
 def _query_integer(value: Any) -> Any:
     # A query string's integer arrives as text: decimal digits only (no "1e3", "true").
     if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,19}", value):
@@ -457,7 +467,7 @@ class MemoryCreate(_Request):
     importance: Importance = DEFAULT_IMPORTANCE
     metadata: Metadata = None
     expires_at: Annotated[
-        Timestamp,
+        FutureTimestamp,
         Field(
             description="The memory disappears from search and count after this (UTC if"
             " naive); it must be in the future."
@@ -643,7 +653,7 @@ class MemoryPatch(_Request):
     ] = None
     memory_type: Kind | None = None
     expires_at: Annotated[
-        Timestamp,
+        FutureTimestamp,
         Field(description="A new expiry, in the future (UTC if naive); null removes it."),
     ] = None
 
@@ -1030,6 +1040,11 @@ AUDIT_LIMIT_MAX = 1000
 DEFAULT_AUDIT_LIMIT = 100
 
 KeyAccess = Annotated[Access, _enum(Access, Access.__doc__ or "")]
+CONFIRM_LAST_KEY = Field(
+    description="Revoke the key even if it is the last live key of this admin's scope (of "
+    "the database for an operator): without it that is a 409. A database that has had keys "
+    "stays closed to requests without one once they are all revoked or expired."
+)
 KeyName = Annotated[
     str,
     Field(
@@ -1097,6 +1112,13 @@ class KeyRef(_Request):
     key: Annotated[
         str, Field(description="The key's id or prefix.", examples=["mxk_0123abcd"]), _NoNul
     ]
+    confirm_last: Annotated[bool, CONFIRM_LAST_KEY] = False
+
+
+class KeyRevokeQuery(_Request):
+    """Query string of DELETE /v1/admin/keys/{key}."""
+
+    confirm_last: Annotated[bool, CONFIRM_LAST_KEY] = False
 
 
 class AuditQuery(_Request):
@@ -1429,6 +1451,14 @@ class FileReadQuery(FileQuery):
             examples=["2100-01-01T00:00:00Z"],  # later than every revision: the current one
         ),
     ] = None
+
+    @field_validator("to_line")
+    @classmethod
+    def _not_before_from_line(cls, value: int | None, info: ValidationInfo) -> int | None:
+        first = info.data.get("from_line")
+        if value is not None and first is not None and value < first:
+            raise ValueError(f"must be at least from_line ({first})")
+        return value
 
 
 class FileDeleteQuery(FileQuery):

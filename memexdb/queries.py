@@ -127,9 +127,16 @@ select * from memex.create_key(
 
 LIST_KEYS = "select * from memex.list_keys(p_agent_id => %(agent_id)s)"
 
-REVOKE_KEY = "select * from memex.revoke_key(p_key => %(key)s)"
+REVOKE_KEY = "select * from memex.revoke_key(p_key => %(key)s, p_confirm_last => %(confirm_last)s)"
+
+# Requests without a key in again, on a database without a live key (operator only).
+ALLOW_KEYLESS = "select memex.allow_keyless()"
 
 AUDIT_EVENTS = "select * from memex.audit_events(p_limit => %(limit)s, p_before => %(before)s)"
+
+# Serializes the first starts of several containers on one database (`memexdb keys
+# bootstrap`): 0x6D656D65786B6579 is "memexkey".
+BOOTSTRAP_KEY_LOCK = "select pg_advisory_xact_lock(7882827005361350009)"
 
 # Whether the database has a key that works (memexdb serve beyond loopback needs one).
 LIVE_KEYS = "select memex.has_live_keys()"

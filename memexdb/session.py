@@ -10,6 +10,7 @@ Session with one typed method per operation.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from time import monotonic
@@ -25,7 +26,7 @@ from psycopg_pool import AsyncConnectionPool
 from memexdb import metrics, queries
 from memexdb.db import async_pool
 from memexdb.embedding import BatchingEmbedder, Embedder, build_embedder
-from memexdb.errors import RateLimited, SetupError, translate
+from memexdb.errors import RateLimited, SetupError, Unauthenticated, translate
 from memexdb.llm import ChatModel
 
 _OPEN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
@@ -79,6 +80,27 @@ class Credentials:
     operator: str | None = None
     # one of memexdb's own agents writing for this caller (memex._delegate)
     delegate: str | None = None
+    # the calls come from HTTP requests (the service): a 401's remedy is SQL's (send
+    # Authorization: Bearer); otherwise they are this process's own, and its remedy is
+    # in Python (IN_PROCESS_REMEDY)
+    over_http: bool = False
+
+
+# What a process that calls the database itself (no HTTP) does about a 401.
+IN_PROCESS_REMEDY = (
+    "pass key=<API key> to Memex.connect / AsyncMemex.connect (or use .with_key(key)), or, "
+    "in a process that holds the database credentials, act as the operator with "
+    ".as_operator(name)"
+)
+_HTTP_REMEDY = re.compile(r":? ?send Authorization: Bearer <key>")
+
+
+def _in_process(error: BaseException, credentials: Credentials) -> BaseException:
+    """A 401 of an in-process caller says what to do in Python, not in HTTP."""
+    if credentials.over_http or not isinstance(error, Unauthenticated):
+        return error
+    message = _HTTP_REMEDY.sub("", str(error)).rstrip(".")
+    return Unauthenticated(f"{message}: {IN_PROCESS_REMEDY}")
 
 
 class Session:
@@ -159,6 +181,7 @@ class Session:
         require_key: bool = False,
         llm: ChatModel | None = None,
         open_timeout: float = 30.0,
+        over_http: bool = False,
     ) -> Self:
         """Open a pool on a migrated database and check the embedder fits its schema.
 
@@ -194,7 +217,7 @@ class Session:
             pool,
             batching,
             owns_embedder=owns,
-            credentials=Credentials(key=key, require_key=require_key),
+            credentials=Credentials(key=key, require_key=require_key, over_http=over_http),
             enters=enters,
             llm=llm,
             owns_llm=llm is not None,
@@ -259,7 +282,7 @@ class Session:
                         raise
                     return await cur.fetchall()
         except Exception as exc:
-            error = translate(exc)
+            error = _in_process(translate(exc), self.credentials)
             if isinstance(error, RateLimited):
                 metrics.rate_limited(error.operation)
             raise error from exc
@@ -347,7 +370,7 @@ class Session:
                         )
                 yield conn
         except Exception as exc:
-            translated = translate(exc)
+            translated = _in_process(translate(exc), self.credentials)
             if translated is exc:
                 raise
             raise translated from exc

@@ -5,6 +5,7 @@ process left behind; and the same commands against an existing server."""
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 import socket
@@ -282,16 +283,61 @@ def test_unreachable_database_url_is_a_clear_error(tmp_path: Path) -> None:
         assert "database" in out.lower(), out
 
 
-def test_serve_on_a_busy_port_exits_and_stops_postgres(shared_data_dir: Path) -> None:
-    data_dir = shared_data_dir
+def test_serve_on_a_busy_port_fails_at_once_naming_the_holder(data_dir: Path) -> None:
+    """Before: PostgreSQL started, migrated and the model loaded, then [Errno 98] ~12 s
+    later. Now the port is checked first: nothing starts (no data directory is made), and
+    the message names this test's process, which holds the port."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
         code, out = run_cli(["serve", "--port", str(port)], embedded_env(data_dir), timeout=120)
-    assert code != 0, out
-    assert "Traceback" not in out, out
+    assert code == 2, out
+    assert f"port {port} is in use by pid {os.getpid()} (" in out, out
+    assert "Traceback" not in out and "Errno 98" not in out, out
+    assert not data_dir.exists(), out  # no embedded PostgreSQL was started
     assert wait_no_postgres(data_dir) == [], out
+
+
+def _run_split(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`memexdb ARGS` with stdout and stderr apart (bounded)."""
+    return subprocess.run(
+        cli_args(*args),
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_commands_print_their_answer_and_log_only_with_verbose(
+    pg_server: EmbeddedPostgres,
+) -> None:
+    """Before: six INFO lines of migration logging preceded every answer. Now commands
+    other than serve log warnings only, unless -v (then on stderr)."""
+    name = f"cli_quiet_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
+        conn.execute(f"create database {name}")
+    dsn = db_dsn(pg_server, name)
+    env = service_env(MEMEX_DATABASE_URL=dsn)
+    try:
+        res = _run_split(["migrate"], env)
+        assert res.returncode == 0, res.stderr
+        assert res.stdout == f"migrated to revision {head_revision()}\n", res.stdout
+        assert res.stderr == "", res.stderr
+        res = _run_split(["keys", "list"], env)
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.startswith("prefix\taccess") and res.stdout.count("\n") == 1
+        assert res.stderr == "", res.stderr
+        for verbose in (["-v", "keys", "list"], ["keys", "list", "-v"]):
+            res = _run_split(verbose, env)
+            assert res.returncode == 0, res.stderr
+            assert res.stdout.startswith("prefix\taccess"), res.stdout
+            assert "INFO memexdb: database at revision" in res.stderr, res.stderr
+    finally:
+        drop_database(pg_server, dsn)
 
 
 # --- settings, help, and the commands that share a running service's server ----------
@@ -356,7 +402,7 @@ def test_dsn_migrate_and_status_use_the_server_serve_runs(shared_data_dir: Path)
         with psycopg.connect(out.strip()) as conn:  # what `export MEMEX_DATABASE_URL=...` gets
             assert conn.execute("select count(*) >= 0 from memex.memories").fetchone() == (True,)
 
-        code, out = run_cli(["migrate"], env)
+        code, out = run_cli(["migrate", "-v"], env)  # -v: it logs whose server it uses
         assert code == 0, out
         assert f"migrated to revision {head_revision()}" in out, out
         assert f"using the embedded PostgreSQL of pid {service.proc.pid}" in out, out

@@ -429,3 +429,48 @@ def test_console_over_http(service: Service) -> None:
         http.cookies.set(KEY_COOKIE, reader["token"], path="/admin")
         stale = http.get("/admin/", follow_redirects=False)
         assert stale.status_code == 303 and KEY_COOKIE in stale.headers["set-cookie"]
+
+
+def test_keys_page_names_creators_by_prefix_and_confirms_the_last_key(
+    pg_server: EmbeddedPostgres, template_db: str
+) -> None:
+    """A key made by another key shows that key's prefix as its creator, as keys are
+    listed; revoking the last live key shows a page saying what it does, and only its
+    confirmation revokes it (before: revoked at once, and the database reopened)."""
+    with (
+        service_on_new_database(pg_server, "console_keys") as service,
+        client(service.base_url) as http,
+    ):
+        admin = http.post("/v1/admin/keys", json={"access": "admin"}).json()
+        bearer = {"Authorization": f"Bearer {admin['token']}"}
+        reader = http.post("/v1/admin/keys", json={"access": "read"}, headers=bearer).json()
+        page = http.get("/admin/login").text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page)
+        assert csrf
+        http.post("/admin/login", data={"csrf": csrf.group(1), "key": admin["token"]})
+        keys = http.get("/admin/keys")
+        assert keys.status_code == 200, keys.text[:500]
+        row = re.search(rf'<tr id="key-{reader["prefix"]}">.*?</tr>', keys.text, re.S)
+        assert row and f"<td>key {admin['prefix']}</td>" in row.group(0), keys.text
+        assert f"key:{admin['id']}" not in keys.text
+        form = {"csrf": csrf.group(1)}
+        done = http.post(
+            "/admin/keys/revoke", data={**form, "key": reader["id"]}, follow_redirects=False
+        )
+        assert done.status_code == 303  # another key is live: no question asked
+        asked = http.post("/admin/keys/revoke", data={**form, "key": admin["id"]})
+        assert asked.status_code == 409, asked.text[:500]
+        assert 'id="last-key-warning"' in asked.text and "last live key" in asked.text
+        assert 'name="confirm_last" value="yes"' in asked.text
+        assert http.get("/v1/admin/keys", headers=bearer).status_code == 200  # still live
+        confirmed = http.post(
+            "/admin/keys/revoke",
+            data={**form, "key": admin["id"], "confirm_last": "yes"},
+            follow_redirects=False,
+        )
+        assert confirmed.status_code == 303, confirmed.text[:500]
+        assert http.get("/v1/admin/keys", headers=bearer).status_code == 401
+        assert (
+            http.get("/v1/memories/count", params={"agent_id": "a", "user_id": "u"}).status_code
+            == 401
+        )

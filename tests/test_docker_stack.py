@@ -17,6 +17,7 @@ tests/test_docker.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -365,6 +366,12 @@ def test_postgres_image_settings_are_those_of_the_test_server() -> None:
 
 @pytest.fixture(scope="module")
 def image_database() -> Iterator[tuple[str, Path]]:
+    with fresh_image_database() as made:
+        yield made
+
+
+@contextlib.contextmanager
+def fresh_image_database() -> Iterator[tuple[str, Path]]:
     """A PostgreSQL with pg_cron (tests/test_pg_cron.py's server) and database DATABASE,
     made the way the Postgres image's first start makes POSTGRES_DB: created, then the
     scripts of docker/postgres/initdb/ run in it with psql. Yields (DSN, bin dir)."""
@@ -406,11 +413,31 @@ def test_postgres_image_init_script_creates_the_extensions(
 
 
 def entrypoint_env(dsn: str, port: int, **extra: str) -> dict[str, str]:
-    """The image's environment, outside it: this venv's `memexdb` first on PATH."""
+    """The image's environment, outside it: this venv's `memexdb` first on PATH; on
+    loopback and without the first start's key unless `extra` says otherwise."""
     path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"
-    return service_env(
-        PATH=path, MEMEX_DATABASE_URL=dsn, MEMEX_HOST="127.0.0.1", MEMEX_PORT=str(port), **extra
-    )
+    settings = {"MEMEX_HOST": "127.0.0.1", "ADMIN_KEY_FILE": "off", **extra}
+    return service_env(PATH=path, MEMEX_DATABASE_URL=dsn, MEMEX_PORT=str(port), **settings)
+
+
+def image_env() -> dict[str, str]:
+    """The ENV lines of the service's Dockerfile."""
+    text = (DOCKER / "Dockerfile").read_text()
+    (block,) = re.findall(r"^ENV ((?:.*\\\n)*.*)$", text, flags=re.M)
+    return dict(pair.split("=", 1) for pair in block.replace("\\\n", " ").split())
+
+
+def compose_service_env(dsn: str, **secrets: str) -> dict[str, str]:
+    """The memexdb service's environment in docker-compose.yml, its ${VAR:?...} secrets
+    taken from `secrets`, and its database host (the postgres container) replaced by `dsn`."""
+    service = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["memexdb"]
+    env: dict[str, str] = {}
+    for name, value in service["environment"].items():
+        match = re.fullmatch(r"\$\{(\w+):\?.*\}", str(value))
+        env[name] = secrets[match.group(1)] if match else str(value)
+    assert env["MEMEX_DATABASE_URL"] == "postgresql://memex@postgres:5432/memex", env
+    env["MEMEX_DATABASE_URL"] = dsn
+    return env
 
 
 def test_service_entrypoint_migrates_schedules_and_serves(
@@ -486,3 +513,51 @@ def test_service_entrypoint_without_pg_cron_stops_with_the_setup_steps(
         assert service.stop() == 0, service.output()
     finally:
         service.close()
+
+
+def test_compose_stack_first_start_on_a_fresh_volume(tmp_path: Path) -> None:
+    """The stack's memexdb service on a fresh database, outside Docker (no Docker engine
+    runs here): the image's entrypoint with the image's ENV (MEMEX_HOST=0.0.0.0) and the
+    compose file's environment and command; only the port, the database's address and the
+    key file's folder (the memexdb-keys volume) differ. Before, `serve` refused 0.0.0.0
+    without a key and the stack restarted forever; now the first start makes the
+    operator's admin key, serves, and refuses requests without it."""
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["memexdb"]
+    assert "memexdb-keys:/var/lib/memexdb" in compose["volumes"]
+    image = image_env()
+    assert image["MEMEX_HOST"] == "0.0.0.0"
+    key_file = tmp_path / "volume" / "admin-key"
+    port = free_port()
+    with fresh_image_database() as (dsn, _):
+        compose_env = compose_service_env(dsn, MEMEX_DB_PASSWORD="x", MEMEX_METRICS_TOKEN="s")
+        env = {
+            **entrypoint_env(dsn, port),
+            **image,
+            **compose_env,
+            "MEMEX_PORT": str(port),
+            "ADMIN_KEY_FILE": str(key_file),
+        }
+        args = [str(SERVICE_ENTRYPOINT), *compose["command"]]
+        service = Service(args, env, port, tmp_path / "entrypoint.log")
+        try:
+            service.wait_healthy()
+            token = key_file.read_text().strip()
+            assert re.fullmatch(r"mxk_[0-9a-f]{12}_[0-9a-f]{64}", token), token
+            assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+            assert token not in service.output()  # never in the logs
+            who = {"agent_id": "a", "user_id": "u"}
+            with httpx.Client(base_url=service.base_url, timeout=30.0) as http:
+                assert http.get("/health").status_code == 200
+                assert http.get("/health/ready").status_code == 200  # compose's healthcheck
+                bare = http.post("/v1/memories", json={**who, "content": "hi"})
+                assert bare.status_code == 401, bare.text
+                keyed = {"Authorization": f"Bearer {token}"}
+                r = http.post("/v1/memories", json={**who, "content": "hi"}, headers=keyed)
+                assert r.status_code == 201, r.text
+            assert service.stop(signal.SIGTERM) == 0, service.output()
+        finally:
+            service.close()
+        # a restart keeps the keys (and the file) as they are
+        code, out = run_cli(["keys", "bootstrap", "--token-file", str(key_file)], env)
+        assert code == 0 and "has API keys already" in out, out
+        assert key_file.read_text().strip() == token

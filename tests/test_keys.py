@@ -5,6 +5,7 @@ grants SQL callers get (read back from the catalog)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import shutil
 import signal
@@ -68,7 +69,9 @@ async def test_cli_keys_lifecycle(dsn: str, batching_embedder: BatchingEmbedder)
         stored = await memex.store("A", "alice", "The spare key is under the blue flowerpot.")
         with pytest.raises(Forbidden, match="agent B"):
             await memex.store("B", "alice", "not mine")
-        code, out = run_cli(["keys", "revoke", prefix], env)
+        code, out = run_cli(["keys", "revoke", prefix], env)  # the last key: not without a yes
+        assert code == 2 and "last live key" in out and "--last-key" in out
+        code, out = run_cli(["keys", "revoke", prefix, "--last-key"], env)
         assert code == 0 and f"revoked key {prefix}" in out
         with pytest.raises(Unauthenticated, match="revoked"):
             await memex.count("A", "alice")
@@ -118,7 +121,7 @@ def test_serve_beyond_loopback_always_needs_a_key(dsn: str) -> None:
             )
             assert ok.status_code == 200, ok.text
             with psycopg.connect(dsn, autocommit=True) as conn:
-                conn.execute("select memex.revoke_key(%s)", (prefix,))
+                conn.execute("select memex.revoke_key(%s, p_confirm_last => true)", (prefix,))
             bare = http.get("/v1/memories/count", params=who)
             assert bare.status_code == 401
             assert "an API key is required" in bare.json()["error"]["message"]
@@ -126,6 +129,85 @@ def test_serve_beyond_loopback_always_needs_a_key(dsn: str) -> None:
     finally:
         svc.close()
         shutil.rmtree(log.parent, ignore_errors=True)
+
+
+def test_the_last_key_revoked_leaves_the_database_closed(
+    pg_server: EmbeddedPostgres, template_db: str
+) -> None:
+    """Before: revoking the last key reopened a loopback service to requests without a
+    key (an unauthenticated DELETE /v1/memories erased a user). Now every surface warns
+    before revoking it, and the database stays closed until `keys allow-keyless --yes`."""
+    dsn = new_database(pg_server)
+    env = service_env(MEMEX_DATABASE_URL=dsn)
+    log = scratch_dir("memexdb-keys-") / "service.log"
+    port = free_port()
+    svc = Service(uvicorn_args(port), env, port, log)
+    who = {"agent_id": "A", "user_id": "alice"}
+    try:
+        admin, prefix = _key(dsn, "admin")
+        svc.wait_healthy()
+        keyed = {"Authorization": f"Bearer {admin}"}
+        with httpx.Client(base_url=svc.base_url, timeout=60) as http:
+            stored = http.post("/v1/memories", json={**who, "content": "x"}, headers=keyed)
+            assert stored.status_code == 201, stored.text
+            refused = http.delete(f"/v1/admin/keys/{prefix}", headers=keyed)
+            assert refused.status_code == 409, refused.text
+            assert "last live key of this database" in refused.json()["error"]["message"]
+            revoked = http.delete(
+                f"/v1/admin/keys/{prefix}", params={"confirm_last": "true"}, headers=keyed
+            )
+            assert revoked.status_code == 200, revoked.text
+
+            erase = http.delete("/v1/memories", params=who)  # no key: still refused
+            assert erase.status_code == 401, erase.text
+            assert "closed" in erase.json()["error"]["message"]
+            assert "allow-keyless --yes" in erase.json()["error"]["message"]
+            assert http.get("/v1/memories/count", params=who).status_code == 401
+
+            code, out = run_cli(["keys", "allow-keyless"], env)
+            assert code == 2 and "--yes" in out
+            assert http.get("/v1/memories/count", params=who).status_code == 401
+            code, out = run_cli(["keys", "allow-keyless", "--yes"], env)
+            assert code == 0 and "without an API key are let in" in out, out
+            counted = http.get("/v1/memories/count", params=who)
+            assert counted.status_code == 200 and counted.json()["count"] == 1, counted.text
+            with psycopg.connect(dsn) as conn:
+                entry = conn.execute(
+                    "select actor from memex.audit_log where action = 'keys.allow_keyless'"
+                ).fetchall()
+            assert entry == [("operator:cli",)]
+
+            # a key created since closes it again; allow-keyless refuses while it works
+            code, out = run_cli(["keys", "create", "--access", "read", "--agent-id", "A"], env)
+            assert code == 0, out
+            token = TOKEN.search(out)
+            assert token is not None
+            assert http.get("/v1/memories/count", params=who).status_code == 401
+            code, out = run_cli(["keys", "allow-keyless", "--yes"], env)
+            assert code == 2 and token.group(0)[4:16] in out and "revoke them first" in out
+            code, out = run_cli(["keys", "revoke", token.group(0)[4:16], "--last-key"], env)
+            assert code == 0, out
+            assert http.get("/v1/memories/count", params=who).status_code == 401
+        assert "Traceback" not in svc.output(), svc.output()[-4000:]
+    finally:
+        svc.close()
+        drop_database(pg_server, dsn)
+        shutil.rmtree(log.parent, ignore_errors=True)
+
+
+def test_keys_list_shows_iso_timestamps(dsn: str) -> None:
+    env = service_env(MEMEX_DATABASE_URL=dsn)
+    _key(dsn, "read", "A", expires_at=datetime(2031, 1, 2, 3, 4, 5, tzinfo=UTC))
+    code, out = run_cli(["keys", "list", "--json"], env)
+    assert code == 0, out
+    (row,), _ = json.JSONDecoder().raw_decode(out[out.index("[") :])
+    assert row["expires_at"] == "2031-01-02T03:04:05+00:00"
+    assert datetime.fromisoformat(row["created_at"]).tzinfo is not None
+    assert "T" in row["created_at"]
+    code, out = run_cli(["keys", "list"], env)
+    assert code == 0 and "\t2031-01-02T03:04:05+00:00\t" in out, out
+    code, out = run_cli(["keys", "create", "--help"], env)
+    assert code == 0 and "manage keys and read the audit log" in " ".join(out.split())
 
 
 # --- admin endpoints ----------------------------------------------------------------------
@@ -319,6 +401,7 @@ OPERATOR_ONLY = {
     "user_stats",
     "set_setting",
     "has_live_keys",
+    "allow_keyless",
     "tenant_stats",
 }
 

@@ -160,7 +160,7 @@ def test_stdio_signal_stops_it_while_stdin_is_open(
     with (
         log_path.open("w") as errlog,
         subprocess.Popen(
-            cli_args("mcp"),
+            cli_args("mcp", "-v"),  # -v: it logs "ready on stdio"
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
@@ -191,7 +191,8 @@ async def test_stdio_shares_and_then_takes_over_a_running_services_server(
     who = {"agent_id": "shared", "user_id": "carol"}
     env = {"MEMEX_DATA_DIR": str(data_dir)}
     with serve(tmp_path, **env) as service, (tmp_path / "stderr.log").open("w") as errlog:
-        async with connected(stdio_client_of(stdio_params(env), errlog)) as c:
+        verbose = stdio_params(env, cli_args("mcp", "-v"))  # -v: it logs the takeover
+        async with connected(stdio_client_of(verbose, errlog)) as c:
             await call(c, "store_memory", **who, content="Carol takes the 8:15 train")
             async with httpx.AsyncClient(base_url=service.base_url, timeout=30) as http:
                 count = await http.get("/v1/memories/count", params=who)
@@ -261,7 +262,7 @@ def test_stdio_stdout_carries_protocol_messages_only(dsn: str) -> None:
     env = {"PATH": "/usr/bin:/bin", "HOME": os.environ["HOME"], "MEMEX_DATABASE_URL": dsn}
     with tempfile.TemporaryFile("w+") as stderr:
         with subprocess.Popen(
-            cli_args("mcp"),
+            cli_args("mcp", "-v"),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,

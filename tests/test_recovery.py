@@ -351,7 +351,9 @@ async def test_mcp_stdio_sharing_a_services_server_reconnects_after_its_restart(
     env = {"MEMEX_DATA_DIR": str(data_dir)}
     log_path = tmp_path / "stderr.log"
     with serve(tmp_path, **env) as service, log_path.open("w") as errlog:
-        async with connected(stdio_client_of(stdio_params(env), errlog)) as c:
+        async with connected(
+            stdio_client_of(stdio_params(env, cli_args("mcp", "-v")), errlog)
+        ) as c:
             await call(c, "store_memory", **who, content=DOG)
             kill_postmaster(data_dir / "pgdata")
             deadline = time.monotonic() + RECOVERY_SECONDS

@@ -58,6 +58,7 @@ EXCEPTIONS = {
 # Public memex.* functions without a p_agent_id argument: they cannot be routed to one
 # tenant's node; docs/scaling.md says how each runs on Citus.
 GLOBAL_FUNCTIONS = {
+    "allow_keyless",
     "audit_events",
     "configure_vector_index",
     "consolidate_due",

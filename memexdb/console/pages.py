@@ -31,7 +31,7 @@ from memexdb.console.web import (
     validated,
 )
 from memexdb.dreaming.operations import SET_DREAM_CONFIG
-from memexdb.errors import Forbidden, NotFound, Unauthenticated
+from memexdb.errors import Conflict, Forbidden, NotFound, Unauthenticated
 from memexdb.memories.operations import SEARCH as MEMORY_SEARCH
 from memexdb.paging import next_key
 from memexdb.types import Access, MemoryType, SearchMode
@@ -376,8 +376,14 @@ async def dream_run(ctx: Ctx) -> Response:
 async def keys(ctx: Ctx) -> Response:
     query = validated(params.KeysQuery, ctx.request.query_params)
     rows = await ctx.memex.list_keys(query.agent_id)
+    # created_by names a key by id (key:<uuid>): shown by its prefix, as keys are listed
+    prefixes = {f"key:{k.id}": f"key {k.prefix}" for k in rows}
     return ctx.render(
-        "keys.html", rows=rows, agent_id=query.agent_id, access=[a.value for a in Access]
+        "keys.html",
+        rows=rows,
+        creators={k.id: prefixes.get(k.created_by, k.created_by) for k in rows},
+        agent_id=query.agent_id,
+        access=[a.value for a in Access],
     )
 
 
@@ -412,7 +418,11 @@ async def revoke_key(ctx: Ctx) -> Response:
     key = form.get("key", "").strip()
     if not key or len(key) > 200:
         raise invalid("key", "required (an id or prefix)")
-    await ctx.memex.revoke_key(key)
+    try:
+        await ctx.memex.revoke_key(key, confirm_last=form.get("confirm_last") == "yes")
+    except Conflict as exc:
+        # the last live key: say what revoking it does, and ask again
+        return ctx.render("key_revoke_last.html", 409, key=key, message=str(exc))
     return ctx.redirect("keys", notice="revoked")
 
 

@@ -24,6 +24,7 @@ from memexdb.params import (
     KeyOut,
     KeyRef,
     KeyRevokedOut,
+    KeyRevokeQuery,
     KeysQuery,
 )
 from memexdb.session import Session
@@ -94,9 +95,13 @@ REVOKE_KEY = Operation(
         "DELETE",
         "/v1/admin/keys/{key}",
         "Revoked",
-        source="path",
+        source="query",
+        wire=KeyRevokeQuery,
         path_params={"key": {"type": "string"}},
-        errors=(Reply(404, "No such key within this admin's scope"),),
+        errors=(
+            Reply(404, "No such key within this admin's scope"),
+            Reply(409, "The last live key of this admin's scope: confirm_last=true revokes it"),
+        ),
     ),
 )
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 
 from pydantic import ValidationError
+from starlette.convertors import UUIDConvertor
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -102,14 +104,42 @@ async def on_memex_error(request: Request, exc: Exception) -> Response:
     return error_response(500, "internal_error", "internal server error")
 
 
+def _not_a_uuid(request: Request) -> str | None:
+    """For a path that one of the app's routes would take if its `{name:uuid}` segments
+    were UUIDs (GET /v1/memories/123): which parameter must be one."""
+    path = request.scope.get("path", "")
+    for route in getattr(request.app, "routes", ()):
+        convertors = getattr(route, "param_convertors", {})
+        ids = [n for n, c in convertors.items() if isinstance(c, UUIDConvertor)]
+        if not ids:
+            continue
+        parts = re.split(r"\{(\w+)\}", route.path_format)
+        loose = "".join(
+            re.escape(part) if i % 2 == 0 else f"(?P<{part}>[^/]+)" for i, part in enumerate(parts)
+        )
+        match = re.fullmatch(loose, path)
+        if match:
+            bad = [n for n in ids if not _UUID.fullmatch(match.group(n))]
+            if bad:
+                return f"no such route: {bad[0]} must be a UUID, e.g. {_EXAMPLE_UUID}"
+    return None
+
+
+_UUID = re.compile(UUIDConvertor.regex)
+_EXAMPLE_UUID = "3fa85f64-5717-4562-b3fc-2c963f66afa6"
+
+
 async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     codes = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+    detail = str(exc.detail)
+    if exc.status_code == 404:
+        detail = _not_a_uuid(request) or detail
     # exc.headers carries e.g. the Allow header of a 405
     return error_response(
         exc.status_code,
         codes.get(exc.status_code, "http_error"),
-        str(exc.detail),
+        detail,
         headers=dict(exc.headers or {}),
     )
 

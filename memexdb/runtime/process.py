@@ -78,6 +78,7 @@ class Runtime:
                 max_size=pool_size or settings.pool_size,
                 key=settings.api_key,
                 require_key=not settings.loopback_only,
+                over_http=True,  # a 401's remedy is the Authorization header
                 llm=llm,
                 open_timeout=timeout,
             )

@@ -4,9 +4,12 @@
 --
 --   token given:  it must be a live key (not revoked, not expired) whose salted sha256
 --                 matches; the caller is the key's agent, users and access.
---   no token:     refused when p_require_key (a service listening beyond loopback), or
---                 when any live key exists; otherwise the caller is "open": every tenant,
---                 admin access (a loopback service before its first key).
+--   no token:     refused when p_require_key (a service listening beyond loopback), when
+--                 any live key exists, or when keys were created since the operator last
+--                 let requests without a key in (memex.allow_keyless): a database whose
+--                 keys were all revoked or expired stays closed. Otherwise the caller is
+--                 "open": every tenant, admin access (a loopback service before its first
+--                 key).
 -- Raises SQLSTATE 28000 (401) with a message saying what is wrong. Returns the caller.
 -- Bounds the rest of the transaction, a request's: no lock is waited on longer than
 -- settings.request_lock_timeout_ms (default 5000) and no statement runs longer than
@@ -37,6 +40,15 @@ begin
                    where k.revoked_at is null
                      and (k.expires_at is null or k.expires_at > now())) then
             raise exception 'this database has API keys: send Authorization: Bearer <key>'
+                using errcode = '28000';
+        end if;
+        if exists (select from memex.api_keys k
+                   where k.created_at > coalesce(
+                       (memex._setting('keyless_allowed_since') #>> '{}')::timestamptz,
+                       '-infinity')) then
+            raise exception 'this database is closed: its API keys were all revoked or '
+                            'expired. Create one (memexdb keys create --access admin), or '
+                            'let requests without a key in (memexdb keys allow-keyless --yes)'
                 using errcode = '28000';
         end if;
         v_caller := '{"all": true, "access": "admin", "actor": "open"}';

@@ -1,9 +1,10 @@
 -- privileges: tenant
 -- memex.read_file (MCP memory_read): a file of tenant (agent_id, user_id) by virtual
 -- path, whole or lines p_from_line..p_to_line (1-based, inclusive, clipped to the file;
--- to_line before from_line reads nothing);
+-- to_line before from_line is MX422);
 -- with p_as_of, the file as it was at that time (from its revisions). MX404 when there is
--- no such file (at that time). Logged in the access log ('read').
+-- no such file (at that time: the message says whether it did not exist yet or had been
+-- deleted then). Logged in the access log ('read').
 create or replace function memex.read_file(
     p_agent_id text,
     p_user_id text,
@@ -31,6 +32,9 @@ begin
     if p_to_line is not null and p_to_line not between 1 and 1000000 then
         perform memex._invalid('to_line', 'must be 1 to 1000000');
     end if;
+    if p_to_line < p_from_line then
+        perform memex._invalid('to_line', format('must be at least from_line (%s)', p_from_line));
+    end if;
     perform memex._authorize(p_agent_id, p_user_id, 'read');
     if p_as_of is null then
         select m.* into v_row from memex.memories m
@@ -41,6 +45,17 @@ begin
         where r.agent_id = p_agent_id and r.user_id = p_user_id and r.path = p_path
           and r.at <= p_as_of
         order by r.revision desc limit 1;
+        if v_rev.revision is null then
+            perform from memex.file_revisions r
+            where r.agent_id = p_agent_id and r.user_id = p_user_id and r.path = p_path;
+            if found then
+                raise exception 'file % did not exist yet at %', p_path, p_as_of
+                    using errcode = 'MX404';
+            end if;
+        elsif v_rev.operation = 'delete' then
+            raise exception 'file % was deleted at %, before %', p_path, v_rev.at, p_as_of
+                using errcode = 'MX404';
+        end if;
         if v_rev.operation <> 'delete' then
             select m.* into v_row from memex.memories m where m.id = v_rev.memory_id;
             v_row.id := v_rev.memory_id;

@@ -285,7 +285,7 @@ ROUTES: dict[str, HttpRoute] = {
     "revoke_key": HttpRoute(
         "DELETE",
         "/v1/admin/keys/{key}",
-        "path",
+        "query",
         200,
         False,
         ("key",),

@@ -538,8 +538,9 @@ class AsyncMemexClient:
         answer = await self._request("list_keys", _given(locals()))
         return _as(list[ApiKey], answer["keys"])
 
-    async def revoke_key(self, key: str) -> RevokedKey:
-        """Revoke an API key by id or prefix."""
+    async def revoke_key(self, key: str, confirm_last: bool = False) -> RevokedKey:
+        """Revoke an API key by id or prefix; Conflict for the last live key of this
+        admin's scope unless confirm_last."""
         return _as(RevokedKey, await self._request("revoke_key", _given(locals())))
 
     async def audit_events(

@@ -3290,7 +3290,10 @@ export interface operations {
     };
     revoke_key: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @example false */
+                confirm_last?: boolean;
+            };
             header?: never;
             path: {
                 /** @example mxk_0123abcd */
@@ -3329,6 +3332,13 @@ export interface operations {
             };
             /** @description No such key within this admin's scope */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The last live key of this admin's scope: confirm_last=true revokes it */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -346,7 +346,7 @@ export const OPERATIONS = {
     "operation": "revoke_key",
     "method": "DELETE",
     "path": "/v1/admin/keys/{key}",
-    "source": "path",
+    "source": "query",
     "pathParams": [
       "key"
     ],
