@@ -754,6 +754,8 @@ class ExportedMemory(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # what the line holds (memexdb.export_format); exports before version 2 leave it out
+    record: Literal["memory"] = "memory"
     id: UUID
     agent_id: AgentId
     user_id: UserId
@@ -771,6 +773,10 @@ class ExportedMemory(BaseModel):
     source_ids: list[UUID] = Field(default_factory=list, max_length=1000)
     superseded_by: UUID | None = None
     archived_at: QueryTimestamp = None
+    # a file: its virtual path (memex._check_path checks it); who wrote the memory. Both
+    # are history: importing them needs admin access to the tenant.
+    path: Annotated[str | None, Field(min_length=1, max_length=512)] = None
+    actor: Annotated[str | None, Field(min_length=1, max_length=200)] = None
 
     def lineage(self) -> dict[str, Any] | None:
         """What memex.import_memories takes as this memory's p_lineage item."""
