@@ -8,7 +8,6 @@ import contextlib
 import json
 import logging
 import os
-import re
 import shutil
 import signal
 import sys
@@ -28,6 +27,7 @@ from memexdb import (
     export_format,
     logs,
     metrics,
+    moving,
     params,
     queries,
 )
@@ -285,11 +285,7 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
         try:
             result = memex.import_memories(counted())
         except InvalidArgument as exc:
-            match = re.fullmatch(r"records\[(\d+)\]\.?(.*)", exc.field)
-            if match is None:
-                raise
-            where = f"line {int(match.group(1)) + 1}"
-            raise InvalidArgument(f"{where} {match.group(2)}".strip(), exc.message) from None
+            raise moving.line_error(exc) from None
     memories = result.kinds.get("memory", {})
     history = "".join(
         f"; {_KIND_NAMES[k]}: imported {c['imported']}, skipped {c['skipped']}"

@@ -224,4 +224,14 @@ class Importer:
         return len(rows), len(stale)
 
 
-__all__ = ["HistoryCursor", "Importer", "export_records", "history_page"]
+def line_error(exc: InvalidArgument) -> InvalidArgument:
+    """An import's error naming the line of the file or request body (record n is line
+    n + 1: `records[2].importance` is `line 3 importance`); other errors as they are."""
+    match = re.fullmatch(r"records\[(\d+)\]\.?(.*)", exc.field)
+    if match is None:
+        return exc
+    where = f"line {int(match.group(1)) + 1}"
+    return InvalidArgument(f"{where} {match.group(2)}".strip(), exc.message)
+
+
+__all__ = ["HistoryCursor", "Importer", "export_records", "history_page", "line_error"]

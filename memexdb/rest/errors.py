@@ -103,7 +103,12 @@ async def on_memex_error(request: Request, exc: Exception) -> Response:
 
 async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    codes = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+    codes = {
+        404: "not_found",
+        405: "method_not_allowed",
+        413: "payload_too_large",
+        415: "unsupported_media_type",
+    }
     # exc.headers carries e.g. the Allow header of a 405
     return error_response(
         exc.status_code,
