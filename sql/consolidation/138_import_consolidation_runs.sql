@@ -32,16 +32,21 @@ begin
     insert into memex.consolidation_runs
         (agent_id, user_id, kind, status, actor, started_at, finished_at, memories_in,
          memories_out, files_in, files_out, files_touched, summary_id, error, details)
-    select distinct on (r.agent_id, r.user_id, r.kind, r.started_at)
-           r.agent_id, r.user_id, r.kind, r.status, r.actor, r.started_at, r.finished_at,
+    select r.agent_id, r.user_id, r.kind, r.status, r.actor, r.started_at, r.finished_at,
            coalesce(r.memories_in, 0), coalesce(r.memories_out, 0), coalesce(r.files_in, 0),
            coalesce(r.files_out, 0), coalesce(r.files_touched, 0), r.summary_id, r.error,
            coalesce(r.details, '{}')
-    from jsonb_populate_recordset(null::memex.consolidation_runs, p_records) r
+    from (  -- a run given twice: the first one; then in the order given (the new ids')
+        select distinct on (x.agent_id, x.user_id, x.kind, x.started_at) x.*, e.ord
+        from jsonb_array_elements(p_records) with ordinality e(value, ord),
+             jsonb_populate_record(null::memex.consolidation_runs, e.value) x
+        order by x.agent_id, x.user_id, x.kind, x.started_at, e.ord
+    ) r
     where not exists (
         select from memex.consolidation_runs c
         where c.agent_id = r.agent_id and c.user_id = r.user_id and c.kind = r.kind
-          and c.started_at = r.started_at);
+          and c.started_at = r.started_at)
+    order by r.ord;
     get diagnostics v_count = row_count;
     -- a restored condense run and the restore that undid it share the summary
     update memex.consolidation_runs c set restored_by = s.id

@@ -34,7 +34,9 @@ begin
     select r.agent_id, r.user_id, r.path, r.memory_id, r.revision, r.operation, r.actor,
            r.at, r.content, coalesce(r.size, coalesce(length(r.content), 0)),
            coalesce(r.details, '{}')
-    from jsonb_populate_recordset(null::memex.file_revisions, p_records) r
+    from jsonb_array_elements(p_records) with ordinality e(value, ord),
+         jsonb_populate_record(null::memex.file_revisions, e.value) r
+    order by e.ord
     on conflict (agent_id, user_id, path, revision) do nothing;
     get diagnostics v_count = row_count;
     return v_count;

@@ -29,15 +29,21 @@ begin
         perform memex._authorize(v_agent, v_user, 'admin');
     end loop;
     insert into memex.access_log (agent_id, user_id, actor, operation, target, at, details)
-    select distinct on (r.agent_id, r.user_id, r.at, r.actor, r.operation, r.target)
-           r.agent_id, r.user_id, r.actor, r.operation, r.target, r.at,
+    select r.agent_id, r.user_id, r.actor, r.operation, r.target, r.at,
            coalesce(r.details, '{}')
-    from jsonb_populate_recordset(null::memex.access_log, p_records) r
+    from (  -- an entry given twice: the first one; then in the order given
+        select distinct on (x.agent_id, x.user_id, x.at, x.actor, x.operation, x.target)
+               x.*, e.ord
+        from jsonb_array_elements(p_records) with ordinality e(value, ord),
+             jsonb_populate_record(null::memex.access_log, e.value) x
+        order by x.agent_id, x.user_id, x.at, x.actor, x.operation, x.target, e.ord
+    ) r
     where not exists (
         select from memex.access_log a
         where a.agent_id = r.agent_id and a.user_id = r.user_id and a.at = r.at
           and a.actor = r.actor and a.operation = r.operation
-          and a.target is not distinct from r.target);
+          and a.target is not distinct from r.target)
+    order by r.ord;
     get diagnostics v_count = row_count;
     return v_count;
 end
