@@ -41,9 +41,8 @@ async def records(request: Request) -> AsyncIterator[dict[str, Any]]:
     pending = b""
     number = 0
     async for chunk in request.stream():
-        pending += chunk
-        while (end := pending.find(b"\n")) >= 0:
-            line, pending = pending[:end], pending[end + 1 :]
+        *complete, pending = (pending + chunk).split(b"\n")
+        for line in complete:
             number += 1
             if number > IMPORT_LINES_MAX:
                 raise HTTPException(413, f"more than {IMPORT_LINES_MAX} lines: split the import")

@@ -26,6 +26,9 @@ test("every REST operation of the table is a method", () => {
     if (spec.paging) assert.equal(typeof client[`iter${name[0].toUpperCase()}${name.slice(1)}`], "function");
   }
   assert.ok(Object.keys(OPERATIONS).length >= 34);
+  // the streamed endpoints, written by hand (GET /v1/export, POST /v1/import)
+  assert.equal(typeof client.export, "function");
+  assert.equal(typeof client.importMemories, "function");
 });
 
 test("health", live, async () => {
