@@ -16,9 +16,9 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from memexdb.params import AgentId, ExportedMemory, UserId
+from memexdb.params import AgentId, ExportedMemory, Metadata, UserId, no_nul
 
 FORMAT = "memexdb-export"
 VERSION = 2
@@ -29,8 +29,12 @@ IMPORT_LINES_MAX = 100_000  # lines of one POST /v1/import request (a file: any 
 
 RecordKind = Literal["memory", "file_revision", "access", "consolidation_run"]
 HISTORY_KINDS: tuple[RecordKind, ...] = ("file_revision", "access", "consolidation_run")
-_Actor = Annotated[str, Field(min_length=1, max_length=200)]
-_Details = Annotated[dict[str, Any], Field(description="As recorded.")]
+# text as Postgres stores it: no NUL characters; counts as an integer column holds them
+_Text = Annotated[str, AfterValidator(no_nul)]
+_Actor = Annotated[_Text, Field(min_length=1, max_length=200)]
+_Path = Annotated[_Text, Field(min_length=1, max_length=512)]
+_Count = Annotated[int, Field(ge=0, le=2**31 - 1)]
+_Details = Annotated[Metadata, Field(description="As recorded (a JSON object).")]
 
 
 class _Record(BaseModel):
@@ -42,11 +46,11 @@ class ExportHeader(_Record):
 
     record: Literal["header"]
     format: Literal["memexdb-export"]
-    version: int = Field(ge=1)
+    version: int = Field(ge=1, le=2**31 - 1)
     agent_id: AgentId
     user_id: UserId | None = None
     exported_at: datetime
-    embedding_model: str | None = Field(
+    embedding_model: _Text | None = Field(
         default=None, description="the exporting service's model (each memory names its own)"
     )
 
@@ -57,15 +61,15 @@ class ExportedRevision(_Record):
     record: Literal["file_revision"]
     agent_id: AgentId
     user_id: UserId
-    path: Annotated[str, Field(min_length=1, max_length=512)]
+    path: _Path
     memory_id: UUID | None = None
-    revision: int = Field(ge=1)
+    revision: int = Field(ge=1, le=2**31 - 1)
     operation: Literal["write", "patch", "delete", "restore"]
     actor: _Actor
     at: datetime
-    content: str | None = None
-    size: int = Field(default=0, ge=0)
-    details: _Details = Field(default_factory=dict)
+    content: _Text | None = None
+    size: _Count = 0
+    details: _Details = None
 
 
 class ExportedAccess(_Record):
@@ -75,10 +79,10 @@ class ExportedAccess(_Record):
     agent_id: AgentId
     user_id: UserId
     actor: _Actor
-    operation: Annotated[str, Field(min_length=1, max_length=64)]
-    target: Annotated[str | None, Field(max_length=512)] = None
+    operation: Annotated[_Text, Field(min_length=1, max_length=64)]
+    target: Annotated[_Text | None, Field(max_length=512)] = None
     at: datetime
-    details: _Details = Field(default_factory=dict)
+    details: _Details = None
 
 
 class ExportedRun(_Record):
@@ -92,14 +96,14 @@ class ExportedRun(_Record):
     actor: _Actor
     started_at: datetime
     finished_at: datetime | None = None
-    memories_in: int = Field(default=0, ge=0)
-    memories_out: int = Field(default=0, ge=0)
-    files_in: int = Field(default=0, ge=0)
-    files_out: int = Field(default=0, ge=0)
-    files_touched: int = Field(default=0, ge=0)
+    memories_in: _Count = 0
+    memories_out: _Count = 0
+    files_in: _Count = 0
+    files_out: _Count = 0
+    files_touched: _Count = 0
     summary_id: UUID | None = None
-    error: str | None = None
-    details: _Details = Field(default_factory=dict)
+    error: _Text | None = None
+    details: _Details = None
 
 
 HistoryRecord = ExportedRevision | ExportedAccess | ExportedRun

@@ -306,6 +306,24 @@ def test_rest_import_names_the_bad_line(live: Live) -> None:
     auth = {"Authorization": f"Bearer {live.operator}"}
     ndjson = {**auth, "Content-Type": "application/x-ndjson"}
     good = {"id": str(uuid.uuid4()), "agent_id": A, "user_id": U, "content": "fine"}
+    at = "2026-01-01T00:00:00+00:00"
+    access = {
+        "record": "access",
+        "agent_id": A,
+        "user_id": U,
+        "actor": "a",
+        "operation": "read",
+        "at": at,
+    }
+    run = {
+        "record": "consolidation_run",
+        "agent_id": A,
+        "user_id": U,
+        "kind": "condense",
+        "status": "done",
+        "actor": "a",
+        "started_at": at,
+    }
     with httpx.Client(base_url=live.service.base_url, timeout=60) as http:
 
         def post(body: bytes, headers: dict[str, str] = ndjson) -> httpx.Response:
@@ -325,6 +343,10 @@ def test_rest_import_names_the_bad_line(live: Live) -> None:
             ),
             (b'{"a": "' + b"x" * LINE_MAX_BYTES + b'"}\n', 413, "line 1"),
             (b"\xff\xfe\n", 422, "line 1"),
+            # Postgres text cannot hold NUL, nor an integer column 2**31
+            (json.dumps({**access, "actor": "a\u0000b"}).encode(), 422, "line 1 actor"),
+            (json.dumps({**access, "details": {"k": "\u0000"}}).encode(), 422, "line 1 details"),
+            (json.dumps({**run, "memories_in": 2**31}).encode(), 422, "line 1 memories_in"),
         ]
         for body, status, where in cases:
             r = post(body)
