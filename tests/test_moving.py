@@ -7,8 +7,10 @@ the real embedded PostgreSQL and the real embedding model; plus who may import h
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -243,10 +245,20 @@ async def operator_memex(
     await client.aclose()
 
 
+async def _embed_queue_drained(memex: AsyncMemex) -> None:
+    """Wait until the service's embed worker has embedded the summaries consolidation
+    queued (their vector changes then: an export taken before that would differ)."""
+    deadline = time.monotonic() + 60
+    while (await memex.embed_queue_depth()).queued:
+        assert time.monotonic() < deadline, "the embed queue was not drained"
+        await asyncio.sleep(0.2)
+
+
 async def test_rest_and_python_client_round_trip(
     live: Live, operator_memex: AsyncMemex, tmp_path: Path
 ) -> None:
     await _build(operator_memex)
+    await _embed_queue_drained(operator_memex)
     auth = {"Authorization": f"Bearer {live.operator}"}
     ndjson = {**auth, "Content-Type": "application/x-ndjson"}
     async with httpx.AsyncClient(base_url=live.service.base_url, timeout=120, headers=auth) as http:
