@@ -195,7 +195,7 @@ async def test_history_is_imported_only_by_an_admin_of_the_tenant(
     admin = (await operator.create_key("admin", agent_id=A, name="admin")).token
     result = await amemex.with_key(admin).import_memories([forged])
     assert result.kinds["file_revision"] == {"imported": 1, "skipped": 0}
-    # SQL: a tenant's write key cannot call the history imports into its own tenant either
+    # the original revision and the one the admin imported: nothing of the refused calls
     assert conn.execute("select count(*) from memex.file_revisions").fetchone() == (2,)
 
 
