@@ -8,7 +8,6 @@ import contextlib
 import json
 import logging
 import os
-import re
 import shutil
 import signal
 import sys
@@ -21,7 +20,17 @@ import uvicorn
 from tqdm import tqdm
 from uvicorn.config import LOGGING_CONFIG
 
-from memexdb import __version__, cli_keys, cli_schedule, logs, metrics, params, queries
+from memexdb import (
+    __version__,
+    cli_keys,
+    cli_schedule,
+    export_format,
+    logs,
+    metrics,
+    moving,
+    params,
+    queries,
+)
 from memexdb.client import Memex
 from memexdb.config import Settings, SettingsError, env_name, listens_on_loopback_only
 from memexdb.embedded import EmbeddedPostgresError
@@ -213,7 +222,7 @@ def _client(settings: Settings) -> Iterator[Memex]:
 
 def _progress(args: argparse.Namespace, total: int | None = None) -> tqdm[Any]:
     return tqdm(
-        total=total, unit=" memories", file=sys.stderr, disable=args.quiet, dynamic_ncols=True
+        total=total, unit=" records", file=sys.stderr, disable=args.quiet, dynamic_ncols=True
     )
 
 
@@ -228,17 +237,30 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
             if args.output not in (None, "-")
             else sys.stdout
         )
-        n = 0
+        counts = dict.fromkeys(_KIND_NAMES, 0)
         for record in memex.export(args.agent_id, args.user_id, embeddings=args.embeddings):
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
-            n += 1
+            kind = export_format.kind_of(record)
+            if kind in counts:
+                counts[kind] += 1
             bar.update()
-    print(f"exported {n} memories", file=sys.stderr)
+    print(
+        "exported " + ", ".join(f"{n} {_KIND_NAMES[k]}" for k, n in counts.items()), file=sys.stderr
+    )
     return 0
 
 
+# what `memexdb export` and `import` count, per kind of record (memexdb.export_format)
+_KIND_NAMES = {
+    "memory": "memories",
+    "file_revision": "file revisions",
+    "access": "access-log entries",
+    "consolidation_run": "consolidation runs",
+}
+
+
 def _records(lines: IO[str]) -> Iterator[dict[str, Any]]:
-    # Line n holds record n - 1 (memories[n - 1] in the Python API's errors).
+    # Line n holds record n - 1 (records[n - 1] in the Python API's errors).
     for number, line in enumerate(lines, 1):
         if not line.strip():
             raise InvalidArgument(f"line {number}", "is empty (one JSON object per line)")
@@ -275,14 +297,17 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
         try:
             result = memex.import_memories(counted())
         except InvalidArgument as exc:
-            match = re.fullmatch(r"memories\[(\d+)\]\.?(.*)", exc.field)
-            if match is None:
-                raise
-            where = f"line {int(match.group(1)) + 1}"
-            raise InvalidArgument(f"{where} {match.group(2)}".strip(), exc.message) from None
+            raise moving.line_error(exc) from None
+    memories = result.kinds.get("memory", {})
+    history = "".join(
+        f"; {_KIND_NAMES[k]}: imported {c['imported']}, skipped {c['skipped']}"
+        for k, c in result.kinds.items()
+        if k != "memory"
+    )
     print(
-        f"imported {result.imported} memories, skipped {result.skipped} (their id exists"
-        f" already), embedded {result.reembedded} again",
+        f"imported {memories.get('imported', 0)} memories, skipped"
+        f" {memories.get('skipped', 0)} (their id exists already), embedded"
+        f" {result.reembedded} again{history}",
         file=sys.stderr,
     )
     return 0
@@ -401,15 +426,21 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     cli_schedule.add_parser(sub)
     export = sub.add_parser(
         "export",
-        help="write an agent's (or one user's) memories as JSON Lines",
-        description="Write the live memories of an agent, or of one of its users, as JSON "
-        "Lines: one object per memory with every field (id, agent_id, user_id, memory_type, "
-        "content, importance, metadata, created_at, updated_at, expires_at, "
-        "embedding_model, and with --embeddings the embedding), oldest first per user. "
+        help="write an agent's (or one user's) whole memory as JSON Lines",
+        description="Write everything memexdb holds for an agent, or for one of its users, "
+        "as JSON Lines (format version 2, docs/operations.md#export-and-import): a header "
+        "line (format, version, agent, user, time, model), then one line per record, its "
+        'kind in "record": every memory with every field (id, agent_id, user_id, '
+        "memory_type, content, importance, metadata, created_at, updated_at, expires_at, "
+        "embedding_model, actor, and with --embeddings the embedding), archived ones "
+        "with their lineage (archived_at, superseded_by, source_ids) and files (a memory "
+        "with a path), oldest first per user; then every file revision (content, actor, "
+        "time, operation, details), the access log and the consolidation runs, as "
+        "stored. Expired memories are left out (they are deleted by maintenance). "
         "`memexdb import` reads it back.",
     )
-    export.add_argument("--agent-id", required=True, help="the agent whose memories to export")
-    export.add_argument("--user-id", help="only this user's memories (default: every user)")
+    export.add_argument("--agent-id", required=True, help="the agent whose memory to export")
+    export.add_argument("--user-id", help="only this user's (default: every user's)")
     export.add_argument(
         "--embeddings",
         action="store_true",
@@ -419,12 +450,15 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     export.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     imports = sub.add_parser(
         "import",
-        help="read memories from a JSON Lines export, keeping ids and timestamps",
-        description="Insert the memories of a `memexdb export` file (or - for standard "
-        "input), keeping their ids and timestamps, 500 per statement. A memory without an "
-        "embedding, or with one from another model than MEMEX_EMBEDDER's, is embedded "
-        "again. An id that exists already is skipped (and counted), never overwritten, so "
-        "an import that stopped part-way can be run again.",
+        help="read a JSON Lines export back, keeping ids, timestamps and history",
+        description="Insert the records of a `memexdb export` file (or - for standard "
+        "input; a version-1 export, memories only, too), keeping ids, timestamps, "
+        "actors and history, 500 per statement, as the operator. A memory whose id "
+        "exists already is skipped (and counted) before anything is embedded, never "
+        "overwritten; a new one without an embedding, or with one from another model "
+        "than MEMEX_EMBEDDER's, is embedded again. A file revision whose path and "
+        "number exist, an access-log entry or a consolidation run recorded already at "
+        "the same time, is skipped too: an import that stopped part-way can be run again.",
     )
     imports.add_argument("file", help="the JSON Lines file (- for standard input)")
     imports.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

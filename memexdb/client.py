@@ -10,8 +10,8 @@ or limits anything itself: that is memex.* in SQL.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import (
+    AsyncIterable,
     AsyncIterator,
     Iterable,
     Iterator,
@@ -22,13 +22,11 @@ from datetime import datetime
 from typing import Any, ParamSpec, TypeVar, cast
 from uuid import UUID
 
-import numpy as np
 from memexdb_client._sync import LoopThread, blocking
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
-from pydantic import ValidationError
 
-from memexdb import metrics, params, queries
+from memexdb import metrics, moving, params, queries
 from memexdb.dreaming import operations as dreaming
 from memexdb.embedding import BatchingEmbedder, Embedder
 from memexdb.embedding import operations as embedding_ops
@@ -41,11 +39,10 @@ from memexdb.memories import operations as memories
 from memexdb.operation import Operation
 from memexdb.paging import next_key
 from memexdb.params import (
-    ExportedMemory,
     MemoryCreate,
     validated,
 )
-from memexdb.session import Session, jsonb_or_none
+from memexdb.session import Session
 from memexdb.types import (
     Access,
     AccessEvent,
@@ -273,82 +270,31 @@ class AsyncMemex(Session):
         embeddings: bool = False,
         batch_size: int = params.DEFAULT_EXPORT_BATCH,
     ) -> AsyncIterator[dict[str, Any]]:
-        """Every live memory of the agent's user (or of all its users), oldest first per
-        user, as JSON-ready dicts (one line of `memexdb export` each), read
-        `batch_size` at a time; with `embeddings`, each carries its vector."""
-        after: _ExportCursor = None
-        while True:
-            rows, after = await self.export_page(
-                agent_id, user_id, embeddings=embeddings, after=after, limit=batch_size
-            )
-            for row in rows:
-                yield row.to_json()
-            if after is None:
-                return
+        """The agent's user's (or all its users') whole memory as JSON-ready dicts, one
+        line of `memexdb export` each (memexdb.export_format): a header, every memory
+        (archived ones and files too, oldest first per user), then the file revisions,
+        the access log and the consolidation runs, read `batch_size` at a time; with
+        `embeddings`, each memory carries its vector."""
+        async for record in moving.export_records(
+            self, agent_id, user_id, embeddings=embeddings, batch_size=batch_size
+        ):
+            yield record
 
     async def import_memories(
-        self, records: Iterable[dict[str, Any]], *, batch_size: int = params.DEFAULT_EXPORT_BATCH
+        self,
+        records: Iterable[dict[str, Any]] | AsyncIterable[dict[str, Any]],
+        *,
+        batch_size: int = params.DEFAULT_EXPORT_BATCH,
     ) -> ImportResult:
-        """Insert exported memories (dicts as `export` yields them) keeping their ids and
-        timestamps, `batch_size` per statement. A memory without an embedding, or with one
-        from another model than this client's, is embedded again; an id that exists
-        already is skipped. Each batch commits on its own: re-running an import that
-        failed part-way skips what it had already inserted."""
-        imported = skipped = reembedded = 0
-        batch: list[ExportedMemory] = []
-        for n, record in enumerate(records):
-            try:
-                batch.append(ExportedMemory.model_validate(record))
-            except ValidationError as exc:
-                error = params.invalid_argument(exc)
-                raise InvalidArgument(f"memories[{n}].{error.field}", error.message) from None
-            if len(batch) == batch_size:
-                done, again = await self._import_batch(batch, n + 1 - len(batch))
-                imported, skipped = imported + done, skipped + len(batch) - done
-                reembedded += again
-                batch = []
-        if batch:
-            done, again = await self._import_batch(batch, imported + skipped)
-            imported, skipped = imported + done, skipped + len(batch) - done
-            reembedded += again
-        return ImportResult(imported, skipped, reembedded)
-
-    async def _import_batch(self, batch: list[ExportedMemory], start: int) -> tuple[int, int]:
-        try:
-            return await self._insert_batch(batch)
-        except InvalidArgument as exc:  # memories[i] of the batch: name the record
-            match = re.fullmatch(r"memories\[(\d+)\](.*)", exc.field)
-            if match is None:
-                raise
-            field = f"memories[{start + int(match.group(1))}]{match.group(2)}"
-            raise InvalidArgument(field, exc.message) from None
-
-    async def _insert_batch(self, batch: list[ExportedMemory]) -> tuple[int, int]:
-        stale = [
-            i
-            for i, m in enumerate(batch)
-            if m.embedding is None or m.embedding_model != self.model_id
-        ]
-        vectors = [np.asarray(m.embedding or (), dtype=np.float32) for m in batch]
-        reservation = None
-        if stale:  # the batch's budget is paid before anything is embedded
-            reservation = await self.reserve("store", [(m.agent_id, m.user_id) for m in batch])
-            fresh = await self.embedder.embed_many([batch[i].content for i in stale])
-            for i, vector in zip(stale, fresh, strict=True):
-                vectors[i] = vector
-        rows = await self.fetch(
-            Memory,
-            queries.IMPORT_MEMORIES,
-            {
-                **memories.store_params(batch, vectors, self.model_id),
-                "ids": [m.id for m in batch],
-                "updated_at": [m.updated_at for m in batch],
-                "lineage": [jsonb_or_none(m.lineage()) for m in batch],
-            },
-            reservation=reservation,
-        )
-        metrics.count_by_type(metrics.MEMORIES_STORED, rows)
-        return len(rows), len(stale)
+        """Insert the records of an export (dicts as `export` yields them, a version-1
+        export's memories too) keeping ids, timestamps and history, `batch_size` per
+        statement. A memory whose id exists already is skipped before it is embedded; a
+        new one without an embedding, or with one from another model than this client's,
+        is embedded again. History (file revisions, access log, consolidation runs) needs
+        admin access to its tenant; an entry recorded already is skipped. Each batch
+        commits on its own: re-running an import that failed part-way skips what it had
+        already inserted. Raises InvalidArgument naming the record, `records[n]`."""
+        return await moving.Importer(self, batch_size).run(records)
 
     async def ping(self) -> None:
         """Raise DatabaseUnavailable unless the database answers."""
@@ -939,14 +885,18 @@ class Memex:
         batch_size: int = params.DEFAULT_EXPORT_BATCH,
     ) -> Iterator[dict[str, Any]]:
         """AsyncMemex.export for synchronous code: an iterator of JSON-ready dicts."""
-        after: _ExportCursor = None
-        while True:
-            rows, after = self.export_page(
-                agent_id, user_id, embeddings=embeddings, after=after, limit=batch_size
-            )
-            yield from (row.to_json() for row in rows)
-            if after is None:
-                return
+        records = moving.export_records(
+            self._async, agent_id, user_id, embeddings=embeddings, batch_size=batch_size
+        )
+
+        async def step() -> dict[str, Any] | None:
+            return await anext(records, None)
+
+        try:
+            while (record := self._loop.run(step())) is not None:
+                yield record
+        finally:
+            self._loop.run(records.aclose())
 
     ping = blocking(AsyncMemex.ping)
     maintenance = blocking(AsyncMemex.maintenance)

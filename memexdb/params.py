@@ -76,7 +76,8 @@ _NO_NUL = "^[^\\x00]*$"
 _NOT_BLANK = "^[^\\x00]*[^ \\t\\n\\r\\f\\x0b\\x00][^\\x00]*$"
 
 
-def _no_nul(value: str) -> str:
+def no_nul(value: str) -> str:
+    """Refuse a NUL character (Postgres text cannot hold one)."""
     if value is not None and "\x00" in value:
         raise ValueError("must not contain NUL characters")
     return value
@@ -87,7 +88,7 @@ def _not_blank(value: str) -> str:
         return value
     if not value.strip(_BLANK):
         raise ValueError("must contain a non-whitespace character")
-    return _no_nul(value)
+    return no_nul(value)
 
 
 _TOO_DEEP = f"must not nest deeper than {METADATA_MAX_DEPTH} levels"
@@ -97,12 +98,12 @@ def _json_value(value: Any, depth: int) -> None:
     if depth > METADATA_MAX_DEPTH:
         raise ValueError(_TOO_DEEP)
     if isinstance(value, str):
-        _no_nul(value)
+        no_nul(value)
     elif isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ValueError("must have string keys")
-            _no_nul(key)
+            no_nul(key)
             _json_value(item, depth + 1)
     elif isinstance(value, list):
         for item in value:
@@ -162,7 +163,7 @@ EXAMPLE_QUERY = "What does Alice like to drink?"
 EXAMPLE_PATH = "user/profile.md"
 
 
-_NoNul = AfterValidator(_no_nul)
+_NoNul = AfterValidator(no_nul)
 _NotBlank = AfterValidator(_not_blank)
 
 AgentId = Annotated[
@@ -764,6 +765,8 @@ class ExportedMemory(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # what the line holds (memexdb.export_format); exports before version 2 leave it out
+    record: Literal["memory"] = "memory"
     id: UUID
     agent_id: AgentId
     user_id: UserId
@@ -781,6 +784,10 @@ class ExportedMemory(BaseModel):
     source_ids: list[UUID] = Field(default_factory=list, max_length=1000)
     superseded_by: UUID | None = None
     archived_at: QueryTimestamp = None
+    # a file: its virtual path (memex._check_path checks it); who wrote the memory. Both
+    # are history: importing them needs admin access to the tenant.
+    path: Annotated[str | None, Field(min_length=1, max_length=512), AfterValidator(no_nul)] = None
+    actor: Annotated[str | None, Field(min_length=1, max_length=200), AfterValidator(no_nul)] = None
 
     def lineage(self) -> dict[str, Any] | None:
         """What memex.import_memories takes as this memory's p_lineage item."""

@@ -185,8 +185,22 @@ select * from memex.import_memories(
     p_memory_types => %(memory_types)s::text[]::memex.memory_type[],
     p_importances => %(importances)s, p_metadata => %(metadata)s::jsonb[],
     p_created_at => %(created_at)s::timestamptz[], p_updated_at => %(updated_at)s::timestamptz[],
-    p_expires_at => %(expires_at)s::timestamptz[], p_lineage => %(lineage)s::jsonb[])
+    p_expires_at => %(expires_at)s::timestamptz[], p_lineage => %(lineage)s::jsonb[],
+    p_paths => %(paths)s::text[], p_actors => %(actors)s::text[], p_access => 'admin')
 """
+
+MISSING_MEMORY_IDS = "select * from memex.missing_memory_ids(p_ids => %(ids)s::uuid[])"
+
+EXPORT_HISTORY = """
+select * from memex.export_history(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_after_kind => %(after_kind)s,
+    p_after_id => %(after_id)s, p_limit => %(limit)s)
+"""
+
+# the history of an import, one function per kind (memexdb.moving)
+IMPORT_FILE_REVISIONS = "select memex.import_file_revisions(p_records => %(records)s)"
+IMPORT_ACCESS_LOG = "select memex.import_access_log(p_records => %(records)s)"
+IMPORT_CONSOLIDATION_RUNS = "select memex.import_consolidation_runs(p_records => %(records)s)"
 
 # --- File memory ---
 

@@ -100,6 +100,8 @@ def _run(fuzzed: Fuzzed) -> None:
         run = subprocess.run(
             [
                 str(SCHEMATHESIS),
+                "--config-file",
+                str(REPO / "tests" / "schemathesis.toml"),
                 "run",
                 f"{fuzzed.service.base_url}/openapi.json",
                 "--checks",

@@ -410,8 +410,8 @@ async def test_python_refuses_an_expiry_in_the_past_but_an_import_keeps_it(
     assert refused.value.field == "expires_at"
     # An export restored later may hold memories that expired since: kept as they were
     # (invisible, purged by maintenance), not refused.
-    records = [r async for r in amemex.export("A", "py")]
-    assert len(records) == 1
+    header, *records = [r async for r in amemex.export("A", "py")]
+    assert header["record"] == "header" and len(records) == 1
     records[0].update(id=str(uuid.uuid4()), expires_at=past.isoformat())
     result = await amemex.import_memories(records)
     assert result.imported == 1

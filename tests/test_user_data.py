@@ -95,10 +95,11 @@ async def test_list_get_update_and_erase(amemex: AsyncMemex) -> None:
 def test_sync_export_and_import_reembed_and_skip(memex: Memex) -> None:
     for i in range(7):
         memex.store("agent", f"user{i % 2}", f"fact {i} about the garden", metadata={"i": i})
-    records = list(memex.export("agent", batch_size=3))
+    header, *records = list(memex.export("agent", batch_size=3))
+    assert (header["record"], header["version"], header["user_id"]) == ("header", 2, None)
     assert [r["user_id"] for r in records] == ["user0"] * 4 + ["user1"] * 3
-    assert all("embedding" not in r for r in records)
-    with_vectors = list(memex.export("agent", "user1", embeddings=True))
+    assert all("embedding" not in r and r["record"] == "memory" for r in records)
+    _, *with_vectors = list(memex.export("agent", "user1", embeddings=True))
     assert [len(r["embedding"]) for r in with_vectors] == [384] * 3
 
     result = memex.import_memories(records)
@@ -107,11 +108,11 @@ def test_sync_export_and_import_reembed_and_skip(memex: Memex) -> None:
     foreign = [{**r, "embedding_model": "another-model"} for r in with_vectors[:1]]
     result = memex.import_memories([*foreign, *with_vectors[1:]])
     assert (result.imported, result.skipped, result.reembedded) == (3, 0, 1)
-    assert list(memex.export("agent", "user1", embeddings=True)) == with_vectors
+    assert list(memex.export("agent", "user1", embeddings=True))[1:] == with_vectors
 
     with pytest.raises(InvalidArgument) as bad:
         memex.import_memories([{**records[0], "id": str(uuid.uuid4()), "importance": 5}])
-    assert bad.value.field == "memories[0].importance"
+    assert bad.value.field == "records[0].importance"
 
 
 # --- the command line ------------------------------------------------------------------
@@ -160,7 +161,8 @@ def test_cli_export_erase_import_restores_identical_data(
         )
         assert code == 0, log
         assert "exported 5 memories" in log
-        lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+        header, *lines = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+        assert header["record"] == "header"
         assert [r["user_id"] for r in lines] == ["gardener"] * 5
         assert all(("embedding" in r) is embeddings for r in lines)
 

@@ -23,13 +23,15 @@ from memexdb import __version__, console
 from memexdb.client import AsyncMemex
 from memexdb.console.history import SAMPLE_INTERVAL_S, History
 from memexdb.errors import DatabaseUnavailable
+from memexdb.export_format import IMPORT_LINES_MAX, LINE_MAX_BYTES, ImportResponse
 from memexdb.operation_table import OPERATIONS
 from memexdb.params import (
+    ErrorResponse,
     ExportedMemory,
     ExportQuery,
     HealthResponse,
 )
-from memexdb.rest import docs, operations, ops
+from memexdb.rest import docs, importing, operations, ops
 from memexdb.rest.endpoint import Endpoint, Reply
 from memexdb.rest.errors import HANDLERS, CatchAll
 from memexdb.rest.parsing import json_of, memex_of, query_of
@@ -70,15 +72,36 @@ ENDPOINTS = (
         "GET",
         "/v1/export",
         export_memories,
-        "Export an agent's (or one user's) memories as JSON Lines, oldest first per user",
+        "Export an agent's (or one user's) whole memory as JSON Lines",
         Reply(
             200,
-            "One memory per line (`memexdb import` reads it back)",
+            "A header line, then one record per line: the memories (files too, archived"
+            " ones with their lineage, oldest first per user), then the file revisions, the"
+            " access log and the consolidation runs (`memexdb import` and POST /v1/import"
+            " read it back; docs/operations.md#export-and-import)",
             ExportedMemory,
             media_type="application/x-ndjson",
         ),
         query=ExportQuery,
         operation_id="export",
+        tag="memories",
+    ),
+    Endpoint(
+        "POST",
+        "/v1/import",
+        importing.import_records,
+        "Import an export (JSON Lines) as it was: memories, files, their history",
+        Reply(200, "What was imported and skipped, per kind of record", ImportResponse),
+        errors=(
+            Reply(
+                413,
+                f"A line longer than {LINE_MAX_BYTES} bytes, or more than {IMPORT_LINES_MAX} lines",
+                ErrorResponse,
+            ),
+            Reply(415, "The body is not application/x-ndjson", ErrorResponse),
+        ),
+        stream=(importing.MEDIA_TYPES[0], importing.EXAMPLE),
+        operation_id="import_memories",
         tag="memories",
     ),
     Endpoint(

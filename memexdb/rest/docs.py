@@ -154,6 +154,12 @@ def _operation(endpoint: Endpoint, definitions: dict[str, Any]) -> dict[str, Any
             content["application/json"]["example"] = found
         operation["requestBody"] = {"required": True, "content": content}
         replies.append(Reply(413, "Request body larger than 16 MiB", ErrorResponse))
+    if endpoint.stream is not None:
+        media_type, streamed = endpoint.stream
+        operation["requestBody"] = {
+            "required": True,
+            "content": {media_type: {"schema": {"type": "string"}, "example": streamed}},
+        }
     if not endpoint.open:
         replies += [e for e in COMMON_ERRORS if e.status not in {r.status for r in replies}]
     operation["responses"] = {str(r.status): _reply(r) for r in replies}

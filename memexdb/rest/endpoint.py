@@ -29,6 +29,9 @@ class Endpoint:
     summary: str
     ok: Reply
     body: type[BaseModel] | None = None
+    # A body streamed as lines rather than one JSON document (POST /v1/import): its media
+    # type and an example; the handler reads and checks it itself.
+    stream: tuple[str, str] | None = None
     query: type[BaseModel] | None = None
     # Path parameters: name -> JSON schema.
     path_params: dict[str, dict[str, str]] = field(default_factory=dict)

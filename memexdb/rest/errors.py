@@ -131,7 +131,12 @@ _EXAMPLE_UUID = "3fa85f64-5717-4562-b3fc-2c963f66afa6"
 
 async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    codes = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+    codes = {
+        404: "not_found",
+        405: "method_not_allowed",
+        413: "payload_too_large",
+        415: "unsupported_media_type",
+    }
     detail = str(exc.detail)
     if exc.status_code == 404:
         detail = _not_a_uuid(request) or detail

@@ -7,6 +7,14 @@
 -- failure. Returns the memories inserted, in input order. p_lineage (null items: none)
 -- restores what consolidation recorded: {"source_ids": [...], "superseded_by": <id>,
 -- "archived_at": <time>}.
+-- p_paths (null items: plain memories) brings back files (a memory with a path; its
+-- revisions come with memex.import_file_revisions) and p_actors (null items: the caller)
+-- each memory's writer as exported: both rewrite history, so items carrying either need
+-- admin access to their tenant (the operator, or an admin key of the agent); plain items
+-- need write access, as memex.store_many, or p_access when the caller asks for more
+-- (memexdb's import passes 'admin': moving a user's memory is an admin operation).
+-- A security definer (owned by memex_owner: row-level security still applies), so that
+-- files and actors pass memex._guard_memories, which holds other writers to them.
 -- Every item counts against the store rate limit (memex._enforce_rate_limit: a batch of N
 -- memories costs N, counted per caller and per agent), or spends a reservation
 -- (memex.reserve_rate_limit) the caller made for it before embedding.
@@ -23,28 +31,45 @@ create or replace function memex.import_memories(
     p_created_at timestamptz[] default null,
     p_updated_at timestamptz[] default null,
     p_expires_at timestamptz[] default null,
-    p_lineage jsonb[] default null
+    p_lineage jsonb[] default null,
+    p_paths text[] default null,
+    p_actors text[] default null,
+    p_access text default 'write'
 )
 returns setof memex.memory_record
 language plpgsql
 volatile
+security definer
 set search_path = pg_catalog, public, pg_temp
 as $$
 declare
     v_agent text;
     v_user  text;
     v_items integer;
+    v_need  text;
 begin
     perform memex._check_memories(
         p_agent_ids, p_user_ids, p_contents, p_embeddings, p_embedding_model,
         array[cardinality(p_ids), cardinality(p_memory_types), cardinality(p_importances),
               cardinality(p_metadata), cardinality(p_created_at), cardinality(p_updated_at),
-              cardinality(p_expires_at), cardinality(p_lineage)],
+              cardinality(p_expires_at), cardinality(p_lineage), cardinality(p_paths),
+              cardinality(p_actors)],
         p_importances, p_metadata);
 
-    for v_agent, v_user in select distinct a, u from unnest(p_agent_ids, p_user_ids) t(a, u)
-                          order by 1, 2 loop
-        perform memex._authorize(v_agent, v_user, 'write');
+    if p_access is null or p_access not in ('write', 'admin') then
+        perform memex._invalid('access', 'must be write or admin');
+    end if;
+    for i in 1 .. coalesce(cardinality(p_paths), 0) loop
+        if p_paths[i] is not null then
+            perform memex._check_path(p_paths[i], format('memories[%s].path', i - 1));
+        end if;
+    end loop;
+    for v_agent, v_user, v_need in
+        select a, u, case when bool_or(p is not null or w is not null) then 'admin'
+                          else p_access end
+        from unnest(p_agent_ids, p_user_ids, p_paths, p_actors) t(a, u, p, w)
+        group by a, u order by 1, 2 loop
+        perform memex._authorize(v_agent, v_user, v_need);
     end loop;
     for v_agent, v_items in select a, count(*)::integer from unnest(p_agent_ids) a
                             group by a order by a loop
@@ -62,7 +87,7 @@ begin
         insert into memex.memories as m
             (id, agent_id, user_id, memory_type, content, embedding, embedding_model,
              importance, metadata, expires_at, created_at, updated_at, source_ids,
-             superseded_by, archived_at)
+             superseded_by, archived_at, path, actor)
         select it.id, it.agent_id, it.user_id,
                coalesce(p_memory_types[it.ord], 'episodic'), it.content, it.embedding,
                p_embedding_model, coalesce(p_importances[it.ord], 1.0),
@@ -73,10 +98,11 @@ begin
                          from jsonb_array_elements_text(p_lineage[it.ord] -> 'source_ids') s),
                         '{}'),
                (p_lineage[it.ord] ->> 'superseded_by')::uuid,
-               (p_lineage[it.ord] ->> 'archived_at')::timestamptz
+               (p_lineage[it.ord] ->> 'archived_at')::timestamptz,
+               p_paths[it.ord], coalesce(p_actors[it.ord], memex._actor())
         from items it
         order by it.ord
-        on conflict (id) do nothing
+        on conflict do nothing  -- its id, or a file's path, exists already
         returning m.id, memex._memory_record(m) as record
     )
     select (ins.record).*
@@ -88,5 +114,5 @@ $$;
 comment on function memex.import_memories(uuid[], text[], text[], text[], vector[], text,
                                           memex.memory_type[], double precision[], jsonb[],
                                           timestamptz[], timestamptz[], timestamptz[],
-                                          jsonb[]) is
+                                          jsonb[], text[], text[], text) is
     'Insert exported memories keeping ids and timestamps; existing ids are skipped.';

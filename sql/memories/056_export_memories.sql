@@ -3,7 +3,9 @@
 -- its users when p_user_id is null), oldest first per user (user_id, created_at, id),
 -- with every field and, if p_include_embeddings, the embedding (null otherwise). Memories
 -- consolidation archived are exported too, with their lineage (source_ids,
--- superseded_by, archived_at): an export holds everything, and an import restores it. Keyset
+-- superseded_by, archived_at): an export holds everything, and an import restores it.
+-- Files are memories with a path (their revisions and the access log come from
+-- memex.export_history); actor is who wrote each memory. Keyset
 -- paging: pass the (user_id, created_at, id) of the last row of a page as p_after_* (all
 -- three or none). p_limit: 1 to 1000 (default 500).
 create or replace function memex.export_memories(
@@ -31,7 +33,9 @@ returns table (
     embedding vector,
     source_ids uuid[],
     superseded_by uuid,
-    archived_at timestamptz
+    archived_at timestamptz,
+    path text,
+    actor text
 )
 language plpgsql
 stable
@@ -51,7 +55,7 @@ begin
     select m.id, m.agent_id, m.user_id, m.memory_type, m.content, m.importance, m.metadata,
            m.embedding_model, m.created_at, m.updated_at, m.expires_at,
            case when p_include_embeddings then m.embedding end,
-           m.source_ids, m.superseded_by, m.archived_at
+           m.source_ids, m.superseded_by, m.archived_at, m.path, m.actor
     from memex.memories m
     where m.agent_id = p_agent_id
       and (p_user_id is null or m.user_id = p_user_id)

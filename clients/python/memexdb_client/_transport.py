@@ -8,6 +8,7 @@ import asyncio
 import json
 import random
 import time
+from collections.abc import AsyncIterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,15 +149,23 @@ class AsyncTransport:
         json_body: Any = None,
         resend: bool = False,
         stream: bool = False,
+        content: AsyncIterable[bytes] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> httpx.Response:
         """The response to a request, retried on 429 and 503 (nothing was applied then)
         and on a connection that failed before the request was sent; with `resend` (an
-        idempotent request), also on one that failed after it was sent."""
+        idempotent request), also on one that failed after it was sent. A streamed body
+        (`content`) is read once: such a request is sent once, never retried."""
         started = time.monotonic()
         attempt = 0
         while True:
             request = self.http.build_request(
-                method, path, params=params, json=json_body if json_body is not None else None
+                method,
+                path,
+                params=params,
+                json=json_body if json_body is not None else None,
+                content=content,
+                headers=headers,
             )
             retry_after: float | None = None
             failure: Exception | None = None
@@ -181,7 +190,11 @@ class AsyncTransport:
             attempt += 1
             wait = self.retries.wait(attempt - 1, retry_after)
             spent = time.monotonic() - started
-            if attempt >= self.retries.attempts or spent + wait > self.retries.max_total:
+            if (
+                content is not None
+                or attempt >= self.retries.attempts
+                or spent + wait > self.retries.max_total
+            ):
                 if response is not None:
                     raise error_of(response)
                 assert failure is not None

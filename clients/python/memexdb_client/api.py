@@ -5,12 +5,12 @@ builds the client. mypy checks that both satisfy it (tests/test_python_client.py
 Left out, as the two differ there: `forget` (the service answers 204 without the
 memory: the Protocol returns `Memory | None`), the LLM layer and the consolidation
 settings (memexdb.agentic and pydantic models of the server in-process, JSON over HTTP),
-`export`'s batch_size (the server's to choose over HTTP) and import (no REST endpoint).
+`export`'s and `import_memories`' batch_size (the server's to choose over HTTP).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
@@ -27,6 +27,7 @@ from memexdb_client.types import (
     File,
     FileEntry,
     FileRevision,
+    ImportResult,
     Memory,
     MemoryPage,
     MemoryType,
@@ -119,6 +120,10 @@ class AsyncMemoryAPI(Protocol):
     def export(
         self, agent_id: str, user_id: str | None = ..., *, embeddings: bool = ...
     ) -> AsyncIterator[dict[str, Any]]: ...
+
+    async def import_memories(
+        self, records: Iterable[dict[str, Any]] | AsyncIterable[dict[str, Any]]
+    ) -> ImportResult: ...
 
     async def write_file(
         self,

@@ -7,10 +7,14 @@ memexdb_client._routes, generated from the server's operation table.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import uuid
 from collections.abc import (
+    AsyncIterable,
     AsyncIterator,
+    Iterable,
     Mapping,
     Sequence,
 )
@@ -38,6 +42,7 @@ from memexdb_client.types import (
     File,
     FileEntry,
     FileRevision,
+    ImportResult,
     Memory,
     MemoryPage,
     MemoryType,
@@ -325,6 +330,34 @@ class AsyncMemexClient:
                     yield json.loads(line)
         finally:
             await response.aclose()
+
+    async def import_memories(
+        self,
+        records: ImportSource,
+        *,
+        batch_size: int = DEFAULT_EXPORT_BATCH,
+    ) -> ImportResult:
+        """Import an export as it was (see AsyncMemex.import_memories): POST /v1/import,
+        the records streamed as JSON Lines from an iterable (or async iterable) of dicts
+        as `export` yields them, or from a file (a path: its lines are sent as they are).
+        Needs the operator's key or an admin key of the agent. The body is streamed, so
+        the request is sent once, not retried: an import run again skips what it had
+        inserted. `batch_size` is the server's to choose (AsyncMemex's signature)."""
+        response = await self._http.send(
+            "POST",
+            "/v1/import",
+            content=_ndjson(records),
+            headers={"Content-Type": "application/x-ndjson"},
+        )
+        answer = response.json()
+        return ImportResult(
+            imported=int(answer["imported"]),
+            skipped=int(answer["skipped"]),
+            reembedded=int(answer["reembedded"]),
+            kinds={
+                str(k): {str(f): int(n) for f, n in v.items()} for k, v in answer["kinds"].items()
+            },
+        )
 
     # --- files ---
 
@@ -643,6 +676,43 @@ def _tenant_cursor(agent_id: str, user_id: str) -> str:
 # --- the synchronous client: AsyncMemexClient's methods on a private event loop ---
 
 
+ImportSource = Iterable[dict[str, Any]] | AsyncIterable[dict[str, Any]] | str | os.PathLike[str]
+_CHUNK_BYTES = 256 * 1024  # the size of a streamed body's writes
+
+
+async def _ndjson(records: ImportSource) -> AsyncIterator[bytes]:
+    """The body of POST /v1/import: a file's bytes as they are, or one JSON line per dict,
+    sent in chunks of about _CHUNK_BYTES."""
+    if isinstance(records, (str, os.PathLike)):
+        lines = await asyncio.to_thread(open, records, "rb")
+        try:
+            while chunk := await asyncio.to_thread(lines.read, _CHUNK_BYTES):
+                yield chunk
+        finally:
+            lines.close()
+        return
+    pending: list[bytes] = []
+    size = 0
+
+    async def each() -> AsyncIterator[dict[str, Any]]:
+        if isinstance(records, AsyncIterable):
+            async for record in records:
+                yield record
+        else:
+            for record in records:
+                yield record
+
+    async for record in each():
+        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+        pending.append(line)
+        size += len(line)
+        if size >= _CHUNK_BYTES:
+            yield b"".join(pending)
+            pending, size = [], 0
+    if pending:
+        yield b"".join(pending)
+
+
 class MemexClient:
     """The synchronous client: AsyncMemexClient's methods, blocking (one event loop
     thread and one keep-alive connection pool per client; close it, or use `with`)."""
@@ -688,6 +758,7 @@ class MemexClient:
     update = blocking(AsyncMemexClient.update)
     erase_user = blocking(AsyncMemexClient.erase_user)
     export = iterating(AsyncMemexClient.export)
+    import_memories = blocking(AsyncMemexClient.import_memories)
     write_file = blocking(AsyncMemexClient.write_file)
     read_file = blocking(AsyncMemexClient.read_file)
     list_files = blocking(AsyncMemexClient.list_files)

@@ -261,11 +261,14 @@ class ExportRow(Memory):
     """A row of memex.export_memories: every field of a memory, the embedding optional."""
 
     embedding: Any = None  # the vector (pgvector's Vector or a numpy array), or None
+    path: str | None = None  # a file's path (files are memories with a path)
+    actor: str | None = None  # who wrote the memory
 
     def to_json(self) -> dict[str, Any]:
         """The row as one line of an export (JSON Lines): timestamps in ISO 8601 with
         their microseconds, the embedding as a list of floats, present only if exported."""
         record: dict[str, Any] = {
+            "record": "memory",
             "id": str(self.id),
             "agent_id": self.agent_id,
             "user_id": self.user_id,
@@ -284,6 +287,10 @@ class ExportRow(Memory):
         if self.archived_at is not None:
             record["archived_at"] = self.archived_at.isoformat()
             record["superseded_by"] = str(self.superseded_by) if self.superseded_by else None
+        if self.path is not None:
+            record["path"] = self.path
+        if self.actor is not None:
+            record["actor"] = self.actor
         if self.embedding is not None:
             vector = self.embedding
             values = vector.to_list() if hasattr(vector, "to_list") else list(vector)
@@ -292,13 +299,31 @@ class ExportRow(Memory):
 
 
 @dataclass(frozen=True, slots=True)
+class HistoryRow:
+    """A row of memex.export_history: a file revision, an access-log entry or a
+    consolidation run (`kind`), its id in the exporting database (the page's cursor) and
+    the row as JSON without that id."""
+
+    kind: str
+    id: int
+    record: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as one line of an export: {"record": kind, every column but the id}."""
+        return {"record": self.kind, **self.record}
+
+
+@dataclass(frozen=True, slots=True)
 class ImportResult:
-    """What memexdb import did: memories inserted, skipped (their id existed already) and
-    embedded again (no embedding, or one from another model)."""
+    """What an import did: records inserted and skipped (their id, or for history the
+    same entry, existed already), memories embedded again (no embedding, or one from
+    another model), and the inserted and skipped counts per kind of record (memory,
+    file_revision, access, consolidation_run)."""
 
     imported: int
     skipped: int
     reembedded: int
+    kinds: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

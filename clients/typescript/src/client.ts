@@ -46,6 +46,7 @@ export interface ClientOptions {
 export type ExportedMemory = components["schemas"]["ExportedMemory"];
 export type ExportRequest = NonNullable<paths["/v1/export"]["get"]["parameters"]["query"]>;
 export type HealthResponse = components["schemas"]["HealthResponse"];
+export type ImportResponse = components["schemas"]["ImportResponse"];
 
 interface Spec {
   readonly method: string;
@@ -89,8 +90,51 @@ interface Raw {
   method: string;
   path: string;
   body?: unknown;
+  /** A body streamed as it is produced (read once: such a request is never retried). */
+  stream?: ReadableStream<Uint8Array>;
+  contentType?: string;
   retrySafe: boolean;
   accept?: string;
+}
+
+/** What `importMemories` sends: export records (as `export` yields them), or the text
+ * of an export file (JSON Lines). */
+export type ImportSource = Iterable<object> | AsyncIterable<object> | string;
+
+/** The NDJSON body of `POST /v1/import`, produced as it is read (chunks of ~256 KiB). */
+function ndjsonStream(records: ImportSource): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  if (typeof records === "string") {
+    const bytes = encoder.encode(records);
+    return new ReadableStream({
+      start(controller) {
+        controller.enqueue(bytes);
+        controller.close();
+      },
+    });
+  }
+  async function* lines(): AsyncGenerator<object> {
+    yield* records as AsyncIterable<object>;
+  }
+  const iterator = lines();
+  return new ReadableStream({
+    async pull(controller) {
+      let chunk = "";
+      while (chunk.length < 256 * 1024) {
+        const { value, done } = await iterator.next();
+        if (done) {
+          if (chunk) controller.enqueue(encoder.encode(chunk));
+          controller.close();
+          return;
+        }
+        chunk += JSON.stringify(value) + "\n";
+      }
+      controller.enqueue(encoder.encode(chunk));
+    },
+    async cancel() {
+      await iterator.return?.(undefined);
+    },
+  });
 }
 
 export interface MemexClient extends OperationMethods {}
@@ -204,8 +248,10 @@ export class MemexClient {
     }
   }
 
-  /** Every memory of an agent (or one of its users) from `GET /v1/export`, streamed as
-   * NDJSON and yielded one record at a time (`memexdb import` reads the same format). */
+  /** An agent's (or one of its users') whole memory from `GET /v1/export`, streamed as
+   * NDJSON and yielded one record at a time: a header (`record: "header"`), the memories
+   * (`record: "memory"`, typed here), then the file revisions, access log and
+   * consolidation runs (`importMemories` and `memexdb import` read the same format). */
   async *export(request: ExportRequest, options: CallOptions = {}): AsyncIterableIterator<ExportedMemory> {
     const response = await this.#send(
       {
@@ -236,6 +282,25 @@ export class MemexClient {
     } finally {
       await reader.cancel().catch(() => undefined);
     }
+  }
+
+  /** `POST /v1/import`: import an export as it was (memories, files, their history),
+   * the records streamed as NDJSON from an (async) iterable, or the text of an export
+   * file. Needs the operator's key or an admin key of the agent. The body is read once,
+   * so the request is not retried: an import run again skips what it had inserted.
+   * Streamed request bodies need Node 18+, Deno or Bun (browsers: pass smaller imports). */
+  async importMemories(records: ImportSource, options: CallOptions = {}): Promise<ImportResponse> {
+    const response = await this.#send(
+      {
+        method: "POST",
+        path: "/v1/import",
+        stream: ndjsonStream(records),
+        contentType: "application/x-ndjson",
+        retrySafe: false,
+      },
+      options,
+    );
+    return (await response.json()) as ImportResponse;
   }
 
   /** `GET /health`: whether the service and its database answer (a 503 is an error). */
@@ -281,6 +346,7 @@ export class MemexClient {
     };
     if (this.#apiKey) headers.authorization = `Bearer ${this.#apiKey}`;
     if (raw.body !== undefined) headers["content-type"] = "application/json";
+    if (raw.contentType !== undefined) headers["content-type"] = raw.contentType;
     const done = (): void => {
       clearTimeout(timer);
       // a stream handed on stays abortable by the caller's signal
@@ -289,12 +355,14 @@ export class MemexClient {
     try {
       let response: Response;
       try {
-        response = await this.#fetch(`${this.baseUrl}${raw.path}`, {
+        const init: RequestInit & { duplex?: "half" } = {
           method: raw.method,
           headers,
-          body: raw.body === undefined ? undefined : JSON.stringify(raw.body),
+          body: raw.stream ?? (raw.body === undefined ? undefined : JSON.stringify(raw.body)),
           signal: controller.signal,
-        });
+        };
+        if (raw.stream !== undefined) init.duplex = "half"; // a streamed request body
+        response = await this.#fetch(`${this.baseUrl}${raw.path}`, init);
       } catch (caught) {
         if (outer?.aborted) throw caught;
         if (controller.signal.aborted) {

@@ -1,5 +1,12 @@
 export { MemexClient } from "./client.js";
-export type { ClientOptions, ExportedMemory, ExportRequest, HealthResponse } from "./client.js";
+export type {
+  ClientOptions,
+  ExportedMemory,
+  ExportRequest,
+  HealthResponse,
+  ImportResponse,
+  ImportSource,
+} from "./client.js";
 export * from "./errors.js";
 export { OPERATIONS } from "./generated/operations.js";
 export type {

@@ -26,6 +26,9 @@ test("every REST operation of the table is a method", () => {
     if (spec.paging) assert.equal(typeof client[`iter${name[0].toUpperCase()}${name.slice(1)}`], "function");
   }
   assert.ok(Object.keys(OPERATIONS).length >= 34);
+  // the streamed endpoints, written by hand (GET /v1/export, POST /v1/import)
+  assert.equal(typeof client.export, "function");
+  assert.equal(typeof client.importMemories, "function");
 });
 
 test("health", live, async () => {
@@ -150,19 +153,44 @@ test("admin: keys", live, async () => {
   assert.deepEqual(events, ["key.revoke", "key.create"]);
 });
 
-test("export streams NDJSON records", live, async () => {
+test("export streams NDJSON records; importMemories brings them back after an erase", live, async () => {
   const tenant = who();
   await client.storeMany({
     memories: Array.from({ length: 5 }, (_, i) => ({ ...tenant, content: `exported ${i}` })),
   });
+  await client.writeFile({ ...tenant, path: "user/notes.md", content: "one\n" });
+  await client.writeFile({ ...tenant, path: "user/notes.md", content: "one\ntwo\n" });
   const records = [];
-  for await (const record of client.export({ agent_id: tenant.agent_id })) records.push(record);
-  assert.equal(records.length, 5);
-  assert.deepEqual(new Set(records.map((r) => r.content)), new Set(Array.from({ length: 5 }, (_, i) => `exported ${i}`)));
-  assert.ok(records.every((r) => r.user_id === "alice" && r.id));
+  for await (const record of client.export({ agent_id: tenant.agent_id, embeddings: true })) records.push(record);
+  const [header, ...rest] = records;
+  assert.equal(header.record, "header");
+  assert.equal(header.version, 2);
+  const memories = rest.filter((r) => r.record === "memory");
+  assert.equal(memories.length, 6); // the file is a memory with a path
+  const texts = Array.from({ length: 5 }, (_, i) => `exported ${i}`);
+  assert.deepEqual(new Set(memories.filter((r) => !r.path).map((r) => r.content)), new Set(texts));
+  assert.ok(memories.every((r) => r.user_id === "alice" && r.id));
+  assert.equal(rest.filter((r) => r.record === "file_revision").length, 2);
   const none = [];
   for await (const record of client.export({ agent_id: "ts-nobody" })) none.push(record);
-  assert.deepEqual(none, []);
+  assert.deepEqual(none.map((r) => r.record), ["header"]);
+
+  await client.eraseUser(tenant);
+  const imported = await client.importMemories(records);
+  assert.equal(imported.skipped, 0);
+  assert.equal(imported.reembedded, 0);
+  assert.deepEqual(imported.kinds.file_revision, { imported: 2, skipped: 0 });
+  const file = await client.readFile({ ...tenant, path: "user/notes.md" });
+  assert.equal(file.content, "one\ntwo\n");
+  assert.equal(file.revision, 2);
+  // again, from the text of an export file: everything is there already
+  const text = records.map((r) => JSON.stringify(r)).join("\n") + "\n";
+  const again = await client.importMemories(text);
+  assert.equal(again.imported, 0);
+  assert.equal(again.skipped, records.length - 1);
+  const bad = await client.importMemories('{"record": "diary"}\n').catch((e) => e);
+  assert.ok(bad instanceof InvalidArgumentError, String(bad));
+  assert.match(bad.message, /line 1 record/);
 });
 
 test("admin: dream config, users and runs; embeddings; smart read", live, async () => {

@@ -268,7 +268,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Export an agent's (or one user's) memories as JSON Lines, oldest first per user */
+        /** Export an agent's (or one user's) whole memory as JSON Lines */
         get: operations["export"];
         put?: never;
         post?: never;
@@ -394,6 +394,23 @@ export interface paths {
         put?: never;
         /** One context block, never over budget, from the most relevant files and memories (memory_smart_read) */
         post: operations["smart_read"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Import an export (JSON Lines) as it was: memories, files, their history */
+        post: operations["import_memories"];
         delete?: never;
         options?: never;
         head?: never;
@@ -908,6 +925,11 @@ export interface components {
          */
         ExportedMemory: {
             /**
+             * Actor
+             * @default null
+             */
+            actor?: string | null;
+            /**
              * Agent Id
              * @description Your agent's id; memories are private to (agent_id, user_id).
              * @example demo-agent
@@ -972,6 +994,17 @@ export interface components {
             metadata?: {
                 [key: string]: components["schemas"]["MetadataValue-Output"];
             } | null;
+            /**
+             * Path
+             * @default null
+             */
+            path?: string | null;
+            /**
+             * Record
+             * @default memory
+             * @constant
+             */
+            record?: "memory";
             /** Source Ids */
             source_ids?: string[];
             /**
@@ -1182,6 +1215,26 @@ export interface components {
             status: string;
             /** Version */
             version: string;
+        };
+        /**
+         * ImportResponse
+         * @description What POST /v1/import did: records inserted and skipped (they existed already),
+         *     memories embedded again (no vector, or one of another model), and both counts per
+         *     kind of record.
+         */
+        ImportResponse: {
+            /** Imported */
+            imported: number;
+            /** Kinds */
+            kinds: {
+                [key: string]: {
+                    [key: string]: number;
+                };
+            };
+            /** Reembedded */
+            reembedded: number;
+            /** Skipped */
+            skipped: number;
         };
         /**
          * KeyCreate
@@ -3490,7 +3543,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description One memory per line (`memexdb import` reads it back) */
+            /** @description A header line, then one record per line: the memories (files too, archived ones with their lineage, oldest first per user), then the file revisions, the access log and the consolidation runs (`memexdb import` and POST /v1/import read it back; docs/operations.md#export-and-import) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4488,6 +4541,106 @@ export interface operations {
             };
             /** @description Request body larger than 16 MiB */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Host not allowed (MEMEX_ALLOWED_HOSTS) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Invalid input; `error.fields` names each bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; see the Retry-After header */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    import_memories: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {"record": "header", "format": "memexdb-export", "version": 2, "agent_id": "support-bot", "user_id": "alice", "exported_at": "2026-12-05T06:00:00Z"}
+                 *     {"record": "memory", "id": "3f2c1a9e-8d4b-4f6a-9c1e-2b7d5a8e0f13", "agent_id": "support-bot", "user_id": "alice", "content": "Alice prefers email."}
+                 */
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description What was imported and skipped, per kind of record */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportResponse"];
+                };
+            };
+            /** @description No API key where one is required, or not a valid one (checked before the input: a 422 goes only to a caller with valid credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The key may not do this (another agent or user, too little access), or a browser Origin not allowed (MEMEX_ALLOWED_ORIGINS) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A line longer than 1048576 bytes, or more than 100000 lines */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The body is not application/x-ndjson */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -6,14 +6,14 @@ No table changes: a database that has had API keys stays closed to requests with
 once they are all revoked or expired (memex._enter), until the operator lets them in again
 (memex.allow_keyless, which records when in memex.settings, name keyless_allowed_since).
 
-Revision ID: 0022
+Revision ID: 0018
 Revises: 0017
 Create Date: 2026-12-05
 """
 
 from alembic import op
 
-revision = "0022"
+revision = "0018"
 down_revision = "0017"
 branch_labels = None
 depends_on = None
