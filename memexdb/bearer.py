@@ -10,6 +10,10 @@ from collections.abc import Mapping
 
 from memexdb.errors import Unauthenticated
 
+# The WWW-Authenticate header of every 401 (REST, MCP over HTTP): RFC 6750's scheme, as
+# the MCP authorization spec asks, so that a client knows to send `Bearer <API key>`.
+BEARER_CHALLENGE = 'Bearer realm="memexdb"'
+
 
 def bearer_key(headers: Mapping[str, str] | None) -> str | None:
     """The key in the Authorization header; None without one. A header of another

@@ -108,7 +108,7 @@ def _migrate(args: argparse.Namespace, settings: Settings) -> int:
     with open_database(settings, Attach.SHARE, keep_running=False) as database:
         print(f"migrated to revision {head_revision()}")
         if args.schedule:
-            return cli_schedule.run(args, database.dsn, llm=settings.llm_url is not None)
+            return cli_schedule.run(args, database.dsn, settings)
     return 0
 
 
@@ -116,7 +116,7 @@ def _schedule(args: argparse.Namespace, settings: Settings) -> int:
     # Not migrated here (that is `migrate --schedule`): a job whose function is missing
     # is skipped and said so.
     with open_database(settings, Attach.SHARE, migrate=False, keep_running=False) as database:
-        return cli_schedule.run(args, database.dsn, llm=settings.llm_url is not None)
+        return cli_schedule.run(args, database.dsn, settings)
 
 
 def _status(args: argparse.Namespace, settings: Settings) -> int:

@@ -9,6 +9,7 @@ from typing import Any
 import psycopg
 
 from memexdb import pg_cron
+from memexdb.config import Settings
 
 
 def _dest(job: pg_cron.CronJob) -> str:
@@ -36,8 +37,10 @@ def add_parser(sub: Any) -> None:
         + "; ".join(f"{job.name}: {job.command}" for job in pg_cron.JOBS)
         + ". A job whose function is not in the database is skipped. Running it again "
         "updates the jobs (one per name). The service then leaves these jobs to pg_cron. "
-        "With MEMEX_LLM_URL set, memex-consolidate and memex-dream are left to the "
-        "service's scheduler, which runs them with the LLM (and removed if registered). "
+        "memex-consolidate is left out with MEMEX_CONDENSE_ENABLED=false, memex-dream "
+        "unless MEMEX_DREAM_ENABLED=true (dreaming over files is opt-in); with "
+        "MEMEX_LLM_URL set both are left to the service's scheduler, which runs them with "
+        "the LLM. A job left out is removed if registered before. "
         "The server needs pg_cron in shared_preload_libraries, cron.database_name set to "
         "this database, and `create extension pg_cron` in it.",
     )
@@ -64,7 +67,7 @@ def _show(jobs: list[pg_cron.Registered]) -> None:
         )
 
 
-def run(args: argparse.Namespace, dsn: str, *, llm: bool = False) -> int:
+def run(args: argparse.Namespace, dsn: str, settings: Settings) -> int:
     schedules = {job.name: getattr(args, _dest(job)) for job in pg_cron.JOBS}
     with psycopg.connect(dsn, autocommit=True) as conn:
         if getattr(args, "unschedule", False):
@@ -76,7 +79,7 @@ def run(args: argparse.Namespace, dsn: str, *, llm: bool = False) -> int:
             _show(pg_cron.registered(conn))
             return 0
         chosen = {name: when for name, when in schedules.items() if when}
-        done = pg_cron.schedule(conn, chosen, llm=llm)
+        done = pg_cron.schedule(conn, chosen, leave=pg_cron.not_for_pg_cron(settings))
     for name, why in done.skipped.items():
         print(f"skipped {name}: {why}")
     print(f"pg_cron {done.version} runs:")

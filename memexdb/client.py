@@ -9,25 +9,21 @@ or limits anything itself: that is memex.* in SQL.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import functools
 import re
-import threading
 from collections.abc import (
     AsyncIterator,
-    Callable,
-    Coroutine,
     Iterable,
     Iterator,
     Mapping,
     Sequence,
 )
 from datetime import datetime
-from typing import Any, Concatenate, ParamSpec, TypeVar, cast
+from typing import Any, ParamSpec, TypeVar, cast
 from uuid import UUID
 
 import numpy as np
+from memexdb_client._sync import LoopThread, blocking
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 from pydantic import ValidationError
@@ -840,41 +836,10 @@ class AsyncMemex(Session):
         )
 
 
-class _LoopThread:
-    """An event loop on its own daemon thread, for running coroutines from sync code."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self.loop.run_forever, name="memexdb-sync", daemon=True
-        )
-        self._thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, _R]) -> _R:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join()
-        self.loop.close()
-
-
-def _blocking(
-    method: Callable[Concatenate[AsyncMemex, _P], Coroutine[Any, Any, _R]],
-) -> Callable[Concatenate[Memex, _P], _R]:
-    """The sync form of an AsyncMemex method: same signature and docstring."""
-
-    def call(self: Memex, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        return self._loop.run(method(self._async, *args, **kwargs))
-
-    functools.update_wrapper(call, method)
-    return call
-
-
 class Memex:
     """Synchronous client with the same methods as AsyncMemex (`Memex.connect(dsn)`)."""
 
-    def __init__(self, client: AsyncMemex, loop: _LoopThread, *, owns_loop: bool = True) -> None:
+    def __init__(self, client: AsyncMemex, loop: LoopThread, *, owns_loop: bool = True) -> None:
         self._async = client
         self._loop = loop
         self._owns_loop = owns_loop
@@ -892,7 +857,7 @@ class Memex:
         llm: ChatModel | None = None,
     ) -> Memex:
         """Open a pool on a migrated database and check the embedder fits its schema."""
-        loop = _LoopThread()
+        loop = LoopThread("memexdb-sync")
         try:
             client = loop.run(
                 AsyncMemex.connect(
@@ -950,19 +915,19 @@ class Memex:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    run = _blocking(AsyncMemex.run)
-    call = _blocking(AsyncMemex.call)
-    store = _blocking(AsyncMemex.store)
-    store_many = _blocking(AsyncMemex.store_many)
-    search = _blocking(AsyncMemex.search)
-    forget = _blocking(AsyncMemex.forget)
-    count = _blocking(AsyncMemex.count)
-    get = _blocking(AsyncMemex.get)
-    list_memories = _blocking(AsyncMemex.list_memories)
-    update = _blocking(AsyncMemex.update)
-    erase_user = _blocking(AsyncMemex.erase_user)
-    export_page = _blocking(AsyncMemex.export_page)
-    import_memories = _blocking(AsyncMemex.import_memories)
+    run = blocking(AsyncMemex.run)
+    call = blocking(AsyncMemex.call)
+    store = blocking(AsyncMemex.store)
+    store_many = blocking(AsyncMemex.store_many)
+    search = blocking(AsyncMemex.search)
+    forget = blocking(AsyncMemex.forget)
+    count = blocking(AsyncMemex.count)
+    get = blocking(AsyncMemex.get)
+    list_memories = blocking(AsyncMemex.list_memories)
+    update = blocking(AsyncMemex.update)
+    erase_user = blocking(AsyncMemex.erase_user)
+    export_page = blocking(AsyncMemex.export_page)
+    import_memories = blocking(AsyncMemex.import_memories)
 
     def export(
         self,
@@ -982,44 +947,44 @@ class Memex:
             if after is None:
                 return
 
-    ping = _blocking(AsyncMemex.ping)
-    maintenance = _blocking(AsyncMemex.maintenance)
-    metrics_snapshot = _blocking(AsyncMemex.metrics_snapshot)
-    schema_state = _blocking(AsyncMemex.schema_state)
-    set_setting = _blocking(AsyncMemex.set_setting)
-    embed_queued = _blocking(AsyncMemex.embed_queued)
-    embed_texts = _blocking(AsyncMemex.embed_texts)
-    embedding_models = _blocking(AsyncMemex.embedding_models)
-    embed_queue_depth = _blocking(AsyncMemex.embed_queue_depth)
-    reembed_page = _blocking(AsyncMemex.reembed_page)
-    create_key = _blocking(AsyncMemex.create_key)
-    list_keys = _blocking(AsyncMemex.list_keys)
-    revoke_key = _blocking(AsyncMemex.revoke_key)
-    audit_events = _blocking(AsyncMemex.audit_events)
-    write_file = _blocking(AsyncMemex.write_file)
-    read_file = _blocking(AsyncMemex.read_file)
-    list_files = _blocking(AsyncMemex.list_files)
-    patch_file = _blocking(AsyncMemex.patch_file)
-    delete_file = _blocking(AsyncMemex.delete_file)
-    list_revisions = _blocking(AsyncMemex.list_revisions)
-    get_revision = _blocking(AsyncMemex.get_revision)
-    diff_revisions = _blocking(AsyncMemex.diff_revisions)
-    restore_revision = _blocking(AsyncMemex.restore_revision)
-    smart_read = _blocking(AsyncMemex.smart_read)
-    access_log = _blocking(AsyncMemex.access_log)
-    passages = _blocking(AsyncMemex.passages)
-    authenticate = _blocking(AsyncMemex.authenticate)
-    authorize = _blocking(AsyncMemex.authorize)
-    consolidate = _blocking(AsyncMemex.consolidate)
-    consolidate_due = _blocking(AsyncMemex.consolidate_due)
-    dream = _blocking(AsyncMemex.dream)
-    dream_due = _blocking(AsyncMemex.dream_due)
-    dream_plan = _blocking(AsyncMemex.dream_plan)
-    restore_consolidation = _blocking(AsyncMemex.restore_consolidation)
-    dream_config = _blocking(AsyncMemex.dream_config)
-    set_dream_config = _blocking(AsyncMemex.set_dream_config)
-    consolidation_runs = _blocking(AsyncMemex.consolidation_runs)
-    dream_users = _blocking(AsyncMemex.dream_users)
-    set_dream_paused = _blocking(AsyncMemex.set_dream_paused)
-    agent_stats = _blocking(AsyncMemex.agent_stats)
-    user_stats = _blocking(AsyncMemex.user_stats)
+    ping = blocking(AsyncMemex.ping)
+    maintenance = blocking(AsyncMemex.maintenance)
+    metrics_snapshot = blocking(AsyncMemex.metrics_snapshot)
+    schema_state = blocking(AsyncMemex.schema_state)
+    set_setting = blocking(AsyncMemex.set_setting)
+    embed_queued = blocking(AsyncMemex.embed_queued)
+    embed_texts = blocking(AsyncMemex.embed_texts)
+    embedding_models = blocking(AsyncMemex.embedding_models)
+    embed_queue_depth = blocking(AsyncMemex.embed_queue_depth)
+    reembed_page = blocking(AsyncMemex.reembed_page)
+    create_key = blocking(AsyncMemex.create_key)
+    list_keys = blocking(AsyncMemex.list_keys)
+    revoke_key = blocking(AsyncMemex.revoke_key)
+    audit_events = blocking(AsyncMemex.audit_events)
+    write_file = blocking(AsyncMemex.write_file)
+    read_file = blocking(AsyncMemex.read_file)
+    list_files = blocking(AsyncMemex.list_files)
+    patch_file = blocking(AsyncMemex.patch_file)
+    delete_file = blocking(AsyncMemex.delete_file)
+    list_revisions = blocking(AsyncMemex.list_revisions)
+    get_revision = blocking(AsyncMemex.get_revision)
+    diff_revisions = blocking(AsyncMemex.diff_revisions)
+    restore_revision = blocking(AsyncMemex.restore_revision)
+    smart_read = blocking(AsyncMemex.smart_read)
+    access_log = blocking(AsyncMemex.access_log)
+    passages = blocking(AsyncMemex.passages)
+    authenticate = blocking(AsyncMemex.authenticate)
+    authorize = blocking(AsyncMemex.authorize)
+    consolidate = blocking(AsyncMemex.consolidate)
+    consolidate_due = blocking(AsyncMemex.consolidate_due)
+    dream = blocking(AsyncMemex.dream)
+    dream_due = blocking(AsyncMemex.dream_due)
+    dream_plan = blocking(AsyncMemex.dream_plan)
+    restore_consolidation = blocking(AsyncMemex.restore_consolidation)
+    dream_config = blocking(AsyncMemex.dream_config)
+    set_dream_config = blocking(AsyncMemex.set_dream_config)
+    consolidation_runs = blocking(AsyncMemex.consolidation_runs)
+    dream_users = blocking(AsyncMemex.dream_users)
+    set_dream_paused = blocking(AsyncMemex.set_dream_paused)
+    agent_stats = blocking(AsyncMemex.agent_stats)
+    user_stats = blocking(AsyncMemex.user_stats)

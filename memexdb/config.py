@@ -62,6 +62,13 @@ class Settings(BaseSettings):
         description="a bearer token that may read GET /metrics (besides admin keys), checked"
         " without the database, so scrapes answer while it is down",
     )
+    metrics_history_seconds: float = Field(
+        10.0,
+        ge=0.5,
+        le=60,
+        description="seconds between the samples of the service's metrics that the admin"
+        " console's overview charts (each worker keeps the last 360)",
+    )
     pool_size: int = Field(10, ge=1, description="database connections per worker")
     rate_limit_store_per_minute: int | None = Field(
         None, ge=0, description="per-agent store limit written to memex.settings"
@@ -78,10 +85,17 @@ class Settings(BaseSettings):
         description="seconds between polls of the embed queue (NOTIFY memex_embed wakes the"
         " worker at once); 0: no embed worker",
     )
+    condense_enabled: bool = Field(
+        True,
+        description="condense old episodic memories into summaries on the schedule of"
+        " dream_config (once per database: one service process, or pg_cron where it runs"
+        " memex-consolidate); the database's dream_config.enabled stays the master switch",
+    )
     dream_enabled: bool = Field(
         False,
-        description="run consolidation (condensing old memories, dreaming over files) in the"
-        " service; the database's dream_config.enabled stays the master switch",
+        description="dream over files (tidy them; with MEMEX_LLM_URL also resolve"
+        " contradictions) on the schedule of dream_config, once per database as condensing;"
+        " it once switched condensing too, which is MEMEX_CONDENSE_ENABLED now",
     )
     allowed_hosts: str | None = Field(
         None, description="comma-separated Host values REST and MCP accept"

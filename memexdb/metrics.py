@@ -331,6 +331,18 @@ def exposition(snapshot: Snapshot) -> bytes:
     return prometheus_client.generate_latest(registry)
 
 
+def service_metrics() -> list[Metric]:
+    """The memex_* metrics as a scrape adds them up (every worker's in multiprocess
+    mode), without the database's figures: what the console's overview samples."""
+    path = multiprocess_dir()
+    registry = CollectorRegistry(auto_describe=False)
+    if path is None:
+        registry.register(_ProcessMetrics())
+    else:
+        multiprocess.MultiProcessCollector(registry, path)  # type: ignore[no-untyped-call]
+    return list(registry.collect())
+
+
 class _ProcessMetrics(Collector):
     """The memex_* metrics of the default registry (single process), without the client
     library's own process and platform collectors."""

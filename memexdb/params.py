@@ -1644,19 +1644,21 @@ DEFAULT_PASSAGES_TOP_K = 8
 PASSAGE_MIN_CHARS = 100
 PASSAGE_MAX_CHARS = 8000
 DEFAULT_PASSAGE_CHARS = 800
-# memorize: the text taken, and what the inner model may propose per call. A text always
-# fits a fresh log file with its heading (the fallback appends it to user/log.md).
+# memorize: the text taken (the fallback stores it as one memory), and what the inner
+# model may propose per call.
 MEMORIZE_TEXT_MAX_CHARS = 16_000
 MEMORIZE_MAX_PROPOSALS = 8
 MEMORIZE_PROPOSAL_MAX_CHARS = 8000
 # what the inner model is shown: the most relevant files and memories, and file names
 MEMORIZE_CONTEXT_CHARS = 6000
 MEMORIZE_FILE_LIST = 100
-MEMORIZE_LOG_PATH = "user/log.md"
 # dreaming with an LLM: the files shown to the model per tenant (in path order, while they
 # fit), and the edits taken from its answer (sql/129 takes at most 200 per call)
 DREAM_LLM_CONTEXT_CHARS = 24_000
-DREAM_MAX_EDITS = 8
+DREAM_MAX_EDITS = 8  # every change a model proposes in one dream, of every kind
+# merging duplicate or paraphrased facts, rewriting a fragmented section (with an LLM)
+DREAM_MERGE_MAX_FACTS = 8
+DREAM_REWRITE_MAX_CHARS = 4000
 
 
 PassageTopK = Annotated[
@@ -1781,6 +1783,35 @@ class ProposedEdit(_Request):
     reason: Annotated[str, Field(max_length=300)] = ""
 
 
+class ProposedMerge(_Request):
+    """Facts the dreaming model proposes to merge in a file it was shown: each fact (an
+    exact text occurring once in the file) goes, and `merged` takes the place of the last
+    of them; never longer than the facts together, keeping every name and number."""
+
+    path: FilePath
+    facts: Annotated[
+        list[ProposalText],
+        Field(
+            min_length=2,
+            max_length=DREAM_MERGE_MAX_FACTS,
+            description="The duplicate or paraphrased facts, each copied exactly.",
+        ),
+    ]
+    merged: ProposalText
+    reason: Annotated[str, Field(max_length=300)] = ""
+
+
+class ProposedRewrite(_Request):
+    """A fragmented section the dreaming model proposes to rewrite in a file it was shown:
+    old_text (exact, once in the file) becomes new_text, no longer than it, keeping every
+    name and number."""
+
+    path: FilePath
+    old_text: Annotated[str, Field(min_length=1, max_length=DREAM_REWRITE_MAX_CHARS), _NotBlank]
+    new_text: Annotated[str, Field(min_length=1, max_length=DREAM_REWRITE_MAX_CHARS), _NotBlank]
+    reason: Annotated[str, Field(max_length=300)] = ""
+
+
 class MemorizeChange(BaseModel):
     tool: str = Field(description="memory_write, memory_patch or store_memory")
     path: str | None
@@ -1799,7 +1830,8 @@ class MemorizeOut(BaseModel):
 
     mode: Literal["llm", "fallback"] = Field(
         description="llm: the configured model proposed the changes; fallback: no LLM (or it"
-        " failed): the text was stored as an episodic memory and appended to user/log.md."
+        " failed): the text was stored as one episodic memory (its one home: a search"
+        " finds it once)."
     )
     applied: list[MemorizeChange]
     refused: list[MemorizeRefusal]
@@ -1853,9 +1885,8 @@ class DreamConfig(_Request):
         Field(
             ge=DREAM_BOUNDS["grace_minutes"][0],
             le=DREAM_BOUNDS["grace_minutes"][1],
-            description="Quiet minutes before a tenant is touched ({} to {}).".format(
-                *DREAM_BOUNDS["grace_minutes"]
-            ),
+            description="Minutes a batch must be old to be condensed, and a tenant quiet"
+            " before its files are dreamed over ({} to {}).".format(*DREAM_BOUNDS["grace_minutes"]),
         ),
         Strict(),
         BeforeValidator(_integral),
@@ -1928,8 +1959,19 @@ class NoArguments(_Request):
     """The request of an operation that takes nothing (GET /v1/admin/dream/config)."""
 
 
+# The two consolidation jobs: condensing old episodic memories, dreaming over files.
+ConsolidationJob = Literal["condense", "dream"]
+# Who runs a consolidation job in this database, as the process answering sees it:
+# pg_cron (its job is active here), the service (this process's settings offer it; one
+# process per database runs it), nobody here (neither), or nobody because
+# dream_config.enabled is false.
+JobSchedule = Literal["pg_cron", "service", "not scheduled", "disabled"]
+
+
 class DreamConfigOut(BaseModel):
-    enabled: bool
+    enabled: Annotated[
+        bool, Field(description="Master switch of every consolidation job (the database's).")
+    ]
     interval_seconds: int
     grace_minutes: int
     threshold: int
@@ -1937,6 +1979,21 @@ class DreamConfigOut(BaseModel):
     summary_chars: int
     write_budget: int
     concurrency: int
+    condense: Annotated[
+        JobSchedule,
+        Field(
+            description="Who condenses old episodic memories: pg_cron, the service"
+            " (MEMEX_CONDENSE_ENABLED, on by default), not scheduled, or disabled"
+            " (enabled is false)."
+        ),
+    ]
+    dream: Annotated[
+        JobSchedule,
+        Field(
+            description="Who dreams over files: pg_cron, the service (MEMEX_DREAM_ENABLED,"
+            " off by default), not scheduled, or disabled (enabled is false)."
+        ),
+    ]
 
 
 class RunsQuery(_Request):

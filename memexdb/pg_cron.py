@@ -18,6 +18,7 @@ import psycopg
 from psycopg.rows import class_row
 
 from memexdb import queries
+from memexdb.config import Settings
 from memexdb.errors import InvalidArgument, SetupError
 
 
@@ -63,10 +64,28 @@ DREAM = CronJob(
     "memex-dream", "memex.dream_due()", "*/5 * * * *", "due tenants' files tidied (dreaming)"
 )
 JOBS = (MAINTENANCE, CONSOLIDATE, DREAM)
+# the consolidation jobs by the name the service's scheduler and dream_config give them
+CONSOLIDATION = {"condense": CONSOLIDATE, "dream": DREAM}
 # With an LLM the service's own scheduler runs these (abstractive summaries, contradictions
 # resolved); a pg_cron run has no model and would take the due tenants first.
 LLM_JOBS = (CONSOLIDATE, DREAM)
 NAMES = [job.name for job in JOBS]
+
+
+def not_for_pg_cron(settings: Settings) -> dict[str, str]:
+    """The jobs `schedule` leaves out under `settings`, each with the reason: the ones the
+    settings turn off (MEMEX_CONDENSE_ENABLED, MEMEX_DREAM_ENABLED: the same switches as
+    the service's scheduler, so that they say what runs in the database whoever runs it),
+    and with an LLM the ones the service runs with it."""
+    left: dict[str, str] = {}
+    if settings.llm_url is not None:
+        for job in LLM_JOBS:
+            left[job.name] = "MEMEX_LLM_URL is set: the service's scheduler runs it with the LLM"
+    if not settings.condense_enabled:
+        left[CONSOLIDATE.name] = "MEMEX_CONDENSE_ENABLED is false: condensing is off"
+    if not settings.dream_enabled:
+        left[DREAM.name] = "MEMEX_DREAM_ENABLED is not true: dreaming over files is opt-in"
+    return left
 
 
 @dataclass(frozen=True)
@@ -145,24 +164,25 @@ def registered(conn: psycopg.Connection) -> list[Registered]:
 
 
 def schedule(
-    conn: psycopg.Connection, schedules: Mapping[str, str] | None = None, *, llm: bool = False
+    conn: psycopg.Connection,
+    schedules: Mapping[str, str] | None = None,
+    *,
+    leave: Mapping[str, str] | None = None,
 ) -> Scheduled:
     """Register every job whose function exists in this database (`schedules`: name ->
-    schedule, default each job's own), all or none; with `llm` (the service has a model)
-    not the consolidation jobs, which its scheduler runs with it (registered before, they
-    are removed). pg_cron keeps one job per name and role: registering again updates it."""
+    schedule, default each job's own), all or none, but those named in `leave` (name ->
+    why; not_for_pg_cron), which are removed if registered before. pg_cron keeps one job
+    per name and role: registering again updates it."""
     schedules = schedules or {}
+    leave = leave or {}
     version = require(conn)
     skipped: dict[str, str] = {}
     with conn.transaction():
-        if llm:
-            names = [job.name for job in LLM_JOBS]
-            conn.execute(queries.CRON_UNSCHEDULE, {"names": names}).fetchall()
+        if leave:
+            conn.execute(queries.CRON_UNSCHEDULE, {"names": list(leave)}).fetchall()
         for job in JOBS:
-            if llm and job in LLM_JOBS:
-                skipped[job.name] = (
-                    "MEMEX_LLM_URL is set: the service's scheduler runs it with the LLM"
-                )
+            if job.name in leave:
+                skipped[job.name] = leave[job.name]
                 continue
             exists = conn.execute(queries.FUNCTION_EXISTS, {"function": job.proc})
             if not (row := exists.fetchone()) or not row[0]:

@@ -105,6 +105,12 @@ ADMIN_CALLER = "select memex._authorize(memex._caller() ->> 'agent', null, 'admi
 METRICS_SNAPSHOT = "select metric, kind, status, value from memex.metrics_snapshot()"
 SCHEMA_STATE = "select revision, migrating from memex.schema_state()"
 
+# the admin console's overview (operator)
+OVERVIEW_STATS = """
+select metric, agent_id, user_id, day, kind, value
+from memex.overview_stats(p_days => %(days)s, p_tenants => %(tenants)s)
+"""
+
 # `memexdb status`
 SERVER_VERSION = "show server_version"
 SCHEMA_REVISION = (

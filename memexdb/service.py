@@ -48,7 +48,11 @@ def app_from_env() -> Starlette:
         async with Runtime.open(settings, dsn) as opened:
             yield opened.memex
 
-    rest = create_app(runtime, metrics_token=settings.metrics_token)
+    rest = create_app(
+        runtime,
+        metrics_token=settings.metrics_token,
+        metrics_history_seconds=settings.metrics_history_seconds,
+    )
 
     def memex() -> AsyncMemex:
         # Opened by the REST lifespan: MCP and REST share one pool and one embedder.

@@ -99,8 +99,13 @@ class Session:
         llm: ChatModel | None = None,
         owns_llm: bool = False,
         limits: _Limits | None = None,
+        scheduled: frozenset[str] = frozenset(),
     ) -> None:
         self.pool = pool
+        # the consolidation jobs this process's runtime offers to run ("condense",
+        # "dream"; memexdb.runtime.dreaming), which dream_config reports; none for a
+        # client outside a service
+        self.scheduled = scheduled
         # the optional chat model of memorize and search_passages' answers (memexdb.llm)
         self.llm = llm
         self._owns_llm = owns_llm
@@ -123,6 +128,7 @@ class Session:
             owns_pool=False,
             llm=self.llm,
             limits=self._limits,
+            scheduled=self.scheduled,
         )
 
     def with_key(self, key: str | None) -> Self:

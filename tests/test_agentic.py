@@ -24,7 +24,7 @@ from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import BatchingEmbedder
 from memexdb.errors import Forbidden
 from memexdb.llm import ChatModel
-from memexdb.params import CONTENT_MAX_CHARS, MEMORIZE_MAX_PROPOSALS, MEMORIZE_PROPOSAL_MAX_CHARS
+from memexdb.params import MEMORIZE_MAX_PROPOSALS, MEMORIZE_PROPOSAL_MAX_CHARS
 from tests.conftest import drop_database, new_database
 from tests.live_service import free_port
 from tests.scripted_llm import ScriptedLLM, answer, scripted_llm, tool_calls
@@ -55,40 +55,29 @@ async def with_llm(
 async def test_memorize_without_an_llm_keeps_the_text(amemex: AsyncMemex) -> None:
     first = await agentic.memorize(amemex, A, U, "I moved to Lisbon last week.", now=NOW)
     assert first.mode == "fallback" and first.llm_error is None and first.refused == []
-    stored, logged = first.applied
-    assert (stored.tool, logged.tool, logged.path) == (
-        "store_memory",
-        "memory_patch",
-        "user/log.md",
-    )
+    [stored] = first.applied  # one home for the text
+    assert (stored.tool, stored.path) == ("store_memory", None)
     memory = await amemex.get(A, U, stored.memory_id)
     assert (memory.memory_type, memory.created_at) == ("episodic", NOW)
     assert memory.metadata == {"source": "memorize"}
-    later = NOW.replace(hour=18, minute=30)
-    await agentic.memorize(amemex, A, U, "Started learning\nPortuguese.", now=later)
-    log = await amemex.read_file(A, U, "user/log.md")
-    assert log.content == (
-        "## 2026-12-03\n\n- 14:05 I moved to Lisbon last week.\n"
-        "- 18:30 Started learning\n  Portuguese.\n"
-    )
-    # the writes are memorize-agent's, on behalf of the caller (here the open loopback)
-    revisions = await amemex.list_revisions(A, U, "user/log.md")
-    assert {(r.actor, r.details.get("on_behalf_of")) for r in revisions} == {
-        ("memorize-agent", "open")
-    }
     hits = await amemex.search(A, U, "where does she live now?", top_k=1)
     assert hits[0].id == stored.memory_id
+    assert await amemex.list_files(A, U) == ([], None)  # no copy in a log file
 
 
-async def test_a_full_log_is_moved_aside(amemex: AsyncMemex) -> None:
-    filler = "- " + "x" * (CONTENT_MAX_CHARS - 200) + "\n"
-    await amemex.write_file(A, U, "user/log.md", "## 2026-12-02\n\n" + filler)
-    result = await agentic.memorize(amemex, A, U, "A note that does not fit " * 20, now=NOW)
-    assert result.mode == "fallback"
-    archived = await amemex.read_file(A, U, "user/log-20261203140500.md")
-    assert archived.content.endswith(filler)
-    log = await amemex.read_file(A, U, "user/log.md")
-    assert log.content.startswith("## 2026-12-03\n- 14:05 A note that does not fit")
+async def test_a_memorized_sentence_comes_back_once(amemex: AsyncMemex) -> None:
+    sentence = "Dana's daughter Mia starts violin lessons on Thursday."
+    await amemex.write_file(A, U, "user/profile.md", PROFILE)
+    later = NOW.replace(hour=18, minute=30)
+    await agentic.memorize(amemex, A, U, sentence, now=NOW)
+    await agentic.memorize(amemex, A, U, "The car needs new tyres before winter.", now=later)
+    found = await amemex.call(
+        agentic.SEARCH_PASSAGES, agent_id=A, user_id=U, query="When are Mia's violin lessons?"
+    )
+    with_it = [p for p in found.passages if "violin" in p.passage]
+    assert len(with_it) == 1 and found.passages[0].passage == sentence
+    block = await amemex.smart_read(A, U, "Mia violin lessons", budget=2000)
+    assert block.context.count("violin") == 1
 
 
 async def test_memorize_applies_valid_proposals_and_refuses_the_rest(
@@ -196,8 +185,12 @@ async def test_memorize_falls_back_when_the_llm_fails(
     async with await AsyncMemex.connect(dsn, embedder=batching_embedder, llm=unreachable) as c:
         down = await agentic.memorize(c, A, U, "And the plumber.", now=NOW)
     assert down.mode == "fallback" and "ConnectError" in str(down.llm_error)
-    log = await with_llm.read_file(A, U, "user/log.md")
-    assert log.content.count("\n- 14:05 ") == 3
+    kept = (await with_llm.list_memories(A, U, memory_type="episodic")).memories
+    assert sorted(m.content for m in kept) == [
+        "And the car service.",
+        "And the plumber.",
+        "Remember the dentist on Friday.",
+    ]
 
 
 async def test_memorize_needs_write_access_before_any_model_call(

@@ -235,6 +235,39 @@ BAD_PAGES = [
 ]
 
 
+def _bad_fields(answer: httpx.Response) -> list[str]:
+    """The fields an error page names (its list of `field: message`)."""
+    _html_error(answer, 422)
+    return [item.split(":", 1)[0] for item in re.findall(r"<li>([^<]*)</li>", answer.text)]
+
+
+def test_every_bad_field_is_reported(service: Service) -> None:
+    """A query string or form with two bad fields names both (not only the first)."""
+    with client(service.base_url) as http:
+        token = _csrf(http)
+        pages = {
+            "/admin/memory?agent_id=a&user_id=&id=42": ["user_id", "id"],
+            "/admin/search?agent_id=a&user_id=u&query=x&top_k=1000&alpha=2": ["top_k", "alpha"],
+            "/admin/search?agent_id=&user_id=u&query=&top_k=0": ["agent_id", "query", "top_k"],
+            "/admin/dream?limit=0&after=zz": ["limit", "after"],
+        }
+        for path, fields in pages.items():
+            assert sorted(_bad_fields(http.get(path))) == sorted(fields), path
+        forms = {
+            "/admin/dream/config": (
+                {"threshold": "1", "batch_size": "0", "enabled": "true"},
+                ["threshold", "batch_size"],
+            ),
+            "/admin/keys": (
+                {"access": "root", "agent_id": "x" * 500, "expires_at": "someday"},
+                ["access", "agent_id", "expires_at"],
+            ),
+        }
+        for path, (form, fields) in forms.items():
+            answer = http.post(path, data={**form, "csrf": token})
+            assert sorted(_bad_fields(answer)) == sorted(fields), (path, answer.text[-800:])
+
+
 def test_console_over_http(service: Service) -> None:
     with client(service.base_url) as http:
         # open: loopback without keys

@@ -8,6 +8,7 @@ kept in $MEMEX_TEST_ARTIFACTS/console (default test-artifacts/console)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -213,6 +214,15 @@ def test_console_in_a_browser(service: Service, browser: webdriver.Chrome) -> No
     assert diff.find_elements(By.CSS_SELECTOR, "span.add") and diff.find_elements(
         By.CSS_SELECTOR, "span.del"
     )
+    # one line box per line: each line starts where the one above ends (no blank between)
+    boxes = browser.execute_script(
+        "return [...arguments[0].querySelectorAll('span')]"
+        ".map(e => [e.getBoundingClientRect().top, e.getBoundingClientRect().height])",
+        diff,
+    )
+    assert len(boxes) >= 5 and all(height > 0 for _, height in boxes), boxes
+    for (top, height), (next_top, _) in itertools.pairwise(boxes):
+        assert abs(next_top - (top + height)) < 1, boxes
     s.shot("diff")
 
     # Restore revision 1 (after the confirm dialog): a new revision with its content

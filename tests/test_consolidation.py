@@ -5,6 +5,7 @@ service's own scheduler condensing a due tenant by itself."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import time
@@ -15,11 +16,11 @@ import httpx
 import pytest
 
 from memexdb import AsyncMemex
-from memexdb.agentic import consolidation
+from memexdb.agentic import consolidation, dream_changes
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import BatchingEmbedder
 from memexdb.errors import Forbidden, NotFound
-from memexdb.llm import ChatModel
+from memexdb.llm import ChatModel, ToolCall
 from memexdb.params import MemoryCreate
 from tests.conftest import drop_database, new_database, scratch_dir
 from tests.live_service import (
@@ -201,12 +202,98 @@ async def test_with_an_llm_a_dream_resolves_contradictions(
             assert (await memex.read_file(A, U, "user/notes.md")).content == "- tea\n"
 
 
+NOTES = (
+    "# Dana\n\n- Drinks her coffee with oat milk\n- Has a cat, Miso\n"
+    "- Oat milk is what Dana takes in coffee\n\n## Work\n\n- Acme\n- designer there\n"
+    "- since 2024\n- in Lisbon office\n"
+)
+
+
+async def test_with_an_llm_a_dream_merges_facts_and_rewrites_sections(
+    dsn: str, batching_embedder: BatchingEmbedder
+) -> None:
+    with scripted_llm() as llm:
+        async with await _with_llm(dsn, batching_embedder, llm.url) as memex:
+            written = await memex.write_file(A, U, "user/notes.md", NOTES)
+            await memex.write_file(A, U, "user/log.md", "- Drinks coffee\n")
+            operator = memex.as_operator("test")
+            await operator.set_dream_config(grace_minutes=0)
+            milk = ["- Drinks her coffee with oat milk", "- Oat milk is what Dana takes in coffee"]
+            merge = {
+                "path": "user/notes.md",
+                "facts": milk,
+                "merged": "- Dana takes her coffee with oat milk",
+                "reason": "the same fact twice",
+            }
+            work = "- Acme\n- designer there\n- since 2024\n- in Lisbon office"
+            rewrite = {
+                "path": "user/notes.md",
+                "old_text": work,
+                "new_text": "- Designer at Acme since 2024, Lisbon office",
+                "reason": "fragments",
+            }
+            llm.script(
+                tool_calls(
+                    # hostile proposals: none of these may write anything
+                    ("merge_facts", merge | {"path": "user/log.md"}),  # not shown
+                    ("merge_facts", merge | {"facts": ["- Has a cat, Miso", "- nowhere"]}),
+                    ("merge_facts", merge | {"merged": "- Takes coffee with milk"}),  # Dana
+                    ("rewrite_section", rewrite | {"new_text": "- Designer at Acme"}),  # 2024
+                    ("rewrite_section", rewrite | {"old_text": "x" * 5000}),  # oversized
+                    ("merge_facts", merge | {"user_id": "bob"}),  # a tenant of its own
+                    # the good ones still apply, each its own revision
+                    ("merge_facts", merge),
+                    ("rewrite_section", rewrite),
+                    ("rewrite_section", rewrite),  # a ninth proposal: over the limit
+                )
+            )
+            [run] = await consolidation.tick(operator)
+            notes = await memex.read_file(A, U, "user/notes.md")
+            assert notes.content == (
+                "# Dana\n\n- Has a cat, Miso\n- Dana takes her coffee with oat milk\n\n"
+                "## Work\n\n- Designer at Acme since 2024, Lisbon office\n"
+            )
+            # each change is one revision by dream-agent; the first one keeps the old text
+            revisions = await memex.list_revisions(A, U, "user/notes.md")
+            mine = sorted(r.revision for r in revisions if r.revision > written.revision)
+            assert len(mine) == 2
+            assert {r.actor for r in revisions if r.revision in mine} == {"dream-agent"}
+            dream_log = (await memex.read_file(A, U, "user/dream-log.md")).content
+            assert "user/notes.md: 2 facts merged (the same fact twice)" in dream_log
+            assert "user/notes.md: a fragmented section rewritten (fragments)" in dream_log
+            refused = [r["reason"] for r in run.details["refused"]]
+            assert len(refused) == 7, refused
+            assert "not a file the model was shown" in refused
+            assert "fact 2 does not occur exactly once in the file as shown" in refused
+            assert "drops facts: Dana" in refused and "drops facts: 2024, Lisbon" in refused
+            assert any(r.startswith("old_text:") for r in refused)
+            assert any("user_id" in r for r in refused)
+            assert "over 8 edits" in refused
+            assert (await memex.read_file(A, U, "user/log.md")).content == "- Drinks coffee\n"
+            # nothing lost: the revision before the merge has the old wording back
+            restored = await memex.restore_revision(A, U, "user/notes.md", written.revision)
+            assert restored.content == NOTES
+
+
+async def test_a_merge_over_a_stale_revision_is_refused(amemex: AsyncMemex) -> None:
+    first = await amemex.write_file(A, U, "user/notes.md", "- tea\n- Tea, always\n")
+    await amemex.write_file(A, U, "user/notes.md", "- tea\n- Tea, always\n- coffee\n")
+    shown = {"user/notes.md": dream_changes.Shown(first.revision, "- tea\n- Tea, always\n")}
+    merge = {"path": "user/notes.md", "facts": ["- tea", "- Tea, always"], "merged": "- tea"}
+    call = ToolCall("merge_facts", json.dumps(merge))
+    with pytest.raises(dream_changes.Refused, match="stale: written since revision 1"):
+        await dream_changes.apply(amemex, (A, U), shown, call)
+    now = await amemex.read_file(A, U, "user/notes.md")
+    assert now.content == "- tea\n- Tea, always\n- coffee\n"  # the user's write stands
+
+
 @pytest.fixture(scope="module")
 def live(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[httpx.Client]:
     dsn = new_database(pg_server)
     log = scratch_dir("memexdb-dream-") / "service.log"
     port = free_port()
-    env = service_env(MEMEX_DATABASE_URL=dsn, MEMEX_DREAM_ENABLED="true")
+    # the defaults: condensing on, dreaming over files off
+    env = service_env(MEMEX_DATABASE_URL=dsn)
     service = Service(uvicorn_args(port), env, port, log)
     try:
         service.wait_healthy()
@@ -227,6 +314,14 @@ def test_operator_endpoints(live: httpx.Client) -> None:
     assert http.post("/v1/memories/batch", json={"memories": memories}).status_code == 201
     config = http.get("/v1/admin/dream/config").json()
     assert config["threshold"] == 100 and config["enabled"] is True
+    # what runs here, by default: the service condenses; nobody dreams over files
+    assert (config["condense"], config["dream"]) == ("service", "not scheduled")
+    console = http.get("/admin/dream").text
+    assert "Condensing old memories runs: the service runs it" in console
+    assert "Dreaming over files does not run: not scheduled here" in console
+    off = http.put("/v1/admin/dream/config", json={"enabled": False}).json()
+    assert (off["condense"], off["dream"]) == ("disabled", "disabled")
+    assert http.put("/v1/admin/dream/config", json={"enabled": True}).status_code == 200
     r = http.put("/v1/admin/dream/config", json={"threshold": 5})
     assert r.status_code == 422 and r.json()["error"]["fields"][0]["field"] == "threshold"
     users = http.get("/v1/admin/dream/users", params={"agent_id": "ops"}).json()["users"]
@@ -281,7 +376,7 @@ def test_the_service_condenses_a_due_tenant_by_itself(live: httpx.Client) -> Non
         m["agent_id"] = "auto"
     assert http.post("/v1/memories/batch", json={"memories": memories}).status_code == 201
     r = http.put("/v1/admin/dream/config", json={"grace_minutes": 0, "interval_seconds": 10})
-    assert r.status_code == 200
+    assert r.status_code == 200 and r.json()["condense"] == "service"
     deadline = time.monotonic() + 90  # the job checks every 30 s, ticks every 10 s
     runs: list[dict[str, object]] = []
     while time.monotonic() < deadline and not runs:

@@ -531,9 +531,12 @@ def test_service_entrypoint_migrates_schedules_and_serves(
         out = service.output()
         assert "migrated to revision" in out and "runs:" in out, out
         jobs = {job.jobname: job for job in cron_jobs(dsn)}
-        # every job registered (no LLM in this environment: see docs/operations.md, "Scheduling with
-        # pg_cron", for what changes with one)
-        assert set(jobs) == set(pg_cron.NAMES) and all(j.active for j in jobs.values()), jobs
+        # every job registered but dreaming over files, which is opt-in (no LLM in this
+        # environment: see docs/operations.md, "Scheduling with pg_cron", for what changes
+        # with one)
+        expected = set(pg_cron.NAMES) - {pg_cron.DREAM.name}
+        assert set(jobs) == expected and all(j.active for j in jobs.values()), jobs
+        assert f"skipped {pg_cron.DREAM.name}: MEMEX_DREAM_ENABLED is not true" in out, out
         # the service leaves the job to pg_cron, as the stack means it to
         assert wait_until(lambda: DEFERS in service.output(), LOG_WAIT), service.output()
         # exec: the process started is memexdb now, not a shell waiting for it
@@ -542,6 +545,9 @@ def test_service_entrypoint_migrates_schedules_and_serves(
         with httpx.Client(base_url=service.base_url, timeout=30.0) as http:
             r = http.post("/v1/memories", json={"agent_id": "a", "user_id": "u", "content": "hi"})
             assert r.status_code == 201, r.text
+            # the stack condenses by default, by pg_cron; nobody dreams over files
+            config = http.get("/v1/admin/dream/config").json()
+            assert (config["condense"], config["dream"]) == ("pg_cron", "not scheduled"), config
         assert service.stop(signal.SIGTERM) == 0, service.output()
     finally:
         service.close()

@@ -217,9 +217,12 @@ async def _mcp_http(keyed: Keyed, token: str | None) -> AsyncIterator[Client]:
 
 async def test_mcp_bad_arguments_without_a_key_are_not_authenticated(keyed: Keyed) -> None:
     bad = {"agent_id": "A", "user_id": "alice", "content": "x", "importance": 7}
-    async with _mcp_http(keyed, None) as anonymous:
-        message = await call_error(anonymous, "store_memory", **bad)
-        assert "not authenticated" in message and "importance" not in message, message
+    call_ = {"name": "store_memory", "arguments": bad}
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call_}
+    accept = {"accept": "application/json, text/event-stream"}
+    with _http(keyed) as http:  # refused over HTTP before the arguments are read
+        r = http.post("/mcp", json=message, headers=accept)
+        assert _error(r, 401)["code"] == "unauthenticated" and "importance" not in r.text
     async with _mcp_http(keyed, keyed.writer_a) as writer:
         message = await call_error(writer, "store_memory", **bad)
         assert "invalid arguments" in message and "importance" in message, message

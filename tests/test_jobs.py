@@ -14,9 +14,11 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from memexdb import AsyncMemex
+from memexdb import AsyncMemex, pg_cron
+from memexdb.config import Settings
 from memexdb.errors import DatabaseUnavailable
-from memexdb.runtime import Job, JobRunner
+from memexdb.runtime import Job, JobRunner, default_jobs
+from memexdb.runtime.dreaming import consolidation_job
 from memexdb.runtime.maintenance import maintenance_job
 from tests.sqlapi import store_expired, unit
 
@@ -139,3 +141,48 @@ async def test_the_maintenance_job_deletes_expired_memories(dsn: str, amemex: As
         assert await expired_rows() == 1
     finally:
         await stop(task)
+
+
+def test_condensing_runs_by_default_and_dreaming_over_files_is_opt_in(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("MEMEX_CONDENSE_ENABLED", "MEMEX_DREAM_ENABLED"):
+        monkeypatch.delenv(name, raising=False)
+    jobs = {job.name: job for job in default_jobs(Settings.from_env())}
+    assert "condense" in jobs and "dream" not in jobs
+    # where pg_cron runs memex-consolidate in this database, the service leaves it alone
+    assert jobs["condense"].pg_cron_job == pg_cron.CONSOLIDATE.name
+    monkeypatch.setenv("MEMEX_DREAM_ENABLED", "true")
+    monkeypatch.setenv("MEMEX_CONDENSE_ENABLED", "false")
+    jobs = {job.name: job for job in default_jobs(Settings.from_env())}
+    assert "condense" not in jobs and jobs["dream"].pg_cron_job == pg_cron.DREAM.name
+
+
+async def test_a_tick_with_nothing_due_logs_its_skip_at_info(
+    amemex: AsyncMemex, caplog: pytest.LogCaptureFixture
+) -> None:
+    operator = amemex.as_operator("test")
+    with caplog.at_level(logging.INFO, logger="memexdb.jobs"):
+        for job in ("condense", "dream"):
+            await consolidation_job(job).run(operator)
+    skipped = [r for r in caplog.records if "no tenant due; skipped" in r.getMessage()]
+    assert [(r.levelno, r.getMessage().split()[0]) for r in skipped] == [
+        (logging.INFO, "condense"),
+        (logging.INFO, "dream"),
+    ]
+
+
+async def test_dream_config_says_who_runs_each_job_here(amemex: AsyncMemex) -> None:
+    # a client outside a service schedules nothing; the embedded server has no pg_cron
+    config = await amemex.dream_config()
+    assert (config.enabled, config.condense, config.dream) == (
+        True,
+        "not scheduled",
+        "not scheduled",
+    )
+    service = amemex.as_operator("test")
+    service.scheduled = frozenset({"condense"})  # as memexdb.runtime.Runtime sets it
+    config = await service.with_key(None).dream_config()  # carried to each caller
+    assert (config.condense, config.dream) == ("service", "not scheduled")
+    off = await service.set_dream_config(enabled=False)
+    assert (off.condense, off.dream) == ("disabled", "disabled")

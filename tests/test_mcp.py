@@ -6,6 +6,7 @@ path; DNS-rebinding protection; and the MCP configs of docs/mcp.md, launched as 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -25,6 +26,7 @@ import httpx2
 import psycopg
 import pytest
 from mcp import Client
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from starlette.applications import Starlette
 
@@ -72,6 +74,31 @@ def service(
     try:
         with serve(tmp_path_factory.mktemp("mcp-serve"), dsn=dsn) as running:
             yield running
+    finally:
+        drop_database(pg_server, dsn)
+
+
+@dataclasses.dataclass(frozen=True)
+class Keyed:
+    """A running service whose database has an API key (so every caller needs one)."""
+
+    service: Service
+    dsn: str
+    key: str
+
+
+@pytest.fixture(scope="module")
+def keyed(
+    pg_server: EmbeddedPostgres, template_db: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Keyed]:
+    """`memexdb serve` on a fresh database that has an admin key of every agent."""
+    dsn = new_database(pg_server)
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            row = conn.execute("select token from memex.create_key(p_access => 'admin')")
+            key = str(row.fetchone()[0])  # type: ignore[index]
+        with serve(tmp_path_factory.mktemp("mcp-keyed"), dsn=dsn) as running:
+            yield Keyed(running, dsn, key)
     finally:
         drop_database(pg_server, dsn)
 
@@ -377,6 +404,85 @@ def test_dns_rebinding_protection(service: Service) -> None:
     assert "Traceback" not in service.output()
 
 
+NO_SUCH_KEY = "mxk_000000000000_" + "0" * 64
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+
+
+def _bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def test_http_without_a_valid_key_is_a_401_before_any_json_rpc(keyed: Keyed) -> None:
+    """Once a key exists, `POST /mcp` and `GET /sse` without a valid one are HTTP 401s
+    with `WWW-Authenticate: Bearer` (the MCP authorization spec's signal), not a tool
+    error inside a 200; the same request with the key is answered."""
+    accept = {"accept": "application/json, text/event-stream"}
+    refused: list[dict[str, str]] = [{}, _bearer(NO_SUCH_KEY), {"Authorization": "Basic eA=="}]
+    with httpx.Client(base_url=keyed.service.base_url, timeout=30) as http:
+        for headers in refused:
+            for method, path in (("POST", "/mcp"), ("POST", "/mcp/"), ("GET", "/sse")):
+                body = INITIALIZE if method == "POST" else None
+                r = http.request(method, path, json=body, headers={**accept, **headers})
+                assert r.status_code == 401, (path, headers, r.text)
+                assert r.headers["www-authenticate"] == 'Bearer realm="memexdb"'
+                assert r.json()["error"]["code"] == "unauthenticated"
+                assert "jsonrpc" not in r.json()
+        r = http.post("/mcp", json=INITIALIZE, headers={**accept, **_bearer(keyed.key)})
+        assert r.status_code == 200 and r.json()["result"]["serverInfo"]["name"] == "memexdb"
+
+
+def test_http_without_keys_on_loopback_stays_open(service: Service) -> None:
+    accept = {"accept": "application/json, text/event-stream"}
+    with httpx.Client(base_url=service.base_url, timeout=30) as http:
+        r = http.post("/mcp", json=INITIALIZE, headers=accept)
+        assert r.status_code == 200 and "result" in r.json()
+        # an invalid key is refused even there: it names no one
+        r = http.post("/mcp", json=INITIALIZE, headers={**accept, **_bearer(NO_SUCH_KEY)})
+        assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer")
+
+
+async def test_official_client_with_and_without_a_key(keyed: Keyed, tmp_path: Path) -> None:
+    """The SDK client over streamable HTTP and SSE: refused (the 401) without the header,
+    served with it; over stdio the key is MEMEX_API_KEY."""
+    url = keyed.service.base_url
+    who = {"agent_id": "keyed", "user_id": "alice"}
+    statuses: list[int] = []
+
+    async def record(response: httpx2.Response) -> None:
+        statuses.append(response.status_code)
+
+    async with httpx2.AsyncClient(timeout=30, event_hooks={"response": [record]}) as anonymous:
+        with pytest.raises(Exception):  # noqa: B017 (the SDK wraps the 401 in groups)
+            transport = streamable_http_client(f"{url}/mcp", http_client=anonymous)
+            async with connected(Client(transport, mode="legacy", read_timeout_seconds=30)):
+                pass
+    assert statuses == [401]  # the initialize request, refused before any JSON-RPC
+    async with httpx2.AsyncClient(headers=_bearer(keyed.key), timeout=120) as http:
+        transport = streamable_http_client(f"{url}/mcp", http_client=http)
+        async with connected(Client(transport, mode="legacy", read_timeout_seconds=120)) as c:
+            await call(c, "store_memory", **who, content="Alice keeps her key safe")
+    sse = sse_client(f"{url}/sse", headers=_bearer(keyed.key))
+    async with connected(Client(sse, mode="legacy", read_timeout_seconds=120)) as c:
+        assert (await call(c, "count_memories", **who))["count"] == 1
+    for key, works in ((keyed.key, True), (None, False)):
+        env = {"MEMEX_DATABASE_URL": keyed.dsn} | ({"MEMEX_API_KEY": key} if key else {})
+        with (tmp_path / "stderr.log").open("w") as errlog:
+            async with connected(stdio_client_of(stdio_params(env), errlog)) as c:
+                if works:
+                    assert (await call(c, "count_memories", **who))["count"] == 1
+                else:  # stdio has no HTTP status: the tool error says why
+                    assert "not authenticated" in await call_error(c, "count_memories", **who)
+
+
 def test_allowed_hosts_and_origins_settings() -> None:
     default = transport_security("127.0.0.1")
     assert default.enable_dns_rebinding_protection
@@ -468,10 +574,18 @@ def _local(command: list[str]) -> list[str]:
     return [str(MEMEXDB) if part == PLACEHOLDER else part for part in command]
 
 
+KEY_PLACEHOLDER = "mxk_…"
+
+
 def _url(url: str, service: Service) -> str:
     return url.replace("127.0.0.1:8000", f"127.0.0.1:{service.port}").replace(
         "localhost:8000", f"127.0.0.1:{service.port}"
     )
+
+
+def _keyed(text: str, keyed: Keyed) -> str:
+    """A docs/mcp.md snippet pointed at `keyed`'s service, with its key for the placeholder."""
+    return _url(text, keyed.service).replace(KEY_PLACEHOLDER, keyed.key)
 
 
 async def _use_stdio(
@@ -490,29 +604,38 @@ def test_readme_lists_the_tools_and_configs() -> None:
     configs = _configs()
     assert [c["command"] for c in configs] == [PLACEHOLDER, "npx"]
     assert configs[0]["args"] == ["mcp"]
-    assert configs[1]["args"] == ["-y", "mcp-remote", "http://127.0.0.1:8000/mcp"]
+    assert configs[0]["env"] == {"MEMEX_API_KEY": KEY_PLACEHOLDER}
+    assert configs[1]["args"][:3] == ["-y", "mcp-remote", "http://127.0.0.1:8000/mcp"]
+    # every client snippet says where the key goes
+    for block in _blocks("json"):
+        assert KEY_PLACEHOLDER in block, block
+    for line in "".join(_blocks("bash")).replace("\\\n", "").splitlines():
+        assert KEY_PLACEHOLDER in line, line
     assert MEMEXDB.exists(), "docs/mcp.md's stdio configs name the venv's memexdb script"
 
 
-async def test_readme_claude_desktop_stdio_config(dsn: str, tmp_path: Path) -> None:
+async def test_readme_claude_desktop_stdio_config(keyed: Keyed, tmp_path: Path) -> None:
     config = _configs()[0]
     command = _local([config["command"], *config["args"]])
+    env = {k: _keyed(v, keyed) for k, v in config["env"].items()}
     await _use_stdio(
         command,
-        {"MEMEX_DATABASE_URL": dsn},
+        {"MEMEX_DATABASE_URL": keyed.dsn, **env},
         tmp_path / "err.log",
         {"agent_id": "desktop", "user_id": "u1"},
     )
 
 
-async def test_readme_claude_desktop_http_config(service: Service, tmp_path: Path) -> None:
-    """`npx -y mcp-remote URL` exactly as Claude Desktop would start it (npx finds the
-    pinned mcp-remote in .ci/node, with Node 22 first on PATH)."""
+async def test_readme_claude_desktop_http_config(keyed: Keyed, tmp_path: Path) -> None:
+    """`npx -y mcp-remote URL --header ...` exactly as Claude Desktop would start it (npx
+    finds the pinned mcp-remote in .ci/node, with Node 22 first on PATH), with the
+    config's env."""
     tools = node_tools()
     config = _configs()[1]
-    args = [config["command"], *[_url(a, service) for a in config["args"]]]
+    args = [config["command"], *[_keyed(a, keyed) for a in config["args"]]]
     env = tools.env()
-    params = stdio_params({k: env[k] for k in ("PATH", "HOME")}, args)
+    config_env = {k: _keyed(v, keyed) for k, v in config["env"].items()}
+    params = stdio_params({**{k: env[k] for k in ("PATH", "HOME")}, **config_env}, args)
     params.cwd = str(tools.bin_dir.parent.parent)
     who = {"agent_id": "desktop-http", "user_id": "u2"}
     with (tmp_path / "err.log").open("w") as errlog:
@@ -522,35 +645,45 @@ async def test_readme_claude_desktop_http_config(service: Service, tmp_path: Pat
             assert found["results"][0]["content"] == MEMORIES[0][0]
 
 
-async def test_readme_claude_code_commands(service: Service, dsn: str, tmp_path: Path) -> None:
-    """`claude mcp add` lines: the URL of the first and the command after `--` of the
-    second work as given."""
-    lines = [shlex.split(line) for line in _blocks("bash")[0].splitlines() if line.strip()]
+def _option(line: list[str], name: str) -> str:
+    return line[line.index(name) + 1]
+
+
+async def test_readme_claude_code_commands(keyed: Keyed, tmp_path: Path) -> None:
+    """`claude mcp add` lines: the URL and header of the first and the command and env
+    of the second work as given."""
+    lines = [shlex.split(_keyed(line, keyed)) for line in _blocks("bash")[0].splitlines() if line]
     assert all(line[:3] == ["claude", "mcp", "add"] for line in lines) and len(lines) == 2
     http_line, stdio_line = lines
     assert http_line[3:5] == ["--transport", "http"] and http_line[5] == "memexdb"
-    async with connected(http_client_of(_url(http_line[6], service))) as c:
-        assert len((await c.list_tools()).tools) == len(TOOLS)
+    name, _, value = _option(http_line, "--header").partition(": ")
+    async with httpx2.AsyncClient(headers={name: value}, timeout=120) as http:
+        transport = streamable_http_client(http_line[6], http_client=http)
+        async with connected(Client(transport, mode="legacy", read_timeout_seconds=120)) as c:
+            assert len((await c.list_tools()).tools) == len(TOOLS)
+    variable, _, key = _option(stdio_line, "--env").partition("=")
     command = _local(stdio_line[stdio_line.index("--") + 1 :])
     await _use_stdio(
         command,
-        {"MEMEX_DATABASE_URL": dsn},
+        {"MEMEX_DATABASE_URL": keyed.dsn, variable: key},
         tmp_path / "err.log",
         {"agent_id": "code", "user_id": "u3"},
     )
 
 
-def test_readme_one_request_commands(service: Service) -> None:
+def test_readme_one_request_commands(keyed: Keyed) -> None:
     """The curl call (after storing what the README's "Try it" stores) and the
     Inspector line."""
     who = {"agent_id": "assistant", "user_id": "alice"}
-    with httpx.Client(base_url=service.base_url, timeout=60) as http:
+    with httpx.Client(
+        base_url=keyed.service.base_url, timeout=60, headers=_bearer(keyed.key)
+    ) as http:
         for content, kind, importance in MEMORIES:
             body = {**who, "content": content, "memory_type": kind, "importance": importance}
             assert http.post("/v1/memories", json=body).status_code == 201
     curl_line, npx_line = _blocks("bash")[1].replace("\\\n", "").strip().splitlines()
     out = subprocess.run(
-        ["bash", "-euc", _url(curl_line, service)],
+        ["bash", "-euc", _keyed(curl_line, keyed)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -561,7 +694,7 @@ def test_readme_one_request_commands(service: Service) -> None:
     assert result["structuredContent"]["results"][0]["content"] == MEMORIES[0][0]
 
     tools = node_tools()
-    args = shlex.split(_url(npx_line, service))
+    args = shlex.split(_keyed(npx_line, keyed))
     assert args[:3] == ["npx", "@modelcontextprotocol/inspector", "--cli"]
     res = tools.run([*args, "--format", "json"])
     assert res.returncode == 0, res.stderr[-2000:]

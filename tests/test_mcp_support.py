@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult
 
-from tests.live_service import REPO, Service, cli_args, free_port, service_env
+from tests.live_service import REPO, Service, cli_args, free_port, run_cli, service_env
 
 NODE_DIR = REPO / ".ci" / "node"
 NODE_BIN = NODE_DIR / "node_modules" / ".bin"
@@ -78,6 +79,27 @@ def serve(
         if service.proc.poll() is None:
             service.stop()
         service.close()
+
+
+@contextlib.contextmanager
+def serve_with_admin_key(server: Any, log_dir: Path, name: str) -> Iterator[tuple[Service, str]]:
+    """`memexdb serve` on a fresh database of the embedded `server` that has one admin key
+    (so the service refuses calls without it): the service and the key; the database is
+    dropped afterwards."""
+    from tests.conftest import drop_database, new_database
+
+    dsn = new_database(server)
+    try:
+        code, out = run_cli(
+            ["keys", "create", "--access", "admin", "--name", name],
+            service_env(MEMEX_DATABASE_URL=dsn),
+        )
+        token = re.search(r"mxk_\S+", out)
+        assert code == 0 and token, out
+        with serve(log_dir, dsn=dsn) as running:
+            yield running, token.group(0)
+    finally:
+        drop_database(server, dsn)
 
 
 # --- SDK clients ----------------------------------------------------------------------

@@ -34,6 +34,7 @@ from tests.conftest import scratch_dir
 from tests.live_service import (
     Service,
     cli_args,
+    client,
     free_port,
     kill_postgres,
     required,
@@ -179,9 +180,18 @@ def test_schedule_without_pg_cron_is_a_clear_error(dsn: str) -> None:
 
 
 def test_schedule_registers_each_job_once_and_unschedule_removes_them(cron_db: str) -> None:
+    # by default condensing is scheduled, dreaming over files is not (it is opt-in)
     code, out = memexdb(cron_db, "migrate", "--schedule")
     assert code == 0, out
     assert "migrated to revision" in out, out
+    assert "skipped memex-dream: MEMEX_DREAM_ENABLED is not true" in out, out
+    assert [job.jobname for job in cron_jobs(cron_db)] == ["memex-maintenance", "memex-consolidate"]
+    # the same switches as the service's: off, a job is removed if registered
+    code, out = memexdb(cron_db, "schedule", MEMEX_CONDENSE_ENABLED="false")
+    assert code == 0 and "skipped memex-consolidate: MEMEX_CONDENSE_ENABLED is false" in out
+    assert [job.jobname for job in cron_jobs(cron_db)] == ["memex-maintenance"]
+    code, out = memexdb(cron_db, "schedule", MEMEX_DREAM_ENABLED="true")
+    assert code == 0, out
     # this release has every job's function (a missing one would be skipped, and said so)
     present = list(pg_cron.JOBS)
     assert "skipped" not in out, out
@@ -193,9 +203,10 @@ def test_schedule_registers_each_job_once_and_unschedule_removes_them(cron_db: s
     assert "memex-maintenance  * * * * *     select memex.maintenance()  (job" in out, out
 
     # Again: the same jobs (pg_cron keeps one per name), and a new schedule updates one.
-    code, out = memexdb(cron_db, "schedule")
+    dreaming = {"MEMEX_DREAM_ENABLED": "true"}
+    code, out = memexdb(cron_db, "schedule", **dreaming)
     assert code == 0 and cron_jobs(cron_db) == jobs, out
-    code, out = memexdb(cron_db, "schedule", "--maintenance-schedule", "*/5 * * * *")
+    code, out = memexdb(cron_db, "schedule", "--maintenance-schedule", "*/5 * * * *", **dreaming)
     assert code == 0, out
     assert schedule_of(cron_db, maintenance) == "*/5 * * * *", out
     assert len(cron_jobs(cron_db)) == len(jobs)
@@ -208,12 +219,12 @@ def test_schedule_registers_each_job_once_and_unschedule_removes_them(cron_db: s
 
     # A service with an LLM runs consolidation itself: scheduling leaves (and removes)
     # those jobs, and keeps the others.
-    code, out = memexdb(cron_db, "schedule", MEMEX_LLM_URL="http://127.0.0.1:9/v1")
+    code, out = memexdb(cron_db, "schedule", MEMEX_LLM_URL="http://127.0.0.1:9/v1", **dreaming)
     assert code == 0, out
     for job in pg_cron.LLM_JOBS:
         assert f"skipped {job.name}: MEMEX_LLM_URL is set" in out, out
     assert [job.jobname for job in cron_jobs(cron_db)] == ["memex-maintenance"]
-    code, out = memexdb(cron_db, "schedule")
+    code, out = memexdb(cron_db, "schedule", **dreaming)
     assert code == 0 and len(cron_jobs(cron_db)) == len(jobs), out
 
     code, out = memexdb(cron_db, "schedule", "--unschedule")
@@ -252,7 +263,7 @@ def test_pg_cron_runs_maintenance_and_the_service_leaves_it_to_pg_cron(
     cron_db: str, tmp_path: Path
 ) -> None:
     every_minute = ("--consolidate-schedule", "* * * * *", "--dream-schedule", "* * * * *")
-    code, out = memexdb(cron_db, "migrate", "--schedule", *every_minute)
+    code, out = memexdb(cron_db, "migrate", "--schedule", *every_minute, MEMEX_DREAM_ENABLED="true")
     assert code == 0, out
     since = datetime.now(UTC)
     first = _store_expired(cron_db, "expired before pg_cron's next run")
@@ -269,6 +280,12 @@ def test_pg_cron_runs_maintenance_and_the_service_leaves_it_to_pg_cron(
     try:
         service.wait_healthy()
         assert wait_until(lambda: DEFERS in service.output(), LOG_WAIT), service.output()
+        # condensing is the service's by default, and left to pg_cron here; so is dreaming
+        with client(service.base_url) as http:
+            config = http.get("/v1/admin/dream/config").json()
+        assert (config["condense"], config["dream"]) == ("pg_cron", "pg_cron"), config
+        condense_defers = "job condense: pg_cron runs it in this database"
+        assert wait_until(lambda: condense_defers in service.output(), LOG_WAIT)
         # With a 1 s interval the service would have deleted it by now: only pg_cron may.
         time.sleep(3)
         assert _exists(cron_db, first) or _cron_runs_since(cron_db, since)

@@ -25,6 +25,7 @@ import psycopg
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult
 
 from memexdb import AsyncMemex, Memex, agentic
 from memexdb.embedded import EmbeddedPostgres
@@ -318,10 +319,12 @@ def _mcp_do(session: Client) -> Do:
 
 
 async def test_mcp_http_matrix(world: World, service: Service) -> None:
+    """Through the SDK client; a key the service refuses never gets a session: every
+    request (the handshake, a tools/call posted directly) is an HTTP 401."""
     async with contextlib.AsyncExitStack() as stack:
-        sessions: dict[str | None, Client] = {}
+        sessions: dict[str | None, Client | None] = {}
 
-        async def session_for(token: str | None) -> Client:
+        async def session_for(token: str | None) -> Client | None:
             if token not in sessions:
                 headers = {"Authorization": f"Bearer {token}"} if token else {}
                 http = await stack.enter_async_context(
@@ -329,16 +332,47 @@ async def test_mcp_http_matrix(world: World, service: Service) -> None:
                 )
                 transport = streamable_http_client(f"{service.base_url}/mcp", http_client=http)
                 client = Client(transport, mode="legacy", read_timeout_seconds=120)
-                sessions[token] = await stack.enter_async_context(connected(client))
+                try:
+                    sessions[token] = await stack.enter_async_context(connected(client))
+                except Exception:  # refused: the calls below say how
+                    sessions[token] = None
             return sessions[token]
 
         def make(token: str | None) -> Do:
             async def do(op: str, tenant: tuple[str, str], target: str | None) -> Outcome:
-                return await _mcp_do(await session_for(token))(op, tenant, target)
+                session = await session_for(token)
+                if session is not None:
+                    return await _mcp_do(session)(op, tenant, target)
+                return await _mcp_post(service, token, op, tenant, target)
 
             return do
 
         await _matrix(world, "MCP HTTP", make, MCP_OPERATIONS)
+
+
+async def _mcp_post(
+    service: Service, token: str | None, op: str, tenant: tuple[str, str], target: str | None
+) -> Outcome:
+    """One tools/call as a plain HTTP request; a refusal is its HTTP status."""
+    tool, extra = MCP_TOOLS[op]
+    arguments = {"agent_id": tenant[0], "user_id": tenant[1], **extra}
+    if target:
+        arguments["id"] = target
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+    headers = {"accept": "application/json, text/event-stream"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    async with httpx.AsyncClient(timeout=120) as http:
+        r = await http.post(f"{service.base_url}/mcp", json=message, headers=headers)
+    if r.status_code == 401:
+        assert r.headers["www-authenticate"].startswith("Bearer"), r.headers
+        return Outcome(401, r.text)
+    return _mcp_outcome(CallToolResult.model_validate(r.json()["result"]))
 
 
 async def test_mcp_stdio_matrix(world: World, tmp_path: Path) -> None:

@@ -122,13 +122,58 @@ def test_dry_run_writes_nothing_and_fresh_or_paused_tenants_wait(conn: psycopg.C
     assert plan["details"]["summary"].startswith("Summary of 50 memories")
     assert _counts(conn) == before
     assert conn.execute("select count(*) from memex.consolidation_runs").fetchone() == (0,)
-    fresh = _consolidate(conn)  # just written: within the grace period
+    # the oldest batch's newest memory (the 50th, 2026-02-19) written 30 minutes ago:
+    # within the 60-minute grace period
+    recent = datetime(2026, 2, 19, 0, 30, tzinfo=UTC)
+    fresh = _consolidate(conn, now=recent)
     assert fresh is not None and "grace period" in fresh["details"]["reason"]
     conn.execute("update memex.tenants set dream_paused = true")
     paused = _consolidate(conn, now=LATER)
     assert paused is not None and paused["details"]["reason"] == "paused"
     forced = _consolidate(conn, force=True)  # an operator's manual run
     assert forced is not None and forced["status"] == "done"
+
+
+def test_a_tenant_written_continuously_is_condensed_all_the_same(
+    conn: psycopg.Connection,
+) -> None:
+    """A tenant written every 3 minutes is never quiet for the 60-minute grace period;
+    its oldest memories are condensed anyway, the ones being written are left alone."""
+    start = datetime(2026, 3, 1, tzinfo=UTC)
+    every = timedelta(minutes=3)
+    from pgvector.psycopg import register_vector
+
+    register_vector(conn)
+    n = 130
+    conn.execute(
+        "select count(*) from memex.store_many(%s, %s, %s, %s, 'test-model',"
+        " %s::text[]::memex.memory_type[], null, null, null, %s)",
+        (
+            [A] * n,
+            [U] * n,
+            [f"Turn {i}: the user mentioned topic t{i}." for i in range(n)],
+            [unit((i % 300, 1.0), (383, 0.3)) for i in range(n)],
+            ["episodic"] * n,
+            [start + i * every for i in range(n)],
+        ),
+    )
+    # a tick a minute after the newest write, as pg_cron or the service runs it
+    now = start + (n - 1) * every + timedelta(minutes=1)
+    runs = conn.execute(
+        "select status, memories_in from memex.consolidate_due(p_now => %s)", (now,)
+    ).fetchall()
+    assert runs == [("done", 50)]  # 130 -> 81 live episodic: no longer over the threshold
+    newest_condensed = conn.execute(
+        "select max(created_at) from memex.memories where archived_at is not null"
+    ).fetchone()
+    assert newest_condensed == (start + 49 * every,)  # the oldest 50, hours old
+    assert _counts(conn)["total"] == n + 1  # nothing lost
+    # the batch must be older than the grace period: a tenant whose 50 oldest memories
+    # are all within the last hour waits
+    conn.execute("select memex.restore_consolidation(id) from memex.consolidation_runs")
+    early = start + 49 * every + timedelta(minutes=30)
+    waiting = _consolidate(conn, now=early)
+    assert waiting is not None and "grace period" in waiting["details"]["reason"]
 
 
 def test_restore_brings_the_sources_back(conn: psycopg.Connection) -> None:

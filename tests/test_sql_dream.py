@@ -234,13 +234,16 @@ def test_a_second_dream_with_nothing_new_writes_nothing(db: psycopg.Connection) 
     again = dream(db, now=LATER)
     assert again["status"] == "nothing" and again["id"] is None
     assert again["details"]["reason"].startswith("no file written since the last dream")
-    # even an operator's forced run over tidy files: read, nothing to change, nothing logged
+    # an operator's forced run over tidy files: read, nothing to change, nothing logged;
+    # the run is recorded with no file touched (MemexAI records its no-op runs)
     forced = dream(db, now=LATER, force=True)
-    assert forced["status"] == "nothing" and forced["files_in"] == 1
+    assert forced["status"] == "done" and forced["files_in"] == 1
+    assert forced["id"] is not None and (forced["files_out"], forced["files_touched"]) == (0, 0)
     assert forced["details"] == {"reason": "1 file read, nothing to tidy"}
     after = written(db)
     assert after.pop("dreamed") != before.pop("dreamed")  # the forced run's time
-    assert after == before  # no revision, no log entry, no run, nothing queued
+    assert after.pop("runs") == before.pop("runs") + 1
+    assert after == before  # no revision, no log entry, nothing queued
     # written again: due again after the grace period, a second entry under the same day
     write(db, "user/profile.md", "- tea\n- coffee\n- Coffee!\n")
     fresh = dream(db)
@@ -269,7 +272,7 @@ def test_excluded_files_are_never_read_or_written(db: psycopg.Connection) -> Non
     write(db, "user/profile.md", "- tidy\n")
     write(db, "user/log.md", excluded["user/log.md"] + "- 11:00 more\n")
     tidy = dream(db, now=LATER, force=True)
-    assert (tidy["status"], tidy["files_in"]) == ("nothing", 1)
+    assert (tidy["status"], tidy["files_in"], tidy["files_touched"]) == ("done", 1, 0)
     excluded["user/log.md"] += "- 11:00 more\n"
     write(db, "user/todo.md", "- a\n- a\n")
     run = dream(db, now=LATER)
@@ -379,6 +382,29 @@ def test_a_file_written_meanwhile_is_skipped_not_clobbered(
     assert content(db, "user/b.md") == "- y\n- mine\n"
 
 
+def test_near_duplicates_merge_and_the_revision_keeps_the_old_wording(
+    db: psycopg.Connection,
+) -> None:
+    before = "# Dana\n\n- Dana prefers tea in the morning\n- Has a cat named Miso\n"
+    write(db, "user/profile.md", before + "- Dana prefers morning teas now\n")
+    run = dream(db, now=LATER)
+    assert run["status"] == "done" and run["details"]["files"][0]["lines_removed"] == 1
+    assert content(db, "user/profile.md") == (
+        "# Dana\n\n- Has a cat named Miso\n- Dana prefers morning teas now\n"
+    )
+    [old, new] = db.execute(
+        "select content, actor from memex.file_revisions where path = 'user/profile.md'"
+        " order by revision"
+    ).fetchall()
+    assert "- Dana prefers tea in the morning\n" in old["content"]  # nothing lost
+    assert new["actor"] == "dream-agent"
+    db.execute(
+        "select memex.restore_revision(%s, %s, 'user/profile.md', 1, %s, 'test-model')",
+        (A, U, VEC),
+    )
+    assert content(db, "user/profile.md") == before + "- Dana prefers morning teas now\n"
+
+
 def test_a_restored_file_is_left_as_restored(db: psycopg.Connection) -> None:
     write(db, "user/profile.md", "- tea\n- tea\n")
     assert dream(db, now=LATER)["status"] == "done"
@@ -387,7 +413,8 @@ def test_a_restored_file_is_left_as_restored(db: psycopg.Connection) -> None:
         (A, U, VEC),
     )
     run = dream(db, now=LATER)
-    assert run["status"] == "nothing" and run["details"]["skipped"][0]["path"] == "user/profile.md"
+    assert (run["status"], run["files_touched"]) == ("done", 0)  # read, left as restored
+    assert run["details"]["skipped"][0]["path"] == "user/profile.md"
     assert content(db, "user/profile.md") == "- tea\n- tea\n"
     write(db, "user/profile.md", "- tea\n- tea\n- milk\n")  # written again: tidied again
     assert dream(db, now=LATER)["status"] == "done"
@@ -440,8 +467,15 @@ def test_dream_due_ticks_within_budget_and_the_switch(db: psycopg.Connection) ->
         rows = db.execute("select * from memex.dream_due(p_now => %s)", (LATER,)).fetchall()
         return [(r["user_id"], r["status"], r["files_out"]) for r in rows]
 
-    # u0 is read and found tidy (not returned); u1 takes two files, u2 the last one
-    assert tick() == [("u1", "done", 2), ("u2", "done", 1)]
+    # u0 is read and found tidy: a run with no file touched, recorded; u1 takes two
+    # files, u2 the last one
+    assert tick() == [("u0", "done", 0), ("u1", "done", 2), ("u2", "done", 1)]
+    [tidy_run] = db.execute(
+        "select files_in, files_touched, details from memex.consolidation_runs where user_id = 'u0'"
+    ).fetchall()
+    assert (tidy_run["files_in"], tidy_run["files_touched"]) == (1, 0)
+    assert tidy_run["details"] == {"reason": "1 file read, nothing to tidy"}
+    assert content(db, "user/dream-log.md", user="u0") is None  # no no-op noise
     assert tick() == [("u2", "done", 1), ("u3", "done", 2)]  # u2's deferred file first
     assert tick() == [("u4", "done", 2)]
     before = written(db)
@@ -543,6 +577,16 @@ def test_keys_dream_within_their_scope(db: psycopg.Connection, dsn: str) -> None
         # a fence never closed: sections stay where they are (duplicates still go)
         ("## A\n- a\n## B\n## A\n- a\n```\n- a\n", "## A\n- a\n## B\n## A\n```\n- a\n", 1, 0),
         ("nothing to do\n", None, 0, 0),
+        # near-duplicates (the lexeme rule condensing uses) merge: the later wording stays
+        (
+            "- Prefers tea in the morning\n- Works at Acme\n- prefers morning teas\n",
+            "- Works at Acme\n- prefers morning teas\n",
+            1,
+            0,
+        ),
+        # other facts stay, however alike their words; an exact duplicate keeps the first
+        ("- Lives in Berlin\n- Lives in Paris\n- step one\n- step two\n", None, 0, 0),
+        ("- Runs on Sundays\n- runs on sundays.\n", "- Runs on Sundays\n", 1, 0),
     ],
 )
 def test_dream_clean(
@@ -714,7 +758,8 @@ def test_dream_due_hands_each_tenant_its_own_edits(db: psycopg.Connection) -> No
         "select * from memex.dream_due(p_now => %s, p_edits => %s)",
         (LATER, psycopg.types.json.Jsonb([{"agent_id": A, "user_id": "u2", **edit}])),
     ).fetchall()
-    assert [(r["user_id"], r["status"]) for r in runs] == [("u2", "done")]
+    # u1 read and left as it was (no edit of its own, nothing to tidy)
+    assert [(r["user_id"], r["files_touched"]) for r in runs] == [("u1", 0), ("u2", 1)]
     assert content(db, "user/p.md", user="u1") == "- Lives in Berlin\n- Moved to Paris\n"
     assert content(db, "user/p.md", user="u2") == "- Moved to Paris\n"
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from memexdb.embedded import EmbeddedPostgres
-from tests.conftest import drop_database, new_database
-from tests.live_service import REPO, Service, required, run_cli, service_env
-from tests.test_mcp_support import serve
+from tests.live_service import REPO, Service, required
+from tests.test_examples import EXPECTED, example
+from tests.test_mcp_support import serve_with_admin_key
 
 PACKAGE = REPO / "clients" / "typescript"
 DOCS_PAGE = REPO / "docs" / "clients.md"
@@ -75,18 +75,10 @@ def service(
     pg_server: EmbeddedPostgres, template_db: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Service, str]]:
     """A live service with an admin key (so it refuses calls without one); the key."""
-    dsn = new_database(pg_server)
-    try:
-        code, out = run_cli(
-            ["keys", "create", "--access", "admin", "--name", "typescript tests"],
-            service_env(MEMEX_DATABASE_URL=dsn),
-        )
-        token = re.search(r"mxk_\S+", out)
-        assert code == 0 and token, out
-        with serve(tmp_path_factory.mktemp("typescript"), dsn=dsn) as running:
-            yield running, token.group(0)
-    finally:
-        drop_database(pg_server, dsn)
+    with serve_with_admin_key(
+        pg_server, tmp_path_factory.mktemp("typescript"), "typescript tests"
+    ) as keyed:
+        yield keyed
 
 
 def test_generated_sources_are_current(built: Path, tmp_path: Path) -> None:
@@ -185,3 +177,8 @@ def test_packed_tarball_from_an_empty_project(
     output = run([node, "example.mjs"], project, env)
     assert output.startswith("Alice prefers dark mode "), output
     assert re.search(r"^stored [0-9a-f-]{36}$", output, flags=re.M), output
+
+    # docs/examples.md's TypeScript script prints what the other languages' scripts print
+    (project / "examples.mjs").write_text(example("js"))
+    env = npm_env(MEMEX_URL=running.base_url, MEMEX_API_KEY=token, MEMEX_USER="typescript")
+    assert run([node, "examples.mjs"], project, env) == EXPECTED

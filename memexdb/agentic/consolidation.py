@@ -12,7 +12,9 @@ memex.consolidate_tenant together with the batch it summarizes, so the bookkeepi
 same SQL; a batch that changed meanwhile (MX409) waits for the next tick, and a model
 that fails leaves that batch to the extractive summary.
 
-Dreaming with an LLM also resolves contradictions: the tick asks SQL which tenants the next
+Dreaming with an LLM also merges duplicate or paraphrased facts and rewrites fragmented
+sections (memexdb.agentic.dream_changes: checked, one revision each, applied first), and
+resolves contradictions: the tick asks SQL which tenants the next
 dream takes and their files (memex.dream_plan: those written since the last dream first,
 then the older ones they may contradict), shows them to the model, and hands the
 edits it proposes (replace one exact text, as a memory_patch does) to memex.dream_due,
@@ -30,6 +32,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from memexdb import params
+from memexdb.agentic import dream_changes
 from memexdb.client import AsyncMemex
 from memexdb.errors import Conflict
 from memexdb.llm import ChatModel, LLMError, ToolCall, function_tool
@@ -45,17 +48,24 @@ decisions, plans, commitments, procedures) with its date as "(YYYY-MM-DD)"; when
 memories contradict each other keep the later one; drop small talk and repetition.
 Write a plain list, one fact per line starting with "- ". Write nothing else."""
 
-CONTRADICTIONS_SYSTEM = f"""\
-You review the memory files an AI agent keeps about one user, looking only for
-contradictions: two statements that cannot both be true now (an old address and a new
-one, a job that changed, a preference reversed). When the files show which is current
-(a date, "now", "moved", "no longer", a later dated entry), fix the outdated statement
-with resolve_contradiction: old_text copied exactly from the file (a whole line or
-sentence, occurring once in it), new_text the corrected statement, kept as history when
-that is useful ("Lived in Berlin until 2026-03"), or empty to remove it. When you cannot
-tell which statement is current, leave both. Change nothing else: no rewording, no
-merging, no new facts. At most {params.DREAM_MAX_EDITS} calls; none when there is no
-contradiction."""
+DREAM_SYSTEM = f"""\
+You review the memory files an AI agent keeps about one user, to keep them accurate and
+readable for the next conversation. Change only what needs it, with these tools:
+- resolve_contradiction: two statements that cannot both be true now (an old address and
+  a new one, a job that changed, a preference reversed). When the files show which is
+  current (a date, "now", "moved", "no longer", a later dated entry), fix the outdated
+  statement: old_text copied exactly from the file (a whole line or sentence, occurring
+  once in it), new_text the corrected statement, kept as history when that is useful
+  ("Lived in Berlin until 2026-03"), or empty to remove it. When you cannot tell which
+  statement is current, leave both.
+- merge_facts: the same fact stated more than once in one file, in other words: the
+  facts copied exactly, and one statement that says all they say (every name, date and
+  number kept), no longer than they are together.
+- rewrite_section: a section whose facts are scattered in fragments: old_text copied
+  exactly, new_text the same facts in fewer, clearer lines (every name, date and number
+  kept), no longer than old_text.
+Give each call a short reason. Add no facts. At most {params.DREAM_MAX_EDITS} calls in
+all; none when the files are fine."""
 
 
 async def tick(memex: AsyncMemex) -> list[ConsolidationRun]:
@@ -88,17 +98,33 @@ async def dream(
     dry_run: bool = False,
     force: bool = False,
 ) -> list[ConsolidationRun]:
-    """Dream over the due tenants' files (or over `tenant`'s): with an LLM, contradictions
-    the model finds are resolved in the same run as the tidying. A dry run returns SQL's
-    plan and asks no model."""
+    """Dream over the due tenants' files (or over `tenant`'s): with an LLM, the merges and
+    rewrites the model proposes are applied first (one revision each), then the
+    contradictions it finds are resolved in the same run as the tidying. A dry run returns
+    SQL's plan and asks no model."""
     edits = None
+    changed: dict[tuple[str, str], list[dict[str, Any]]] = {}
     if memex.llm is not None and not dry_run:
         edits = []
         for plan in await memex.dream_plan(*(tenant or (None, None)), force=force):
-            edits += await _resolutions(memex.llm, plan)
+            proposed, applied = await _resolutions(memex, plan)
+            if applied:
+                changed[(plan.agent_id, plan.user_id)] = proposed
+            else:
+                edits += proposed
     if tenant is None:
-        return await memex.dream_due(dry_run=dry_run, edits=edits)
-    run = await memex.dream(*tenant, dry_run=dry_run, force=force, edits=edits)
+        runs = await memex.dream_due(dry_run=dry_run, edits=edits)
+        # A tenant whose files the model's merges or rewrites changed is no longer due by
+        # SQL's rule (its files' newest writes are dream-agent's): its run, which tidies
+        # and records the rest of its proposals, is forced.
+        for who, its_edits in changed.items():
+            if (run := await memex.dream(*who, force=True, edits=its_edits)) is not None:
+                runs.append(run)
+        return runs
+    if tenant in changed:
+        edits = (edits or []) + changed[tenant]
+    forced = force or tenant in changed
+    run = await memex.dream(*tenant, dry_run=dry_run, force=forced, edits=edits)
     return [run] if run is not None else []
 
 
@@ -175,10 +201,14 @@ def _resolve_tool() -> dict[str, Any]:
     )
 
 
-async def _resolutions(llm: ChatModel, plan: DreamPlan) -> list[dict[str, Any]]:
-    """The edits the model proposes for one tenant's files (refused ones included, with
-    the reason, for the run's details); none if the model fails."""
-    shown: dict[str, int] = {}
+async def _resolutions(memex: AsyncMemex, plan: DreamPlan) -> tuple[list[dict[str, Any]], bool]:
+    """Ask the model about one tenant's files: its merges and rewrites are applied here
+    (memexdb.agentic.dream_changes: one revision each), its contradiction edits returned
+    for SQL to apply with the tidying, at the revision the files are at then; refused
+    proposals of every kind are returned with the reason, for the run's details; nothing if
+    the model fails. Also whether a merge or a rewrite was applied."""
+    assert memex.llm is not None
+    shown: dict[str, dream_changes.Shown] = {}
     parts: list[str] = []
     used = 0
     # the files written since the last dream first, then the others they may contradict
@@ -186,18 +216,18 @@ async def _resolutions(llm: ChatModel, plan: DreamPlan) -> list[dict[str, Any]]:
         if used + len(file["content"]) > params.DREAM_LLM_CONTEXT_CHARS:
             continue
         used += len(file["content"])
-        shown[file["path"]] = file["revision"]
+        shown[file["path"]] = dream_changes.Shown(file["revision"], file["content"])
         since = " (written since the last review)" if file["new"] else ""
         parts.append(f"=== {file['path']}{since} ===\n{file['content']}")
     if not parts:
-        return []
+        return [], False
     try:
-        reply = await llm.chat(
+        reply = await memex.llm.chat(
             [
-                {"role": "system", "content": CONTRADICTIONS_SYSTEM},
+                {"role": "system", "content": DREAM_SYSTEM},
                 {"role": "user", "content": "\n\n".join(parts)},
             ],
-            tools=[_resolve_tool()],
+            tools=[_resolve_tool(), *dream_changes.tools()],
         )
     except LLMError as exc:
         log.warning(
@@ -206,16 +236,38 @@ async def _resolutions(llm: ChatModel, plan: DreamPlan) -> list[dict[str, Any]]:
             plan.user_id,
             exc,
         )
-        return []
-    tenant = {"agent_id": plan.agent_id, "user_id": plan.user_id}
-    edits = []
+        return [], False
+    tenant = (plan.agent_id, plan.user_id)
+    edits: list[dict[str, Any]] = []
+    applied = False
     for index, call in enumerate(reply.tool_calls):
-        edit = _checked_edit(call, shown, over_limit=index >= params.DREAM_MAX_EDITS)
-        edits.append(tenant | edit)
-    return edits
+        over_limit = index >= params.DREAM_MAX_EDITS
+        if call.name in dream_changes.TOOLS and not over_limit:
+            try:
+                await dream_changes.apply(memex, tenant, shown, call)
+                applied = True
+            except dream_changes.Refused as exc:
+                edits.append({"path": _path_of(call), "refused": str(exc)})
+            continue
+        edits.append(_checked_edit(call, shown, over_limit=over_limit))
+    for edit in edits:  # at the revision this dream's merges and rewrites left
+        if "refused" not in edit:
+            edit["revision"] = shown[edit["path"]].revision
+    return [{"agent_id": tenant[0], "user_id": tenant[1]} | edit for edit in edits], applied
 
 
-def _checked_edit(call: ToolCall, shown: dict[str, int], *, over_limit: bool) -> dict[str, Any]:
+def _path_of(call: ToolCall) -> str:
+    """The path a proposal names, for the record of a refusal ("" if it names none)."""
+    try:
+        path = call.argument_object().get("path", "")
+    except ValueError:
+        return ""
+    return path[:300] if isinstance(path, str) else ""
+
+
+def _checked_edit(
+    call: ToolCall, shown: dict[str, dream_changes.Shown], *, over_limit: bool
+) -> dict[str, Any]:
     """One proposal as an edit for SQL, or as a refusal naming the reason."""
 
     def refused(path: object, reason: str) -> dict[str, Any]:
@@ -227,10 +279,10 @@ def _checked_edit(call: ToolCall, shown: dict[str, int], *, over_limit: bool) ->
     except ValueError as exc:
         return refused("", str(exc))
     path = str(arguments.get("path", ""))[:300]
-    if call.name != "resolve_contradiction":
-        return refused(path, f"unknown tool {call.name[:100]!r}")
     if over_limit:
         return refused(path, f"over {params.DREAM_MAX_EDITS} edits")
+    if call.name != "resolve_contradiction":
+        return refused(path, f"unknown tool {call.name[:100]!r}")
     try:
         edit = ProposedEdit.model_validate(arguments)
     except ValidationError as exc:
@@ -238,4 +290,4 @@ def _checked_edit(call: ToolCall, shown: dict[str, int], *, over_limit: bool) ->
         return refused(path, reasons[:300])
     if edit.path not in shown:
         return refused(edit.path, "not a file the model was shown")
-    return edit.model_dump() | {"revision": shown[edit.path]}
+    return edit.model_dump()

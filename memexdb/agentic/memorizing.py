@@ -6,7 +6,9 @@ untrusted input: it is parsed and validated like a request (the tenant is always
 caller's; the model only names a virtual path), bounded in number and size, and applied
 through the same write and patch path as the raw tools, as `memorize-agent` on behalf of
 the caller (SQL records both). Without an LLM, or when it fails, a deterministic fallback
-keeps the text: an episodic memory plus an entry in user/log.md under the day's heading.
+keeps the text as one episodic memory, dated: its one home, so that a search or a
+smart_read finds it once (a copy in a log file came back as a second passage and spent
+smart_read's budget twice), and condensing summarizes it with the others once it is old.
 The result says which path ran.
 """
 
@@ -30,7 +32,6 @@ from memexdb.params import (
     ProposedWrite,
     field_errors,
 )
-from memexdb.types import File
 
 MEMORIZE_ACTOR = "memorize-agent"
 
@@ -78,7 +79,7 @@ async def memorize(
     memex: AsyncMemex, request: MemorizeRequest, now: datetime | None = None
 ) -> MemorizeOut:
     """Keep what is durable in `request.text` (see the module's docstring); `now` (by
-    default the time of the call) dates the fallback's memory and log heading."""
+    default the time of the call) dates the fallback's memory."""
     now = now or utc_now()
     agent = memex.delegated(MEMORIZE_ACTOR)
     # Refuse a caller without write access before spending a model call on it.
@@ -165,48 +166,21 @@ async def _memorize_messages(
 async def _fallback(
     agent: AsyncMemex, request: MemorizeRequest, now: datetime, llm_error: str | None
 ) -> MemorizeOut:
-    who = (request.agent_id, request.user_id)
-    # one transaction: a call refused (rate limit, a log that cannot be written) stores
-    # nothing, so a client that retries it does not store the text twice
-    async with agent.transaction() as tx:
-        memory = await tx.store(
-            *who,
-            request.text,
-            memory_type="episodic",
-            metadata={"source": "memorize"},
-            created_at=now,
-        )
-        log = await _append_to_log(tx, request, now)
+    memory = await agent.store(
+        request.agent_id,
+        request.user_id,
+        request.text,
+        memory_type="episodic",
+        metadata={"source": "memorize"},
+        created_at=now,
+    )
     return MemorizeOut(
         mode="fallback",
         applied=[
-            MemorizeChange(tool="store_memory", path=None, memory_id=memory.id, revision=None),
-            MemorizeChange(
-                tool="memory_patch", path=log.path, memory_id=log.memory_id, revision=log.revision
-            ),
+            MemorizeChange(tool="store_memory", path=None, memory_id=memory.id, revision=None)
         ],
         refused=[],
         llm_error=llm_error,
-    )
-
-
-async def _append_to_log(agent: AsyncMemex, request: MemorizeRequest, now: datetime) -> File:
-    """Append the text to user/log.md under `## <date>`; a full log is moved aside to
-    user/log-<timestamp>.md first (the text always fits a fresh log)."""
-    who = (request.agent_id, request.user_id)
-    path = params.MEMORIZE_LOG_PATH
-    heading = f"## {now:%Y-%m-%d}"
-    entry = f"- {now:%H:%M} " + request.text.strip().replace("\n", "\n  ")
-    try:
-        return await agent.patch_file(*who, path, heading=heading, append=entry)
-    except Conflict:
-        current = await agent.read_file(*who, path)
-        if current.size + len(heading) + len(entry) + 4 <= params.CONTENT_MAX_CHARS:
-            raise
-    archive = f"user/log-{now:%Y%m%d%H%M%S}.md"
-    await agent.write_file(*who, archive, current.content, base_revision=0)
-    return await agent.write_file(
-        *who, path, f"{heading}\n{entry}\n", base_revision=current.revision
     )
 
 

@@ -58,12 +58,12 @@ def _runs(_: DreamRunRequest, runs: list[ConsolidationRun]) -> RunList:
 MEMORIZE = Operation(
     name="memorize",
     summary="Keep what is durable in raw text: the LLM's validated writes and patches, or the"
-    " fallback (an episodic memory and user/log.md) (memory_memorize)",
+    " fallback (one episodic memory) (memory_memorize)",
     request=MemorizeRequest,
     run=memorize_text,
     response=MemorizeOut,
     answer=lambda _, result: result,
-    # the LLM's proposals, or the fallback (an episodic memory and user/log.md)
+    # the LLM's proposals, or the fallback (one episodic memory)
     sql=("memex.write_file", "memex.patch_file", "memex.store"),
     access="write",
     domain="agentic",
@@ -73,8 +73,8 @@ MEMORIZE = Operation(
         "Memorize",
         "Hand over raw text (a conversation turn, a note) and let memory keep what is"
         " durable: with an LLM configured on the service, it writes or patches the right"
-        " memory files; without one, the text is stored as an episodic memory and appended"
-        " to user/log.md under today's date. The result says which ran and what changed.",
+        " memory files; without one, the text is stored as one episodic memory, dated (a"
+        " search finds it once). The result says which ran and what changed.",
     ),
 )
 
@@ -131,8 +131,8 @@ async def memorize(
     memex: AsyncMemex, agent_id: str, user_id: str, text: str, *, now: datetime | None = None
 ) -> MemorizeOut:
     """memory_memorize: keep what is durable in `text`, through the LLM's proposals or the
-    fallback (an episodic memory and an entry in user/log.md); see
-    memexdb.agentic.memorizing. `now` dates the fallback's memory and log heading."""
+    fallback (one episodic memory); see memexdb.agentic.memorizing. `now` dates the
+    fallback's memory."""
     request = MEMORIZE.validate({"agent_id": agent_id, "user_id": user_id, "text": text})
     return await memorizing.memorize(memex, request, now)
 

@@ -15,11 +15,13 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from memexdb import agentic, params
+from memexdb.console.overview import overview_values
 from memexdb.console.web import (
     PREFIX,
     ConsoleError,
     Ctx,
     Handler,
+    Problems,
     form_of,
     invalid,
     is_loopback,
@@ -28,7 +30,9 @@ from memexdb.console.web import (
     set_key_cookie,
     validated,
 )
+from memexdb.dreaming.operations import SET_DREAM_CONFIG
 from memexdb.errors import Forbidden, NotFound, Unauthenticated
+from memexdb.memories.operations import SEARCH as MEMORY_SEARCH
 from memexdb.paging import next_key
 from memexdb.types import Access, MemoryType, SearchMode
 
@@ -192,29 +196,38 @@ def _memories_page(ctx: Ctx, tenant: Any, **values: Any) -> Response:
 
 async def search(ctx: Ctx) -> Response:
     q = ctx.request.query_params
-    tenant = _tenant(q)
     memory_type = q.get("memory_type") or None
-    hits = await ctx.memex.search(
-        tenant.agent_id,
-        tenant.user_id,
-        q.get("query", ""),
-        top_k=_given(q, "top_k", params.DEFAULT_TOP_K),
-        alpha=_given(q, "alpha", params.DEFAULT_ALPHA),
-        half_life_days=_given(q, "half_life_days", params.DEFAULT_HALF_LIFE_DAYS),
-        mode=q.get("mode") or params.DEFAULT_MODE,
-        memory_types=[memory_type] if memory_type else None,
-        include_archived=q.get("include_archived") == "true",
+    values = {
+        "agent_id": q.get("agent_id", ""),
+        "user_id": q.get("user_id", ""),
+        "query": q.get("query", ""),
+        "top_k": _given(q, "top_k", params.DEFAULT_TOP_K),
+        "alpha": _given(q, "alpha", params.DEFAULT_ALPHA),
+        "half_life_days": _given(q, "half_life_days", params.DEFAULT_HALF_LIFE_DAYS),
+        "mode": q.get("mode") or params.DEFAULT_MODE,
+        "memory_types": [memory_type] if memory_type else None,
+        "include_archived": q.get("include_archived") == "true",
+    }
+    # validated here, not by AsyncMemex.search (which names only the first bad field)
+    problems = Problems()
+    request = problems.parse(
+        MEMORY_SEARCH.request, {k: v for k, v in values.items() if v is not None}
     )
-    return _memories_page(ctx, tenant, search=q, hits=hits)
+    problems.check()
+    hits = await ctx.memex.run(MEMORY_SEARCH, request)
+    return _memories_page(ctx, _tenant(q), search=q, hits=hits)
 
 
 async def memory(ctx: Ctx) -> Response:
     q = ctx.request.query_params
-    tenant = _tenant(q)
+    problems = Problems()
+    tenant = problems.validated(params.TenantQuery, q)
     try:
         memory_id = UUID(q.get("id", ""))
     except ValueError:
-        raise invalid("id", "not a memory id (a UUID)") from None
+        problems.add("id", "not a memory id (a UUID)")
+    problems.check()
+    assert tenant is not None
     found = await ctx.memex.get(tenant.agent_id, tenant.user_id, memory_id)
     return ctx.render("memory.html", tenant=tenant, m=found)
 
@@ -279,8 +292,11 @@ async def access_log(ctx: Ctx) -> Response:
 
 
 async def dream(ctx: Ctx) -> Response:
-    runs_query = validated(params.RunsQuery, ctx.request.query_params)
-    users_query = validated(params.DreamUsersQuery, ctx.request.query_params)
+    problems = Problems()
+    runs_query = problems.validated(params.RunsQuery, ctx.request.query_params)
+    users_query = problems.validated(params.DreamUsersQuery, ctx.request.query_params)
+    problems.check()
+    assert runs_query is not None and users_query is not None
     runs = await ctx.memex.consolidation_runs(**runs_query.model_dump())
     users = await ctx.memex.dream_users(
         users_query.agent_id, limit=users_query.limit, after=users_query.after_tenant()
@@ -311,7 +327,10 @@ async def dream_config(ctx: Ctx) -> Response:
             changes[name] = _number(value)
     if not changes:
         raise ConsoleError(422, "Nothing to change", "Fill in at least one setting.")
-    await ctx.memex.set_dream_config(**changes)
+    problems = Problems()  # every bad setting at once (AsyncMemex names only the first)
+    request = problems.parse(SET_DREAM_CONFIG.request, changes)
+    problems.check()
+    await ctx.memex.run(SET_DREAM_CONFIG, request)
     return ctx.redirect("dream", notice="config_saved")
 
 
@@ -370,12 +389,16 @@ def _key_request(form: dict[str, str]) -> params.KeyCreate:
         "user_ids": users or None,
         "name": form.get("name", ""),
     }
+    problems = Problems()
     if form.get("expires_at"):
         try:
             values["expires_at"] = datetime.fromisoformat(form["expires_at"])
         except ValueError:
-            raise invalid("expires_at", "a date and time such as 2030-01-31T12:00") from None
-    return params.KeyCreate.model_validate(values)
+            problems.add("expires_at", "a date and time such as 2030-01-31T12:00")
+    request = problems.parse(params.KeyCreate, values)
+    problems.check()
+    assert request is not None
+    return request
 
 
 async def create_key(ctx: Ctx) -> Response:
@@ -398,6 +421,12 @@ async def audit(ctx: Ctx) -> Response:
     events = await ctx.memex.audit_events(query.limit, query.before)
     more = next_key(events, query.limit, lambda event: event.id)
     return ctx.render("audit.html", events=events, next_before=more)
+
+
+async def overview(ctx: Ctx) -> Response:
+    app = ctx.request.app
+    values = await overview_values(ctx.memex, app.state.memex, app.state.history)
+    return ctx.render("overview.html", **values)
 
 
 async def not_found(ctx: Ctx) -> Response:
@@ -441,6 +470,7 @@ def routes() -> list[BaseRoute]:
         Route(PREFIX, lambda _: Response(status_code=307, headers={"Location": f"{PREFIX}/"})),
         Mount(f"{PREFIX}/static", app=StaticFiles(directory=STATIC), name="console-static"),
         _route("/", get=agents),
+        _route("/overview", get=overview),
         _route("/login", get=login_form, post=login, admin=False),
         _route("/logout", post=logout, admin=False),
         _route("/agent", get=agent),

@@ -210,10 +210,44 @@ async def form_of(ctx: Ctx) -> dict[str, str]:
 Model = TypeVar("Model", bound=BaseModel)
 
 
+def _given(model: type[BaseModel], values: Mapping[str, str | None]) -> dict[str, Any]:
+    return {k: values[k] for k in model.model_fields if values.get(k) not in (None, "")}
+
+
 def validated(model: type[Model], values: Mapping[str, str | None]) -> Model:
     """The model's fields from `values` (a query string or form; empty fields left out)."""
-    given = {k: values[k] for k in model.model_fields if values.get(k) not in (None, "")}
-    return model.model_validate(given)
+    return model.model_validate(_given(model, values))
+
+
+class Problems:
+    """Every bad field of one form or query string, reported together: a page naming only
+    the first would send the operator back once per field."""
+
+    def __init__(self) -> None:
+        self.fields: list[str] = []
+
+    def add(self, field: str, message: str) -> None:
+        problem = f"{field}: {message}"
+        if problem not in self.fields:  # two models of one query may share a field
+            self.fields.append(problem)
+
+    def parse(self, model: type[Model], values: Mapping[str, Any]) -> Model | None:
+        """`model` from `values`; None (its errors noted) when they are not valid."""
+        try:
+            return model.model_validate(values)
+        except ValidationError as exc:
+            for error in field_errors(exc):
+                self.add(error.field, error.message)
+            return None
+
+    def validated(self, model: type[Model], values: Mapping[str, str | None]) -> Model | None:
+        """As `validated`, noting the errors instead of raising them."""
+        return self.parse(model, _given(model, values))
+
+    def check(self) -> None:
+        """The 422 page of every bad field noted, if any."""
+        if self.fields:
+            raise ConsoleError(422, "Invalid input", "Some fields are not valid:", self.fields)
 
 
 def _error_page(ctx: Ctx, exc: Exception) -> Response:

@@ -16,7 +16,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from memexdb import queries
+from memexdb import pg_cron, queries
 from memexdb.operation import Operation, Paging, Reply, Route
 from memexdb.paging import next_key
 from memexdb.params import (
@@ -26,6 +26,7 @@ from memexdb.params import (
     DreamUserOut,
     DreamUsersQuery,
     ErrorResponse,
+    JobSchedule,
     NoArguments,
     PausedOut,
     PauseRequest,
@@ -42,9 +43,34 @@ from memexdb.types import ConsolidationRun, DreamUser
 
 async def read_config(session: Session) -> DreamConfigOut:
     """The settings as memex.dream_config gives them to any caller (the scheduler, the
-    console)."""
+    console), with who runs each job here."""
     rows = await session.fetch(None, queries.DREAM_CONFIG)
-    return DreamConfigOut.model_validate(rows[0])
+    return await _with_schedules(session, rows[0])
+
+
+async def _with_schedules(session: Session, config: dict[str, Any]) -> DreamConfigOut:
+    """`config` with who runs condensing and dreaming in this database: pg_cron where its
+    job is active here, else this process's service if its settings offer the job (one
+    process per database runs it), else nobody; nobody at all while not `enabled`."""
+    jobs = pg_cron.CONSOLIDATION
+    names = [job.name for job in jobs.values()]
+    async with session.pool.connection() as conn, conn.transaction():
+        # cron.job shows a role its own jobs: those `memexdb schedule` registered with the
+        # login role, which the pool's connections leave for memex_app (memexdb.db) and
+        # take back for this catalog read alone
+        await conn.execute("set local role none")
+        by_cron = await pg_cron.runs(conn, names)
+    schedules: dict[str, JobSchedule] = {}
+    for name, job in jobs.items():
+        if not config["enabled"]:
+            schedules[name] = "disabled"
+        elif job.name in by_cron:
+            schedules[name] = "pg_cron"
+        elif name in session.scheduled:
+            schedules[name] = "service"
+        else:
+            schedules[name] = "not scheduled"
+    return DreamConfigOut.model_validate(config | schedules)
 
 
 async def dream_config(session: Session, _: NoArguments) -> DreamConfigOut:
@@ -59,7 +85,7 @@ async def dream_config(session: Session, _: NoArguments) -> DreamConfigOut:
 async def set_dream_config(session: Session, request: DreamConfig) -> DreamConfigOut:
     changes = {"changes": Jsonb(request.changes())}
     rows = await session.fetch(None, queries.SET_DREAM_CONFIG, changes)
-    return DreamConfigOut.model_validate(rows[0])
+    return await _with_schedules(session, rows[0])
 
 
 async def consolidation_runs(session: Session, query: RunsQuery) -> list[ConsolidationRun]:

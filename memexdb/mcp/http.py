@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memexdb.bearer import bearer_key
+from memexdb.bearer import BEARER_CHALLENGE, bearer_key
 from memexdb.config import Settings
 from memexdb.errors import DatabaseUnavailable, Forbidden, MemexError, Unauthenticated
 from memexdb.mcp.relay import SseMessageRelay
@@ -128,7 +128,9 @@ class McpTransports:
             transport_security=security,
         )
         self._manager = server.session_manager
-        streamable = _HostGuard(_PostOnly(StreamableHTTPASGIApp(self._manager)), security)
+        streamable = _HostGuard(
+            _KeyRequired(_PostOnly(StreamableHTTPASGIApp(self._manager)), server), security
+        )
         sse = server.sse_app(
             sse_path=SSE_PATH, message_path=SSE_MESSAGE_PATH, transport_security=security
         )
@@ -227,9 +229,9 @@ class _HostGuard:
 
 
 def _refusal(exc: MemexError) -> Response:
-    """The JSON error answer (as the REST API's) of a refused SSE request."""
+    """The JSON error answer (as the REST API's) of a refused MCP HTTP request."""
     if isinstance(exc, Unauthenticated):
-        headers = {"WWW-Authenticate": 'Bearer realm="memexdb"'}
+        headers = {"WWW-Authenticate": BEARER_CHALLENGE}
         return error_response(401, exc.code, str(exc), headers=headers)
     if isinstance(exc, Forbidden):
         return error_response(403, exc.code, str(exc))
@@ -238,6 +240,30 @@ def _refusal(exc: MemexError) -> Response:
         return error_response(503, exc.code, message, headers={"Retry-After": "5"})
     log.error("unexpected memexdb error: %r", exc)
     return error_response(500, "internal_error", "internal server error")
+
+
+class _KeyRequired:
+    """POST /mcp: the caller's credentials are checked as every call checks them before
+    the SDK reads any JSON-RPC, so that a missing or invalid key (on a service that has
+    keys) is an HTTP 401 with `WWW-Authenticate: Bearer` (the MCP authorization spec's
+    signal to ask for credentials), not a tool error inside a 200. An open loopback
+    service without keys lets every request through, as before; a database that cannot
+    answer now lets it through too (the tools then report the outage as they always did)."""
+
+    def __init__(self, app: ASGIApp, server: MemexMCP) -> None:
+        self.app = app
+        self.server = server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.server.authenticate is not None:
+            try:
+                await self.server.authenticate(Request(scope).headers)
+            except Unauthenticated as exc:
+                await _refusal(exc)(scope, receive, send)
+                return
+            except MemexError:  # the database cannot say now: each tool call reports it
+                pass
+        await self.app(scope, receive, send)
 
 
 def _fingerprint(headers: Mapping[str, str]) -> bytes:

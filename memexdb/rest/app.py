@@ -21,6 +21,7 @@ from starlette.routing import BaseRoute, Route
 
 from memexdb import __version__, console
 from memexdb.client import AsyncMemex
+from memexdb.console.history import SAMPLE_INTERVAL_S, History
 from memexdb.errors import DatabaseUnavailable
 from memexdb.operation_table import OPERATIONS
 from memexdb.params import (
@@ -123,15 +124,18 @@ def create_app(
     connect: Callable[[], contextlib.AbstractAsyncContextManager[AsyncMemex]],
     *,
     metrics_token: str | None = None,
+    metrics_history_seconds: float = SAMPLE_INTERVAL_S,
 ) -> Starlette:
     """The REST app. `connect()` opens the AsyncMemex the app uses for its lifespan
     (memexdb.service passes the process's runtime, which also runs the scheduled jobs).
-    `metrics_token`: a bearer token that may read GET /metrics besides admin keys."""
+    `metrics_token`: a bearer token that may read GET /metrics besides admin keys;
+    `metrics_history_seconds`: how often the console's overview samples the metrics."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         app.state.scrapes = ops.ScrapeAccess(metrics_token)
-        async with connect() as memex:
+        app.state.history = History(ops.embed_queue_depth, interval=metrics_history_seconds)
+        async with connect() as memex, app.state.history.sampling(memex):
             app.state.memex = memex
             yield
 

@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memexdb.bearer import BEARER_CHALLENGE
 from memexdb.errors import (
     Busy,
     Conflict,
@@ -84,7 +85,7 @@ async def on_memex_error(request: Request, exc: Exception) -> Response:
         return error_response(409, exc.code, str(exc))
     if isinstance(exc, Unauthenticated):
         return error_response(
-            401, exc.code, str(exc), headers={"WWW-Authenticate": 'Bearer realm="memexdb"'}
+            401, exc.code, str(exc), headers={"WWW-Authenticate": BEARER_CHALLENGE}
         )
     if isinstance(exc, Forbidden):
         return error_response(403, exc.code, str(exc))

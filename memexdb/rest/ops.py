@@ -130,6 +130,13 @@ async def snapshot(memex: AsyncMemex) -> metrics.Snapshot:
     )
 
 
+async def embed_queue_depth(memex: AsyncMemex) -> int | None:
+    """The embed queue depth as a scrape reads it; None when the database does not answer
+    (the console's overview samples it: memexdb.console.history)."""
+    figures = await snapshot(memex)
+    return figures.embed_queue_depth if figures.up else None
+
+
 async def scrape(request: Request) -> Response:
     scrapes: ScrapeAccess = request.app.state.scrapes
     await scrapes.check(request)

@@ -8,6 +8,7 @@
 | `watch` | fail requests at once while the database is down; refresh the pool when back |
 | `jobs` | scheduled jobs (Job), run by one process per database (JobRunner) |
 | `maintenance` | the memex.maintenance() job |
+| `dreaming` | the consolidation jobs: condensing (on by default), dreaming over files (opt-in) |
 | `embed_worker` | the embed queue's job: embeds what SQL queued (memex.embed_queue) |
 | `embedder` | the embedder, built the same way for every frontend |
 """

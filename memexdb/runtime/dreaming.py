@@ -1,11 +1,14 @@
-"""The consolidation job ("dreaming"): memexdb.agentic.consolidation.tick on the schedule
-of memex.dream_config (interval_seconds), for servers where pg_cron does not run it.
+"""The consolidation jobs, for databases where pg_cron does not run them: condensing old
+memories (memexdb.agentic.consolidation.condense, on by default: MEMEX_CONDENSE_ENABLED)
+and dreaming over files (memexdb.agentic.consolidation.dream, opt-in:
+MEMEX_DREAM_ENABLED), each on the schedule of memex.dream_config (interval_seconds).
 
-MEMEX_DREAM_ENABLED turns the job on in the service; the database's dream_config.enabled
-stays the master switch (checked in SQL, so pg_cron obeys it too). The job wakes every
-CHECK_SECONDS to read the interval, so a changed interval applies within that time. A
-tick with nothing to do writes nothing and logs one line at debug level; one that did
-something logs one line at info level.
+Like every scheduled job they run in one process per database (memexdb.runtime.jobs),
+and not at all where pg_cron runs the same job (memex-consolidate, memex-dream). The
+database's dream_config.enabled stays the master switch (checked in SQL, so pg_cron obeys
+it too). A job wakes every CHECK_SECONDS to read the interval, so a changed interval
+applies within that time. Every tick logs one line at info level: what it did, or that
+it skipped (nothing due).
 """
 
 from __future__ import annotations
@@ -13,21 +16,32 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 
 from memexdb import pg_cron
 from memexdb.agentic import consolidation
 from memexdb.client import AsyncMemex
+from memexdb.config import Settings
+from memexdb.params import ConsolidationJob
 from memexdb.runtime.jobs import Job
+from memexdb.types import ConsolidationRun
 
 log = logging.getLogger("memexdb.jobs")
 
 CHECK_SECONDS = 30.0
 
+_TICKS: dict[ConsolidationJob, Callable[[AsyncMemex], Awaitable[list[ConsolidationRun]]]] = {
+    "condense": lambda memex: consolidation.condense(memex),
+    "dream": lambda memex: consolidation.dream(memex),
+}
+
 
 class DreamSchedule:
-    """Runs a tick when dream_config.interval_seconds have passed since the last one."""
+    """Runs a tick of `job` when dream_config.interval_seconds have passed since the last
+    one."""
 
-    def __init__(self) -> None:
+    def __init__(self, job: ConsolidationJob) -> None:
+        self.job = job
         self.last_tick: float | None = None
 
     async def run(self, memex: AsyncMemex) -> float | None:
@@ -38,21 +52,30 @@ class DreamSchedule:
         ):
             return None
         self.last_tick = now
-        runs = await consolidation.tick(memex)
+        runs = await _TICKS[self.job](memex)
         if not runs:
-            log.debug("consolidation tick: nothing to do")
+            log.info("%s tick: no tenant due; skipped", self.job)
             return None
         outcome = Counter(f"{r.kind} {r.status}" for r in runs)
         log.info(
-            "consolidation tick: %s",
+            "%s tick: %s",
+            self.job,
             ", ".join(f"{n} {what}" for what, n in sorted(outcome.items())),
         )
         return None
 
 
-def dreaming_job() -> Job:
-    # `memexdb schedule` registers condensing and dreaming together: where pg_cron runs
-    # them in this database, the service leaves both to it
+def scheduled_consolidation(settings: Settings) -> frozenset[ConsolidationJob]:
+    """The consolidation jobs this process offers to run (MEMEX_CONDENSE_ENABLED,
+    MEMEX_DREAM_ENABLED)."""
+    wanted: dict[ConsolidationJob, bool] = {
+        "condense": settings.condense_enabled,
+        "dream": settings.dream_enabled,
+    }
+    return frozenset(job for job, on in wanted.items() if on)
+
+
+def consolidation_job(job: ConsolidationJob) -> Job:
     return Job(
-        "consolidation", CHECK_SECONDS, DreamSchedule().run, pg_cron_job=pg_cron.CONSOLIDATE.name
+        job, CHECK_SECONDS, DreamSchedule(job).run, pg_cron_job=pg_cron.CONSOLIDATION[job].name
     )

@@ -9,12 +9,12 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
-from memexdb import metrics
+from memexdb import metrics, pg_cron
 from memexdb.client import AsyncMemex
 from memexdb.config import Settings
 from memexdb.db import FailFastAsyncPool
 from memexdb.llm import ChatModel
-from memexdb.runtime.dreaming import dreaming_job
+from memexdb.runtime.dreaming import consolidation_job, scheduled_consolidation
 from memexdb.runtime.embed_worker import embed_job
 from memexdb.runtime.embedder import embedder_for
 from memexdb.runtime.jobs import Job, JobRunner
@@ -38,8 +38,7 @@ def default_jobs(settings: Settings) -> list[Job]:
     jobs = []
     if settings.maintenance_interval_seconds > 0:
         jobs.append(maintenance_job(settings.maintenance_interval_seconds))
-    if settings.dream_enabled:
-        jobs.append(dreaming_job())
+    jobs += [consolidation_job(job) for job in sorted(scheduled_consolidation(settings))]
     if settings.embed_poll_seconds > 0:
         jobs.append(embed_job(settings.embed_poll_seconds))
     return jobs
@@ -83,13 +82,16 @@ class Runtime:
                 open_timeout=timeout,
             )
         )
+        chosen = default_jobs(settings) if jobs is None else jobs
+        # what dream_config reports as run by the service: the consolidation jobs it runs
+        memex.scheduled = frozenset(j.name for j in chosen if j.name in pg_cron.CONSOLIDATION)
         async with memex:
             pool = memex.pool
             assert isinstance(pool, FailFastAsyncPool)  # memexdb.db.async_pool makes one
             runtime = cls(
                 memex,
                 DatabaseWatch(dsn, pool),
-                JobRunner(dsn, memex, default_jobs(settings) if jobs is None else jobs),
+                JobRunner(dsn, memex, chosen),
             )
             tasks = [
                 asyncio.create_task(runtime.watch.run(), name="memexdb-watch"),

@@ -1,10 +1,12 @@
 -- privileges: tenant
 -- memex.dream_config: the consolidation ("dreaming") settings, each from memex.settings
 -- (name dream_<key>) or its default here: the one definition of the defaults.
---   enabled           master switch of every consolidation job (pg_cron's and the service's)
+--   enabled           master switch of every consolidation job (pg_cron's and the service's;
+--                     MEMEX_CONDENSE_ENABLED / MEMEX_DREAM_ENABLED say which one runs)
 --   interval_seconds  how often the service's scheduler runs a tick (pg_cron: its schedule)
---   grace_minutes     a tenant is left alone until its memories and files have been quiet
---                     this long
+--   grace_minutes     condensing takes a batch once all of it is this old (a busy tenant's
+--                     oldest memories too); dreaming leaves a tenant's files alone until
+--                     it has been quiet this long
 --   threshold         episodic memories (live) a tenant must exceed to be condensed
 --   batch_size        the oldest episodic memories condensed into one summary
 --   summary_chars     longest extractive summary (sentences are kept whole)

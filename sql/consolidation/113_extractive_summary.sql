@@ -4,8 +4,9 @@
 --   1. units: a memory of up to 240 characters is one unit (a short fact is never cut);
 --      a longer one is split into its sentences and lines;
 --   2. near-duplicates go: of two units with the same words (lower case, punctuation and
---      spacing ignored) or with english lexeme sets at least 80% alike (Jaccard), only
---      the later is kept, since it is the user's latest word on the matter;
+--      spacing ignored) or with english lexeme sets at least 80% alike
+--      (memex._lexemes_alike), only the later is kept, since it is the user's latest word
+--      on the matter;
 --   3. the most informative units are kept: ranked by the summed rarity of their
 --      lexemes within the batch (ln(1 + units / units holding it)), taken while they fit;
 --   4. the kept units come back in their original order, one line each, dated:
@@ -54,10 +55,9 @@ begin
             select from numbered b
             where b.n > a.n
               and (b.words = a.words
-                   or (cardinality(a.lexemes) >= 2 and cardinality(b.lexemes) >= 2
-                       and (select count(*) from unnest(a.lexemes) x where x = any (b.lexemes))
-                           >= 0.8 * (select count(distinct y)
-                                     from unnest(a.lexemes || b.lexemes) y)))
+                   or memex._lexemes_alike(
+                          (select count(*) from unnest(a.lexemes) x where x = any (b.lexemes)),
+                          cardinality(a.lexemes), cardinality(b.lexemes)))
         )
     ),
     rarity as (

@@ -1,8 +1,11 @@
 -- privileges: tenant
 -- memex.consolidate_tenant: condense the oldest episodic memories of tenant (agent_id,
 -- user_id) into one semantic summary, if it is due: more than dream_config.threshold live
--- episodic memories (files excluded), nothing written for grace_minutes, not paused.
--- p_force skips those three checks (an operator's manual run).
+-- episodic memories (files excluded), the batch it would condense all created more than
+-- grace_minutes ago, not paused. The tenant need not be quiet: condensing takes its
+-- oldest memories, not those being written, so a tenant written every few minutes is
+-- condensed all the same (a quiet period would starve it). p_force skips those three
+-- checks (an operator's manual run).
 --
 --   * the batch: the oldest batch_size live episodic memories, locked; a summary needs 2;
 --   * the summary: p_summary (an abstractive one the runtime got from an LLM for exactly
@@ -44,7 +47,7 @@ declare
     v_texts   text[];
     v_times   timestamptz[];
     v_live    bigint;
-    v_last    timestamptz;
+    v_newest  timestamptz;  -- the newest memory of the batch it would condense
     v_summary text;
     v_id      uuid;
 begin
@@ -66,13 +69,18 @@ begin
     v_run.started_at := clock_timestamp();
     v_run.details := '{}';
     if not p_force then
-        select count(*) filter (where m.memory_type = 'episodic' and m.path is null
-                                  and m.archived_at is null
-                                  and (m.expires_at is null or m.expires_at > v_now)),
-               -- the tenant's own writes: dream-agent's summaries do not count
-               max(m.updated_at) filter (where m.actor is distinct from 'dream-agent')
-        into v_live, v_last
-        from memex.memories m where m.agent_id = p_agent_id and m.user_id = p_user_id;
+        select count(*) into v_live
+        from memex.memories m
+        where m.agent_id = p_agent_id and m.user_id = p_user_id
+          and m.memory_type = 'episodic' and m.path is null and m.archived_at is null
+          and (m.expires_at is null or m.expires_at > v_now);
+        select max(b.created_at) into v_newest
+        from (select m.created_at from memex.memories m
+              where m.agent_id = p_agent_id and m.user_id = p_user_id
+                and m.memory_type = 'episodic' and m.path is null and m.archived_at is null
+                and (m.expires_at is null or m.expires_at > v_now)
+              order by m.created_at, m.id
+              limit (v_config ->> 'batch_size')::integer) b;
         v_run.details := jsonb_build_object('reason', case
             when coalesce((select t.dream_paused from memex.tenants t
                            where t.agent_id = p_agent_id and t.user_id = p_user_id), false)
@@ -80,8 +88,8 @@ begin
             when v_live <= (v_config ->> 'threshold')::integer
                 then format('%s live episodic memories, threshold %s', v_live,
                             v_config ->> 'threshold')
-            when v_last > v_now - make_interval(mins => (v_config ->> 'grace_minutes')::integer)
-                then format('written at %s, within the grace period', v_last)
+            when v_newest > v_now - make_interval(mins => (v_config ->> 'grace_minutes')::integer)
+                then format('its oldest memories reach %s, within the grace period', v_newest)
             end);
         if v_run.details ->> 'reason' is not null then
             v_run.status := 'nothing';

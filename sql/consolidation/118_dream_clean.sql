@@ -7,7 +7,10 @@
 --      different parents (## Notes under # Alice and under # Bob) stay apart;
 --   2. duplicate lines go: two lines are duplicates when they are equal after lower-casing,
 --      collapsing whitespace, dropping a list marker (-, *, +, 1. or 1)) and trailing
---      punctuation; the first occurrence, in the merged order, is kept. Never removed:
+--      punctuation; the first occurrence, in the merged order, is kept. Near-duplicates
+--      (other words, english lexeme sets alike by memex._lexemes_alike, the rule condensing
+--      uses) merge too: the later wording stays, the user's latest word ("- Prefers tea
+--      in the morning" goes for a later "- prefers morning teas"). Never removed:
 --      blank lines, headings, lines inside fenced code blocks, indented lines (a nested
 --      item means something only under its parent) and lines without a letter or digit
 --      (rules such as ---, table separators);
@@ -174,9 +177,28 @@ begin
         select p.*, row_number() over (order by p.sk collate "C", p.late, p.i) as pos
         from p where not p.dropped
     ),
+    lexemes as (
+        select o.pos, o.key,
+               tsvector_to_array(to_tsvector('english'::regconfig, o.key)) as lexemes
+        from o where o.kind = 't'
+    ),
+    each_lexeme as (
+        select x.pos, x.key, cardinality(x.lexemes) as n, l.lexeme
+        from lexemes x cross join lateral unnest(x.lexemes) l(lexeme)
+    ),
+    -- the lines with a near-duplicate later in the file (other words): the later wording
+    -- stays
+    superseded as (
+        select distinct a.pos
+        from each_lexeme a
+        join each_lexeme b on b.lexeme = a.lexeme and b.pos > a.pos and b.key <> a.key
+        group by a.pos, b.pos, a.n, b.n
+        having memex._lexemes_alike(count(*), a.n, b.n)
+    ),
     d as (
         select o.pos, o.line, o.kind,
-               o.kind = 't' and row_number() over (partition by o.key order by o.pos) > 1 as dup
+               o.kind = 't' and (row_number() over (partition by o.key order by o.pos) > 1
+                                 or o.pos in (select s.pos from superseded s)) as dup
         from o
     )
     select array_agg(d.line order by d.pos), array_agg(d.kind order by d.pos),

@@ -33,8 +33,11 @@
 -- revision, lines_removed, headings_merged, removed: the first 20 removed lines, resolved:
 -- the edits applied), skipped, deferred, refused, log. One dream per tenant at a time: a
 -- transaction-level advisory lock on the tenant, held until commit (a runner that finds
--- it taken returns null). A run that changes nothing is returned with status nothing and details.reason, and not recorded;
--- p_dry_run returns the plan (status dry_run) and writes nothing.
+-- it taken returns null). A run that read files and changed none is recorded all the
+-- same (status done, files_touched 0, details.reason; no dream-log line, no revision); a
+-- tenant that is not due, or has no file to read, is returned with status nothing and
+-- details.reason, and not recorded; p_dry_run returns the plan (status dry_run) and
+-- writes nothing.
 create or replace function memex.dream_tenant(
     p_agent_id text,
     p_user_id text,
@@ -225,7 +228,6 @@ begin
         'deferred', nullif(v_deferred, '[]'), 'stopped', v_stopped,
         'refused', nullif(v_refused, '[]')));
     if v_run.files_out = 0 then
-        v_run.status := 'nothing';
         v_run.details := v_run.details - 'files' || jsonb_build_object('reason', case
             when v_run.files_in = 0 then 'no files to dream over'
             when v_stopped is not null then v_stopped
@@ -233,6 +235,18 @@ begin
             else format('%s file%s read, nothing to tidy', v_run.files_in,
                         case when v_run.files_in > 1 then 's' else '' end)
             end);
+        if p_dry_run or v_run.files_in = 0 then
+            v_run.status := 'nothing';
+        elsif v_run.id is null then
+            -- files were read and found tidy: a run with no file touched, recorded (as
+            -- MemexAI's no-op runs are) so that the operator sees the tenant was looked at
+            perform memex._delegate('dream-agent');
+            insert into memex.consolidation_runs (agent_id, user_id, kind, status, actor,
+                                                  started_at)
+            values (p_agent_id, p_user_id, 'dream', 'running', memex._actor(),
+                    v_run.started_at)
+            returning id into v_run.id;
+        end if;
     elsif p_dry_run then
         v_run.status := 'dry_run';
         v_run.finished_at := clock_timestamp();

@@ -5,9 +5,9 @@
 -- dream_config.concurrency, longest-waiting first; memex.dream_tenant checks again) are
 -- taken within dream_config.write_budget rewritten files for the whole tick. A tenant
 -- whose run fails is recorded as a failed run (its work rolled back) and the tick goes on. Returns
--- the runs that rewrote files, the dry runs (p_dry_run: nothing is written) and the failed
--- ones; an empty result means there was nothing to tidy, and nothing was written but the
--- last_dreamed_at of tenants read and found tidy. p_edits: edits proposed over
+-- the runs of the tenants it read (those that found their files tidy too, with
+-- files_touched 0), the dry runs (p_dry_run: nothing is written) and the failed ones; an
+-- empty result means no tenant was due, and nothing was written. p_edits: edits proposed over
 -- memex.dream_plan (see memex.dream_tenant), each with its tenant's agent_id and user_id;
 -- each tenant's run gets its own.
 create or replace function memex.dream_due(

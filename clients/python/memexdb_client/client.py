@@ -7,21 +7,15 @@ memexdb_client._routes, generated from the server's operation table.
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import json
-import threading
 import uuid
 from collections.abc import (
     AsyncIterator,
-    Callable,
-    Coroutine,
-    Iterator,
     Mapping,
     Sequence,
 )
 from datetime import datetime
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import quote
 from uuid import UUID
 
@@ -29,6 +23,7 @@ import httpx
 from pydantic import BaseModel, TypeAdapter
 
 from memexdb_client._routes import ROUTES
+from memexdb_client._sync import LoopThread, blocking, iterating
 from memexdb_client._transport import AsyncTransport, Retries, body_json, query_params
 from memexdb_client.errors import InvalidArgument
 from memexdb_client.types import (
@@ -647,67 +642,6 @@ def _tenant_cursor(agent_id: str, user_id: str) -> str:
 # --- the synchronous client: AsyncMemexClient's methods on a private event loop ---
 
 
-class _LoopThread:
-    """An event loop on its own daemon thread, for running coroutines from sync code."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self.loop.run_forever, name="memexdb-client", daemon=True
-        )
-        self._thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, _R]) -> _R:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join()
-        self.loop.close()
-
-
-def _blocking(
-    method: Callable[Concatenate[AsyncMemexClient, _P], Coroutine[Any, Any, _R]],
-) -> Callable[Concatenate[MemexClient, _P], _R]:
-    """The sync form of an AsyncMemexClient method: same signature and docstring."""
-
-    def call(self: MemexClient, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        return self._loop.run(method(self._async, *args, **kwargs))
-
-    functools.update_wrapper(call, method)
-    return call
-
-
-def _iterating(
-    method: Callable[Concatenate[AsyncMemexClient, _P], AsyncIterator[_T]],
-) -> Callable[Concatenate[MemexClient, _P], Iterator[_T]]:
-    """The sync form of an async iterator method: an iterator, one item at a time."""
-
-    def call(self: MemexClient, /, *args: _P.args, **kwargs: _P.kwargs) -> Iterator[_T]:
-        items = method(self._async, *args, **kwargs)
-        try:
-            while True:
-                try:
-                    yield self._loop.run(_next(items))
-                except StopAsyncIteration:
-                    return
-        finally:
-            self._loop.run(_close(items))
-
-    functools.update_wrapper(call, method)
-    return call
-
-
-async def _next(items: AsyncIterator[_T]) -> _T:
-    return await anext(items)
-
-
-async def _close(items: AsyncIterator[Any]) -> None:
-    close = getattr(items, "aclose", None)
-    if close is not None:
-        await close()
-
-
 class MemexClient:
     """The synchronous client: AsyncMemexClient's methods, blocking (one event loop
     thread and one keep-alive connection pool per client; close it, or use `with`)."""
@@ -721,7 +655,7 @@ class MemexClient:
         retries: int | Retries = 4,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self._loop = _LoopThread()
+        self._loop = LoopThread("memexdb-client")
 
         async def build() -> AsyncMemexClient:  # the httpx client belongs to that loop
             return AsyncMemexClient(
@@ -742,45 +676,45 @@ class MemexClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    store = _blocking(AsyncMemexClient.store)
-    store_many = _blocking(AsyncMemexClient.store_many)
-    search = _blocking(AsyncMemexClient.search)
-    forget = _blocking(AsyncMemexClient.forget)
-    count = _blocking(AsyncMemexClient.count)
-    get = _blocking(AsyncMemexClient.get)
-    list_memories = _blocking(AsyncMemexClient.list_memories)
-    iter_memories = _iterating(AsyncMemexClient.iter_memories)
-    update = _blocking(AsyncMemexClient.update)
-    erase_user = _blocking(AsyncMemexClient.erase_user)
-    export = _iterating(AsyncMemexClient.export)
-    write_file = _blocking(AsyncMemexClient.write_file)
-    read_file = _blocking(AsyncMemexClient.read_file)
-    list_files = _blocking(AsyncMemexClient.list_files)
-    iter_files = _iterating(AsyncMemexClient.iter_files)
-    patch_file = _blocking(AsyncMemexClient.patch_file)
-    delete_file = _blocking(AsyncMemexClient.delete_file)
-    list_revisions = _blocking(AsyncMemexClient.list_revisions)
-    iter_revisions = _iterating(AsyncMemexClient.iter_revisions)
-    get_revision = _blocking(AsyncMemexClient.get_revision)
-    diff_revisions = _blocking(AsyncMemexClient.diff_revisions)
-    restore_revision = _blocking(AsyncMemexClient.restore_revision)
-    smart_read = _blocking(AsyncMemexClient.smart_read)
-    access_log = _blocking(AsyncMemexClient.access_log)
-    iter_access_log = _iterating(AsyncMemexClient.iter_access_log)
-    memorize = _blocking(AsyncMemexClient.memorize)
-    search_passages = _blocking(AsyncMemexClient.search_passages)
-    embed_texts = _blocking(AsyncMemexClient.embed_texts)
-    create_key = _blocking(AsyncMemexClient.create_key)
-    list_keys = _blocking(AsyncMemexClient.list_keys)
-    revoke_key = _blocking(AsyncMemexClient.revoke_key)
-    audit_events = _blocking(AsyncMemexClient.audit_events)
-    iter_audit_events = _iterating(AsyncMemexClient.iter_audit_events)
-    dream_config = _blocking(AsyncMemexClient.dream_config)
-    set_dream_config = _blocking(AsyncMemexClient.set_dream_config)
-    consolidation_runs = _blocking(AsyncMemexClient.consolidation_runs)
-    iter_consolidation_runs = _iterating(AsyncMemexClient.iter_consolidation_runs)
-    dream_users = _blocking(AsyncMemexClient.dream_users)
-    iter_dream_users = _iterating(AsyncMemexClient.iter_dream_users)
-    set_dream_paused = _blocking(AsyncMemexClient.set_dream_paused)
-    restore_consolidation = _blocking(AsyncMemexClient.restore_consolidation)
-    run_now = _blocking(AsyncMemexClient.run_now)
+    store = blocking(AsyncMemexClient.store)
+    store_many = blocking(AsyncMemexClient.store_many)
+    search = blocking(AsyncMemexClient.search)
+    forget = blocking(AsyncMemexClient.forget)
+    count = blocking(AsyncMemexClient.count)
+    get = blocking(AsyncMemexClient.get)
+    list_memories = blocking(AsyncMemexClient.list_memories)
+    iter_memories = iterating(AsyncMemexClient.iter_memories)
+    update = blocking(AsyncMemexClient.update)
+    erase_user = blocking(AsyncMemexClient.erase_user)
+    export = iterating(AsyncMemexClient.export)
+    write_file = blocking(AsyncMemexClient.write_file)
+    read_file = blocking(AsyncMemexClient.read_file)
+    list_files = blocking(AsyncMemexClient.list_files)
+    iter_files = iterating(AsyncMemexClient.iter_files)
+    patch_file = blocking(AsyncMemexClient.patch_file)
+    delete_file = blocking(AsyncMemexClient.delete_file)
+    list_revisions = blocking(AsyncMemexClient.list_revisions)
+    iter_revisions = iterating(AsyncMemexClient.iter_revisions)
+    get_revision = blocking(AsyncMemexClient.get_revision)
+    diff_revisions = blocking(AsyncMemexClient.diff_revisions)
+    restore_revision = blocking(AsyncMemexClient.restore_revision)
+    smart_read = blocking(AsyncMemexClient.smart_read)
+    access_log = blocking(AsyncMemexClient.access_log)
+    iter_access_log = iterating(AsyncMemexClient.iter_access_log)
+    memorize = blocking(AsyncMemexClient.memorize)
+    search_passages = blocking(AsyncMemexClient.search_passages)
+    embed_texts = blocking(AsyncMemexClient.embed_texts)
+    create_key = blocking(AsyncMemexClient.create_key)
+    list_keys = blocking(AsyncMemexClient.list_keys)
+    revoke_key = blocking(AsyncMemexClient.revoke_key)
+    audit_events = blocking(AsyncMemexClient.audit_events)
+    iter_audit_events = iterating(AsyncMemexClient.iter_audit_events)
+    dream_config = blocking(AsyncMemexClient.dream_config)
+    set_dream_config = blocking(AsyncMemexClient.set_dream_config)
+    consolidation_runs = blocking(AsyncMemexClient.consolidation_runs)
+    iter_consolidation_runs = iterating(AsyncMemexClient.iter_consolidation_runs)
+    dream_users = blocking(AsyncMemexClient.dream_users)
+    iter_dream_users = iterating(AsyncMemexClient.iter_dream_users)
+    set_dream_paused = blocking(AsyncMemexClient.set_dream_paused)
+    restore_consolidation = blocking(AsyncMemexClient.restore_consolidation)
+    run_now = blocking(AsyncMemexClient.run_now)

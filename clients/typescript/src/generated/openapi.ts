@@ -498,7 +498,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Keep what is durable in raw text: the LLM's validated writes and patches, or the fallback (an episodic memory and user/log.md) (memory_memorize) */
+        /** Keep what is durable in raw text: the LLM's validated writes and patches, or the fallback (one episodic memory) (memory_memorize) */
         post: operations["memorize"];
         delete?: never;
         options?: never;
@@ -653,7 +653,7 @@ export interface components {
             enabled?: boolean | null;
             /**
              * Grace Minutes
-             * @description Quiet minutes before a tenant is touched (0 to 10080).
+             * @description Minutes a batch must be old to be condensed, and a tenant quiet before its files are dreamed over (0 to 10080).
              * @default null
              */
             grace_minutes?: number | null;
@@ -688,7 +688,22 @@ export interface components {
             batch_size: number;
             /** Concurrency */
             concurrency: number;
-            /** Enabled */
+            /**
+             * Condense
+             * @description Who condenses old episodic memories: pg_cron, the service (MEMEX_CONDENSE_ENABLED, on by default), not scheduled, or disabled (enabled is false).
+             * @enum {string}
+             */
+            condense: "pg_cron" | "service" | "not scheduled" | "disabled";
+            /**
+             * Dream
+             * @description Who dreams over files: pg_cron, the service (MEMEX_DREAM_ENABLED, off by default), not scheduled, or disabled (enabled is false).
+             * @enum {string}
+             */
+            dream: "pg_cron" | "service" | "not scheduled" | "disabled";
+            /**
+             * Enabled
+             * @description Master switch of every consolidation job (the database's).
+             */
             enabled: boolean;
             /** Grace Minutes */
             grace_minutes: number;
@@ -1346,7 +1361,7 @@ export interface components {
             llm_error?: string | null;
             /**
              * Mode
-             * @description llm: the configured model proposed the changes; fallback: no LLM (or it failed): the text was stored as an episodic memory and appended to user/log.md.
+             * @description llm: the configured model proposed the changes; fallback: no LLM (or it failed): the text was stored as one episodic memory (its one home: a search finds it once).
              * @enum {string}
              */
             mode: "llm" | "fallback";
