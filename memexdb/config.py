@@ -193,7 +193,7 @@ class Refused:
 _DREAM_CONFIG = "PUT /v1/admin/dream/config or SQL memex.set_dream_config"
 MEMEX_SERVICE_SETTINGS: dict[str, Alias | Refused] = {
     "DB_MAX_POOL_SIZE": Alias("pool_size"),
-    "SUMMARIZATION_ENABLED": Alias("dream_enabled"),
+    "SUMMARIZATION_ENABLED": Alias("condense_enabled"),
     "SUMMARIZATION_THRESHOLD": Refused(f"the database's dream_config.threshold ({_DREAM_CONFIG})"),
     "SUMMARIZATION_BATCH_SIZE": Refused(
         f"the database's dream_config.batch_size ({_DREAM_CONFIG})"

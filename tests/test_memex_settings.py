@@ -25,12 +25,12 @@ REFUSED = [name for name, m in MEMEX_SERVICE_SETTINGS.items() if isinstance(m, R
 
 def test_aliases_are_read_as_the_memexdb_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DB_MAX_POOL_SIZE", "7")
-    monkeypatch.setenv("SUMMARIZATION_ENABLED", "true")
+    monkeypatch.setenv("SUMMARIZATION_ENABLED", "false")
     settings = Settings.from_env()
-    assert (settings.pool_size, settings.dream_enabled) == (7, True)
+    assert (settings.pool_size, settings.condense_enabled) == (7, False)
     # the same value under both names is one setting; an empty alias is unset
     monkeypatch.setenv("MEMEX_POOL_SIZE", "7")
-    monkeypatch.setenv("MEMEX_DREAM_ENABLED", "TRUE")
+    monkeypatch.setenv("MEMEX_CONDENSE_ENABLED", "FALSE")
     assert Settings.from_env().pool_size == 7
     monkeypatch.setenv("DB_MAX_POOL_SIZE", "")
     monkeypatch.setenv("MEMEX_POOL_SIZE", "12")
