@@ -242,3 +242,15 @@ def test_delete_without_user_id_deletes_within_the_caller_s_scope(live: Live) ->
         # no agent_id: still a 422
         r = http.delete(f"{MEMORY}/{other}")
         assert r.status_code == 422, r.text
+
+
+async def test_mcp_delete_memory_without_user_id(live: Live) -> None:
+    who = tenant()
+    with live.http() as http:
+        memory = store(http, who, "Carol parks on level 3 of the garage.")
+    async with mcp_session(live) as mcp:
+        deleted = await call(mcp, "delete_memory", agent_id=who["agent_id"], id=memory["id"])
+    assert deleted["deleted"]["id"] == memory["id"]
+    assert deleted["deleted"]["user_id"] == who["user_id"]
+    with live.http() as http:
+        assert http.get(f"{MEMORY}/{memory['id']}", params=who).status_code == 404
