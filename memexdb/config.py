@@ -7,7 +7,10 @@ table say about it; the CLI's options default to these values (one definition).
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -157,11 +160,72 @@ class Settings(BaseSettings):
 
     @classmethod
     def from_env(cls) -> Settings:
-        """Read the environment; SettingsError names each bad variable in one line."""
+        """Read the environment; SettingsError names each bad variable in one line (the
+        memex service's variables too: MEMEX_SERVICE_SETTINGS)."""
+        given = memex_service_settings(os.environ)
         try:
-            return cls()
+            return cls(**given)
         except ValidationError as exc:
             raise SettingsError(_describe(exc)) from None
+
+
+# --- the memex service's variables ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Alias:
+    """A memex service variable read as this Settings field."""
+
+    field: str
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A memex service variable memexdb does not read from the environment: starting with
+    it set stops with this line, so it is never silently ignored."""
+
+    use: str
+
+
+# Every variable the memex service's README documents (docs/configuration.md, "The memex
+# service's variables"). SUMMARIZATION_* is memexdb's condensing (consolidation); its
+# threshold, batch and interval live in the database, shared by every replica and pg_cron.
+_DREAM_CONFIG = "PUT /v1/admin/dream/config or SQL memex.set_dream_config"
+MEMEX_SERVICE_SETTINGS: dict[str, Alias | Refused] = {
+    "DB_MAX_POOL_SIZE": Alias("pool_size"),
+    "SUMMARIZATION_ENABLED": Alias("condense_enabled"),
+    "SUMMARIZATION_THRESHOLD": Refused(f"the database's dream_config.threshold ({_DREAM_CONFIG})"),
+    "SUMMARIZATION_BATCH_SIZE": Refused(
+        f"the database's dream_config.batch_size ({_DREAM_CONFIG})"
+    ),
+    "SUMMARIZATION_INTERVAL_SECONDS": Refused(
+        f"the database's dream_config.interval_seconds ({_DREAM_CONFIG})"
+    ),
+}
+
+
+def memex_service_settings(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The Settings fields the memex service's variables in `environ` set (empty ones
+    count as unset). SettingsError for a refused one, or for an alias whose MEMEX_*
+    variable is set to something else."""
+    given: dict[str, Any] = {}
+    for name, meaning in MEMEX_SERVICE_SETTINGS.items():
+        value = environ.get(name, "").strip()
+        if not value:
+            continue
+        if isinstance(meaning, Refused):
+            raise SettingsError(
+                f"{name}={value!r} is the memex service's; memexdb does not read it: use"
+                f" {meaning.use}"
+            )
+        own = env_name(meaning.field)
+        if environ.get(own, "").strip().lower() not in ("", value.lower()):
+            raise SettingsError(
+                f"{name}={value!r}: {own}={environ[own]!r} is set too, to something else;"
+                f" keep one ({name} is the memex service's name for {own})"
+            )
+        given[meaning.field] = value
+    return given
 
 
 # An origin as a browser sends it: scheme, host (a name, an IPv4 or a bracketed IPv6
@@ -191,5 +255,15 @@ def _describe(exc: ValidationError) -> str:
     problems = []
     for error in exc.errors(include_url=False):
         field = str(error["loc"][0]) if error["loc"] else "?"
-        problems.append(f"{env_name(field)}={error['input']!r}: {error['msg']}")
+        problems.append(f"{_variable_of(field)}={error['input']!r}: {error['msg']}")
     return "; ".join(problems)
+
+
+def _variable_of(field: str) -> str:
+    """The variable a field's value came from: its MEMEX_* one, or the memex service's
+    alias when only that is set."""
+    if not os.environ.get(env_name(field), "").strip():
+        for name, meaning in MEMEX_SERVICE_SETTINGS.items():
+            if meaning == Alias(field) and os.environ.get(name, "").strip():
+                return name
+    return env_name(field)

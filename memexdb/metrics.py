@@ -27,7 +27,14 @@ from time import perf_counter
 from typing import Any
 
 import prometheus_client
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, multiprocess
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    multiprocess,
+)
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -74,8 +81,14 @@ HTTP_DURATION = Histogram(
 )
 EMBEDDING_DURATION = Histogram(
     "memex_embedding_duration_seconds",
-    "Inference time of one embedding batch (one model call)",
+    "Inference time of one model call, by operation: embed (one text), embed_batch (more)",
+    ["operation"],
     buckets=LATENCY_BUCKETS,
+)
+EMBEDDING_ERRORS = Counter(
+    "memex_embedding_errors",
+    "Model calls that failed, by operation (embed, embed_batch) and exception type",
+    ["operation", "error_type"],
 )
 EMBEDDING_BATCH_SIZE = Histogram(
     "memex_embedding_batch_size",
@@ -128,6 +141,15 @@ for _limit in ("write", "read"):
     RATE_LIMIT_REJECTIONS.labels(_limit)
 for _operation in ("write", "patch", "delete", "restore"):
     FILE_WRITES.labels(_operation)
+EMBED_ONE, EMBED_MANY = "embed", "embed_batch"  # the memex service's operation names
+for _operation in (EMBED_ONE, EMBED_MANY):
+    EMBEDDING_DURATION.labels(_operation)
+
+
+def embedding_operation(texts: int) -> str:
+    """The operation label of a model call of `texts` texts."""
+    return EMBED_ONE if texts == 1 else EMBED_MANY
+
 
 # --- SQL calls ----------------------------------------------------------------------------
 
@@ -196,6 +218,7 @@ class Snapshot:
     up: bool
     runs: Mapping[tuple[str, str], int] = field(default_factory=dict)
     embed_queue_depth: int = 0
+    memories_condensed: int = 0
     ann_memories: int = 0
     ann_tenants: int = 0
 
@@ -221,6 +244,11 @@ class SnapshotCollector(Collector):
         for (kind, status), n in sorted(s.runs.items()):
             runs.add_metric([kind, status], n)
         yield runs
+        yield GaugeMetricFamily(
+            "memex_consolidation_memories_condensed",
+            "Memories condensed into summaries by the condense runs recorded as done",
+            value=s.memories_condensed,
+        )
         yield GaugeMetricFamily(
             "memex_embed_queue_depth",
             "Memories waiting in the embed queue",
@@ -291,6 +319,9 @@ def exposition(snapshot: Snapshot) -> bytes:
     metrics plus the database's figures in `snapshot`."""
     path = multiprocess_dir()
     registry = CollectorRegistry(auto_describe=False)
+    # process_* (CPU, memory, open files) of the process answering the scrape: the memex
+    # service's dashboards read them
+    ProcessCollector(registry=registry)
     if path is None:
         registry.register(_ProcessMetrics())
     else:

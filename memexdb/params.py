@@ -43,7 +43,7 @@ TOP_K_MAX = 100
 HALF_LIFE_MIN_DAYS = 0.001  # shorter would overflow the decay's exponent in SQL
 HALF_LIFE_MAX_DAYS = 36500.0
 IMPORTANCE_MAX = 2.0
-IMPORTANCE_MIN_POSITIVE = 1e-6  # importance is a real: smaller positive values underflow
+IMPORTANCE_MIN_POSITIVE = 1e-6  # smaller positive values underflow the score in SQL
 METADATA_MAX_BYTES = 65536  # of JSON text, as Postgres writes jsonb
 METADATA_MAX_DEPTH = 32  # nested objects/arrays; checked before Postgres sees the value
 BATCH_MAX_ITEMS = 1000  # per REST request (a body size limit; SQL and Python take more)
@@ -577,6 +577,29 @@ class MemoryRef(TenantQuery):
     memory_id: MemoryId
 
 
+AnyUserOfAgent = Annotated[
+    UserId | None,
+    Field(
+        description="The memory's user; left out (memex's call): any user of agent_id this"
+        " caller may act for."
+    ),
+]
+
+
+class ForgetQuery(_Request):
+    """Query string of DELETE /v1/memories/{memory_id}: the tenant, or only the agent."""
+
+    agent_id: AgentId
+    user_id: AnyUserOfAgent = None
+
+
+class MemoryForget(ForgetQuery):
+    """One memory to delete, by id: of tenant (agent_id, user_id), or without user_id
+    (memex's call) of whichever user of the agent it is, if the caller may see it."""
+
+    memory_id: MemoryId
+
+
 class _JsonQuery(TenantQuery):
     # Query parameters whose value is JSON text (the OpenAPI document says so).
     json_fields: ClassVar[frozenset[str]] = frozenset({"metadata"})
@@ -693,9 +716,11 @@ class MemoryOut(BaseModel):
     importance: float
     metadata: dict[str, Any]
     created_at: datetime
-    updated_at: datetime | None = Field(default=None, description="last change (not in search)")
+    updated_at: datetime | None = Field(default=None, description="last change")
     expires_at: datetime | None = None
-    embedding_model: str | None = Field(default=None, description="not in search results")
+    embedding_model: str | None = Field(
+        default=None, description="the model of its embedding (null: not embedded yet)"
+    )
     score: float | None = Field(default=None, description="null here; set in search results")
     source_ids: list[UUID] = Field(
         default_factory=list, description="a summary's sources (consolidation); else empty"

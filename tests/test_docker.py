@@ -132,6 +132,11 @@ def test_prometheus_scrapes_the_service_with_a_bearer_token() -> None:
     mounts = {m.split(":")[1]: m.split(":")[0] for m in prometheus["volumes"] if m.startswith(".")}
     assert mounts["/etc/prometheus/prometheus.yml"] == "./docker/prometheus/prometheus.yml"
     assert mounts["/etc/prometheus/entrypoint.sh"] == "./docker/prometheus/entrypoint.sh"
+    # the recording rules, beside the config that names them relative to itself
+    rules = "memex_compat.rules.yml"
+    assert mounts[f"/etc/prometheus/{rules}"] == f"./docker/prometheus/{rules}"
+    config = yaml.safe_load((DOCKER / "prometheus" / "prometheus.yml").read_text())
+    assert config["rule_files"] == [rules]
     assert prometheus["entrypoint"] == ["/bin/sh", "/etc/prometheus/entrypoint.sh"]
     assert "--config.file=/etc/prometheus/prometheus.yml" in prometheus["command"]
 
@@ -147,6 +152,9 @@ def test_promtool_accepts_the_prometheus_config(tmp_path: Path) -> None:
     token.write_text("t")
     config = tmp_path / "prometheus.yml"
     config.write_text(text.replace("/prometheus/.memex_metrics_token", str(token)))
+    # the rule file it names, beside it (promtool checks the rules too)
+    rules = DOCKER / "prometheus" / "memex_compat.rules.yml"
+    shutil.copy(rules, tmp_path / rules.name)
     res = subprocess.run(
         [promtool, "check", "config", str(config)], capture_output=True, text=True, timeout=60
     )

@@ -64,6 +64,7 @@ DOCKER = ROOT / "docker"
 DASHBOARD = DOCKER / "grafana" / "dashboards" / "memexdb.json"
 PROMETHEUS_YML = DOCKER / "prometheus" / "prometheus.yml"
 PROMETHEUS_ENTRYPOINT = DOCKER / "prometheus" / "entrypoint.sh"
+RECORDING_RULES = DOCKER / "prometheus" / "memex_compat.rules.yml"
 SERVICE_ENTRYPOINT = DOCKER / "entrypoint.sh"
 POSTGRES_DOCKERFILE = DOCKER / "postgres" / "Dockerfile"
 INITDB = DOCKER / "postgres" / "initdb"
@@ -154,6 +155,82 @@ def check_dashboard_against(exported: Exported) -> list[str]:
     return problems
 
 
+# -- the memex service's dashboard ---------------------------------------------------------
+
+# Every query of the memex service's Grafana dashboard (ayushagrawal288/memex,
+# grafana/dashboards/memex.json at 0978b20; it ships no alert rules), as written there:
+# its panels must keep working on memexdb's metrics and docker/prometheus's recording rules.
+MEMEX_DASHBOARD = (
+    "sum(rate(http_requests_total[1m])) by (handler, status_code)",
+    "histogram_quantile(0.50, sum(rate(http_request_duration_highr_seconds_bucket[1m]))"
+    " by (le, handler))",
+    "histogram_quantile(0.99, sum(rate(http_request_duration_highr_seconds_bucket[1m]))"
+    " by (le, handler))",
+    "histogram_quantile(0.50, sum(rate(memex_embedding_duration_seconds_bucket[1m]))"
+    " by (le, operation))",
+    "histogram_quantile(0.99, sum(rate(memex_embedding_duration_seconds_bucket[1m]))"
+    " by (le, operation))",
+    "sum(rate(memex_memory_operations_total[1m])) by (operation)",
+    "memex_db_pool_size - memex_db_pool_idle",
+    "memex_db_pool_idle",
+    "memex_db_pool_size",
+    "increase(memex_summarizer_memories_condensed_total[1h])",
+    'increase(memex_summarizer_runs_total{status="ok"}[1h])',
+    'increase(memex_summarizer_runs_total{status="error"}[1h])',
+    "sum(rate(memex_embedding_errors_total[1m])) by (operation, error_type)",
+)
+# queries with no series until something fails (no failure happens here)
+MEMEX_ONLY_ON_FAILURE = {MEMEX_DASHBOARD[-1], MEMEX_DASHBOARD[-2]}
+
+PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool",
+                "and", "or", "unless", "offset", "inf", "nan"}  # fmt: skip
+
+
+def promql_metrics(expr: str) -> set[str]:
+    """The metric names any PromQL expression reads: its identifiers that are not
+    functions (followed by "("), keywords, label names (inside {} or by/without ()),
+    strings or durations."""
+    expr = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
+    expr = re.sub(r"\{[^}]*\}|\[[^\]]*\]", " ", expr)
+    expr = re.sub(r"\b(?:by|without|on|ignoring)\s*\([^)]*\)", " ", expr)
+    names = re.findall(r"(?<![\w.])([a-zA-Z_:][\w:]*)\b(?!\s*\()", expr)
+    return {n for n in names if n.lower() not in PROMQL_WORDS}
+
+
+def recording_rules() -> dict[str, str]:
+    """Each series name the stack's recording rules make, with its expressions."""
+    groups = yaml.safe_load(RECORDING_RULES.read_text())["groups"]
+    recorded: dict[str, str] = {}
+    for rule in (r for g in groups for r in g["rules"]):
+        recorded[rule["record"]] = f"{recorded.get(rule['record'], '')} {rule['expr']}"
+    return recorded
+
+
+def test_promql_metric_extraction() -> None:
+    assert promql_metrics(MEMEX_DASHBOARD[0]) == {"http_requests_total"}
+    assert promql_metrics(MEMEX_DASHBOARD[6]) == {"memex_db_pool_size", "memex_db_pool_idle"}
+    assert promql_metrics(
+        'sum without (type) (x_total{function="memex.search"}) + on (job) label_replace('
+        'y, "handler", "$1", "route", "(.*)") > bool 0.5'
+    ) == {"x_total", "y"}
+
+
+def test_the_memex_dashboard_reads_only_exported_or_recorded_series(live: Live) -> None:
+    exported = parse_exposition(live.metrics)
+    recorded = recording_rules()
+    queried = set().union(*(promql_metrics(e) for e in MEMEX_DASHBOARD))
+    assert len(queried) == 9, queried
+    missing = sorted(queried - exported.names - set(recorded))
+    assert not missing, f"the memex dashboard queries what nothing provides: {missing}"
+    # and every rule is made from what the service exports
+    for name, expr in recorded.items():
+        inputs = promql_metrics(expr) - set(recorded)
+        assert inputs and inputs <= exported.names, (name, sorted(inputs - exported.names))
+    # the process's own figures, which the memex service exports too
+    for name in ("process_cpu_seconds_total", "process_resident_memory_bytes"):
+        assert name in exported.labels, f"{name} is not exported"
+
+
 def test_query_parsing_finds_names_and_labels() -> None:
     """The extraction the live checks rely on, on known input (it must find what is there,
     or those checks pass vacuously)."""
@@ -218,6 +295,14 @@ def live(
             assert found.status_code == 200, found.text
             gone = http.delete(f"/v1/memories/{stored.json()['id']}", params=who)
             assert gone.status_code in (200, 204), gone.text
+            # a condense run (two memories make a summary): the memex dashboard's
+            # summarizer panels have a run to show
+            other = {"agent_id": "stack", "user_id": "u2"}
+            for content in ("Rex likes the beach", "Rex is afraid of thunder"):
+                r = http.post("/v1/memories", json={**other, "content": content})
+                assert r.status_code == 201, r.text
+            r = http.post("/v1/admin/dream/run", json={**other, "force": True})
+            assert r.status_code == 200, r.text
         with httpx.Client(base_url=service.base_url, timeout=60.0) as http:
             refused = http.get("/metrics")
             assert refused.status_code in (401, 403), refused.text[:500]
@@ -280,6 +365,7 @@ def test_prometheus_scrapes_the_service_and_evaluates_the_dashboard(
     config["global"].update(scrape_interval="1s", scrape_timeout="1s", evaluation_interval="1s")
     config_file = tmp_path / "prometheus.yml"
     config_file.write_text(yaml.safe_dump(config))
+    shutil.copy(RECORDING_RULES, tmp_path / RECORDING_RULES.name)  # rule_files is relative
 
     port = free_port()
     token = SCRAPE_TOKEN  # what the service takes
@@ -325,6 +411,25 @@ def test_prometheus_scrapes_the_service_and_evaluates_the_dashboard(
             ), prometheus.output()[-3000:]
             for expr in dashboard_exprs():
                 _query(http, expr.replace("$__rate_interval", "1m"))
+
+            # the memex service's dashboard, through the recording rules: every panel
+            # with data but the failures' (two evaluations for rate and increase)
+            def memex_panels() -> dict[str, list[Any]]:
+                return {e: _query(http, e)["data"]["result"] for e in MEMEX_DASHBOARD}
+
+            def memex_shown() -> dict[str, list[Any]] | None:
+                shown = memex_panels()
+                empty = {e for e, result in shown.items() if not result}
+                return shown if empty <= MEMEX_ONLY_ON_FAILURE else None
+
+            shown = wait_until(memex_shown, PROMETHEUS_WAIT, interval=0.5)
+            assert shown, {e: r for e, r in memex_panels().items() if not r}
+            latency = shown[MEMEX_DASHBOARD[3]]
+            assert {s["metric"].get("operation") for s in latency} <= {"embed", "embed_batch"}
+            operations = shown[MEMEX_DASHBOARD[5]]
+            assert {s["metric"]["operation"] for s in operations} == {"create", "search", "delete"}
+            condensed = _query(http, "memex_summarizer_memories_condensed_total")["data"]
+            assert condensed["result"][0]["value"][1] == "2", condensed
         assert prometheus.stop() == 0, prometheus.output()[-3000:]
     finally:
         prometheus.close()

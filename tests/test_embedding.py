@@ -539,3 +539,35 @@ async def test_repeated_texts_are_embedded_once(minilm: Embedder) -> None:
 def test_cache_rejects_bad_settings() -> None:
     with pytest.raises(ValueError, match="entries"):
         EmbeddingCache(0)
+
+
+async def test_model_calls_are_counted_by_operation_and_failures_by_type(base_url: str) -> None:
+    """memex_embedding_duration_seconds{operation} and memex_embedding_errors_total
+    {operation, error_type}: the memex service's names (embed: one text, embed_batch:
+    more), from a real server that answers and one that is overloaded (HTTP 503)."""
+    from prometheus_client import REGISTRY
+
+    def seen(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    duration = "memex_embedding_duration_seconds_count"
+    errors = "memex_embedding_errors_total"
+    failed = {"error_type": "EmbeddingServiceError"}
+    before = {
+        op: (seen(duration, operation=op), seen(errors, operation=op, **failed))
+        for op in ("embed", "embed_batch")
+    }
+    with OpenAIEmbeddings(base_url, "tiny-embed", API_KEY, dim=8) as good:
+        async with BatchingEmbedder(good) as batcher:
+            await batcher.embed_one("one")
+            await batcher.embed_many(["one more", "and another"])
+    with OpenAIEmbeddings(base_url, "overloaded", API_KEY, dim=8) as busy:
+        async with BatchingEmbedder(busy) as batcher:
+            with pytest.raises(EmbeddingServiceError, match="HTTP 503"):
+                await batcher.embed_one("one")
+            with pytest.raises(EmbeddingServiceError, match="HTTP 503"):
+                await batcher.embed_many(["two", "texts"])
+    for op in ("embed", "embed_batch"):
+        calls, failures = before[op]
+        assert seen(duration, operation=op) == calls + 1, op
+        assert seen(errors, operation=op, **failed) == failures + 1, op

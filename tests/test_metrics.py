@@ -45,7 +45,7 @@ SECRET = "Zephyrine keeps her spare key under the blue ceramic frog"
 SPEC_NAMES = {
     "memex_http_requests_total": {"route", "method", "status"},
     "memex_http_request_duration_seconds_bucket": {"route", "method", "le"},
-    "memex_embedding_duration_seconds_bucket": {"le"},
+    "memex_embedding_duration_seconds_bucket": {"operation", "le"},
     "memex_embedding_batch_size_bucket": {"le"},
     "memex_embedding_queue_wait_seconds_bucket": {"le"},
     "memex_sql_call_duration_seconds_bucket": {"function", "le"},
@@ -56,10 +56,15 @@ SPEC_NAMES = {
     "memex_file_writes_total": {"operation"},
     "memex_rate_limit_rejections_total": {"kind"},
     "memex_consolidation_runs": {"kind", "status"},
+    "memex_consolidation_memories_condensed": set(),
     "memex_embed_queue_depth": set(),
     "memex_ann_index_memories": set(),
     "memex_ann_index_tenants": set(),
     "memex_up": set(),
+    # the process's own (prometheus_client's ProcessCollector), as the memex service has
+    "process_cpu_seconds_total": set(),
+    "process_resident_memory_bytes": set(),
+    "process_open_fds": set(),
 }
 
 
@@ -120,6 +125,7 @@ def test_every_metric_of_the_contract_is_exported_with_its_labels(live: Live) ->
         assert all(s == labels for s in series), (name, series)
     assert value(samples, "memex_up") == 1
     assert total(samples, "memex_consolidation_runs", kind="condense") >= 1
+    assert value(samples, "memex_consolidation_memories_condensed") >= 2
     # the latency buckets resolve 0.1 ms to 10 s
     les = {
         dict(ls)["le"]
@@ -528,6 +534,8 @@ async def test_metrics_snapshot_reads_what_the_tables_hold(
     # the one inserted here, and the consolidation's summary waiting for its own vector
     queued = conn.execute("select count(*) from memex.embed_queue").fetchone()
     assert queued is not None and figures[("embed_queue_depth", None, None)] == queued[0] == 2
+    # the small user's two memories, condensed by the one run
+    assert figures[("memories_condensed", None, None)] == 2
     assert figures[("ann_index_tenants", None, None)] == 1
     assert figures[("ann_index_memories", None, None)] == 3
     # operator only: a tenant's key may not read the service's figures

@@ -197,3 +197,42 @@ def test_this_server_meets_them(conn: psycopg.Connection) -> None:
         "select default_version from pg_available_extensions where name = 'vector'"
     ).fetchone()
     assert row is not None and pgvector_problem(row[0]) is None
+
+
+def test_upgrade_keeps_each_importance_as_it_was_sent(pg_server: EmbeddedPostgres) -> None:
+    # 0021: importance real -> double precision through the real's shortest text, so a
+    # stored 1.2 (a real's 1.2000000476837158) becomes the double 1.2 the client sent
+    dsn = _empty_database(pg_server)
+    sent = [1.2, 0.1, 0.3333, 2.0, 0.0, 1e-6]
+    try:
+        engine = create_engine(
+            "postgresql+psycopg://", poolclass=NullPool, creator=lambda: psycopg.connect(dsn)
+        )
+        with engine.connect() as c, c.begin():
+            c.execute(text("create schema memex"))
+            cfg = _alembic_config()
+            cfg.attributes["connection"] = c
+            command.upgrade(cfg, "0017")
+            c.execute(
+                text(
+                    "insert into memex.memories (agent_id, user_id, content, embedding,"
+                    " embedding_model, importance) select 'a', 'u', 'm' || i,"
+                    " array_fill(0.1, array[384])::vector, 'x', v"
+                    " from unnest(cast(:sent as real[])) with ordinality t(v, i)"
+                ),
+                {"sent": sent},
+            )
+        engine.dispose()
+        assert migrate(dsn) == head_revision()
+        with psycopg.connect(dsn) as conn:
+            stored = conn.execute(
+                "select importance from memex.memories order by created_at, content"
+            ).fetchall()
+            assert sorted(v for (v,) in stored) == sorted(sent)
+            kind = conn.execute(
+                "select format_type(atttypid, atttypmod) from pg_attribute"
+                " where attrelid = 'memex.memories'::regclass and attname = 'importance'"
+            ).fetchone()
+            assert kind == ("double precision",)
+    finally:
+        drop_database(pg_server, dsn)

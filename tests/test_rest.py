@@ -539,9 +539,10 @@ def test_count_validation(live: Live, params: dict[str, str], fields: list[str])
 @pytest.mark.parametrize(
     ("memory_id", "params", "fields"),
     [
-        (ANY_ID, {"agent_id": "a"}, ["user_id"]),
+        # no user_id is memex's call (tests/test_record_fidelity.py); an empty one is not
+        (ANY_ID, {"agent_id": "a", "user_id": ""}, ["user_id"]),
         (ANY_ID, {"user_id": "u"}, ["agent_id"]),
-        (ANY_ID, {}, ["agent_id", "user_id"]),
+        (ANY_ID, {}, ["agent_id"]),
         (ANY_ID, {"agent_id": "a" * 129, "user_id": "u"}, ["agent_id"]),
     ],
 )

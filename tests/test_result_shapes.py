@@ -134,10 +134,6 @@ WIRE_MODELS = [
 # answer fields that are no column of the row type, and why
 NOT_COLUMNS = {
     ("MemoryOut", "score"),  # null outside search: one model for stored and ranked memories
-    # a ranked memory is a MemoryOut whose last change and model search does not return
-    # (null in results, as their descriptions say)
-    ("SearchResult", "updated_at"),
-    ("SearchResult", "embedding_model"),
 }
 
 

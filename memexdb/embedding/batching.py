@@ -214,12 +214,17 @@ class BatchingEmbedder:
         for at in queued_at:
             metrics.EMBEDDING_QUEUE_WAIT.observe(started - at)
         metrics.EMBEDDING_BATCH_SIZE.observe(len(texts))
-        vectors = self.embedder.embed(texts)
-        metrics.EMBEDDING_DURATION.observe(time.perf_counter() - started)
-        if vectors.shape != (len(texts), self.embedder.dim):
-            raise EmbeddingError(
-                f"{self.embedder!r} returned shape {vectors.shape} for {len(texts)} texts"
-            )
+        operation = metrics.embedding_operation(len(texts))
+        try:
+            vectors = self.embedder.embed(texts)
+            metrics.EMBEDDING_DURATION.labels(operation).observe(time.perf_counter() - started)
+            if vectors.shape != (len(texts), self.embedder.dim):
+                raise EmbeddingError(
+                    f"{self.embedder!r} returned shape {vectors.shape} for {len(texts)} texts"
+                )
+        except Exception as exc:
+            metrics.EMBEDDING_ERRORS.labels(operation, type(exc).__name__).inc()
+            raise
         return vectors
 
     def _dispatch(self, loop: asyncio.AbstractEventLoop, queue: _LoopQueue) -> None:

@@ -23,10 +23,12 @@ from memexdb.params import (
     ErasedResponse,
     ErrorResponse,
     ExportedMemory,
+    ForgetQuery,
     ListQuery,
     MemoryBatchCreate,
     MemoryBatchResponse,
     MemoryCreate,
+    MemoryForget,
     MemoryOut,
     MemoryPage,
     MemoryPatch,
@@ -147,8 +149,13 @@ async def get(session: Session, ref: MemoryRef) -> Memory:
     return await _by_id(session, queries.GET_MEMORY, ref)
 
 
-async def forget(session: Session, ref: MemoryRef) -> Memory:
-    deleted = await _by_id(session, queries.FORGET, ref)
+async def forget(session: Session, ref: MemoryForget) -> Memory:
+    rows: list[Memory] = await session.fetch(
+        Memory,
+        queries.FORGET,
+        {"agent_id": ref.agent_id, "user_id": ref.user_id, "id": ref.memory_id},
+    )
+    deleted = rows[0]
     metrics.count_by_type(metrics.MEMORIES_DELETED, [deleted])
     return deleted
 
@@ -346,8 +353,8 @@ COUNT = Operation(
 
 FORGET = Operation(
     name="forget",
-    summary="Delete one memory of the tenant",
-    request=MemoryRef,
+    summary="Delete one memory of the tenant (or, without user_id, of the agent)",
+    request=MemoryForget,
     run=forget,
     response=None,
     answer=lambda _, __: None,
@@ -360,7 +367,7 @@ FORGET = Operation(
         "Deleted",
         status=204,
         source="query",
-        wire=TenantQuery,
+        wire=ForgetQuery,
         path_params=_MEMORY_ID,
         errors=(
             Reply(404, "No such memory for this tenant (or an id that is not a UUID)"),
@@ -371,8 +378,8 @@ FORGET = Operation(
     tool=Tool(
         "delete_memory",
         "Delete a memory",
-        "Forget one memory of the tenant by its id. Fails if the id is not one of this"
-        " tenant's memories.",
+        "Forget one memory of the tenant by its id (without user_id: of whichever user of"
+        " the agent it is). Fails if the id is not one of this tenant's memories.",
         destructive=True,
         renames=_ID,
         response=Deleted,

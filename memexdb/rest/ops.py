@@ -124,6 +124,7 @@ async def snapshot(memex: AsyncMemex) -> metrics.Snapshot:
         up=True,
         runs={(r.kind, r.status or ""): r.value for r in rows if r.kind is not None},
         embed_queue_depth=figures.get("embed_queue_depth", 0),
+        memories_condensed=figures.get("memories_condensed", 0),
         ann_memories=figures.get("ann_index_memories", 0),
         ann_tenants=figures.get("ann_index_tenants", 0),
     )

@@ -68,7 +68,7 @@ begin
       and m.user_id = p_user_id
       and m.content = p_content
       and m.memory_type = coalesce(p_memory_type, 'episodic')
-      and m.importance = p_importance::real  -- the column is a real
+      and m.importance = p_importance
       and m.metadata = coalesce(p_metadata, '{}');
     if v_result.id is null then
         raise exception using

@@ -65,7 +65,7 @@ begin
           and m.user_id = i.user_id
           and m.content = i.content
           and m.memory_type = coalesce(p_memory_types[i.ord], 'episodic')
-          and m.importance = coalesce(p_importances[i.ord], 1.0)::real
+          and m.importance = coalesce(p_importances[i.ord], 1.0)
           and m.metadata = coalesce(p_metadata[i.ord], '{}'));
     if v_clash is not null then
         raise exception using

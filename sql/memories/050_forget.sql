@@ -3,6 +3,9 @@
 -- the id does not exist for this tenant (another tenant's id is indistinguishable from a
 -- missing one, so ids leak nothing across tenants). Forgetting a consolidation summary
 -- brings its archived sources back (live again), so that nothing is lost with it.
+-- p_user_id null (memex's DELETE /v1/memories/{id}?agent_id=..., which names no user):
+-- the memory is looked for among the agent's memories this caller may see (row-level
+-- security: a key limited to some users finds only theirs), then forgotten as its user's.
 create or replace function memex.forget(p_agent_id text, p_user_id text, p_id uuid)
 returns memex.memory_record
 language plpgsql
@@ -12,6 +15,18 @@ as $$
 declare
     v_result memex.memory_record;
 begin
+    if p_user_id is null and length(p_agent_id) between 1 and 128 then
+        select m.user_id into p_user_id
+        from memex.memories m where m.id = p_id and m.agent_id = p_agent_id;
+        if p_user_id is null then
+            -- no caller, or a key of another agent: say so, as for a named user
+            if not coalesce(memex._caller_all(), false)
+               and memex._caller_agent() is distinct from p_agent_id then
+                perform memex._authorize(p_agent_id, null, 'write');
+            end if;
+            raise exception 'memory % not found', p_id using errcode = 'MX404';
+        end if;
+    end if;
     perform memex._check_tenant(p_agent_id, p_user_id);
     perform memex._authorize(p_agent_id, p_user_id, 'write');
     perform memex._enforce_rate_limit('store', p_agent_id);
@@ -36,4 +51,5 @@ end
 $$;
 
 comment on function memex.forget(text, text, uuid) is
-    'Delete one memory of tenant (agent_id, user_id); MX404 if it is not theirs or absent.';
+    'Delete one memory of tenant (agent_id, user_id), or of any user of the agent the caller'
+    ' may see when user_id is null; MX404 if it is not theirs or absent.';

@@ -24,7 +24,7 @@ returns table (
     user_id text,
     memory_type memex.memory_type,
     content text,
-    importance real,
+    importance double precision,
     metadata jsonb,
     embedding_model text,
     created_at timestamptz,

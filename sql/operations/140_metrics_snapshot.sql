@@ -1,7 +1,7 @@
 -- privileges: service
 -- memex.metrics_snapshot: the database's figures for the service's GET /metrics, read at
 -- scrape time (so runs made by pg_cron count too): consolidation runs by kind and status,
--- memories waiting in the embed queue, and the tenants (and their memories) ranked
+-- the memories condensed by condense runs that are done, memories waiting in the embed queue, and the tenants (and their memories) ranked
 -- through the ANN index. One row per figure: (metric, kind, status, value); kind and
 -- status are null except for 'consolidation_runs'. Cheap: two small tables and the
 -- tenants table, no scan of memories; a lock held by a migration makes it fail fast
@@ -19,6 +19,9 @@ begin
     select 'consolidation_runs', r.kind, r.status, count(*)
     from memex.consolidation_runs r
     group by r.kind, r.status
+    union all
+    select 'memories_condensed', null, null, coalesce(sum(r.memories_in), 0)::bigint
+    from memex.consolidation_runs r where r.kind = 'condense' and r.status = 'done'
     union all
     select 'embed_queue_depth', null, null, count(*) from memex.embed_queue
     union all

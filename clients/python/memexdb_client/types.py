@@ -56,28 +56,16 @@ class Memory:
     archived_at: datetime | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    """One ranked result (SQL type memex.search_hit) with the parts of its score."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchHit(Memory):
+    """One ranked result (SQL type memex.search_hit): the memory, every field as Memory
+    has it, with the parts of its score."""
 
-    id: UUID
-    agent_id: str
-    user_id: str
-    memory_type: MemoryType
-    content: str
-    importance: float
-    metadata: dict[str, Any]
-    created_at: datetime
-    expires_at: datetime | None
     similarity: float | None
     text_rank: float | None
     relevance: float
     recency: float
     score: float
-    # lineage, as Memory's: a summary's sources; an archived memory's summary and time
-    source_ids: list[UUID] = field(default_factory=list)
-    superseded_by: UUID | None = None
-    archived_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

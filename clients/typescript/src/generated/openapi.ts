@@ -498,7 +498,7 @@ export interface paths {
         get: operations["get"];
         put?: never;
         post?: never;
-        /** Delete one memory of the tenant */
+        /** Delete one memory of the tenant (or, without user_id, of the agent) */
         delete: operations["forget"];
         options?: never;
         head?: never;
@@ -1508,7 +1508,7 @@ export interface components {
             created_at: string;
             /**
              * Embedding Model
-             * @description not in search results
+             * @description the model of its embedding (null: not embedded yet)
              * @default null
              */
             embedding_model?: string | null;
@@ -1548,7 +1548,7 @@ export interface components {
             superseded_by?: string | null;
             /**
              * Updated At
-             * @description last change (not in search)
+             * @description last change
              * @default null
              */
             updated_at?: string | null;
@@ -2113,7 +2113,7 @@ export interface components {
             created_at: string;
             /**
              * Embedding Model
-             * @description not in search results
+             * @description the model of its embedding (null: not embedded yet)
              * @default null
              */
             embedding_model?: string | null;
@@ -2169,7 +2169,7 @@ export interface components {
             text_rank: number | null;
             /**
              * Updated At
-             * @description last change (not in search)
+             * @description last change
              * @default null
              */
             updated_at?: string | null;
@@ -5345,7 +5345,7 @@ export interface operations {
                 /** @example demo-agent */
                 agent_id: string;
                 /** @example alice */
-                user_id: string;
+                user_id?: string | null;
             };
             header?: never;
             path: {

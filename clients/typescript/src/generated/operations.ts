@@ -571,7 +571,7 @@ export interface OperationMethods {
   storeMany(request: Requests["storeMany"], options?: CallOptions): Promise<Results["storeMany"]>;
   /** Search a tenant's memories (relevance + recency + importance) (POST /v1/memories/search) */
   search(request: Requests["search"], options?: CallOptions): Promise<Results["search"]>;
-  /** Delete one memory of the tenant (DELETE /v1/memories/{memory_id}) */
+  /** Delete one memory of the tenant (or, without user_id, of the agent) (DELETE /v1/memories/{memory_id}) */
   forget(request: Requests["forget"], options?: CallOptions): Promise<Results["forget"]>;
   /** Count a tenant's live memories (GET /v1/memories/count) */
   count(request: Requests["count"], options?: CallOptions): Promise<Results["count"]>;
