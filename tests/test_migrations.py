@@ -200,7 +200,7 @@ def test_this_server_meets_them(conn: psycopg.Connection) -> None:
 
 
 def test_upgrade_keeps_each_importance_as_it_was_sent(pg_server: EmbeddedPostgres) -> None:
-    # 0021: importance real -> double precision through the real's shortest text, so a
+    # 0020: importance real -> double precision through the real's shortest text, so a
     # stored 1.2 (a real's 1.2000000476837158) becomes the double 1.2 the client sent
     dsn = _empty_database(pg_server)
     sent = [1.2, 0.1, 0.3333, 2.0, 0.0, 1e-6]
