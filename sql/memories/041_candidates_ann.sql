@@ -7,7 +7,7 @@
 -- alpha 0.7 the best ten of a large tenant are mostly recent memories ranked far below
 -- the nearest few hundred, bench/RESULTS.md; and alpha = 0 sees what is newest) and the
 -- memories holding the rarest query terms (GIN index): terms are taken rarest first while
--- fewer than p_depth memories hold a rarer one, and of the last term taken the p_depth
+-- fewer than p_depth memories hold a rarer one, and of the last term taken the 4 p_depth
 -- memories of highest BM25, since BM25 weighs a term by its rarity (ranking every match
 -- by ts_rank instead, blind to rarity, read every memory holding a common word and missed
 -- the best BM25 matches). Each is scored like the exact path, except that the BM25
@@ -143,11 +143,10 @@ as $$
     ),
     text_best as materialized (
         -- every memory holding one of the rarer terms (fewer than p_depth), and of those
-        -- holding the last, most common one taken, the p_depth of highest BM25 (the
-        -- document frequencies known, the score is the final one: ranked by ts_rank,
-        -- blind to rarity, it took 4 p_depth for the same recall, bench/RESULTS.md "Term
-        -- statistics"), when they are few enough to rank (25 p_depth); else any p_depth
-        -- of them: a term that common weighs little in BM25
+        -- holding the last, most common one taken, the 4 p_depth of highest BM25 (the
+        -- document frequencies known, the score is the final one; ts_rank, blind to
+        -- rarity, ranked them before), when they are few enough to rank (25 p_depth);
+        -- else any 4 p_depth of them: a term that common weighs little in BM25
         select distinct on (l.id) l.*
         from rare_terms t
         cross join lateral (
@@ -163,7 +162,7 @@ as $$
                  where t.df <= 25 * p_depth and l.tsv @@ quote_literal(t.lexeme)::tsquery
                  offset 0) r  -- score each row once
              order by r.text_rank desc nulls last
-             limit p_depth)
+             limit 4 * p_depth)
             union all
             (select l.id, l.importance::double precision, l.created_at,
                     1 - (l.embedding <=> p_query_embedding),
@@ -174,7 +173,7 @@ as $$
                         join frequencies f on f.lexeme = o.lexeme cross join stats s) end
              from live l
              where t.df > 25 * p_depth and l.tsv @@ quote_literal(t.lexeme)::tsquery
-             limit p_depth)
+             limit 4 * p_depth)
         ) l
     ),
     hits as materialized (  -- the nearest and text-matching memories
