@@ -176,9 +176,8 @@ as $$
              limit 4 * p_depth)
         ) l
     ),
-    hits as materialized (  -- the nearest and text-matching memories
-        select distinct on (u.id) u.*
-        from (select * from nearest union all select * from text_best) u
+    hits as (  -- the nearest and text-matching memories, whose neighbours are candidates
+        select * from nearest union select * from text_best
     ),
     neighbours as (
         -- the p_neighbours live memories just before and just after each hit, in
@@ -236,19 +235,17 @@ as $$
         where b.score is null  -- fewer than k known: no bound
            or memex._score(b.similarity, memex._recency(e.created_at, p_now, p_half_life_days),
                            e.importance::double precision, p_alpha) >= b.score
-    ),
-    others as (  -- the candidates that are not hits
-        select distinct on (o.id) o.*
-        from (select * from newest
-              union all
-              select * from reachable
-              union all
-              select * from neighbours) o
-        where not exists (select from hits h where h.id = o.id)
     )
-    select h.id, h.importance, h.created_at, h.similarity, h.text_rank from hits h
-    union all
-    select o.id, o.importance, o.created_at, o.similarity, o.text_rank from others o
+    -- every value of a memory is computed alike in each branch, so union drops repeats
+    select * from nearest
+    union
+    select * from newest
+    union
+    select * from reachable
+    union
+    select * from text_best
+    union
+    select * from neighbours
 $$;
 
 comment on function memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
