@@ -8,7 +8,8 @@
 -- the nearest few hundred, bench/RESULTS.md; and alpha = 0 sees what is newest) and the
 -- memories holding the rarest query terms (GIN index): terms are taken rarest first while
 -- fewer than p_depth memories hold a rarer one, and of the last term taken the 4 p_depth
--- memories of highest BM25, since BM25 weighs a term by its rarity (ranking every match
+-- memories of highest BM25, and the 4 p_depth of highest BM25 among those holding two of
+-- the six rarest query terms, since BM25 weighs a term by its rarity (ranking every match
 -- by ts_rank instead, blind to rarity, read every memory holding a common word and missed
 -- the best BM25 matches). Each is scored like the exact path, except that the BM25
 -- statistics are the tenant's stored ones: document frequencies from memex.term_stats
@@ -176,8 +177,40 @@ as $$
              limit 4 * p_depth)
         ) l
     ),
+    pair_query as (
+        -- memories holding two of the query's six rarest terms (any two: 'a & b' | ...):
+        -- in a large tenant even the rarest term is held by hundreds, so the rarest-first
+        -- memories are those of one term, and the best BM25 matches, which hold several
+        -- common terms, were missed (recall@10 0.66 at 200,000 memories, 0.94 with these:
+        -- bench/RESULTS.md "Term statistics per tenant")
+        select string_agg(format('(%s & %s)', quote_literal(a.lexeme), quote_literal(b.lexeme)),
+                          ' | ')::tsquery as q
+        from (select f.lexeme, f.df from frequencies f where f.df > 0
+              order by f.df, f.lexeme limit 6) a
+        join (select f.lexeme, f.df from frequencies f where f.df > 0
+              order by f.df, f.lexeme limit 6) b on a.lexeme < b.lexeme
+        cross join stats s
+        -- a bound on what is read, as for the last term taken: the pairs expected (terms
+        -- independent) in at most 25 p_depth memories
+        where a.df * b.df / s.n <= 25 * p_depth
+    ),
+    text_pairs as materialized (  -- of those, the 4 p_depth of highest BM25
+        select r.* from (
+            select l.id, l.importance::double precision as importance, l.created_at,
+                   1 - (l.embedding <=> p_query_embedding) as similarity,
+                   case when cardinality(p_terms) > 0 and l.tsv @@ (select a.q from any_term a) then (
+                       select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
+                                              s.n, s.avgdl))
+                       from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
+                       join frequencies f on f.lexeme = o.lexeme cross join stats s) end as text_rank
+            from live l, pair_query pq
+            where pq.q is not null and l.tsv @@ pq.q
+            offset 0) r  -- score each row once
+        order by r.text_rank desc nulls last
+        limit 4 * p_depth
+    ),
     hits as (  -- the nearest and text-matching memories, whose neighbours are candidates
-        select * from nearest union select * from text_best
+        select * from nearest union select * from text_best union select * from text_pairs
     ),
     neighbours as (
         -- the p_neighbours live memories just before and just after each hit, in
@@ -244,6 +277,8 @@ as $$
     select * from reachable
     union
     select * from text_best
+    union
+    select * from text_pairs
     union
     select * from neighbours
 $$;
