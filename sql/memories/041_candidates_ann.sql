@@ -204,7 +204,8 @@ as $$
                        from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
                        join frequencies f on f.lexeme = o.lexeme cross join stats s) end as text_rank
             from live l, pair_query pq
-            where pq.q is not null and l.tsv @@ pq.q
+            where cardinality(p_terms) > 1  -- a constant when planned: no branch without terms
+              and pq.q is not null and l.tsv @@ pq.q
             offset 0) r  -- score each row once
         order by r.text_rank desc nulls last
         limit 4 * p_depth
