@@ -92,7 +92,7 @@ as $$
         -- do) and the mean length of its p_depth newest memories, a sample of the whole
         select greatest(coalesce(max(t.memory_count), 1), 1)::double precision as n,
                (select avg(l.tsv_length) from (select l.tsv_length from live l
-                                               where cardinality(p_terms) > 0
+                                               where coalesce(cardinality(p_terms), 0) > 0
                                                order by l.created_at desc limit p_depth) l)
                    as avgdl
         from memex.tenants t where t.agent_id = p_agent_id and t.user_id = p_user_id
@@ -105,7 +105,8 @@ as $$
         -- score (the tsquery test is cheaper than the unnest).
         select l.id, l.importance::double precision as importance, l.created_at,
                1 - (l.embedding <=> p_query_embedding) as similarity,
-               case when cardinality(p_terms) > 0 and l.tsv @@ (select a.q from any_term a) then (
+               case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
+                         and l.tsv @@ (select a.q from any_term a) then (
                    select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
                                           s.n, s.avgdl))
                    from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
@@ -120,7 +121,8 @@ as $$
         -- raise the k-th score before the bound is tested) with it and alpha given
         select l.id, l.importance::double precision as importance, l.created_at,
                1 - (l.embedding <=> p_query_embedding) as similarity,
-               case when cardinality(p_terms) > 0 and l.tsv @@ (select a.q from any_term a) then (
+               case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
+                         and l.tsv @@ (select a.q from any_term a) then (
                    select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
                                           s.n, s.avgdl))
                    from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
@@ -154,7 +156,8 @@ as $$
             (select r.* from (
                  select l.id, l.importance::double precision as importance, l.created_at,
                         1 - (l.embedding <=> p_query_embedding) as similarity,
-                        case when cardinality(p_terms) > 0 and l.tsv @@ (select a.q from any_term a) then (
+                        case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
+                                  and l.tsv @@ (select a.q from any_term a) then (
                             select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
                                                    s.n, s.avgdl))
                             from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
@@ -167,7 +170,8 @@ as $$
             union all
             (select l.id, l.importance::double precision, l.created_at,
                     1 - (l.embedding <=> p_query_embedding),
-                    case when cardinality(p_terms) > 0 and l.tsv @@ (select a.q from any_term a) then (
+                    case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
+                              and l.tsv @@ (select a.q from any_term a) then (
                         select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
                                                s.n, s.avgdl))
                         from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
@@ -198,13 +202,14 @@ as $$
         select r.* from (
             select l.id, l.importance::double precision as importance, l.created_at,
                    1 - (l.embedding <=> p_query_embedding) as similarity,
-                   case when cardinality(p_terms) > 0 and l.tsv @@ (select a.q from any_term a) then (
+                   case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
+                             and l.tsv @@ (select a.q from any_term a) then (
                        select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
                                               s.n, s.avgdl))
                        from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
                        join frequencies f on f.lexeme = o.lexeme cross join stats s) end as text_rank
             from live l, pair_query pq
-            where cardinality(p_terms) > 1  -- a constant when planned: no branch without terms
+            where coalesce(cardinality(p_terms), 0) > 1  -- a constant when planned: none without terms
               and pq.q is not null and l.tsv @@ pq.q
             offset 0) r  -- score each row once
         order by r.text_rank desc nulls last
@@ -222,7 +227,8 @@ as $$
         cross join lateral (
             (select l.id, l.importance::double precision as importance, l.created_at,
                     1 - (l.embedding <=> p_query_embedding) as similarity,
-                    case when cardinality(p_terms) > 0 and l.tsv @@ (select a.q from any_term a) then (
+                    case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
+                              and l.tsv @@ (select a.q from any_term a) then (
                         select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
                                                s.n, s.avgdl))
                         from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
@@ -233,7 +239,8 @@ as $$
             union all
             (select l.id, l.importance::double precision, l.created_at,
                     1 - (l.embedding <=> p_query_embedding),
-                    case when cardinality(p_terms) > 0 and l.tsv @@ (select a.q from any_term a) then (
+                    case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
+                              and l.tsv @@ (select a.q from any_term a) then (
                         select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
                                                s.n, s.avgdl))
                         from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
