@@ -24,8 +24,11 @@ text, no recency) is timed in the same rounds as the floor any ANN ranking pays.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import pydoc_data.topics as pydoc_topics
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -44,6 +47,10 @@ from harness import (
 )
 from machine import machine_facts
 from pgvector.psycopg import register_vector
+from psycopg.conninfo import make_conninfo
+
+import memexdb
+from memexdb.embedded.server import EmbeddedPostgres
 
 REPO = Path(__file__).resolve().parents[1]
 FUNCTIONS = ("memories/041_candidates_ann.sql", "memories/042_search.sql")
@@ -69,14 +76,42 @@ def unit(v: np.ndarray) -> np.ndarray:
     return result
 
 
+def reference_sentences() -> list[str]:
+    """The sentences of the Python language reference's topics (pydoc_data.topics, which
+    ships with CPython): real English prose of 20-300 characters."""
+    text = re.sub(r"\s+", " ", " ".join(pydoc_topics.topics.values()))
+    return [
+        s
+        for s in (s.strip() for s in re.split(r"(?<=[.!?])\s+", text))
+        if 20 <= len(s) <= 300 and re.search(r"[a-z]{4}", s)
+    ]
+
+
+def texts_of(rng: np.random.Generator, text: str, rows: int) -> tuple[list[str], list[list[str]]]:
+    """Each memory's content and its words: --text zipf draws WORDS words from a Zipf-like
+    vocabulary; --text reference joins two random sentences of the language reference."""
+    if text == "zipf":
+        ranks = np.arange(VOCABULARY)
+        p = 1 / (ranks + 10.0)
+        words = rng.choice(VOCABULARY, size=(rows, WORDS), p=p / p.sum())
+        tokens = [[f"w{w}" for w in row] for row in words]
+        return [" ".join(t) for t in tokens], tokens
+    sentences = reference_sentences()
+    pairs = rng.integers(len(sentences), size=(rows, 2))
+    contents = [f"{sentences[a]} {sentences[b]}" for a, b in pairs]
+    return contents, [re.findall(r"[a-z]{3,}", c.lower()) for c in contents]
+
+
 def dataset(
-    rng: np.random.Generator, rows: int, queries: int
+    rng: np.random.Generator, rows: int, queries: int, text: str = "zipf"
 ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """Contents, vectors, importance, ages (s), query vectors and query texts."""
-    ranks = np.arange(VOCABULARY)
-    p = 1 / (ranks + 10.0)
-    words = rng.choice(VOCABULARY, size=(rows, WORDS), p=p / p.sum())
-    contents = [" ".join(f"w{w}" for w in row) for row in words]
+    contents, words = texts_of(rng, text, rows)
+    vocabulary = (
+        [f"w{k}" for k in range(VOCABULARY)]
+        if text == "zipf"
+        else sorted({w for ws in words[:10_000] for w in ws})
+    )
     centroids = unit(rng.standard_normal((max(rows // 50, 1), 384)))
     # a memory's cosine with its cluster's centre is ~0.7, with its cluster-mates ~0.5
     vectors = unit(
@@ -88,8 +123,8 @@ def dataset(
     asked = unit(vectors[picks] + unit(rng.standard_normal((queries, 384))))
     texts = [
         " ".join(
-            [f"w{w}" for w in rng.choice(words[i], 3, replace=False)]
-            + [f"w{rng.integers(VOCABULARY)}"]
+            [str(w) for w in rng.choice(words[i], 3, replace=False)]
+            + [vocabulary[rng.integers(len(vocabulary))]]
         )
         for i in picks
     ]
@@ -151,35 +186,112 @@ def top_ids(conn: psycopg.Connection[Any], sql: str, params: tuple[Any, ...]) ->
     return [str(r[0]) for r in conn.execute(sql, params).fetchall()]
 
 
+@contextlib.contextmanager
+def server_at(directory: Path | None) -> Iterator[EmbeddedPostgres]:
+    """A fresh, removed server; or, with --server-dir, one whose databases are kept for the
+    next run (building 200,000 memories and their HNSW index takes long on 2 cores)."""
+    if directory is None:
+        with embedded_server("ann-default") as server:
+            yield server
+        return
+    server = EmbeddedPostgres(directory)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def tenant_database(admin_dsn: str, name: str) -> tuple[str, bool]:
+    """(DSN, whether it is new) of database `name`: migrated, so a kept one has the SQL
+    functions of this checkout."""
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        kept = conn.execute("select 1 from pg_database where datname = %s", (name,)).fetchone()
+    if not kept:
+        return create_database(admin_dsn, name), True
+    dsn = make_conninfo(admin_dsn, dbname=name)
+    memexdb.migrate(dsn)
+    return dsn, False
+
+
+def store_throughput(
+    conn: psycopg.Connection[Any], rng: np.random.Generator, rounds: int
+) -> dict[str, dict[str, float]]:
+    """Memories a second stored into the big tenant by memex.store_many (batches of 100)
+    and memex.store (one a call), with the term-statistics triggers off ("before": the
+    store path without them) and on ("now"), alternated round by round; each round's
+    memories are deleted again (with the triggers in the same state)."""
+    triggers = ("memories_terms_insert", "memories_terms_delete")
+    vectors = unit(rng.standard_normal((100, 384)))
+    contents = [f"stored memory {i} about w{i % 97} and w{i % 13}" for i in range(100)]
+    rates: dict[str, dict[str, list[float]]] = {
+        v: {"batch of 100": [], "single": []} for v in ("before", "now")
+    }
+    for _ in range(rounds):
+        for version in ("before", "now"):
+            state = "enable" if version == "now" else "disable"
+            for trigger in triggers:
+                conn.execute(f"alter table memex.memories {state} trigger {trigger}")
+            started = time.perf_counter()
+            for _ in range(3):
+                conn.execute(
+                    "select count(*) from memex.store_many(%s, %s, %s, %s, 'synthetic')",
+                    (["bench"] * 100, ["u"] * 100, contents, list(vectors)),
+                )
+            rates[version]["batch of 100"].append(300 / (time.perf_counter() - started))
+            started = time.perf_counter()
+            for i in range(100):
+                conn.execute(
+                    "select id from memex.store('bench', 'u', %s, %s, 'synthetic')",
+                    (contents[i], vectors[i]),
+                )
+            rates[version]["single"].append(100 / (time.perf_counter() - started))
+            conn.execute("delete from memex.memories where content like 'stored memory %%'")
+    conn.execute("alter table memex.memories enable trigger memories_terms_insert")
+    conn.execute("alter table memex.memories enable trigger memories_terms_delete")
+    return {v: {k: float(np.median(x)) for k, x in r.items()} for v, r in rates.items()}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=100_000, help="memories of the tenant")
     parser.add_argument("--queries", type=int, default=60, help="queries per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--baseline-sql", type=Path, help="older 041 and 042 in one file")
+    parser.add_argument("--text", choices=("zipf", "reference"), default="zipf")
+    parser.add_argument("--server-dir", type=Path, help="keep the tenant here for reuse")
+    parser.add_argument("--store-rounds", type=int, default=0, help="also time stores")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
     args = parser.parse_args(argv)
     facts = machine_facts()
     command = print_header(facts)
     rng = np.random.default_rng(args.seed)
-    contents, vectors, importance, ages, asked, texts = dataset(rng, args.rows, args.queries)
+    contents, vectors, importance, ages, asked, texts = dataset(
+        rng, args.rows, args.queries, args.text
+    )
     versions = {"now": "\n".join((REPO / "sql" / f).read_text() for f in FUNCTIONS)}
     if args.baseline_sql:
         versions = {"before": args.baseline_sql.read_text(), **versions}
-    cases = {"default request (no options)": DEFAULT_SEARCH, "vector, alpha 1": VECTOR_SEARCH}
+    cases = {
+        "default request (no options)": DEFAULT_SEARCH,
+        "vector, alpha 1": VECTOR_SEARCH,
+        "vector, alpha 0.7": VECTOR_SEARCH.replace("p_alpha => 1", "p_alpha => 0.7"),
+    }
 
     def params(case: str, i: int) -> tuple[Any, ...]:
-        if case == "vector, alpha 1":
+        if case.startswith("vector"):
             return (asked[i], NOW)
         return (asked[i], texts[i], NOW)
 
-    with embedded_server("ann-default") as server:
-        dsn = create_database(server.dsn, "ann_default")
+    with server_at(args.server_dir) as server:
+        dsn, new = tenant_database(server.dsn, f"ann_{args.text}_{args.rows}_{args.seed}")
         with psycopg.connect(dsn, autocommit=True, prepare_threshold=0) as conn:
             register_vector(conn)
-            log(f"loading {args.rows:,} memories")
-            log(f"loaded and indexed in {load(conn, contents, vectors, importance, ages):.0f} s")
+            if new:
+                log(f"loading {args.rows:,} memories")
+                seconds_taken = load(conn, contents, vectors, importance, ages)
+                log(f"loaded and indexed in {seconds_taken:.0f} s")
             conn.execute("update memex.tenants set ann = false where agent_id = 'bench'")
             exact = {
                 case: [top_ids(conn, sql, params(case, i)) for i in range(args.queries)]
@@ -211,14 +323,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                                     len(set(got) & set(exact[case][i])) / 10
                                 )
                 log(f"round {r + 1} of {args.rounds} done")
+            install(dsn, versions["now"])
+            conn.execute("set log_statement_stats = off")
+            stores = store_throughput(conn, rng, args.store_rounds) if args.store_rounds else {}
     print()
     print("| search | functions | n | p50 ms | p99 ms | CPU p50 ms | recall@10 vs exact |")
     print("|---|---|---:|---:|---:|---:|---:|")
     report: dict[str, Any] = {
         "command": command,
         "machine": facts,
-        "args": vars(args) | {"baseline_sql": str(args.baseline_sql), "out": str(args.out)},
+        "args": vars(args)
+        | {
+            "baseline_sql": str(args.baseline_sql),
+            "out": str(args.out),
+            "server_dir": str(args.server_dir),
+        },
         "results": {},
+        "stores_per_second": stores,
     }
     for case in cases:
         for version in versions:
@@ -233,6 +354,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "cpu_p50_ms": cpu_ms,
                 "recall_at_10": rec,
             }
+    if stores:
+        print()
+        print("| store into the tenant | term statistics | memories/s (median of rounds) |")
+        print("|---|---|---:|")
+        for version, rates in stores.items():
+            for kind, rate in rates.items():
+                print(f"| {kind} | {'off' if version == 'before' else 'kept'} | {rate:.0f} |")
     log(f"wrote {write_json(args.out, 'ann_default', report)}")
     return 0
 

@@ -303,3 +303,35 @@ def test_the_ann_path_finds_the_memory_holding_the_rarest_query_term(
     assert index_tenant(conn, "rare") == 601
     assert default_request(conn, "rare", "apple zebra", ann=False)[0] == "a zebra at the zoo"
     assert default_request(conn, "rare", "apple zebra", ann=True)[0] == "a zebra at the zoo"
+
+
+def test_the_ann_path_finds_the_memory_holding_two_common_query_terms(
+    conn: psycopg.Connection,
+) -> None:
+    # "apple" and "pie" are each held by 300 memories, too many to rank (25 x 10) and more
+    # than ann_candidates: rarest-first takes any 40 of the apples. The one old, distant
+    # memory holding both is the best BM25 match; the pair branch (memories holding two of
+    # the rarest terms, ~150 expected) finds it on the ANN path as the exact path does.
+    set_setting(conn, "ann_candidates", "10")
+    set_setting(conn, "ann_recent_candidates", "50")
+    rng = np.random.default_rng(33)
+    register_vector(conn)
+    contents = [f"apple number {i}" for i in range(300)] + [f"pie number {i}" for i in range(300)]
+    contents.insert(300, "an apple pie")  # in the middle, not last in the heap
+    conn.execute(
+        "select count(*) from memex.store_many(%s, %s, %s, %s, 'test-model', null, null, null,"
+        " null, %s)",
+        (
+            ["pair"] * 601,
+            ["u"] * 601,
+            contents,
+            list(clustered(rng, 601)),
+            [
+                NOW - timedelta(days=300 if c == "an apple pie" else float(rng.uniform(0, 100)))
+                for c in contents
+            ],
+        ),
+    )
+    assert index_tenant(conn, "pair") == 601
+    assert default_request(conn, "pair", "apple pie", ann=False)[0] == "an apple pie"
+    assert default_request(conn, "pair", "apple pie", ann=True)[0] == "an apple pie"

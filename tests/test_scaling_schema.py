@@ -25,6 +25,7 @@ DISTRIBUTION_COLUMN = "agent_id"
 TENANT_TABLES = {
     "memories",
     "tenants",
+    "term_stats",
     "file_revisions",
     "access_log",
     "consolidation_runs",
@@ -249,6 +250,7 @@ def test_the_compliant_constraints_are_those_documented(conn: psycopg.Connection
     }
     assert fits == {
         ("tenants", "tenants_pkey"),
+        ("term_stats", "term_stats_pkey"),
         ("file_revisions", "file_revisions_agent_id_user_id_path_revision_key"),
         ("memories", "memories_path_idx"),
         ("rate_limit_reservations", "rate_limit_reservations_pkey"),

@@ -247,6 +247,6 @@ def test_ann_candidates_are_planned_for_their_tenant_every_time(conn: psycopg.Co
     queries = clustered(rng, 12)
     for query in queries[:10]:
         search(conn, query, agent="big", user="u")
-    candidate_plans = [p for p in plans(conn, queries[11], "big") if "CTE candidates" in p]
+    candidate_plans = [p for p in plans(conn, queries[11], "big") if "CTE nearest" in p]
     assert len(candidate_plans) == 1
     assert "agent_id = 'big'::text" in candidate_plans[0]

@@ -8,11 +8,15 @@
 -- the nearest few hundred, bench/RESULTS.md; and alpha = 0 sees what is newest) and the
 -- memories holding the rarest query terms (GIN index): terms are taken rarest first while
 -- fewer than p_depth memories hold a rarer one, and of the last term taken the 4 p_depth
--- memories holding the most query terms, since BM25 weighs a term by its rarity (ranking
--- every match by ts_rank instead, blind to rarity, read every memory holding a common
--- word and missed the best BM25 matches). Each is scored like the exact path; BM25
--- document frequencies are counted over the whole tenant through the GIN index, once per
--- query term. p_metadata (null: any) keeps only memories whose metadata contains it, inside
+-- memories of highest BM25, and the 4 p_depth of highest BM25 among those holding two of
+-- the six rarest query terms, since BM25 weighs a term by its rarity (ranking every match
+-- by ts_rank instead, blind to rarity, read every memory holding a common word and missed
+-- the best BM25 matches). Each is scored like the exact path, except that the BM25
+-- statistics are the tenant's stored ones: document frequencies from memex.term_stats
+-- (kept by triggers on memex.memories, one index probe per query term), the size from
+-- memex.tenants and the mean length of its p_depth newest memories (a sample), all over the
+-- memories memex.tenants.memory_count counts (archived ones too, whatever the filters).
+-- p_metadata (null: any) keeps only memories whose metadata contains it, inside
 -- each branch (the HNSW iterative scan goes on until it has p_depth that match);
 -- p_include_archived adds the memories consolidation archived.
 --
@@ -74,18 +78,39 @@ as $$
         select memex._any_term_query(p_terms) as q where cardinality(p_terms) > 0
     ),
     frequencies as materialized (
-        -- materialized: inlined, the count ran once per occurrence instead of once per
-        -- term (a 20k tenant: 1,077 counts of 3.7 ms, 4 s per search)
-        select t as lexeme,
-               (select count(*) from live l where l.tsv @@ quote_literal(t)::tsquery)::double precision
-                   as df
-        from unnest(p_terms) t
+        -- each query term's document frequency, one probe of memex.term_stats (kept by
+        -- triggers on memex.memories) instead of a count through the GIN index (~26 ms a
+        -- query at 50k memories, bench/RESULTS.md "Term statistics")
+        select t.lexeme,
+               coalesce((select s.df from memex.term_stats s
+                         where s.agent_id = p_agent_id and s.user_id = p_user_id
+                           and s.lexeme = t.lexeme), 0)::double precision as df
+        from unnest(p_terms) t(lexeme)
+    ),
+    stats as (
+        -- the tenant's size from memex.tenants (counting 100k+ rows per query would not
+        -- do) and the mean length of its p_depth newest memories, a sample of the whole
+        select greatest(coalesce(max(t.memory_count), 1), 1)::double precision as n,
+               (select avg(l.tsv_length) from (select l.tsv_length from live l
+                                               where coalesce(cardinality(p_terms), 0) > 0
+                                               order by l.created_at desc limit p_depth) l)
+                   as avgdl
+        from memex.tenants t where t.agent_id = p_agent_id and t.user_id = p_user_id
     ),
     nearest as materialized (
-        -- Each branch carries the columns the ranking needs from the rows its index scan
-        -- has already read, so no candidate is looked up a second time.
+        -- Each branch carries the columns the ranking needs, its BM25 score included, from
+        -- the rows its index scan has already read, so no candidate is looked up twice.
+        -- The score reads only the query terms of the tsvector (marked A by setweight,
+        -- kept by ts_filter), not a paragraph's other lexemes; no terms or none held, no
+        -- score (the tsquery test is cheaper than the unnest).
         select l.id, l.importance::double precision as importance, l.created_at,
-               1 - (l.embedding <=> p_query_embedding) as similarity
+               1 - (l.embedding <=> p_query_embedding) as similarity,
+               case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
+                         and l.tsv @@ (select a.q from any_term a) then (
+                   select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
+                                          s.n, s.avgdl))
+                   from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
+                   join frequencies f on f.lexeme = o.lexeme cross join stats s) end as text_rank
         from live l
         where l.ann  -- implies the ANN index's predicate, so the planner may use it
           and p_query_embedding is not null
@@ -95,7 +120,13 @@ as $$
         -- all p_recent newest without pruning; the p_depth newest (scored in full, to
         -- raise the k-th score before the bound is tested) with it and alpha given
         select l.id, l.importance::double precision as importance, l.created_at,
-               1 - (l.embedding <=> p_query_embedding) as similarity
+               1 - (l.embedding <=> p_query_embedding) as similarity,
+               case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
+                         and l.tsv @@ (select a.q from any_term a) then (
+                   select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
+                                          s.n, s.avgdl))
+                   from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
+                   join frequencies f on f.lexeme = o.lexeme cross join stats s) end as text_rank
         from live l
         where p_alpha is not null
            or not memex._ann_bounded(p_top_k, p_query_embedding, p_terms, p_memory_types,
@@ -115,41 +146,105 @@ as $$
     ),
     text_best as materialized (
         -- every memory holding one of the rarer terms (fewer than p_depth), and of those
-        -- holding the last, most common one taken, the 4 p_depth holding the most query
-        -- terms (ts_rank), when they are few enough to rank (25 p_depth); else any 4
-        -- p_depth of them: a term that common weighs little in BM25
-        select distinct l.id, l.importance, l.created_at, l.similarity
+        -- holding the last, most common one taken, the 4 p_depth of highest BM25 (the
+        -- document frequencies known, the score is the final one; ts_rank, blind to
+        -- rarity, ranked them before), when they are few enough to rank (25 p_depth);
+        -- else any 4 p_depth of them: a term that common weighs little in BM25
+        select distinct on (l.id) l.*
         from rare_terms t
         cross join lateral (
-            (select l.id, l.importance::double precision as importance, l.created_at,
-                    1 - (l.embedding <=> p_query_embedding) as similarity
-             from live l, any_term a
-             where t.df <= 25 * p_depth and l.tsv @@ quote_literal(t.lexeme)::tsquery
-             order by ts_rank(l.tsv, a.q) desc
+            (select r.* from (
+                 select l.id, l.importance::double precision as importance, l.created_at,
+                        1 - (l.embedding <=> p_query_embedding) as similarity,
+                        case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
+                                  and l.tsv @@ (select a.q from any_term a) then (
+                            select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
+                                                   s.n, s.avgdl))
+                            from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
+                            join frequencies f on f.lexeme = o.lexeme cross join stats s) end as text_rank
+                 from live l
+                 where t.df <= 25 * p_depth and l.tsv @@ quote_literal(t.lexeme)::tsquery
+                 offset 0) r  -- score each row once
+             order by r.text_rank desc nulls last
              limit 4 * p_depth)
             union all
             (select l.id, l.importance::double precision, l.created_at,
-                    1 - (l.embedding <=> p_query_embedding)
+                    1 - (l.embedding <=> p_query_embedding),
+                    case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
+                              and l.tsv @@ (select a.q from any_term a) then (
+                        select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
+                                               s.n, s.avgdl))
+                        from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
+                        join frequencies f on f.lexeme = o.lexeme cross join stats s) end
              from live l
              where t.df > 25 * p_depth and l.tsv @@ quote_literal(t.lexeme)::tsquery
              limit 4 * p_depth)
         ) l
     ),
+    pair_query as (
+        -- memories holding two of the query's six rarest terms (any two: 'a & b' | ...):
+        -- in a large tenant even the rarest term is held by hundreds, so the rarest-first
+        -- memories are those of one term, and the best BM25 matches, which hold several
+        -- common terms, were missed (recall@10 0.66 at 200,000 memories, 0.94 with these:
+        -- bench/RESULTS.md "Term statistics per tenant")
+        select string_agg(format('(%s & %s)', quote_literal(a.lexeme), quote_literal(b.lexeme)),
+                          ' | ')::tsquery as q
+        from (select f.lexeme, f.df from frequencies f where f.df > 0
+              order by f.df, f.lexeme limit 6) a
+        join (select f.lexeme, f.df from frequencies f where f.df > 0
+              order by f.df, f.lexeme limit 6) b on a.lexeme < b.lexeme
+        cross join stats s
+        -- a bound on what is read, as for the last term taken: the pairs expected (terms
+        -- independent) in at most 25 p_depth memories
+        where a.df * b.df / s.n <= 25 * p_depth
+    ),
+    text_pairs as materialized (  -- of those, the 4 p_depth of highest BM25
+        select r.* from (
+            select l.id, l.importance::double precision as importance, l.created_at,
+                   1 - (l.embedding <=> p_query_embedding) as similarity,
+                   case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
+                             and l.tsv @@ (select a.q from any_term a) then (
+                       select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
+                                              s.n, s.avgdl))
+                       from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
+                       join frequencies f on f.lexeme = o.lexeme cross join stats s) end as text_rank
+            from live l, pair_query pq
+            where coalesce(cardinality(p_terms), 0) > 1  -- a constant when planned: none without terms
+              and pq.q is not null and l.tsv @@ pq.q
+            offset 0) r  -- score each row once
+        order by r.text_rank desc nulls last
+        limit 4 * p_depth
+    ),
+    hits as (  -- the nearest and text-matching memories, whose neighbours are candidates
+        select * from nearest union select * from text_best union select * from text_pairs
+    ),
     neighbours as (
-        -- the p_neighbours live memories just before and just after each nearest and
-        -- text-matching one, in memex.search's window order (created_at, id): its context
-        -- takes relevance from them, and they take it from the hit
+        -- the p_neighbours live memories just before and just after each hit, in
+        -- memex.search's window order (created_at, id): its context takes relevance from
+        -- them, and they take it from the hit
         select n.*
-        from (select * from nearest union select * from text_best) h
+        from hits h
         cross join lateral (
             (select l.id, l.importance::double precision as importance, l.created_at,
-                    1 - (l.embedding <=> p_query_embedding) as similarity
+                    1 - (l.embedding <=> p_query_embedding) as similarity,
+                    case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
+                              and l.tsv @@ (select a.q from any_term a) then (
+                        select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
+                                               s.n, s.avgdl))
+                        from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
+                        join frequencies f on f.lexeme = o.lexeme cross join stats s) end as text_rank
              from live l
              where (l.created_at, l.id) < (h.created_at, h.id)
              order by l.created_at desc, l.id desc limit p_neighbours)
             union all
             (select l.id, l.importance::double precision, l.created_at,
-                    1 - (l.embedding <=> p_query_embedding)
+                    1 - (l.embedding <=> p_query_embedding),
+                    case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
+                              and l.tsv @@ (select a.q from any_term a) then (
+                        select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
+                                               s.n, s.avgdl))
+                        from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
+                        join frequencies f on f.lexeme = o.lexeme cross join stats s) end
              from live l
              where (l.created_at, l.id) > (h.created_at, h.id)
              order by l.created_at, l.id limit p_neighbours)
@@ -175,47 +270,25 @@ as $$
     ),
     reachable as (  -- the entries whose bound reaches the k-th score, read and scored
         select l.id, l.importance::double precision as importance, l.created_at,
-               1 - (l.embedding <=> p_query_embedding) as similarity
+               1 - (l.embedding <=> p_query_embedding) as similarity,
+               null::double precision as text_rank  -- no query terms when bounded
         from entries e cross join bar b join live l on l.id = e.id
         where b.score is null  -- fewer than k known: no bound
            or memex._score(b.similarity, memex._recency(e.created_at, p_now, p_half_life_days),
                            e.importance::double precision, p_alpha) >= b.score
-    ),
-    picked as (
-        select * from nearest
-        union
-        select * from newest
-        union
-        select * from reachable
-        union
-        select * from text_best
-        union
-        select * from neighbours
-    ),
-    candidates as materialized (
-        -- tsvectors only when there are query terms (modes text and hybrid)
-        select p.id, p.importance, p.created_at, p.similarity, t.tsv
-        from picked p
-        left join lateral (select m.tsv from memex.memories m
-                           where m.id = p.id and cardinality(p_terms) > 0) t on true
-    ),
-    stats as (  -- the tenant's size from memex.tenants; counting 100k+ rows per query would not do
-        select greatest(coalesce(max(t.memory_count), 1), 1)::double precision as n
-        from memex.tenants t where t.agent_id = p_agent_id and t.user_id = p_user_id
-    ),
-    occurrences as (
-        select c.id, t.lexeme, coalesce(cardinality(t.positions), 1) as tf, length(c.tsv) as dl,
-               avg(length(c.tsv)) over () as avgdl
-        from candidates c cross join lateral unnest(ts_filter(setweight(c.tsv, 'A', p_terms), '{a}')) t
-        where cardinality(p_terms) > 0 and t.lexeme = any (p_terms)
-    ),
-    bm25 as (
-        select o.id, sum(memex._bm25(o.tf, o.dl, f.df, s.n, o.avgdl)) as score
-        from occurrences o join frequencies f using (lexeme) cross join stats s
-        group by o.id
     )
-    select c.id, c.importance, c.created_at, c.similarity, b.score
-    from candidates c left join bm25 b on b.id = c.id
+    -- every value of a memory is computed alike in each branch, so union drops repeats
+    select * from nearest
+    union
+    select * from newest
+    union
+    select * from reachable
+    union
+    select * from text_best
+    union
+    select * from text_pairs
+    union
+    select * from neighbours
 $$;
 
 comment on function memex._candidates_ann(text, text, vector, text[], memex.memory_type[],

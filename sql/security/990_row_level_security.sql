@@ -15,8 +15,8 @@ declare
         ' or user_id = any ((select memex._caller_users())::text[]))))';
     v_writes  constant text := '(select memex._caller_writes())';
 begin
-    foreach v_table in array array['memories', 'tenants', 'file_revisions', 'access_log',
-                                      'consolidation_runs'] loop
+    foreach v_table in array array['memories', 'tenants', 'term_stats', 'file_revisions',
+                                      'access_log', 'consolidation_runs'] loop
         execute format('alter table memex.%I enable row level security', v_table);
         execute format('alter table memex.%I force row level security', v_table);
         execute format('drop policy if exists tenant_read on memex.%I', v_table);

@@ -24,7 +24,7 @@ revoke all on all tables in schema memex from memex_app, memex_tenant;
 revoke execute on all functions in schema memex from memex_app, memex_tenant;
 
 grant usage on schema memex to memex_app, memex_tenant;
-grant select, insert, update, delete on memex.memories, memex.tenants
+grant select, insert, update, delete on memex.memories, memex.tenants, memex.term_stats
     to memex_app, memex_tenant;
 -- History: read only (see above).
 grant select on memex.file_revisions, memex.access_log, memex.consolidation_runs

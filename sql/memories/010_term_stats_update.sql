@@ -1,0 +1,45 @@
+-- privileges: service
+-- memex._term_stats_update: memex.term_stats after a memory's content changed
+-- (memex.update_memory, a file's save): its old lexemes counted out, its new ones in.
+-- Row-level (Postgres allows no transition tables on a column-list trigger); content
+-- changes one memory at a time, and an unchanged tsvector costs one comparison.
+create or replace function memex._term_stats_update()
+returns trigger
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if old.tsv is distinct from new.tsv then
+        -- lexemes only the new content holds come in, those only the old one held go out
+        insert into memex.term_stats as s (agent_id, user_id, lexeme, df)
+        select new.agent_id, new.user_id, t.lexeme, 1
+        from (select unnest(tsvector_to_array(new.tsv))
+              except select unnest(tsvector_to_array(old.tsv))) t(lexeme)
+        order by 3
+        on conflict (agent_id, user_id, lexeme) do update set df = s.df + 1;
+        with gone as (
+            select unnest(tsvector_to_array(old.tsv))
+            except select unnest(tsvector_to_array(new.tsv))
+        ),
+        lowered as (
+            update memex.term_stats s set df = s.df - 1
+            from gone g(lexeme)
+            where s.agent_id = old.agent_id and s.user_id = old.user_id
+              and s.lexeme = g.lexeme and s.df > 1
+        )
+        delete from memex.term_stats s
+        using gone g(lexeme)
+        where s.agent_id = old.agent_id and s.user_id = old.user_id
+          and s.lexeme = g.lexeme and s.df <= 1;
+    end if;
+    return null;
+end
+$$;
+
+comment on function memex._term_stats_update() is
+    'Trigger: maintain memex.term_stats when a memory''s content changes.';
+
+create or replace trigger memories_terms_update
+    after update of content on memex.memories
+    for each row execute function memex._term_stats_update();

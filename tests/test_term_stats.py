@@ -1,0 +1,149 @@
+"""memex.term_stats: each tenant's document frequency of every lexeme, which the ANN path
+reads instead of counting through the GIN index. Triggers on memex.memories keep it true
+through every write (store, batch store, content update, forget, expiry, consolidation and
+its restore, erasure); memex.check_term_stats recounts and lists the lexemes that differ."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+
+from tests.sqlapi import store, store_expired, unit
+
+AGENT, USER = "terms", "u"
+
+
+def drift(conn: psycopg.Connection) -> list[tuple[str, int | None, int | None]]:
+    """(lexeme, stored df, recounted df) of every lexeme whose statistic is wrong."""
+    rows = conn.execute("select * from memex.check_term_stats(%s, %s)", (AGENT, USER))
+    return [(str(r[0]), r[1], r[2]) for r in rows.fetchall()]
+
+
+def df(conn: psycopg.Connection, lexeme: str) -> int | None:
+    row = conn.execute(
+        "select df from memex.term_stats where agent_id = %s and user_id = %s and lexeme = %s",
+        (AGENT, USER, lexeme),
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def remember(conn: psycopg.Connection, content: str, **options: object) -> str:
+    row = store(conn, content, unit((0, 1.0)), agent=AGENT, user=USER, **options)  # type: ignore[arg-type]
+    return str(row["id"])
+
+
+def test_stores_single_and_batched_count_each_memory_once_per_lexeme(
+    conn: psycopg.Connection,
+) -> None:
+    remember(conn, "The zebra met another zebra at the zoo")  # two positions, one memory
+    conn.execute(
+        "select count(*) from memex.store_many(%s, %s, %s, %s, 'test-model')",
+        (
+            [AGENT] * 3,
+            [USER] * 3,
+            ["zebra crossing", "zoo keeper", "keeper of keys"],
+            [unit((0, 1.0))] * 3,
+        ),
+    )
+    assert (df(conn, "zebra"), df(conn, "zoo"), df(conn, "keeper")) == (2, 2, 2)
+    assert drift(conn) == []
+
+
+def test_a_content_update_moves_the_lexemes_and_forget_drops_them(
+    conn: psycopg.Connection,
+) -> None:
+    kept = remember(conn, "apples and pears")
+    changed = remember(conn, "apples and plums")
+    conn.execute(
+        "select memex.update_memory(%s, %s, %s, p_content => 'cherries and pears',"
+        " p_embedding => %s, p_embedding_model => 'test-model')",
+        (AGENT, USER, changed, unit((1, 1.0))),
+    )
+    assert (df(conn, "appl"), df(conn, "plum"), df(conn, "cherri"), df(conn, "pear")) == (
+        1,
+        None,
+        1,
+        2,
+    )
+    conn.execute("select memex.forget(%s, %s, %s)", (AGENT, USER, kept))
+    assert (df(conn, "appl"), df(conn, "pear")) == (None, 1)
+    assert drift(conn) == []
+
+
+def test_expiry_deletes_and_the_statistics_follow(conn: psycopg.Connection) -> None:
+    remember(conn, "a lasting memory of lighthouses")
+    store_expired(
+        conn,
+        "a fleeting memory of lighthouses",
+        unit((0, 1.0)),
+        datetime.now(UTC) - timedelta(days=1),
+        agent=AGENT,
+        user=USER,
+    )
+    assert df(conn, "lighthous") == 2
+    row = conn.execute("select expired_memories_deleted from memex.maintenance()").fetchone()
+    assert row is not None and row[0] == 1
+    assert (df(conn, "lighthous"), df(conn, "fleet")) == (1, None)
+    assert drift(conn) == []
+
+
+def test_consolidation_and_its_restore_keep_the_statistics_true(
+    conn: psycopg.Connection,
+) -> None:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    for i in range(12):
+        remember(
+            conn,
+            f"Fact {i}: the locker code of gym bag {i} is {i * 37 % 1000}.",
+            created_at=start + timedelta(days=i),
+        )
+    run = conn.execute(
+        "select id, summary_id from memex.consolidate_tenant(%s, %s, p_force => true, p_now => %s)",
+        (AGENT, USER, datetime.now(UTC) + timedelta(hours=2)),
+    ).fetchone()
+    assert run is not None and run[1] is not None
+    # the summary is stored, the sources archived: the counted memories are the stored ones
+    assert df(conn, "locker") == 13
+    assert drift(conn) == []
+    conn.execute("select memex.restore_consolidation(%s)", (run[0],))
+    assert drift(conn) == []
+
+
+def test_erasing_a_user_leaves_no_statistics(conn: psycopg.Connection) -> None:
+    remember(conn, "a private memory")
+    conn.execute("select memex.erase_user(%s, %s)", (AGENT, USER))
+    assert conn.execute(
+        "select count(*) from memex.term_stats where agent_id = %s", (AGENT,)
+    ).fetchone() == (0,)
+
+
+def test_the_check_reports_a_wrong_statistic(conn: psycopg.Connection) -> None:
+    remember(conn, "walruses on ice")
+    conn.execute(
+        "update memex.term_stats set df = 5 where agent_id = %s and lexeme = 'walrus'", (AGENT,)
+    )
+    conn.execute("insert into memex.term_stats values (%s, %s, 'phantom', 1)", (AGENT, USER))
+    assert drift(conn) == [("phantom", 1, None), ("walrus", 5, 1)]
+
+
+def test_the_ann_path_reads_the_stored_frequency(conn: psycopg.Connection) -> None:
+    # a wrong stored frequency changes the ANN path's BM25 score: it is what the path reads
+    remember(conn, "a zebra")
+    remember(conn, "a zebra and a lion")
+    conn.execute("select memex.index_tenant(%s, %s)", (AGENT, USER))
+
+    def text_ranks() -> list[float]:
+        rows = conn.execute(
+            "select text_rank from memex.search(p_agent_id => %s, p_user_id => %s,"
+            " p_query_embedding => null, p_query_text => %s, p_mode => 'text')",
+            (AGENT, USER, "zebra"),
+        ).fetchall()
+        return [float(r[0]) for r in rows]
+
+    before = text_ranks()
+    conn.execute(
+        "update memex.term_stats set df = 1 where agent_id = %s and lexeme = 'zebra'", (AGENT,)
+    )
+    after = text_ranks()
+    assert len(before) == len(after) == 2 and all(a > b for a, b in zip(after, before, strict=True))
