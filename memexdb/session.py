@@ -80,10 +80,9 @@ class Credentials:
     operator: str | None = None
     # one of memexdb's own agents writing for this caller (memex._delegate)
     delegate: str | None = None
-    # the calls come from HTTP requests (the service): a 401's remedy is SQL's (send
-    # Authorization: Bearer); otherwise they are this process's own, and its remedy is
-    # in Python (IN_PROCESS_REMEDY)
-    over_http: bool = False
+    # what a 401 tells the caller to do: None keeps SQL's remedy (send Authorization:
+    # Bearer), right when the calls come from HTTP requests (the service)
+    remedy: str | None = None
 
 
 # What a process that calls the database itself (no HTTP) does about a 401.
@@ -92,15 +91,17 @@ IN_PROCESS_REMEDY = (
     "in a process that holds the database credentials, act as the operator with "
     ".as_operator(name)"
 )
+# What the user of `memexdb mcp` (stdio: no HTTP, no Python) does about a 401.
+STDIO_REMEDY = "set MEMEX_API_KEY=<API key> in the environment of the `memexdb mcp` process"
 _HTTP_REMEDY = re.compile(r":? ?send Authorization: Bearer <key>")
 
 
 def _in_process(error: BaseException, credentials: Credentials) -> BaseException:
-    """A 401 of an in-process caller says what to do in Python, not in HTTP."""
-    if credentials.over_http or not isinstance(error, Unauthenticated):
+    """A 401 says what to do where the caller is (Python, stdio), not in HTTP."""
+    if credentials.remedy is None or not isinstance(error, Unauthenticated):
         return error
     message = _HTTP_REMEDY.sub("", str(error)).rstrip(".")
-    return Unauthenticated(f"{message}: {IN_PROCESS_REMEDY}")
+    return Unauthenticated(f"{message}: {credentials.remedy}")
 
 
 class Session:
@@ -181,14 +182,16 @@ class Session:
         require_key: bool = False,
         llm: ChatModel | None = None,
         open_timeout: float = 30.0,
-        over_http: bool = False,
+        remedy: str | None = IN_PROCESS_REMEDY,
     ) -> Self:
         """Open a pool on a migrated database and check the embedder fits its schema.
 
         `key` is the API key calls are made with; `require_key` refuses calls without
         one even while the database has no keys. `llm` (the client closes it) is the chat
         model memorize and search_passages' answers use; None: their LLM-free forms.
-        DatabaseUnavailable when no connection opens within `open_timeout` seconds."""
+        DatabaseUnavailable when no connection opens within `open_timeout` seconds.
+        `remedy`: what a refused call's error tells the caller to do (None: send an
+        Authorization header, for a service's HTTP callers)."""
         if embedder is None:
             embedder = build_embedder("minilm")
         owns = not isinstance(embedder, BatchingEmbedder)
@@ -217,7 +220,7 @@ class Session:
             pool,
             batching,
             owns_embedder=owns,
-            credentials=Credentials(key=key, require_key=require_key, over_http=over_http),
+            credentials=Credentials(key=key, require_key=require_key, remedy=remedy),
             enters=enters,
             llm=llm,
             owns_llm=llm is not None,

@@ -25,7 +25,7 @@ WHO = {"agent_id": "A", "user_id": "u"}
 async def http(dsn: str, batching_embedder: BatchingEmbedder) -> AsyncIterator[httpx.AsyncClient]:
     @contextlib.asynccontextmanager
     async def connect() -> AsyncIterator[AsyncMemex]:
-        memex = await AsyncMemex.connect(dsn, embedder=batching_embedder, over_http=True)
+        memex = await AsyncMemex.connect(dsn, embedder=batching_embedder, remedy=None)
         async with memex:
             yield memex
 

@@ -502,22 +502,26 @@ async def test_concurrent_memorize_stores_each_text_once(amemex: AsyncMemex) -> 
     )
     assert [r for r in results if isinstance(r, BaseException)] == []
     assert await amemex.count("A", "alice", memory_type="episodic") == 20
-    log = (await amemex.read_file("A", "alice", "user/log.md")).content
-    assert all(log.count(text) == 1 for text in texts)
+    stored = [m.content for m in (await amemex.list_memories("A", "alice", limit=50)).memories]
+    assert sorted(stored) == sorted(texts)  # each once, and (issue 24) no second home
+    assert (await amemex.list_files("A", "alice"))[0] == []
 
 
 async def test_a_refused_memorize_stores_nothing(amemex: AsyncMemex, dsn: str) -> None:
-    """A memorize whose log entry cannot be written (here a rate limit of one write a
-    minute: the memory takes it) rolls its memory back: a retry will not duplicate it."""
+    """A memorize over the store rate limit (here one write a minute: the first memorize
+    takes it) is refused whole: nothing of it is stored, so a retry will not duplicate it."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(
             "insert into memex.settings (name, value) values ('rate_limit_store_per_minute', '1')"
             " on conflict (name) do update set value = excluded.value"
         )
+    await agentic.memorize(amemex, "A", "alice", "A fact that is stored.")
     with pytest.raises(RateLimited):
         await agentic.memorize(amemex, "A", "alice", "A fact that must not be half stored.")
     with psycopg.connect(dsn, autocommit=True) as conn:
-        assert conn.execute("select count(*) from memex.memories").fetchone() == (0,)
+        assert conn.execute("select content from memex.memories").fetchall() == [
+            ("A fact that is stored.",)
+        ]
 
 
 def test_the_sync_client_runs_a_transaction(memex: Memex) -> None:

@@ -480,8 +480,10 @@ async def test_official_client_with_and_without_a_key(keyed: Keyed, tmp_path: Pa
             async with connected(stdio_client_of(stdio_params(env), errlog)) as c:
                 if works:
                     assert (await call(c, "count_memories", **who))["count"] == 1
-                else:  # stdio has no HTTP status: the tool error says why
-                    assert "not authenticated" in await call_error(c, "count_memories", **who)
+                else:  # stdio has no HTTP status: the tool error says why and what to do
+                    error = await call_error(c, "count_memories", **who)
+                    assert "not authenticated" in error and "MEMEX_API_KEY" in error, error
+                    assert "Authorization" not in error and "as_operator" not in error, error
 
 
 def test_allowed_hosts_and_origins_settings() -> None:

@@ -960,13 +960,16 @@ def test_export_streams_json_lines(live: Live) -> None:
     r = live.http.get("/v1/export", params=who)
     assert r.status_code == 200, r.text
     assert r.headers["content-type"].startswith("application/x-ndjson")
-    lines = [json.loads(line) for line in r.text.splitlines()]
+    header, *lines = [json.loads(line) for line in r.text.splitlines()]
+    assert header["format"] == "memexdb-export" and header["version"] == 2, header
     assert sorted(line["id"] for line in lines) == sorted(m["id"] for m in stored)
     assert all(line["metadata"] == {"k": [1, "ü"]} and "embedding" not in line for line in lines)
     with_vectors = live.http.get("/v1/export", params={**who, "embeddings": "true"})
-    assert [len(json.loads(x)["embedding"]) for x in with_vectors.text.splitlines()] == [384] * 2
+    vectors = [json.loads(x).get("embedding") for x in with_vectors.text.splitlines()[1:]]
+    assert [len(v) for v in vectors] == [384] * 2
     everyone = live.http.get("/v1/export", params={"agent_id": who["agent_id"]}).text
-    assert len(everyone.splitlines()) >= 2
-    assert live.http.get("/v1/export", params=_tenant()).text == ""
+    assert len(everyone.splitlines()) >= 3
+    nobody = live.http.get("/v1/export", params=_tenant()).text.splitlines()
+    assert len(nobody) == 1 and json.loads(nobody[0])["format"] == "memexdb-export"
     error = error_of(live.http.get("/v1/export", params={"user_id": "u"}), 422)
     assert [f["field"] for f in error["fields"]] == ["agent_id"]

@@ -19,7 +19,7 @@ import typing
 import psycopg
 import pytest
 
-from memexdb import client, params, queries
+from memexdb import client, moving, params, queries
 from memexdb import types as row_types
 from memexdb.dreaming import operations as dreaming
 from memexdb.embedding import operations as embedding_ops
@@ -28,7 +28,7 @@ from memexdb.keys import operations as keys
 from memexdb.memories import operations as memories
 
 # the modules whose statements read rows
-SOURCES = (client, memories, files, keys, dreaming, embedding_ops)
+SOURCES = (client, moving, memories, files, keys, dreaming, embedding_ops)
 
 # fetch(RowType, queries.NAME, ...) as written in the client and the operations,
 # over one or several lines

@@ -77,6 +77,7 @@ GLOBAL_FUNCTIONS = {
     "missing_memory_ids",
     "maintenance",
     "metrics_snapshot",
+    "overview_stats",
     "rate_limit_hit",
     "reserve_rate_limit",
     "restore_consolidation",
@@ -92,6 +93,7 @@ GLOBAL_FUNCTIONS = {
     "tenant_cursor_key",
     "stale_embeddings",
     "store_many",
+    "store_queued",
     "unbind_sql_role",
 }
 # Functions with p_agent_id that still stay on the coordinator (docs/scaling.md says why).

@@ -24,6 +24,7 @@ import anyio
 from memexdb.config import Settings
 from memexdb.mcp.server import build_mcp_server
 from memexdb.runtime import Attach, Runtime, open_database
+from memexdb.session import STDIO_REMEDY
 
 log = logging.getLogger("memexdb.mcp")
 
@@ -49,7 +50,7 @@ def protocol_streams_reserved() -> Iterator[None]:
 
 
 async def _serve(dsn: str, settings: Settings, restore: contextlib.ExitStack) -> None:
-    async with Runtime.open(settings, dsn, pool_size=POOL_SIZE) as runtime:
+    async with Runtime.open(settings, dsn, pool_size=POOL_SIZE, remedy=STDIO_REMEDY) as runtime:
         server = build_mcp_server(lambda: runtime.memex)
         restore.close()  # give the protocol its stdin/stdout back, then speak
         log.info("memexdb MCP server ready on stdio")

@@ -62,9 +62,11 @@ class Runtime:
         *,
         pool_size: int | None = None,
         jobs: Sequence[Job] | None = None,
+        remedy: str | None = None,
     ) -> AsyncIterator[Runtime]:
         """Connect to the (migrated) database at `dsn` and run the watch and the jobs
-        until exit."""
+        until exit. `remedy`: what a refused call tells its caller (None: the service's
+        Authorization header)."""
         # Passing the plain embedder makes the client own (and close) its batcher.
         # Beyond loopback every call needs a key, even while the database has none.
         embedder = embedder_for(settings)
@@ -78,7 +80,7 @@ class Runtime:
                 max_size=pool_size or settings.pool_size,
                 key=settings.api_key,
                 require_key=not settings.loopback_only,
-                over_http=True,  # a 401's remedy is the Authorization header
+                remedy=remedy,
                 llm=llm,
                 open_timeout=timeout,
             )
