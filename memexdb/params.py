@@ -32,6 +32,7 @@ from pydantic import (
 from pydantic.config import JsonDict
 from typing_extensions import TypeAliasType
 
+from memexdb.embedding.protocol import BLANK
 from memexdb.errors import InvalidArgument
 from memexdb.types import Access, MemoryType, SearchMode
 
@@ -71,7 +72,7 @@ DEFAULT_LIST_LIMIT = 50
 DEFAULT_EXPORT_BATCH = 500  # memories per page of an export and per statement of an import
 
 # What SQL trims as whitespace (btrim with these characters); Postgres text cannot hold NUL.
-_BLANK = " \t\n\r\f\v"
+_BLANK = BLANK  # memexdb.embedding.protocol: the embedders refuse the same texts
 _NO_NUL = "^[^\\x00]*$"
 _NOT_BLANK = "^[^\\x00]*[^ \\t\\n\\r\\f\\x0b\\x00][^\\x00]*$"
 

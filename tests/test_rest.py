@@ -973,3 +973,16 @@ def test_export_streams_json_lines(live: Live) -> None:
     assert len(nobody) == 1 and json.loads(nobody[0])["format"] == "memexdb-export"
     error = error_of(live.http.get("/v1/export", params={"user_id": "u"}), 422)
     assert [f["field"] for f in error["fields"]] == ["agent_id"]
+
+
+def test_text_of_unicode_spaces_is_text_not_a_server_error(live: Live) -> None:
+    """Blank is ASCII whitespace for the request models and the embedders alike (the
+    fuzzer found a query of U+0085 passing the one and refused by the other: a 500)."""
+    who = _tenant()
+    for text in ("\u0085", "\u3000\u2028"):
+        stored = live.http.post("/v1/memories", json={**who, "content": text})
+        assert stored.status_code == 201, stored.text
+        found = live.http.post("/v1/memories/search", json={**who, "query": text})
+        assert found.status_code == 200, found.text
+    blank = live.http.post("/v1/memories/search", json={**who, "query": " \t\n"})
+    assert [f["field"] for f in error_of(blank, 422)["fields"]] == ["query"]

@@ -49,10 +49,16 @@ def validate_texts(texts: Sequence[str]) -> list[str]:
     return checked
 
 
+# The whitespace a blank text is made of, for the request models (memexdb.params, whose
+# JSON Schema pattern says the same) and the embedders alike: ASCII's. A text of other
+# Unicode spaces (U+0085, U+3000, ...) is not blank; it is embedded as any other.
+BLANK = " \t\n\r\f\v"
+
+
 def validate_text(text: str, *, where: str = "text") -> str:
     if not isinstance(text, str):
         raise TypeError(f"{where} must be str, got {type(text).__name__}")
-    if not text.strip():
+    if not text.strip(BLANK):
         raise ValueError(f"{where} must be a non-empty, non-blank string")
     return text
 
