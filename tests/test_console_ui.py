@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions
@@ -74,6 +75,21 @@ def seed(http: httpx.Client) -> dict[str, Any]:
     }
 
 
+def _stale(element: WebElement) -> bool:
+    """The element's page is gone (expected_conditions.staleness_of, plus the way
+    chromedriver sometimes says so mid-navigation: "Node ... does not belong to the
+    document", a plain WebDriverException)."""
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as exc:
+        if "does not belong to the document" in str(exc):
+            return True
+        raise
+    return False
+
+
 class Steps:
     """The browser, its bounded waits and a numbered screenshot per step."""
 
@@ -110,7 +126,7 @@ class Steps:
         if confirm:
             alert = self.wait(expected_conditions.alert_is_present())
             alert.accept()
-        self.wait(expected_conditions.staleness_of(old))
+        self.wait(lambda _: _stale(old))
         self.wait(lambda d: d.execute_script("return document.readyState") == "complete")
 
     def text(self) -> str:

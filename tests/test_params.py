@@ -421,9 +421,10 @@ _SQL_BOUND = re.compile(
 )
 # bounds SQL alone checks: the operator's ivfflat `lists` (memex.configure_vector_index
 # has no Python or REST caller; pgvector's own limit), and the days of
-# memex.overview_stats (the console asks for a fixed OVERVIEW_DAYS, no request field;
+# memex.overview_stats and how many tenants it charts (the console asks for fixed
+# OVERVIEW_DAYS and OVERVIEW_TENANTS, no request field;
 # tests/test_console_overview.py runs it)
-_SQL_ONLY = {("lists", 1, 32768), ("days", 1, 90)}
+_SQL_ONLY = {("lists", 1, 32768), ("days", 1, 90), ("tenants", 1, 50)}
 
 
 def _python_bounds(field: str, length: bool) -> set[tuple[object, object]]:
