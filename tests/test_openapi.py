@@ -103,3 +103,20 @@ def test_handwritten_examples_validate() -> None:
         model = endpoint.query or endpoint.body
         if model is not None and endpoint.operation_id not in {op.name for op in OPERATIONS}:
             model.model_validate(_example_request(operation))
+
+
+def test_path_parameters_state_the_request_fields_bounds() -> None:
+    """A path the document allows is one the request model accepts (the fuzzer sent a
+    24-digit run id the schema allowed and the model refused)."""
+    for op in OPERATIONS:
+        if op.rest is None or not op.rest.path_params:
+            continue
+        path = op.rest.path.replace(":uuid", "").replace(":int", "")
+        document = DOCUMENT["paths"][path][op.rest.method.lower()]
+        stated = {p["name"]: p["schema"] for p in document["parameters"] if p["in"] == "path"}
+        fields = op.request.model_json_schema()["properties"]
+        for name in op.rest.path_params:
+            for keyword in ("minimum", "maximum", "minLength", "maxLength", "pattern"):
+                assert stated[name].get(keyword) == fields[name].get(keyword), (op.name, name)
+    run_id = DOCUMENT["paths"]["/v1/admin/dream/runs/{run_id}/restore"]["post"]["parameters"][0]
+    assert run_id["schema"]["maximum"] == 2**63 - 1

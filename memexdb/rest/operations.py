@@ -15,6 +15,10 @@ from memexdb.operation import Operation
 from memexdb.rest.endpoint import Endpoint, Handler, Reply
 from memexdb.rest.parsing import body_of, json_of, memex_of, query_of
 
+_PATH_KEYWORDS = frozenset(
+    {"examples", "minimum", "maximum", "minLength", "maxLength", "pattern", "format"}
+)
+
 
 def _handler(operation: Operation[Any, Any]) -> Handler:
     route = operation.rest
@@ -46,8 +50,10 @@ def endpoint(operation: Operation[Any, Any]) -> Endpoint:
     wire = route.wire or operation.request
     # a path parameter's schema with its request field's examples (for the document)
     fields = operation.request.model_json_schema()["properties"]
+    # the route's type, with the request field's examples and bounds (a schema-valid
+    # path is then one the request model accepts)
     path_params = {
-        name: {**schema, **{k: v for k, v in fields[name].items() if k == "examples"}}
+        name: {**schema, **{k: v for k, v in fields[name].items() if k in _PATH_KEYWORDS}}
         for name, schema in route.path_params.items()
     }
     return Endpoint(
