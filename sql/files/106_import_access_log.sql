@@ -15,19 +15,9 @@ security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_agent text;
-    v_user  text;
     v_count integer;
 begin
-    if jsonb_typeof(p_records) is distinct from 'array' then
-        perform memex._invalid('records', 'must be a JSON array of access-log entries');
-    end if;
-    for v_agent, v_user in
-        select distinct r ->> 'agent_id', r ->> 'user_id'
-        from jsonb_array_elements(p_records) r order by 1, 2 loop
-        perform memex._check_tenant(v_agent, v_user);
-        perform memex._authorize(v_agent, v_user, 'admin');
-    end loop;
+    perform memex._authorize_history(p_records, 'access-log entries');
     insert into memex.access_log (agent_id, user_id, actor, operation, target, at, details)
     select r.agent_id, r.user_id, r.actor, r.operation, r.target, r.at,
            coalesce(r.details, '{}')
