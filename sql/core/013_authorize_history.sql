@@ -25,3 +25,6 @@ begin
     end loop;
 end;
 $$;
+
+comment on function memex._authorize_history(jsonb, text) is
+    'Raise unless p_records is a JSON array and the caller is admin of each record''s tenant.';
