@@ -470,11 +470,10 @@ def test_grants(conn: psycopg.Connection) -> None:
         ("settings", "memex_app", "INSERT,SELECT,UPDATE"),
         ("settings", "memex_tenant", "SELECT"),
         ("tenants", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
-        ("tenants", "memex_tenant", "DELETE,INSERT,SELECT,UPDATE"),
-        # kept by triggers with the writer's rights, as tenants' counts are (row-level
-        # security keeps each tenant to its own rows)
+        # counts and term statistics: kept by security definer triggers, read by tenants
+        ("tenants", "memex_tenant", "SELECT"),
         ("term_stats", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
-        ("term_stats", "memex_tenant", "DELETE,INSERT,SELECT,UPDATE"),
+        ("term_stats", "memex_tenant", "SELECT"),
     ]
     forced = conn.execute(
         "select relname from pg_class where relnamespace = 'memex'::regnamespace"

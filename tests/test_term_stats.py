@@ -8,8 +8,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import psycopg
+import pytest
+from pgvector.psycopg import register_vector
 
-from tests.sqlapi import store, store_expired, unit
+from tests.sqlapi import bound_login_role, store, store_expired, unit
 
 AGENT, USER = "terms", "u"
 
@@ -147,3 +149,36 @@ def test_the_ann_path_reads_the_stored_frequency(conn: psycopg.Connection) -> No
     )
     after = text_ranks()
     assert len(before) == len(after) == 2 and all(a > b for a, b in zip(after, before, strict=True))
+
+
+def test_a_tenant_role_keeps_its_statistics_by_writing_memories_only(
+    conn: psycopg.Connection, dsn: str
+) -> None:
+    # the counts and statistics are written by security definer triggers: a bound SQL role
+    # stores and forgets through them, reads its own rows, and cannot write either table
+    conn.commit()
+    with (
+        bound_login_role(dsn, AGENT, [USER]) as role,
+        psycopg.connect(role, autocommit=True) as tenant,
+    ):
+        register_vector(tenant)
+        stored = tenant.execute(
+            "select id from memex.store(%s, %s, 'narwhals in the fjord', %s, 'test-model')",
+            (AGENT, USER, unit((0, 1.0))),
+        ).fetchone()
+        assert stored is not None
+        assert tenant.execute(
+            "select df from memex.term_stats where lexeme = 'narwhal'"
+        ).fetchone() == (1,)
+        assert tenant.execute("select memory_count from memex.tenants").fetchone() == (1,)
+        for statement in (
+            "update memex.term_stats set df = 100 where lexeme = 'narwhal'",
+            "insert into memex.term_stats values ('terms', 'u', 'phantom', 1)",
+            "delete from memex.term_stats",
+            "update memex.tenants set ann = false, memory_count = 0",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                tenant.execute(statement)
+        tenant.execute("select memex.forget(%s, %s, %s)", (AGENT, USER, stored[0]))
+    assert df(conn, "narwhal") is None
+    assert drift(conn) == []

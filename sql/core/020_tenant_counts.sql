@@ -5,10 +5,14 @@
 -- the ANN index. The upsert also locks the tenant's row: if memex.index_tenant moved the
 -- tenant in after memex._ann_on_insert read tenants.ann = false for a new row, that row
 -- is moved in here, so an indexed tenant never has rows outside the index.
+-- A security definer (owned by memex_owner, under the same row-level security): the
+-- writer needs no write grant on memex.tenants, so a tenant's SQL role cannot set its own
+-- count or move itself out of the ANN index.
 create or replace function memex._tenant_counts()
 returns trigger
 language plpgsql
 volatile
+security definer
 set search_path = pg_catalog, pg_temp
 as $$
 begin

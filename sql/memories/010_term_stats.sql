@@ -8,10 +8,14 @@
 -- one tenant do not deadlock (they already queue on the tenant's memex.tenants row).
 -- Archiving and restoring leave the statistics alone (archived memories are counted, as
 -- in memory_count); expiry deletes, consolidation inserts its summary.
+-- A security definer (owned by memex_owner, under the same row-level security): the
+-- writer needs no write grant on memex.term_stats, so a tenant's SQL role cannot skew the
+-- statistics its ranking reads.
 create or replace function memex._term_stats()
 returns trigger
 language plpgsql
 volatile
+security definer
 set search_path = pg_catalog, pg_temp
 as $$
 begin

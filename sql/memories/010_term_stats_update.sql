@@ -3,10 +3,12 @@
 -- (memex.update_memory, a file's save): its old lexemes counted out, its new ones in.
 -- Row-level (Postgres allows no transition tables on a column-list trigger); content
 -- changes one memory at a time, and an unchanged tsvector costs one comparison.
+-- A security definer, like memex._term_stats (no write grant on memex.term_stats).
 create or replace function memex._term_stats_update()
 returns trigger
 language plpgsql
 volatile
+security definer
 set search_path = pg_catalog, pg_temp
 as $$
 begin

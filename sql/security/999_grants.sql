@@ -24,8 +24,12 @@ revoke all on all tables in schema memex from memex_app, memex_tenant;
 revoke execute on all functions in schema memex from memex_app, memex_tenant;
 
 grant usage on schema memex to memex_app, memex_tenant;
-grant select, insert, update, delete on memex.memories, memex.tenants, memex.term_stats
-    to memex_app, memex_tenant;
+grant select, insert, update, delete on memex.memories to memex_app, memex_tenant;
+-- Counts and term statistics: kept by security definer triggers on memex.memories; a
+-- tenant role reads its own rows (the ANN path does), the service's operator functions
+-- (memex.index_tenant, maintenance) also write them.
+grant select, insert, update, delete on memex.tenants, memex.term_stats to memex_app;
+grant select on memex.tenants, memex.term_stats to memex_tenant;
 -- History: read only (see above).
 grant select on memex.file_revisions, memex.access_log, memex.consolidation_runs
     to memex_app, memex_tenant;
