@@ -19,6 +19,10 @@ text, no recency) is timed in the same rounds as the floor any ANN ranking pays.
     git show main:sql/memories/041_candidates_ann.sql \\
         main:sql/memories/042_search.sql > /tmp/before.sql
     python bench/ann_default_bench.py --baseline-sql /tmp/before.sql
+
+The baseline file may also redefine indexes of memex.memories (an older revision's
+`drop index ...; create index ...`): the migrated definitions are put back before each
+"now" round, so an index change is compared in the same run as a function change.
 """
 
 from __future__ import annotations
@@ -143,7 +147,7 @@ def load(
     conn.execute("select memex.configure_vector_index('none')")
     conn.execute("select memex.index_tenant('bench', 'u')")
     with conn.cursor() as cur, cur.copy(COPY) as copy:
-        copy.set_types(["text", "text", "text", "vector", "text", "float4", "timestamptz"])
+        copy.set_types(["text", "text", "text", "vector", "text", "float8", "timestamptz"])
         for content, vector, imp, age in zip(contents, vectors, importance, ages, strict=True):
             copy.write_row(
                 (
@@ -174,10 +178,25 @@ def drop_functions(conn: psycopg.Connection[Any]) -> None:
             conn.execute(f"drop function {signature}")
 
 
-def install(dsn: str, sql: str) -> None:
-    """Replace the two functions (on a connection of its own: a file is many statements,
-    which a prepared statement cannot hold)."""
+def memories_indexes(conn: psycopg.Connection[Any]) -> dict[str, str]:
+    """The indexes of memex.memories, name to definition."""
+    rows = conn.execute(
+        "select indexname, indexdef from pg_indexes"
+        " where schemaname = 'memex' and tablename = 'memories'"
+    ).fetchall()
+    return {str(name): str(definition) for name, definition in rows}
+
+
+def install(dsn: str, sql: str, indexes: dict[str, str]) -> None:
+    """Restore the migrated indexes of memex.memories where a baseline redefined them,
+    then replace the two functions and run the rest of `sql` (on a connection of its own:
+    a file is many statements, which a prepared statement cannot hold)."""
     with psycopg.connect(dsn) as conn:
+        current = memories_indexes(conn)
+        for name, definition in indexes.items():
+            if current.get(name) != definition:
+                conn.execute(f"drop index if exists memex.{name}")
+                conn.execute(definition.encode())
         drop_functions(conn)
         conn.execute(sql.encode())
 
@@ -262,6 +281,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--server-dir", type=Path, help="keep the tenant here for reuse")
     parser.add_argument("--store-rounds", type=int, default=0, help="also time stores")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--database", help="the tenant's database (default ann_TEXT_ROWS_SEED, built if missing)"
+    )
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
     args = parser.parse_args(argv)
     facts = machine_facts()
@@ -285,13 +307,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return (asked[i], texts[i], NOW)
 
     with server_at(args.server_dir) as server:
-        dsn, new = tenant_database(server.dsn, f"ann_{args.text}_{args.rows}_{args.seed}")
+        dsn, new = tenant_database(
+            server.dsn, args.database or f"ann_{args.text}_{args.rows}_{args.seed}"
+        )
         with psycopg.connect(dsn, autocommit=True, prepare_threshold=0) as conn:
             register_vector(conn)
             if new:
                 log(f"loading {args.rows:,} memories")
                 seconds_taken = load(conn, contents, vectors, importance, ages)
                 log(f"loaded and indexed in {seconds_taken:.0f} s")
+            migrated_indexes = memories_indexes(conn)
             conn.execute("update memex.tenants set ann = false where agent_id = 'bench'")
             exact = {
                 case: [top_ids(conn, sql, params(case, i)) for i in range(args.queries)]
@@ -309,7 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
             for r in range(args.rounds):
                 for version, sql_text in versions.items():
-                    install(dsn, sql_text)
+                    install(dsn, sql_text, migrated_indexes)
                     for case, sql in cases.items():
                         top_ids(conn, sql, params(case, 0))  # plan and warm
                         for i in range(args.queries):
@@ -323,7 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                     len(set(got) & set(exact[case][i])) / 10
                                 )
                 log(f"round {r + 1} of {args.rounds} done")
-            install(dsn, versions["now"])
+            install(dsn, versions["now"], migrated_indexes)
             conn.execute("set log_statement_stats = off")
             stores = store_throughput(conn, rng, args.store_rounds) if args.store_rounds else {}
     print()

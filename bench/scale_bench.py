@@ -270,7 +270,7 @@ def load(
             hi = min(tenant.size, lo + COPY_ROWS)
             with conn.cursor() as cur, cur.copy(COPY) as copy:
                 copy.set_types(
-                    ["text", "text", "text", "text", "vector", "text", "float4", "timestamptz"]
+                    ["text", "text", "text", "text", "vector", "text", "float8", "timestamptz"]
                 )
                 for i in range(lo, hi):
                     copy.write_row(

@@ -335,3 +335,45 @@ def test_the_ann_path_finds_the_memory_holding_two_common_query_terms(
     assert index_tenant(conn, "pair") == 601
     assert default_request(conn, "pair", "apple pie", ann=False)[0] == "an apple pie"
     assert default_request(conn, "pair", "apple pie", ann=True)[0] == "an apple pie"
+
+
+def test_the_ann_path_ranks_text_matches_by_their_importance_too(
+    conn: psycopg.Connection,
+) -> None:
+    # 60 memories say "kettle" once in four words, each with weather reports as its
+    # neighbours in time; one older memory says it in seven (a lower BM25: a longer text)
+    # but is marked important (1.9), and importance multiplies the score: it is the best
+    # match. Its neighbours are weather reports too and its vector is far from the query's,
+    # so only its text can bring it in. The ANN path reads every kettle (fewer than its
+    # budget) but keeps only 2 x ann_candidates of them: ranked by BM25 alone, the
+    # important one would be the last.
+    set_setting(conn, "ann_candidates", "10")
+    set_setting(conn, "ann_recent_candidates", "50")
+    rng = np.random.default_rng(34)
+    register_vector(conn)
+    # 260 slots 1.3 days apart, a kettle in every fourth of the first 240
+    contents = [
+        f"the kettle note {k}" if k % 4 == 0 and k < 240 else f"weather report {k}"
+        for k in range(260)
+    ]
+    ages = [1.3 * k for k in range(260)]
+    vectors = list(clustered(rng, 260))
+    kept = "an old kettle note kept for later"
+    contents.append(kept)
+    ages.append(400.0)
+    vectors.append(unit((1, 1.0)))  # orthogonal to the query's
+    conn.execute(
+        "select count(*) from memex.store_many(%s, %s, %s, %s, 'test-model', null, %s, null,"
+        " null, %s)",
+        (
+            ["marked"] * 261,
+            ["u"] * 261,
+            contents,
+            vectors,
+            [1.0] * 260 + [1.9],
+            [NOW - timedelta(days=age) for age in ages],
+        ),
+    )
+    assert index_tenant(conn, "marked") == 261
+    assert default_request(conn, "marked", "kettle", ann=False)[0] == kept
+    assert default_request(conn, "marked", "kettle", ann=True)[0] == kept

@@ -6,12 +6,13 @@
 -- p_recent most recent memories (recency can outweigh a small lead in similarity: at
 -- alpha 0.7 the best ten of a large tenant are mostly recent memories ranked far below
 -- the nearest few hundred, bench/RESULTS.md; and alpha = 0 sees what is newest) and the
--- memories holding the rarest query terms (GIN index): terms are taken rarest first while
--- fewer than p_depth memories hold a rarer one, and of the last term taken the 4 p_depth
--- memories of highest BM25, and the 4 p_depth of highest BM25 among those holding two of
--- the six rarest query terms, since BM25 weighs a term by its rarity (ranking every match
--- by ts_rank instead, blind to rarity, read every memory holding a common word and missed
--- the best BM25 matches). Each is scored like the exact path, except that the BM25
+-- memories matching the query's text best (GIN index): of those holding the rarest query
+-- terms (taken rarest first while their holders number at most a budget: 2.5 % of the
+-- tenant, at least 10 p_depth) or two of the six rarest (each pair expected in at most
+-- twice the budget), the 2 p_depth of highest BM25 times importance; BM25 weighs a term by its
+-- rarity, and a memory holding only commoner terms weighs little (ranking every match by
+-- ts_rank instead, blind to rarity, read every memory holding a common word and missed the
+-- best BM25 matches). Each is scored like the exact path, except that the BM25
 -- statistics are the tenant's stored ones: document frequencies from memex.term_stats
 -- (kept by triggers on memex.memories, one index probe per query term), the size from
 -- memex.tenants and the mean length of its p_depth newest memories (a sample), all over the
@@ -24,8 +25,8 @@
 -- given (memex.search's vector-only ranking, where the score is memex._score(similarity,
 -- recency, importance, p_alpha)) and the request filters on neither memory types nor
 -- metadata (memex._ann_bounded, the one statement of that condition), the newest p_recent
--- entries of the tenant's (agent_id, user_id, created_at) index, which carries importance
--- and id (revision 0012), are read without the table: a memory that is not among the
+-- entries of the tenant's (agent_id, user_id, created_at, id) index, which carries
+-- importance (revisions 0012, 0022), are read without the table: a memory that is not among the
 -- p_depth nearest has a similarity of at most the least similarity among them (s_min), so
 -- its score is at most memex._score(s_min, its recency, its importance, p_alpha). Only
 -- the entries whose bound reaches the k-th best score already known (among the nearest
@@ -91,6 +92,8 @@ as $$
         -- the tenant's size from memex.tenants (counting 100k+ rows per query would not
         -- do) and the mean length of its p_depth newest memories, a sample of the whole
         select greatest(coalesce(max(t.memory_count), 1), 1)::double precision as n,
+               -- the memories read for their text: 2.5 % of the tenant, at least 10 p_depth
+               greatest(10 * p_depth, coalesce(max(t.memory_count), 1) / 40) as budget,
                (select avg(l.tsv_length) from (select l.tsv_length from live l
                                                where coalesce(cardinality(p_terms), 0) > 0
                                                order by l.created_at desc limit p_depth) l)
@@ -136,87 +139,61 @@ as $$
                                            p_metadata)
                    then p_depth else p_recent end
     ),
-    rare_terms as (
-        -- the rarest query terms, as long as fewer than p_depth memories hold a rarer one
-        -- (always the rarest): the memories with the most BM25 to gain hold these
-        select f.lexeme, f.df
-        from (select f.lexeme, f.df, sum(f.df) over (order by f.df, f.lexeme) - f.df as rarer
-              from frequencies f where f.df > 0) f
-        where f.rarer < p_depth
+    text_query as (
+        -- the memories worth reading for their text: those holding the rarest query terms,
+        -- taken rarest first while their holders number at most the budget (always the
+        -- rarest), and those holding two of the six rarest terms ('a & b' | ...), each pair
+        -- expected (terms independent) in at most twice the budget. In a large tenant even
+        -- the rarest term is held by hundreds, and the best BM25 matches hold several
+        -- commoner terms (bench/RESULTS.md, "Term statistics per tenant"); a memory holding
+        -- only terms commoner than these weighs little in BM25.
+        select (select string_agg(quote_literal(t.lexeme), ' | ')
+                from (select f.lexeme, f.df,
+                             sum(f.df) over (order by f.df, f.lexeme) - f.df as rarer
+                      from frequencies f where f.df > 0) t
+                cross join stats s
+                where t.rarer = 0 or t.rarer + t.df <= s.budget) as terms,
+               (select string_agg(format('(%s & %s)', quote_literal(a.lexeme),
+                                         quote_literal(b.lexeme)), ' | ')
+                from (select f.lexeme, f.df from frequencies f where f.df > 0
+                      order by f.df, f.lexeme limit 6) a
+                join (select f.lexeme, f.df from frequencies f where f.df > 0
+                      order by f.df, f.lexeme limit 6) b on a.lexeme < b.lexeme
+                cross join stats s
+                where a.df * b.df / s.n <= 2 * s.budget) as pairs
     ),
-    text_best as materialized (
-        -- every memory holding one of the rarer terms (fewer than p_depth), and of those
-        -- holding the last, most common one taken, the 4 p_depth of highest BM25 (the
-        -- document frequencies known, the score is the final one; ts_rank, blind to
-        -- rarity, ranked them before), when they are few enough to rank (25 p_depth);
-        -- else any 4 p_depth of them: a term that common weighs little in BM25
-        select distinct on (l.id) l.*
-        from rare_terms t
+    text_read as (
+        -- each query read apart, so that the memories holding a pair are not crowded out
+        -- by those holding one term, at most twice the budget of those (a bound for when
+        -- the rarest term is common) and the budget of these; scored as read
+        select l.*
+        from text_query tq
+        cross join lateral (values (tq.terms, 2), (tq.pairs, 1)) v(q, budgets)
         cross join lateral (
-            (select r.* from (
-                 select l.id, l.importance::double precision as importance, l.created_at,
-                        1 - (l.embedding <=> p_query_embedding) as similarity,
-                        case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
-                                  and l.tsv @@ (select a.q from any_term a) then (
-                            select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
-                                                   s.n, s.avgdl))
-                            from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
-                            join frequencies f on f.lexeme = o.lexeme cross join stats s) end as text_rank
-                 from live l
-                 where t.df <= 25 * p_depth and l.tsv @@ quote_literal(t.lexeme)::tsquery
-                 offset 0) r  -- score each row once
-             order by r.text_rank desc nulls last
-             limit 4 * p_depth)
-            union all
-            (select l.id, l.importance::double precision, l.created_at,
-                    1 - (l.embedding <=> p_query_embedding),
-                    case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
-                              and l.tsv @@ (select a.q from any_term a) then (
-                        select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
-                                               s.n, s.avgdl))
-                        from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
-                        join frequencies f on f.lexeme = o.lexeme cross join stats s) end
-             from live l
-             where t.df > 25 * p_depth and l.tsv @@ quote_literal(t.lexeme)::tsquery
-             limit 4 * p_depth)
-        ) l
-    ),
-    pair_query as (
-        -- memories holding two of the query's six rarest terms (any two: 'a & b' | ...):
-        -- in a large tenant even the rarest term is held by hundreds, so the rarest-first
-        -- memories are those of one term, and the best BM25 matches, which hold several
-        -- common terms, were missed (recall@10 0.66 at 200,000 memories, 0.94 with these:
-        -- bench/RESULTS.md "Term statistics per tenant")
-        select string_agg(format('(%s & %s)', quote_literal(a.lexeme), quote_literal(b.lexeme)),
-                          ' | ')::tsquery as q
-        from (select f.lexeme, f.df from frequencies f where f.df > 0
-              order by f.df, f.lexeme limit 6) a
-        join (select f.lexeme, f.df from frequencies f where f.df > 0
-              order by f.df, f.lexeme limit 6) b on a.lexeme < b.lexeme
-        cross join stats s
-        -- a bound on what is read, as for the last term taken: the pairs expected (terms
-        -- independent) in at most 25 p_depth memories
-        where a.df * b.df / s.n <= 25 * p_depth
-    ),
-    text_pairs as materialized (  -- of those, the 4 p_depth of highest BM25
-        select r.* from (
             select l.id, l.importance::double precision as importance, l.created_at,
                    1 - (l.embedding <=> p_query_embedding) as similarity,
-                   case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
-                             and l.tsv @@ (select a.q from any_term a) then (
-                       select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
-                                              s.n, s.avgdl))
-                       from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
-                       join frequencies f on f.lexeme = o.lexeme cross join stats s) end as text_rank
-            from live l, pair_query pq
-            where coalesce(cardinality(p_terms), 0) > 1  -- a constant when planned: none without terms
-              and pq.q is not null and l.tsv @@ pq.q
-            offset 0) r  -- score each row once
-        order by r.text_rank desc nulls last
-        limit 4 * p_depth
+                   (select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length,
+                                           f.df, s.n, s.avgdl))
+                    from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
+                    join frequencies f on f.lexeme = o.lexeme cross join stats s) as text_rank
+            from live l
+            where coalesce(cardinality(p_terms), 0) > 0  -- a constant when planned
+              and v.q is not null and l.tsv @@ v.q::tsquery
+            limit (select v.budgets * s.budget from stats s)
+        ) l
+    ),
+    text_hits as materialized (
+        -- of those, the 2 p_depth of highest BM25 times importance: importance multiplies
+        -- the score, so a weaker match marked important can outrank a better one (ranked
+        -- by BM25 alone, recall@10 fell from 0.94 to 0.91 at 200,000 memories; one
+        -- ranking for all terms and pairs: bench/RESULTS.md, "Big tenants")
+        select distinct on (r.text_rank * r.importance, r.id) r.*
+        from text_read r
+        order by r.text_rank * r.importance desc nulls last, r.id
+        limit 2 * p_depth
     ),
     hits as (  -- the nearest and text-matching memories, whose neighbours are candidates
-        select * from nearest union select * from text_best union select * from text_pairs
+        select * from nearest union select * from text_hits
     ),
     neighbours as (
         -- the p_neighbours live memories just before and just after each hit, in
@@ -284,9 +261,7 @@ as $$
     union
     select * from reachable
     union
-    select * from text_best
-    union
-    select * from text_pairs
+    select * from text_hits
     union
     select * from neighbours
 $$;
