@@ -39,10 +39,10 @@ from memexdb.migrations import head_revision
 from memexdb.port_check import port_in_use
 from memexdb.runtime import Attach, Database, open_database
 from memexdb.runtime.embedder import embedder_for
+from memexdb.supervisor import WORKER_HEALTHCHECK_SECONDS, watched_workers
 
 log = logging.getLogger("memexdb")
 
-WORKER_HEALTHCHECK_SECONDS = 120
 QUIET_LOG_LEVEL = "warning"  # commands other than serve, without -v
 
 
@@ -84,23 +84,25 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         log.info("memexdb %s serving on http://%s:%s", __version__, args.host, args.port)
         log_config = logs.uvicorn_log_config(args.log_level, settings.log_format)
         try:
-            uvicorn.run(
-                "memexdb.service:app_from_env",
-                factory=True,
-                host=args.host,
-                port=args.port,
-                workers=args.workers,
-                log_level=args.log_level,
-                # json: the service logs each request itself (request id, route, latency)
-                access_log=log_config is None,
-                log_config=log_config if log_config is not None else LOGGING_CONFIG,
-                # Keep-alive timeouts of load balancers are typically 60 s.
-                timeout_keep_alive=65,
-                # uvicorn kills a worker that misses a 5 s ping; a worker importing and
-                # loading the model on a busy machine (a container's first start) can, and
-                # was killed over and over without ever serving.
-                timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
-            )
+            with watched_workers():
+                uvicorn.run(
+                    "memexdb.service:app_from_env",
+                    factory=True,
+                    host=args.host,
+                    port=args.port,
+                    workers=args.workers,
+                    log_level=args.log_level,
+                    # json: the service logs each request itself (request id, route, latency)
+                    access_log=log_config is None,
+                    log_config=log_config if log_config is not None else LOGGING_CONFIG,
+                    # Keep-alive timeouts of load balancers are typically 60 s.
+                    timeout_keep_alive=65,
+                    # uvicorn kills a worker that misses a 5 s ping; a worker importing and
+                    # loading the model on a busy machine (a container's first start) can,
+                    # and was killed over and over without ever serving (dead workers are
+                    # still replaced at once: memexdb.supervisor)
+                    timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
+                )
         except SystemExit as exc:
             # One worker: after its graceful shutdown uvicorn raises the SIGTERM again, and
             # the signal handler stops PostgreSQL and exits 143. A stop that was asked for
