@@ -182,7 +182,9 @@ def test_serve_heals_a_killed_embedded_postmaster(data_dir: Path, workers: int) 
             killed_at = time.monotonic()
             kill_postmaster(data_dir / "pgdata")
             time.sleep(0.05)
-            assert wait_until(lambda: healthy_everywhere(http, workers), RECOVERY_SECONDS, 0.05)
+            assert wait_until(lambda: healthy_everywhere(http, workers), RECOVERY_SECONDS, 0.05), (
+                service.output()[-4000:]
+            )
             print(f"workers={workers}: healthy {time.monotonic() - killed_at:.2f} s after kill -9")
             assert http.get("/v1/memories/count", params=who).json()["count"] == 2
         # The process that owns the server restarts it; the workers only reconnect. (It
