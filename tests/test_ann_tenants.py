@@ -305,33 +305,45 @@ def test_the_ann_path_finds_the_memory_holding_the_rarest_query_term(
     assert default_request(conn, "rare", "apple zebra", ann=True)[0] == "a zebra at the zoo"
 
 
+def store_batch(
+    conn: psycopg.Connection,
+    agent: str,
+    contents: list[str],
+    vectors: list[np.ndarray],
+    ages_days: list[float],
+    importances: list[float] | None = None,
+) -> None:
+    """Store one batch into tenant (agent, 'u'), each memory `ages_days` before NOW."""
+    register_vector(conn)
+    conn.execute(
+        "select count(*) from memex.store_many(%s, %s, %s, %s, 'test-model', null, %s, null,"
+        " null, %s)",
+        (
+            [agent] * len(contents),
+            ["u"] * len(contents),
+            contents,
+            vectors,
+            importances,
+            [NOW - timedelta(days=age) for age in ages_days],
+        ),
+    )
+
+
 def test_the_ann_path_finds_the_memory_holding_two_common_query_terms(
     conn: psycopg.Connection,
 ) -> None:
-    # "apple" and "pie" are each held by 300 memories, too many to rank (25 x 10) and more
-    # than ann_candidates: rarest-first takes any 40 of the apples. The one old, distant
-    # memory holding both is the best BM25 match; the pair branch (memories holding two of
-    # the rarest terms, ~150 expected) finds it on the ANN path as the exact path does.
+    # "apple" and "pie" are each held by 300 memories, more than the text read's budget
+    # (10 x ann_candidates): of the apples, any 200 are read. The one old, distant memory
+    # holding both is the best BM25 match; the pair read (memories holding two of the
+    # rarest terms, ~150 expected) finds it on the ANN path as the exact path does.
     set_setting(conn, "ann_candidates", "10")
     set_setting(conn, "ann_recent_candidates", "50")
     rng = np.random.default_rng(33)
     register_vector(conn)
     contents = [f"apple number {i}" for i in range(300)] + [f"pie number {i}" for i in range(300)]
     contents.insert(300, "an apple pie")  # in the middle, not last in the heap
-    conn.execute(
-        "select count(*) from memex.store_many(%s, %s, %s, %s, 'test-model', null, null, null,"
-        " null, %s)",
-        (
-            ["pair"] * 601,
-            ["u"] * 601,
-            contents,
-            list(clustered(rng, 601)),
-            [
-                NOW - timedelta(days=300 if c == "an apple pie" else float(rng.uniform(0, 100)))
-                for c in contents
-            ],
-        ),
-    )
+    ages = [300 if c == "an apple pie" else float(rng.uniform(0, 100)) for c in contents]
+    store_batch(conn, "pair", contents, list(clustered(rng, 601)), ages)
     assert index_tenant(conn, "pair") == 601
     assert default_request(conn, "pair", "apple pie", ann=False)[0] == "an apple pie"
     assert default_request(conn, "pair", "apple pie", ann=True)[0] == "an apple pie"
@@ -362,18 +374,7 @@ def test_the_ann_path_ranks_text_matches_by_their_importance_too(
     contents.append(kept)
     ages.append(400.0)
     vectors.append(unit((1, 1.0)))  # orthogonal to the query's
-    conn.execute(
-        "select count(*) from memex.store_many(%s, %s, %s, %s, 'test-model', null, %s, null,"
-        " null, %s)",
-        (
-            ["marked"] * 261,
-            ["u"] * 261,
-            contents,
-            vectors,
-            [1.0] * 260 + [1.9],
-            [NOW - timedelta(days=age) for age in ages],
-        ),
-    )
+    store_batch(conn, "marked", contents, vectors, ages, [1.0] * 260 + [1.9])
     assert index_tenant(conn, "marked") == 261
     assert default_request(conn, "marked", "kettle", ann=False)[0] == kept
     assert default_request(conn, "marked", "kettle", ann=True)[0] == kept

@@ -139,6 +139,10 @@ as $$
                                            p_metadata)
                    then p_depth else p_recent end
     ),
+    rarest as (  -- the six rarest query terms held at all
+        select f.lexeme, f.df from frequencies f where f.df > 0
+        order by f.df, f.lexeme limit 6
+    ),
     text_query as (
         -- the memories worth reading for their text: those holding the rarest query terms,
         -- taken rarest first while their holders number at most the budget (always the
@@ -155,10 +159,7 @@ as $$
                 where t.rarer = 0 or t.rarer + t.df <= s.budget) as terms,
                (select string_agg(format('(%s & %s)', quote_literal(a.lexeme),
                                          quote_literal(b.lexeme)), ' | ')
-                from (select f.lexeme, f.df from frequencies f where f.df > 0
-                      order by f.df, f.lexeme limit 6) a
-                join (select f.lexeme, f.df from frequencies f where f.df > 0
-                      order by f.df, f.lexeme limit 6) b on a.lexeme < b.lexeme
+                from rarest a join rarest b on a.lexeme < b.lexeme
                 cross join stats s
                 where a.df * b.df / s.n <= 2 * s.budget) as pairs
     ),
