@@ -1,8 +1,8 @@
 -- privileges: tenant-helper
 -- memex._candidates_ann: candidates for a tenant in the ANN index (tenants.ann): the union
--- of the p_depth nearest neighbours (the HNSW or ivfflat index chosen with
--- memex.configure_vector_index; memex.search sets its session settings, with iterative
--- scans so the tenant filter does not starve the index), recency candidates among the
+-- of the p_depth nearest neighbours (half as many when there are query terms; the HNSW or
+-- ivfflat index chosen with memex.configure_vector_index; memex.search sets its session
+-- settings, with iterative scans so the tenant filter does not starve the index), recency candidates among the
 -- p_recent most recent memories (recency can outweigh a small lead in similarity: at
 -- alpha 0.7 the best ten of a large tenant are mostly recent memories ranked far below
 -- the nearest few hundred, bench/RESULTS.md; and alpha = 0 sees what is newest) and the
@@ -117,7 +117,12 @@ as $$
         from live l
         where l.ann  -- implies the ANN index's predicate, so the planner may use it
           and p_query_embedding is not null
-        order by l.embedding <=> p_query_embedding limit p_depth
+        order by l.embedding <=> p_query_embedding
+        -- with query terms similarity is half of relevance, and the text hits bring the
+        -- rest: half as many nearest (each also brings its neighbours) kept recall@10 on
+        -- both texts of bench/ann_default_bench.py (bench/RESULTS.md, "Big tenants")
+        limit case when coalesce(cardinality(p_terms), 0) > 0 then (p_depth + 1) / 2
+                   else p_depth end
     ),
     newest as materialized (
         -- all p_recent newest without pruning; the p_depth newest (scored in full, to
@@ -193,41 +198,46 @@ as $$
         order by r.text_rank * r.importance desc nulls last, r.id
         limit 2 * p_depth
     ),
-    hits as (  -- the nearest and text-matching memories, whose neighbours are candidates
+    hits as materialized (  -- the nearest and text-matching memories, whose neighbours are candidates
         select * from nearest union select * from text_hits
     ),
     neighbours as (
         -- the p_neighbours live memories just before and just after each hit, in
         -- memex.search's window order (created_at, id): its context takes relevance from
-        -- them, and they take it from the hit
+        -- them, and they take it from the hit. One join per side: one subquery holding
+        -- both sides took ~15 % longer for the probes alone (bench/RESULTS.md, "Big
+        -- tenants").
         select n.*
         from hits h
         cross join lateral (
-            (select l.id, l.importance::double precision as importance, l.created_at,
-                    1 - (l.embedding <=> p_query_embedding) as similarity,
-                    case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
-                              and l.tsv @@ (select a.q from any_term a) then (
-                        select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
-                                               s.n, s.avgdl))
-                        from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
-                        join frequencies f on f.lexeme = o.lexeme cross join stats s) end as text_rank
-             from live l
-             where (l.created_at, l.id) < (h.created_at, h.id)
-             order by l.created_at desc, l.id desc limit p_neighbours)
-            union all
-            (select l.id, l.importance::double precision, l.created_at,
-                    1 - (l.embedding <=> p_query_embedding),
-                    case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
-                              and l.tsv @@ (select a.q from any_term a) then (
-                        select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
-                                               s.n, s.avgdl))
-                        from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
-                        join frequencies f on f.lexeme = o.lexeme cross join stats s) end
-             from live l
-             where (l.created_at, l.id) > (h.created_at, h.id)
-             order by l.created_at, l.id limit p_neighbours)
+            select l.id, l.importance::double precision as importance, l.created_at,
+                   1 - (l.embedding <=> p_query_embedding) as similarity,
+                   case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
+                             and l.tsv @@ (select a.q from any_term a) then (
+                       select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
+                                              s.n, s.avgdl))
+                       from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
+                       join frequencies f on f.lexeme = o.lexeme cross join stats s) end as text_rank
+            from live l
+            where p_neighbours > 0 and (l.created_at, l.id) < (h.created_at, h.id)
+            order by l.created_at desc, l.id desc limit p_neighbours
         ) n
-        where p_neighbours > 0
+        union all
+        select n.*
+        from hits h
+        cross join lateral (
+            select l.id, l.importance::double precision as importance, l.created_at,
+                   1 - (l.embedding <=> p_query_embedding) as similarity,
+                   case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
+                             and l.tsv @@ (select a.q from any_term a) then (
+                       select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
+                                              s.n, s.avgdl))
+                       from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
+                       join frequencies f on f.lexeme = o.lexeme cross join stats s) end as text_rank
+            from live l
+            where p_neighbours > 0 and (l.created_at, l.id) > (h.created_at, h.id)
+            order by l.created_at, l.id limit p_neighbours
+        ) n
     ),
     bar as materialized (  -- the least similarity among the nearest and the k-th best score known
         select (select min(n.similarity) from nearest n) as similarity,
