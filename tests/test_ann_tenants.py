@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 
-from tests.sqlapi import search, store, unit
+from tests.sqlapi import angled, search, store, unit
 from tests.test_recall import NOW, clustered, index_grown_tenants, load_tenant
 from tests.test_vector_index import index_tenant, set_setting
 
@@ -378,3 +378,32 @@ def test_the_ann_path_ranks_text_matches_by_their_importance_too(
     assert index_tenant(conn, "marked") == 261
     assert default_request(conn, "marked", "kettle", ann=False)[0] == kept
     assert default_request(conn, "marked", "kettle", ann=True)[0] == kept
+
+
+def test_with_query_terms_the_ann_path_takes_half_as_many_nearest(
+    conn: psycopg.Connection,
+) -> None:
+    # One rule (memex._ann_nearest) for the nearest taken and the index's search depth.
+    assert conn.execute(
+        "select memex._ann_nearest(200, '{dog}'), memex._ann_nearest(200, null),"
+        " memex._ann_nearest(200, '{}'), memex._ann_nearest(9, '{dog}')"
+    ).fetchone() == (100, 200, 200, 5)
+    # Half is still deep enough for what only similarity finds: no memory holds "zebra",
+    # so relevance is similarity (and context) alone, and the five memories near the
+    # query, months apart among 300 unrelated ones, rank as on the exact path, most
+    # similar first.
+    set_setting(conn, "ann_candidates", "10")  # 5 nearest with query terms
+    set_setting(conn, "ann_recent_candidates", "50")
+    rng = np.random.default_rng(35)
+    contents = [f"unrelated note {k}" for k in range(300)]
+    vectors = list(clustered(rng, 300))
+    ages = [float(rng.uniform(0, 100)) for _ in range(300)]
+    for k, cos in enumerate((0.95, 0.9, 0.85, 0.8, 0.75)):
+        contents.append(f"close note {cos}")
+        vectors.append(angled(cos))
+        ages.append(150.0 + 40 * k)
+    store_batch(conn, "similar", contents, vectors, ages)
+    assert index_tenant(conn, "similar") == 305
+    exact = default_request(conn, "similar", "zebra", ann=False)
+    assert exact == ["close note 0.95", "close note 0.9", "close note 0.85"]
+    assert default_request(conn, "similar", "zebra", ann=True) == exact

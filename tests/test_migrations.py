@@ -160,7 +160,15 @@ def test_sql_functions_follow_the_conventions(conn: psycopg.Connection) -> None:
     ).fetchall()
     assert len(rows) >= 15
     # Inlined per-row helpers may not carry SET (it blocks inlining); they qualify names.
-    inlined = {"_recency", "_score", "_bm25", "_live_memories", "_memory_record", "_ann_bounded"}
+    inlined = {
+        "_recency",
+        "_score",
+        "_bm25",
+        "_live_memories",
+        "_memory_record",
+        "_ann_bounded",
+        "_ann_nearest",
+    }
     for name, volatility, config, comment, _kind in rows:
         assert comment, f"memex.{name} has no comment"
         assert volatility in ("i", "s", "v")

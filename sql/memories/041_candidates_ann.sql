@@ -118,11 +118,7 @@ as $$
         where l.ann  -- implies the ANN index's predicate, so the planner may use it
           and p_query_embedding is not null
         order by l.embedding <=> p_query_embedding
-        -- with query terms similarity is half of relevance, and the text hits bring the
-        -- rest: half as many nearest (each also brings its neighbours) kept recall@10 on
-        -- both texts of bench/ann_default_bench.py (bench/RESULTS.md, "Big tenants")
-        limit case when coalesce(cardinality(p_terms), 0) > 0 then (p_depth + 1) / 2
-                   else p_depth end
+        limit memex._ann_nearest(p_depth, p_terms)  -- half as many with query terms
     ),
     newest as materialized (
         -- all p_recent newest without pruning; the p_depth newest (scored in full, to

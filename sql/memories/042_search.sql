@@ -153,11 +153,11 @@ begin
 
     if not v_exact then
         -- The ANN index's session settings (hnsw.* or ivfflat.*, with iterative scans so
-        -- the tenant filter does not starve the index); restored below so callers'
-        -- sessions are untouched.
+        -- the tenant filter does not starve the index), searching as deep as the nearest
+        -- neighbours taken; restored below so callers' sessions are untouched.
         select array_agg(g.name), array_agg(g.value), array_agg(g.default_value)
         into v_gucs, v_values, v_defaults
-        from memex._vector_index_settings(v_depth) g;
+        from memex._vector_index_settings(memex._ann_nearest(v_depth, v_terms)) g;
         for i in 1 .. coalesce(cardinality(v_gucs), 0) loop
             v_saved[i] := current_setting(v_gucs[i], true);
             perform set_config(v_gucs[i], v_values[i], true);
