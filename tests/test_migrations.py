@@ -244,3 +244,44 @@ def test_upgrade_keeps_each_importance_as_it_was_sent(pg_server: EmbeddedPostgre
             assert kind == ("double precision",)
     finally:
         drop_database(pg_server, dsn)
+
+
+def test_upgrade_totals_each_tenants_length(pg_server: EmbeddedPostgres) -> None:
+    # 0023: memex.tenants.length_sum backfilled from the stored memories' tsv_length (the
+    # tenants rows exist, as the count triggers of earlier revisions' SQL made them)
+    dsn = _empty_database(pg_server)
+    try:
+        engine = create_engine(
+            "postgresql+psycopg://", poolclass=NullPool, creator=lambda: psycopg.connect(dsn)
+        )
+        with engine.connect() as c, c.begin():
+            c.execute(text("create schema memex"))
+            cfg = _alembic_config()
+            cfg.attributes["connection"] = c
+            command.upgrade(cfg, "0022")
+            c.execute(
+                text(
+                    "insert into memex.memories (agent_id, user_id, content, embedding,"
+                    " embedding_model) select a, 'u', c, array_fill(0.1, array[384])::vector, 'x'"
+                    " from (values ('a', 'one lighthouse'), ('a', 'two lighthouses by the sea'),"
+                    "              ('b', 'a keeper of three lighthouses and a boat')) v(a, c)"
+                )
+            )
+            c.execute(
+                text(
+                    "insert into memex.tenants (agent_id, user_id, memory_count)"
+                    " select agent_id, user_id, count(*) from memex.memories group by 1, 2"
+                )
+            )
+        engine.dispose()
+        assert migrate(dsn) == head_revision()
+        with psycopg.connect(dsn) as conn:
+            totals = conn.execute(
+                "select t.agent_id, t.length_sum, (select sum(m.tsv_length) from memex.memories m"
+                " where m.agent_id = t.agent_id and m.user_id = t.user_id)"
+                " from memex.tenants t order by 1"
+            ).fetchall()
+            assert [(a, stored) for a, stored, _ in totals] == [("a", 5), ("b", 4)]
+            assert all(stored == actual for _, stored, actual in totals)
+    finally:
+        drop_database(pg_server, dsn)

@@ -17,9 +17,21 @@ AGENT, USER = "terms", "u"
 
 
 def drift(conn: psycopg.Connection) -> list[tuple[str, int | None, int | None]]:
-    """(lexeme, stored df, recounted df) of every lexeme whose statistic is wrong."""
+    """(lexeme, stored df, recounted df) of every lexeme whose statistic is wrong, then
+    ("length_sum", stored, recounted) if the tenant's total length (BM25's mean length is
+    length_sum / memory_count) is wrong."""
     rows = conn.execute("select * from memex.check_term_stats(%s, %s)", (AGENT, USER))
-    return [(str(r[0]), r[1], r[2]) for r in rows.fetchall()]
+    wrong = [(str(r[0]), r[1], r[2]) for r in rows.fetchall()]
+    stored, actual = conn.execute(
+        "select (select t.length_sum from memex.tenants t"
+        "        where t.agent_id = %(a)s and t.user_id = %(u)s),"
+        "       (select sum(m.tsv_length) from memex.memories m"
+        "        where m.agent_id = %(a)s and m.user_id = %(u)s)",
+        {"a": AGENT, "u": USER},
+    ).fetchone() or (None, None)
+    if (stored or 0) != (actual or 0):
+        wrong.append(("length_sum", stored, actual))
+    return wrong
 
 
 def df(conn: psycopg.Connection, lexeme: str) -> int | None:
@@ -58,7 +70,7 @@ def test_a_content_update_moves_the_lexemes_and_forget_drops_them(
     kept = remember(conn, "apples and pears")
     changed = remember(conn, "apples and plums")
     conn.execute(
-        "select memex.update_memory(%s, %s, %s, p_content => 'cherries and pears',"
+        "select memex.update_memory(%s, %s, %s, p_content => 'cherries, pears and figs',"
         " p_embedding => %s, p_embedding_model => 'test-model')",
         (AGENT, USER, changed, unit((1, 1.0))),
     )

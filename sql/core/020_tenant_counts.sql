@@ -1,5 +1,7 @@
 -- privileges: service
--- memex._tenant_counts: keep memex.tenants.memory_count in step with memex.memories.
+-- memex._tenant_counts: keep memex.tenants.memory_count and length_sum (the sum of the
+-- memories' tsv_length: BM25's mean length is length_sum / memory_count) in step with
+-- memex.memories; a content change moves length_sum in memex._term_stats_update.
 -- Statement-level with transition tables, so a 10k-row import is one upsert per tenant,
 -- not 10k updates of one hot row. memex.maintenance reads the count to move tenants into
 -- the ANN index. The upsert also locks the tenant's row: if memex.index_tenant moved the
@@ -18,11 +20,13 @@ as $$
 begin
     if tg_op = 'INSERT' then
         with counted as (
-            insert into memex.tenants as t (agent_id, user_id, memory_count)
-            select n.agent_id, n.user_id, count(*) from new_rows n group by 1, 2
+            insert into memex.tenants as t (agent_id, user_id, memory_count, length_sum)
+            select n.agent_id, n.user_id, count(*), sum(n.tsv_length)
+            from new_rows n group by 1, 2
             order by 1, 2  -- a fixed lock order keeps concurrent imports deadlock-free
             on conflict (agent_id, user_id)
-                do update set memory_count = t.memory_count + excluded.memory_count
+                do update set memory_count = t.memory_count + excluded.memory_count,
+                              length_sum = t.length_sum + excluded.length_sum
             returning t.agent_id, t.user_id, t.ann
         )
         update memex.memories m set ann = true
@@ -30,8 +34,9 @@ begin
         where c.ann and not n.ann and m.id = n.id;
     else
         update memex.tenants t
-        set memory_count = greatest(t.memory_count - d.n, 0)
-        from (select o.agent_id, o.user_id, count(*) as n
+        set memory_count = greatest(t.memory_count - d.n, 0),
+            length_sum = greatest(t.length_sum - d.length, 0)
+        from (select o.agent_id, o.user_id, count(*) as n, sum(o.tsv_length) as length
               from old_rows o group by 1, 2) d
         where t.agent_id = d.agent_id and t.user_id = d.user_id;
     end if;
@@ -40,7 +45,7 @@ end
 $$;
 
 comment on function memex._tenant_counts() is
-    'Trigger: maintain memex.tenants.memory_count on insert/delete of memories.';
+    'Trigger: maintain memex.tenants.memory_count and length_sum on insert/delete of memories.';
 
 create or replace trigger memories_count_insert
     after insert on memex.memories

@@ -1,9 +1,12 @@
 -- privileges: service
--- memex._term_stats_update: memex.term_stats after a memory's content changed
--- (memex.update_memory, a file's save): its old lexemes counted out, its new ones in.
+-- memex._term_stats_update: the BM25 statistics after a memory's content changed
+-- (memex.update_memory, a file's save): its old lexemes counted out of memex.term_stats,
+-- its new ones in, and the change of its length (tsv_length) added to its tenant's
+-- memex.tenants.length_sum.
 -- Row-level (Postgres allows no transition tables on a column-list trigger); content
 -- changes one memory at a time, and an unchanged tsvector costs one comparison.
--- A security definer, like memex._term_stats (no write grant on memex.term_stats).
+-- A security definer, like memex._term_stats (no write grant on memex.term_stats or
+-- memex.tenants).
 create or replace function memex._term_stats_update()
 returns trigger
 language plpgsql
@@ -35,12 +38,17 @@ begin
         where s.agent_id = old.agent_id and s.user_id = old.user_id
           and s.lexeme = g.lexeme and s.df <= 1;
     end if;
+    if old.tsv_length is distinct from new.tsv_length then
+        update memex.tenants t
+        set length_sum = greatest(t.length_sum + new.tsv_length - old.tsv_length, 0)
+        where t.agent_id = new.agent_id and t.user_id = new.user_id;
+    end if;
     return null;
 end
 $$;
 
 comment on function memex._term_stats_update() is
-    'Trigger: maintain memex.term_stats when a memory''s content changes.';
+    'Trigger: maintain memex.term_stats and the tenant''s length_sum when a memory''s content changes.';
 
 create or replace trigger memories_terms_update
     after update of content on memex.memories

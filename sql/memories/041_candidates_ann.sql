@@ -14,9 +14,9 @@
 -- ts_rank instead, blind to rarity, read every memory holding a common word and missed the
 -- best BM25 matches). Each is scored like the exact path, except that the BM25
 -- statistics are the tenant's stored ones: document frequencies from memex.term_stats
--- (kept by triggers on memex.memories, one index probe per query term), the size from
--- memex.tenants and the mean length of its p_depth newest memories (a sample), all over the
--- memories memex.tenants.memory_count counts (archived ones too, whatever the filters).
+-- (kept by triggers on memex.memories, one index probe per query term), the size and the
+-- mean length from memex.tenants (memory_count, length_sum), all over the memories
+-- memex.tenants.memory_count counts (archived ones too, whatever the filters).
 -- p_metadata (null: any) keeps only memories whose metadata contains it, inside
 -- each branch (the HNSW iterative scan goes on until it has p_depth that match);
 -- p_include_archived adds the memories consolidation archived.
@@ -89,15 +89,13 @@ as $$
         from unnest(p_terms) t(lexeme)
     ),
     stats as (
-        -- the tenant's size from memex.tenants (counting 100k+ rows per query would not
-        -- do) and the mean length of its p_depth newest memories, a sample of the whole
+        -- the tenant's size and mean length from memex.tenants (counting 100k+ rows per
+        -- query would not do; a sample of the newest moved scores near the tenth place)
         select greatest(coalesce(max(t.memory_count), 1), 1)::double precision as n,
                -- the memories read for their text: 2.5 % of the tenant, at least 10 p_depth
                greatest(10 * p_depth, coalesce(max(t.memory_count), 1) / 40) as budget,
-               (select avg(l.tsv_length) from (select l.tsv_length from live l
-                                               where coalesce(cardinality(p_terms), 0) > 0
-                                               order by l.created_at desc limit p_depth) l)
-                   as avgdl
+               coalesce(max(t.length_sum)::double precision
+                        / nullif(max(t.memory_count), 0), 1) as avgdl
         from memex.tenants t where t.agent_id = p_agent_id and t.user_id = p_user_id
     ),
     nearest as materialized (
