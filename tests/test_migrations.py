@@ -34,6 +34,22 @@ def _empty_database(server: EmbeddedPostgres) -> str:
     return db_dsn(server, name)
 
 
+def _at_revision(dsn: str, revision: str, *statements: tuple[str, dict[str, object]]) -> None:
+    """Bring an empty database to alembic `revision` alone (no SQL layer) and run
+    `statements` (SQL, parameters) there: the state an upgrade from it starts from."""
+    engine = create_engine(
+        "postgresql+psycopg://", poolclass=NullPool, creator=lambda: psycopg.connect(dsn)
+    )
+    with engine.connect() as c, c.begin():
+        c.execute(text("create schema memex"))
+        cfg = _alembic_config()
+        cfg.attributes["connection"] = c
+        command.upgrade(cfg, revision)
+        for sql, params in statements:
+            c.execute(text(sql), params)
+    engine.dispose()
+
+
 def _schema_fingerprint(dsn: str) -> list[tuple[str, ...]]:
     with psycopg.connect(dsn) as conn:
         return conn.execute(
@@ -94,32 +110,23 @@ def test_upgrade_moves_tenants_past_the_threshold_into_the_ann_index(
     # partial one, and leaves the small tenant out.
     dsn = _empty_database(pg_server)
     try:
-        engine = create_engine(
-            "postgresql+psycopg://", poolclass=NullPool, creator=lambda: psycopg.connect(dsn)
+        _at_revision(
+            dsn,
+            "0004",
+            ("update memex.settings set value = '3' where name = 'exact_scan_max_rows'", {}),
+            (
+                "insert into memex.memories (agent_id, user_id, content, embedding,"
+                " embedding_model) select a, 'u', 'm' || i,"
+                " array_fill(0.1, array[384])::vector, 'x'"
+                " from (values ('big', 5), ('small', 2)) t(a, n), generate_series(1, n) i",
+                {},
+            ),
+            (
+                "insert into memex.tenants (agent_id, user_id, memory_count)"
+                " values ('big', 'u', 5), ('small', 'u', 2)",
+                {},
+            ),
         )
-        with engine.connect() as c, c.begin():
-            c.execute(text("create schema memex"))
-            cfg = _alembic_config()
-            cfg.attributes["connection"] = c
-            command.upgrade(cfg, "0004")
-            c.execute(
-                text("update memex.settings set value = '3' where name = 'exact_scan_max_rows'")
-            )
-            c.execute(
-                text(
-                    "insert into memex.memories (agent_id, user_id, content, embedding,"
-                    " embedding_model) select a, 'u', 'm' || i,"
-                    " array_fill(0.1, array[384])::vector, 'x'"
-                    " from (values ('big', 5), ('small', 2)) t(a, n), generate_series(1, n) i"
-                )
-            )
-            c.execute(
-                text(
-                    "insert into memex.tenants (agent_id, user_id, memory_count)"
-                    " values ('big', 'u', 5), ('small', 'u', 2)"
-                )
-            )
-        engine.dispose()
         assert migrate(dsn) == head_revision()
         with psycopg.connect(dsn) as conn:
             assert conn.execute(
@@ -213,24 +220,17 @@ def test_upgrade_keeps_each_importance_as_it_was_sent(pg_server: EmbeddedPostgre
     dsn = _empty_database(pg_server)
     sent = [1.2, 0.1, 0.3333, 2.0, 0.0, 1e-6]
     try:
-        engine = create_engine(
-            "postgresql+psycopg://", poolclass=NullPool, creator=lambda: psycopg.connect(dsn)
-        )
-        with engine.connect() as c, c.begin():
-            c.execute(text("create schema memex"))
-            cfg = _alembic_config()
-            cfg.attributes["connection"] = c
-            command.upgrade(cfg, "0017")
-            c.execute(
-                text(
-                    "insert into memex.memories (agent_id, user_id, content, embedding,"
-                    " embedding_model, importance) select 'a', 'u', 'm' || i,"
-                    " array_fill(0.1, array[384])::vector, 'x', v"
-                    " from unnest(cast(:sent as real[])) with ordinality t(v, i)"
-                ),
+        _at_revision(
+            dsn,
+            "0017",
+            (
+                "insert into memex.memories (agent_id, user_id, content, embedding,"
+                " embedding_model, importance) select 'a', 'u', 'm' || i,"
+                " array_fill(0.1, array[384])::vector, 'x', v"
+                " from unnest(cast(:sent as real[])) with ordinality t(v, i)",
                 {"sent": sent},
-            )
-        engine.dispose()
+            ),
+        )
         assert migrate(dsn) == head_revision()
         with psycopg.connect(dsn) as conn:
             stored = conn.execute(
@@ -251,29 +251,22 @@ def test_upgrade_totals_each_tenants_length(pg_server: EmbeddedPostgres) -> None
     # tenants rows exist, as the count triggers of earlier revisions' SQL made them)
     dsn = _empty_database(pg_server)
     try:
-        engine = create_engine(
-            "postgresql+psycopg://", poolclass=NullPool, creator=lambda: psycopg.connect(dsn)
+        _at_revision(
+            dsn,
+            "0022",
+            (
+                "insert into memex.memories (agent_id, user_id, content, embedding,"
+                " embedding_model) select a, 'u', c, array_fill(0.1, array[384])::vector, 'x'"
+                " from (values ('a', 'one lighthouse'), ('a', 'two lighthouses by the sea'),"
+                "              ('b', 'a keeper of three lighthouses and a boat')) v(a, c)",
+                {},
+            ),
+            (
+                "insert into memex.tenants (agent_id, user_id, memory_count)"
+                " select agent_id, user_id, count(*) from memex.memories group by 1, 2",
+                {},
+            ),
         )
-        with engine.connect() as c, c.begin():
-            c.execute(text("create schema memex"))
-            cfg = _alembic_config()
-            cfg.attributes["connection"] = c
-            command.upgrade(cfg, "0022")
-            c.execute(
-                text(
-                    "insert into memex.memories (agent_id, user_id, content, embedding,"
-                    " embedding_model) select a, 'u', c, array_fill(0.1, array[384])::vector, 'x'"
-                    " from (values ('a', 'one lighthouse'), ('a', 'two lighthouses by the sea'),"
-                    "              ('b', 'a keeper of three lighthouses and a boat')) v(a, c)"
-                )
-            )
-            c.execute(
-                text(
-                    "insert into memex.tenants (agent_id, user_id, memory_count)"
-                    " select agent_id, user_id, count(*) from memex.memories group by 1, 2"
-                )
-            )
-        engine.dispose()
         assert migrate(dsn) == head_revision()
         with psycopg.connect(dsn) as conn:
             totals = conn.execute(
