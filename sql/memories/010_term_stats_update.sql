@@ -48,7 +48,8 @@ end
 $$;
 
 comment on function memex._term_stats_update() is
-    'Trigger: maintain memex.term_stats and the tenant''s length_sum when a memory''s content changes.';
+    'Trigger: maintain memex.term_stats and the tenant''s length_sum when a memory''s'
+    ' content changes.';
 
 create or replace trigger memories_terms_update
     after update of content on memex.memories

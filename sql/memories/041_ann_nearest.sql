@@ -5,8 +5,8 @@
 -- the request has query terms. Similarity is then half of relevance and the text matches
 -- bring the rest: on both texts of bench/ann_default_bench.py, every memory of the exact
 -- top 10 that only similarity found was among the 100 nearest of 200, and half as many
--- nearest (each of which also brings its neighbours in time) kept recall@10 while the
--- default request took 6-20 % less time (bench/RESULTS.md, "Big tenants").
+-- nearest kept recall@10 for fewer neighbour probes (each nearest brings its neighbours in
+-- time) and a shallower HNSW search (bench/RESULTS.md, "Big tenants").
 -- No SET search_path on purpose: inlined into its callers' queries, it folds to a
 -- constant when they are planned.
 create or replace function memex._ann_nearest(

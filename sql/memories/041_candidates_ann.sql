@@ -2,18 +2,19 @@
 -- memex._candidates_ann: candidates for a tenant in the ANN index (tenants.ann): the union
 -- of the p_depth nearest neighbours (half as many when there are query terms; the HNSW or
 -- ivfflat index chosen with memex.configure_vector_index; memex.search sets its session
--- settings, with iterative scans so the tenant filter does not starve the index), recency candidates among the
--- p_recent most recent memories (recency can outweigh a small lead in similarity: at
--- alpha 0.7 the best ten of a large tenant are mostly recent memories ranked far below
--- the nearest few hundred, bench/RESULTS.md; and alpha = 0 sees what is newest) and the
--- memories matching the query's text best (GIN index): of those holding the rarest query
--- terms (taken rarest first while their holders number at most a budget: 2.5 % of the
--- tenant, at least 10 p_depth) or two of the six rarest (each pair expected in at most
--- twice the budget), the 2 p_depth of highest BM25 times importance; BM25 weighs a term by its
--- rarity, and a memory holding only commoner terms weighs little (ranking every match by
--- ts_rank instead, blind to rarity, read every memory holding a common word and missed the
--- best BM25 matches). Each is scored like the exact path, except that the BM25
--- statistics are the tenant's stored ones: document frequencies from memex.term_stats
+-- settings, with iterative scans so the tenant filter does not starve the index), recency
+-- candidates among the p_recent most recent memories (recency can outweigh a small lead
+-- in similarity: at alpha 0.7 the best ten of a large tenant are mostly recent memories
+-- ranked far below the nearest few hundred, bench/RESULTS.md; and alpha = 0 sees what is
+-- newest) and the memories matching the query's text best (GIN index): of those holding
+-- the rarest query terms (taken rarest first while their holders number at most a
+-- budget: 2.5 % of the tenant, at least 10 p_depth) or two of the six rarest (each pair
+-- expected in at most twice the budget), the 2 p_depth of highest BM25 times importance;
+-- BM25 weighs a term by its rarity, and a memory holding only commoner terms weighs
+-- little (ranking every match by ts_rank instead, blind to rarity, read every memory
+-- holding a common word and missed the best BM25 matches). Each is scored like the exact
+-- path, except that the BM25 statistics are the tenant's stored ones: document
+-- frequencies from memex.term_stats
 -- (kept by triggers on memex.memories, one index probe per query term), the size and the
 -- mean length from memex.tenants (memory_count, length_sum), all over the memories
 -- memex.tenants.memory_count counts (archived ones too, whatever the filters).
@@ -197,7 +198,8 @@ as $$
         order by r.text_rank * r.importance desc nulls last, r.id
         limit 2 * p_depth
     ),
-    hits as materialized (  -- the nearest and text-matching memories, whose neighbours are candidates
+    hits as materialized (
+        -- the nearest and text-matching memories, whose neighbours are candidates
         select * from nearest union select * from text_hits
     ),
     neighbours as (
