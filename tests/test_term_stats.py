@@ -5,12 +5,14 @@ its restore, erasure); memex.check_term_stats recounts and lists the lexemes tha
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 
+from tests.live_service import wait_until
 from tests.sqlapi import bound_login_role, store, store_expired, unit
 
 AGENT, USER = "terms", "u"
@@ -193,4 +195,45 @@ def test_a_tenant_role_keeps_its_statistics_by_writing_memories_only(
                 tenant.execute(statement)
         tenant.execute("select memex.forget(%s, %s, %s)", (AGENT, USER, stored[0]))
     assert df(conn, "narwhal") is None
+    assert drift(conn) == []
+
+
+def test_a_content_change_and_a_store_into_its_tenant_do_not_deadlock(
+    conn: psycopg.Connection, dsn: str
+) -> None:
+    # Transaction A changes a memory's content (its length stays 2 lexemes) and, later, stores
+    # another memory; meanwhile B stores a memory sharing the lexeme A brought in. Stores
+    # take the tenant's row (the count) before their term_stats rows; were a content change
+    # to take its term_stats rows first, A would hold "plum" while B held the tenant's row
+    # and waited for "plum", and A's store would wait for B: a deadlock. Both take the
+    # tenant's row first, so B waits for A.
+    changed = remember(conn, "apples and pears")
+    with (
+        psycopg.connect(dsn) as a,
+        psycopg.connect(dsn, autocommit=True) as b,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        for c in (a, b):
+            register_vector(c)
+            c.execute("set lock_timeout = '20s'")
+        a.execute(
+            "select memex.update_memory(%s, %s, %s, p_content => 'plums and pears',"
+            " p_embedding => %s, p_embedding_model => 'test-model')",
+            (AGENT, USER, changed, unit((1, 1.0))),
+        )
+        b_pid = b.info.backend_pid
+        stored = pool.submit(remember, b, "plums in the garden")
+        assert wait_until(
+            lambda: (
+                conn.execute(
+                    "select wait_event_type = 'Lock' from pg_stat_activity where pid = %s", (b_pid,)
+                ).fetchone()
+                == (True,)
+            ),
+            timeout=20.0,
+        ), "B never waited"
+        remember(a, "plums for later")  # B holds nothing A needs: no deadlock
+        a.commit()
+        stored.result(timeout=30)
+    assert (df(conn, "plum"), df(conn, "appl")) == (3, None)
     assert drift(conn) == []

@@ -16,6 +16,12 @@ set search_path = pg_catalog, pg_temp
 as $$
 begin
     if old.tsv is distinct from new.tsv then
+        -- The tenant's row first, as inserts and deletes take it (memex._tenant_counts fires
+        -- before memex._term_stats) before their term_stats rows: one lock order, so a
+        -- content change and a store into the same tenant cannot deadlock.
+        update memex.tenants t
+        set length_sum = greatest(t.length_sum + new.tsv_length - old.tsv_length, 0)
+        where t.agent_id = new.agent_id and t.user_id = new.user_id;
         -- lexemes only the new content holds come in, those only the old one held go out
         insert into memex.term_stats as s (agent_id, user_id, lexeme, df)
         select new.agent_id, new.user_id, t.lexeme, 1
@@ -37,11 +43,6 @@ begin
         using gone g(lexeme)
         where s.agent_id = old.agent_id and s.user_id = old.user_id
           and s.lexeme = g.lexeme and s.df <= 1;
-    end if;
-    if old.tsv_length is distinct from new.tsv_length then
-        update memex.tenants t
-        set length_sum = greatest(t.length_sum + new.tsv_length - old.tsv_length, 0)
-        where t.agent_id = new.agent_id and t.user_id = new.user_id;
     end if;
     return null;
 end
