@@ -201,39 +201,40 @@ def test_a_tenant_role_keeps_its_statistics_by_writing_memories_only(
 def test_a_content_change_and_a_store_into_its_tenant_do_not_deadlock(
     conn: psycopg.Connection, dsn: str
 ) -> None:
-    # Transaction A changes a memory's content (its length stays 2 lexemes) and, later, stores
-    # another memory; meanwhile B stores a memory sharing the lexeme A brought in. Stores
-    # take the tenant's row (the count) before their term_stats rows; were a content change
-    # to take its term_stats rows first, A would hold "plum" while B held the tenant's row
-    # and waited for "plum", and A's store would wait for B: a deadlock. Both take the
-    # tenant's row first, so B waits for A.
+    # Transaction B has stored a memory (it holds the tenant's row: the count) and will store
+    # another holding "plum"; meanwhile A changes a memory's content to one more lexeme,
+    # "plum" among them. Stores take the tenant's row before their term_stats rows; were
+    # a content change to take its term_stats rows first, A would hold "plum" waiting for
+    # the tenant's row while B waited for "plum": a deadlock. A takes the tenant's row
+    # first and waits for B instead.
     changed = remember(conn, "apples and pears")
     with (
-        psycopg.connect(dsn) as a,
-        psycopg.connect(dsn, autocommit=True) as b,
+        psycopg.connect(dsn) as b,
+        psycopg.connect(dsn, autocommit=True) as a,
         ThreadPoolExecutor(1) as pool,
     ):
         for c in (a, b):
             register_vector(c)
             c.execute("set lock_timeout = '20s'")
-        a.execute(
-            "select memex.update_memory(%s, %s, %s, p_content => 'plums and pears',"
+        remember(b, "a note of no fruit")
+        a_pid = a.info.backend_pid
+        updated = pool.submit(
+            a.execute,
+            "select memex.update_memory(%s, %s, %s, p_content => 'plums, pears and figs',"
             " p_embedding => %s, p_embedding_model => 'test-model')",
             (AGENT, USER, changed, unit((1, 1.0))),
         )
-        b_pid = b.info.backend_pid
-        stored = pool.submit(remember, b, "plums in the garden")
         assert wait_until(
             lambda: (
                 conn.execute(
-                    "select wait_event_type = 'Lock' from pg_stat_activity where pid = %s", (b_pid,)
+                    "select wait_event_type = 'Lock' from pg_stat_activity where pid = %s", (a_pid,)
                 ).fetchone()
                 == (True,)
             ),
             timeout=20.0,
-        ), "B never waited"
-        remember(a, "plums for later")  # B holds nothing A needs: no deadlock
-        a.commit()
-        stored.result(timeout=30)
-    assert (df(conn, "plum"), df(conn, "appl")) == (3, None)
+        ), "A never waited"
+        remember(b, "plums in the garden")  # A holds nothing B needs: no deadlock
+        b.commit()
+        updated.result(timeout=30)
+    assert (df(conn, "plum"), df(conn, "fig"), df(conn, "appl")) == (2, 1, None)
     assert drift(conn) == []

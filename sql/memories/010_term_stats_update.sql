@@ -15,13 +15,17 @@ security definer
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-    if old.tsv is distinct from new.tsv then
-        -- The tenant's row first, as inserts and deletes take it (memex._tenant_counts fires
-        -- before memex._term_stats) before their term_stats rows: one lock order, so a
-        -- content change and a store into the same tenant cannot deadlock.
+    if old.tsv_length is distinct from new.tsv_length then
+        -- The tenant's row before any term_stats row, as stores and deletes take them
+        -- (memex._tenant_counts fires before memex._term_stats): one lock order, so a
+        -- content change and a store into the same tenant cannot deadlock over them. A
+        -- change that keeps the length leaves the tenant's row alone (a file rewrite
+        -- does not queue behind the tenant's other open writes).
         update memex.tenants t
         set length_sum = greatest(t.length_sum + new.tsv_length - old.tsv_length, 0)
         where t.agent_id = new.agent_id and t.user_id = new.user_id;
+    end if;
+    if old.tsv is distinct from new.tsv then
         -- lexemes only the new content holds come in, those only the old one held go out
         insert into memex.term_stats as s (agent_id, user_id, lexeme, df)
         select new.agent_id, new.user_id, t.lexeme, 1
