@@ -200,7 +200,7 @@ as $$
     ),
     hits as materialized (
         -- the nearest and text-matching memories, whose neighbours are candidates
-        select * from nearest union select * from text_hits
+        select h.id, h.created_at from nearest h union select h.id, h.created_at from text_hits h
     ),
     neighbours as (
         -- the p_neighbours live memories just before and just after each hit, in
