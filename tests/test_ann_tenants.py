@@ -380,14 +380,23 @@ def test_the_ann_path_ranks_text_matches_by_their_importance_too(
     assert default_request(conn, "marked", "kettle", ann=True)[0] == kept
 
 
-def test_with_query_terms_the_ann_path_takes_half_as_many_nearest(
+def test_with_query_terms_the_ann_path_takes_nearest_by_the_vector_weight(
     conn: psycopg.Connection,
 ) -> None:
-    # One rule (memex._ann_nearest) for the nearest taken and the index's search depth.
-    assert conn.execute(
+    # One rule (memex._ann_nearest) for the nearest taken and the index's search depth:
+    # with query terms, the depth times similarity's share of relevance, at least half.
+    nearest = (
         "select memex._ann_nearest(200, '{dog}'), memex._ann_nearest(200, null),"
         " memex._ann_nearest(200, '{}'), memex._ann_nearest(9, '{dog}')"
-    ).fetchone() == (100, 200, 200, 5)
+    )
+    assert conn.execute(nearest).fetchone() == (100, 200, 200, 5)
+    set_setting(conn, "hybrid_vector_weight", "0.7")
+    assert conn.execute(nearest).fetchone() == (140, 200, 200, 7)
+    set_setting(conn, "hybrid_vector_weight", "1")  # text ranks nothing: the full depth
+    assert conn.execute(nearest).fetchone() == (200, 200, 200, 9)
+    set_setting(conn, "hybrid_vector_weight", "0.2")  # never below half
+    assert conn.execute(nearest).fetchone() == (100, 200, 200, 5)
+    set_setting(conn, "hybrid_vector_weight", "0.5")
     # Half is still deep enough for what only similarity finds: no memory holds "zebra",
     # so relevance is similarity (and context) alone, and the five memories near the
     # query, months apart among 300 unrelated ones, rank as on the exact path, most
