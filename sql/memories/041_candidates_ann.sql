@@ -1,6 +1,6 @@
 -- privileges: tenant-helper
 -- memex._candidates_ann: candidates for a tenant in the ANN index (tenants.ann): the union
--- of the p_depth nearest neighbours (half as many when there are query terms; the HNSW or
+-- of the p_depth nearest neighbours (fewer with query terms, memex._ann_nearest; the HNSW or
 -- ivfflat index chosen with memex.configure_vector_index; memex.search sets its session
 -- settings, with iterative scans so the tenant filter does not starve the index), recency
 -- candidates among the p_recent most recent memories (recency can outweigh a small lead
@@ -117,7 +117,7 @@ as $$
         where l.ann  -- implies the ANN index's predicate, so the planner may use it
           and p_query_embedding is not null
         order by l.embedding <=> p_query_embedding
-        limit memex._ann_nearest(p_depth, p_terms)  -- half as many with query terms
+        limit memex._ann_nearest(p_depth, p_terms)  -- fewer with query terms
     ),
     newest as materialized (
         -- all p_recent newest without pruning; the p_depth newest (scored in full, to

@@ -26,8 +26,8 @@
 -- (english stemming, stop words dropped). Tenants are ranked exactly (every row scored) until they are moved
 -- into the ANN index (tenants.ann: memex.maintenance does it past
 -- settings.exact_scan_max_rows); those rank the union of the nearest (from the ANN index
--- chosen with memex.configure_vector_index, HNSW by default; half as many with query
--- terms), newest and best text-matching settings.ann_candidates rows (never fewer than
+-- chosen with memex.configure_vector_index, HNSW by default; fewer with query terms,
+-- memex._ann_nearest), newest and best text-matching settings.ann_candidates rows (never fewer than
 -- top_k when that many match; the newest settings.ann_recent_candidates when alpha is
 -- given, since recency then outweighs relevance) and, with context, the two memories before and after each
 -- nearest and text-matching one. Ties break on newer first, then id. p_now fixes "now" for replays and tests.
