@@ -1,7 +1,8 @@
 """memex.term_stats: each tenant's document frequency of every lexeme, which the ANN path
 reads instead of counting through the GIN index. Triggers on memex.memories keep it true
 through every write (store, batch store, content update, forget, expiry, consolidation and
-its restore, erasure); memex.check_term_stats recounts and lists the lexemes that differ."""
+its restore, erasure); memex.check_term_stats recounts them and the tenant's totals
+(memory_count, length_sum) and lists what differs."""
 
 from __future__ import annotations
 
@@ -18,22 +19,12 @@ from tests.sqlapi import bound_login_role, store, store_expired, unit
 AGENT, USER = "terms", "u"
 
 
-def drift(conn: psycopg.Connection) -> list[tuple[str, int | None, int | None]]:
-    """(lexeme, stored df, recounted df) of every lexeme whose statistic is wrong, then
-    ("length_sum", stored, recounted) if the tenant's total length (BM25's mean length is
-    length_sum / memory_count) is wrong."""
+def drift(conn: psycopg.Connection) -> list[tuple[str, str | None, int, int]]:
+    """(statistic, lexeme, stored, recounted) of every BM25 statistic of the tenant that is
+    wrong: a lexeme's document frequency ('df'), the tenant's memory_count or length_sum
+    (BM25's mean length is length_sum / memory_count)."""
     rows = conn.execute("select * from memex.check_term_stats(%s, %s)", (AGENT, USER))
-    wrong = [(str(r[0]), r[1], r[2]) for r in rows.fetchall()]
-    stored, actual = conn.execute(
-        "select (select t.length_sum from memex.tenants t"
-        "        where t.agent_id = %(a)s and t.user_id = %(u)s),"
-        "       (select sum(m.tsv_length) from memex.memories m"
-        "        where m.agent_id = %(a)s and m.user_id = %(u)s)",
-        {"a": AGENT, "u": USER},
-    ).fetchone() or (None, None)
-    if (stored or 0) != (actual or 0):
-        wrong.append(("length_sum", stored, actual))
-    return wrong
+    return [(str(r[0]), r[1], r[2], r[3]) for r in rows.fetchall()]
 
 
 def df(conn: psycopg.Connection, lexeme: str) -> int | None:
@@ -140,7 +131,23 @@ def test_the_check_reports_a_wrong_statistic(conn: psycopg.Connection) -> None:
         "update memex.term_stats set df = 5 where agent_id = %s and lexeme = 'walrus'", (AGENT,)
     )
     conn.execute("insert into memex.term_stats values (%s, %s, 'phantom', 1)", (AGENT, USER))
-    assert drift(conn) == [("phantom", 1, None), ("walrus", 5, 1)]
+    conn.execute(
+        "update memex.tenants set memory_count = 3, length_sum = 40 where agent_id = %s",
+        (AGENT,),
+    )
+    assert drift(conn) == [
+        ("df", "phantom", 1, None),
+        ("df", "walrus", 5, 1),
+        ("length_sum", None, 40, 2),
+        ("memory_count", None, 3, 1),
+    ]
+
+
+def test_the_check_counts_a_tenant_without_a_row_as_empty(conn: psycopg.Connection) -> None:
+    assert drift(conn) == []
+    remember(conn, "walruses on ice")
+    conn.execute("delete from memex.tenants where agent_id = %s", (AGENT,))
+    assert drift(conn) == [("length_sum", None, 0, 2), ("memory_count", None, 0, 1)]
 
 
 def test_the_ann_path_reads_the_stored_frequency(conn: psycopg.Connection) -> None:

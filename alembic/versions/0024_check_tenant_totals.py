@@ -1,0 +1,27 @@
+"""memex.check_term_stats also recounts the tenant's totals (issue 26): BM25 on the ANN
+path reads the number of memories and their total length from memex.tenants
+(memory_count, length_sum, revision 0023) as well as the document frequencies from
+memex.term_stats, so the operator's check compares all three. Its result changes from
+(lexeme, stored_df, actual_df) to (statistic, lexeme, stored, actual): the old signature
+is dropped here; the re-applied SQL layer creates the new one. No table changes.
+
+Revision ID: 0024
+Revises: 0023
+Create Date: 2026-12-05
+"""
+
+from alembic import op
+
+revision = "0024"
+down_revision = "0023"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.execute("drop function if exists memex.check_term_stats(text, text)")
+
+
+def downgrade() -> None:
+    # The old result type belongs to the older SQL layer, which re-creates it when applied.
+    op.execute("drop function if exists memex.check_term_stats(text, text)")
