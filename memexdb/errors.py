@@ -10,6 +10,7 @@
 | 42501    | Forbidden          | 403  | the key may not do this (tenant, access)  |
 | class 08, 57P0x, pool timeout | DatabaseUnavailable | 503 | database unreachable |
 | 55P03, 57014       | Busy               | 503  | a lock or statement timeout of a request  |
+| 40P01, 40001       | Busy               | 503  | lost a deadlock or serialization conflict |
 """
 
 from __future__ import annotations
@@ -65,6 +66,11 @@ def translate(exc: BaseException) -> BaseException:
         return (Unauthenticated if exc.sqlstate == "28000" else Forbidden)(message)
     if isinstance(exc, psycopg.errors.LockNotAvailable):
         return Busy("timed out waiting for a lock another request holds; nothing was applied")
+    if isinstance(exc, (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)):
+        return Busy(
+            "a concurrent request held what this one needed (a deadlock or serialization"
+            " conflict); nothing was applied"
+        )
     if isinstance(exc, psycopg.errors.QueryCanceled):
         return Busy("the request ran past its statement timeout; nothing was applied")
     if isinstance(exc, psycopg.OperationalError):

@@ -9,6 +9,7 @@ Session with one typed method per operation.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 from collections.abc import AsyncIterator, Sequence
@@ -40,6 +41,12 @@ EMBEDDING_CACHE_ENTRIES = 4096
 # when nothing is limited. A limit set meanwhile is still enforced by SQL in the call
 # itself; for at most this long it is enforced after the embedding rather than before.
 LIMITS_TRUSTED_FOR_S = 2.0
+# A call that loses a deadlock (40P01) or a serialization conflict (40001) to a concurrent
+# one was rolled back whole; outside a caller's transaction it is run again, at most this
+# many times in all, then answered Busy. Inside one it is answered Busy at once: only the
+# caller can re-run its transaction.
+CONFLICT_ATTEMPTS = 3
+RETRIED_CONFLICTS = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
 
 
 @dataclass
@@ -258,37 +265,58 @@ class Session:
         try:
             async with self.pool.connection() as conn:
                 with metrics.sql_call(sql):
-                    cur = conn.cursor(row_factory=factory)
-                    if not entering and reservation is None:
-                        return await (await cur.execute(sql, values)).fetchall()
-                    try:
-                        # BEGIN, the caller, the call and COMMIT go out together: one round
-                        # trip (plain statements: conn.transaction() would add a second).
-                        async with conn.pipeline():
-                            await conn.execute("begin")
-                            if entering:
-                                await conn.execute(*self._entry())
-                            if entering and self.credentials.delegate is not None:
-                                await conn.execute(
-                                    queries.DELEGATE, {"delegate": self.credentials.delegate}
-                                )
-                            if reservation is not None:
-                                await conn.execute(
-                                    queries.USE_RESERVATION, {"reservation": str(reservation)}
-                                )
-                            await cur.execute(sql, values)
-                            await conn.execute("commit")
-                    except BaseException:
-                        # an error skips the rest of the pipeline, the COMMIT included
-                        if conn.info.transaction_status in _OPEN_TRANSACTION:
-                            await conn.rollback()
-                        raise
-                    return await cur.fetchall()
+                    attempt = 1
+                    while True:
+                        try:
+                            return await self._fetch_once(
+                                conn, factory, sql, values, entering, reservation
+                            )
+                        except RETRIED_CONFLICTS:
+                            # the whole transaction was rolled back (the winner goes on):
+                            # running it again applies it once
+                            if attempt == CONFLICT_ATTEMPTS:
+                                raise
+                        await asyncio.sleep(0.01 * attempt)
+                        attempt += 1
         except Exception as exc:
             error = _in_process(translate(exc), self.credentials)
             if isinstance(error, RateLimited):
                 metrics.rate_limited(error.operation)
             raise error from exc
+
+    async def _fetch_once(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        factory: Any,
+        sql: str,
+        values: dict[str, Any] | None,
+        entering: bool,
+        reservation: UUID | None,
+    ) -> list[Any]:
+        """One attempt of `fetch` outside a caller's transaction: the statement alone
+        (autocommit), or BEGIN, the caller, the call and COMMIT."""
+        cur = conn.cursor(row_factory=factory)
+        if not entering and reservation is None:
+            return await (await cur.execute(sql, values)).fetchall()
+        try:
+            # BEGIN, the caller, the call and COMMIT go out together: one round trip
+            # (plain statements: conn.transaction() would add a second).
+            async with conn.pipeline():
+                await conn.execute("begin")
+                if entering:
+                    await conn.execute(*self._entry())
+                if entering and self.credentials.delegate is not None:
+                    await conn.execute(queries.DELEGATE, {"delegate": self.credentials.delegate})
+                if reservation is not None:
+                    await conn.execute(queries.USE_RESERVATION, {"reservation": str(reservation)})
+                await cur.execute(sql, values)
+                await conn.execute("commit")
+        except BaseException:
+            # an error skips the rest of the pipeline, the COMMIT included
+            if conn.info.transaction_status in _OPEN_TRANSACTION:
+                await conn.rollback()
+            raise
+        return await cur.fetchall()
 
     @staticmethod
     async def _fetch_in_transaction(

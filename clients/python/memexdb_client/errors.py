@@ -11,6 +11,7 @@ to them) and the HTTP client raises the same classes from the error bodies.
 | 42501    | Forbidden          | 403  | the key may not do this (tenant, access)  |
 | class 08, 57P0x, pool timeout | DatabaseUnavailable | 503 | database unreachable |
 | 55P03, 57014       | Busy               | 503  | a lock or statement timeout of a request  |
+| 40P01, 40001       | Busy               | 503  | lost a deadlock or serialization conflict |
 """
 
 from __future__ import annotations

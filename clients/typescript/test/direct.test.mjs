@@ -5,6 +5,8 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
+import pg from "pg";
+
 import {
   ConflictError,
   DEFAULTS,
@@ -195,6 +197,43 @@ describe("direct mode", { skip: missing.length ? `needs ${missing.join(", ")}` :
       assert.match(output, /migrated to revision/);
     } finally {
       await operator.close();
+    }
+  });
+
+  test("a call that loses a deadlock is run again and applied once", async () => {
+    // the operator holds alice's tenant row; the write takes the file's lock and waits for
+    // the row; the operator then asks for the file's lock: a deadlock, which the write's
+    // backend detects first (the operator's waits 20 s before looking) and loses
+    const file = { ...alice, path: "user/deadlock.md" };
+    await text.store({ ...alice, content: "the tenant exists" });
+    const holder = new pg.Client({ connectionString: env.MEMEX_DIRECT_OPERATOR_URL });
+    const watcher = new pg.Client({ connectionString: env.MEMEX_DIRECT_OPERATOR_URL });
+    await Promise.all([holder.connect(), watcher.connect()]);
+    try {
+      const deadlocks = async () =>
+        Number((await watcher.query("select deadlocks from pg_stat_database where datname = current_database()")).rows[0].deadlocks);
+      const before = await deadlocks();
+      await holder.query("begin");
+      await holder.query("set local deadlock_timeout = '20s'");
+      await holder.query("select 1 from memex.tenants where agent_id = $1 and user_id = $2 for update", [alice.agent_id, alice.user_id]);
+      const write = vector.writeFile({ ...file, content: "written despite the deadlock" });
+      await eventually(async () => {
+        const waiting = await watcher.query(
+          "select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database() and query like '%write_file%'",
+        );
+        return waiting.rows[0].n === 1;
+      }, 10);
+      await holder.query(
+        "select pg_advisory_xact_lock(memex._lock_key('file', jsonb_build_array($1::text, $2::text, $3::text)::text))",
+        [file.agent_id, file.user_id, file.path],
+      );
+      await holder.query("rollback");
+      assert.equal((await write).revision, 1);
+      assert.equal((await text.readFile(file)).content, "written despite the deadlock");
+      assert.equal((await text.listRevisions(file)).revisions.length, 1);
+      await eventually(async () => (await deadlocks()) === before + 1, 10);
+    } finally {
+      await Promise.all([holder.end(), watcher.end()]);
     }
   });
 

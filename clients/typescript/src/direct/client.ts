@@ -10,7 +10,7 @@ import pg from "pg";
 import { ConflictError, ForbiddenError, InvalidArgumentError, MemexError } from "../errors.js";
 import type { Items, Requests, Results } from "../generated/operations.js";
 import { embedTexts, type EmbeddingsEndpoint } from "./embeddings.js";
-import { errorFromSql } from "./errors.js";
+import { errorFromSql, RETRIED_SQLSTATES } from "./errors.js";
 
 export interface DirectClientOptions {
   /** A libpq-style URL of the bound role, e.g. `postgresql://alice_app:secret@db/memex`. */
@@ -33,6 +33,10 @@ export interface MigrateOptions {
 }
 
 type Row = Record<string, unknown>;
+
+/** Attempts in all of a call that loses a deadlock or serialization conflict
+ * (memexdb.session.CONFLICT_ATTEMPTS; tests/test_conflict_retry.py compares them). */
+const CONFLICT_ATTEMPTS = 3;
 
 /** The defaults of the request fields direct mode must fill in itself (a page's limit
  * tells it whether there is a next page; SQL takes no null for these). They are the REST
@@ -146,11 +150,18 @@ export class MemexDirectClient {
   }
 
   async #rows(sql: string, values: unknown[]): Promise<Row[]> {
-    try {
-      const result = await this.#pool.query<Row>(sql, values);
-      return result.rows;
-    } catch (error) {
-      throw errorFromSql(error);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const result = await this.#pool.query<Row>(sql, values);
+        return result.rows;
+      } catch (error) {
+        // each call is one statement, its own transaction: one that lost a deadlock was
+        // rolled back whole, and runs again (as the Python package does)
+        const code = (error as { code?: unknown }).code;
+        const retried = typeof code === "string" && RETRIED_SQLSTATES.has(code);
+        if (!retried || attempt === CONFLICT_ATTEMPTS) throw errorFromSql(error);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10 * attempt));
     }
   }
 

@@ -2,7 +2,8 @@
  * same mapping as the Python package's `memexdb.errors.translate`): SQLSTATE MX422 is
  * `InvalidArgumentError` with the field from the error's COLUMN, MX404 `NotFoundError`,
  * MX409 `ConflictError`, MX429 `RateLimitedError` (retry time from DETAIL), 28000
- * `UnauthenticatedError`, 42501 `ForbiddenError`, a lock or statement timeout
+ * `UnauthenticatedError`, 42501 `ForbiddenError`, a lock or statement timeout and a
+ * lost deadlock or serialization conflict (40P01, 40001; the client retries those first)
  * `BusyError`, a lost connection `DatabaseUnavailableError`. */
 
 import {
@@ -31,6 +32,10 @@ function text(value: unknown): string | undefined {
 
 /** The typed error of a `pg` failure (the SQL API's SQLSTATE), or the error itself when it
  * is not one (a bug is not dressed up as a memexdb error). */
+/** SQLSTATEs of a statement PostgreSQL rolled back whole because a concurrent transaction
+ * won (a deadlock, a serialization conflict): running it again applies it once. */
+export const RETRIED_SQLSTATES: ReadonlySet<string> = new Set(["40P01", "40001"]);
+
 export function errorFromSql(error: unknown): unknown {
   if (error instanceof MemexError || !error || typeof error !== "object") return error;
   const sql = error as SqlError;
@@ -79,6 +84,12 @@ export function errorFromSql(error: unknown): unknown {
         code: "busy",
         status: 503,
       });
+    case "40P01":
+    case "40001":
+      return new BusyError(
+        "a concurrent request held what this one needed (a deadlock or serialization conflict); nothing was applied",
+        { ...options, code: "busy", status: 503 },
+      );
   }
   if (state.startsWith("22")) {
     // a value of the wrong type or form (SQL's own check: not a uuid, not a timestamp)
