@@ -163,7 +163,8 @@ as $$
                       where t.rarer = 0 or t.rarer + t.df <= s.budget) t
                 where t.q is not null) as terms,
                (select array_agg(format('%s & %s', quote_literal(a.lexeme),
-                                        quote_literal(b.lexeme))::tsquery)
+                                        quote_literal(b.lexeme))::tsquery
+                                 order by a.df * b.df, a.lexeme, b.lexeme)
                 from rarest a join rarest b on a.lexeme < b.lexeme
                 cross join stats s
                 where a.df * b.df / s.n <= 2 * s.budget) as pairs
@@ -171,7 +172,11 @@ as $$
     text_read as (
         -- each query read apart, so that the memories holding a pair are not crowded out
         -- by those holding one term, at most twice the budget of those (a bound for when
-        -- the rarest term is common) and the budget of these; scored as read
+        -- the rarest term is common) and the budget of these; scored as read. The pairs
+        -- are read one after the other, the rarest pair first (the nested loop keeps the
+        -- array's order), so the budget cuts the commonest pair, not an arbitrary part of
+        -- all of them: a memory holding three query terms is in its rarest pair
+        -- (bench/RESULTS.md, "Big tenants").
         select l.*
         from text_query tq
         cross join lateral (values (tq.terms, 2), (tq.pairs, 1)) v(q, budgets)
@@ -182,9 +187,12 @@ as $$
                                            f.df, s.n, s.avgdl))
                     from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
                     join frequencies f on f.lexeme = o.lexeme cross join stats s) as text_rank
-            from live l
-            where coalesce(cardinality(p_terms), 0) > 0  -- a constant when planned
-              and v.q is not null and l.tsv @@ any (v.q)
+            from unnest(v.q) u(q)
+            cross join lateral (
+                select l.* from live l
+                where coalesce(cardinality(p_terms), 0) > 0  -- a constant when planned
+                  and l.tsv @@ u.q
+            ) l
             limit (select v.budgets * s.budget from stats s)
         ) l
     ),
