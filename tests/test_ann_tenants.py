@@ -349,6 +349,35 @@ def test_the_ann_path_finds_the_memory_holding_two_common_query_terms(
     assert default_request(conn, "pair", "apple pie", ann=True)[0] == "an apple pie"
 
 
+def test_the_ann_path_reads_the_rarest_pair_first(conn: psycopg.Connection) -> None:
+    # Three query terms, each held by more than twice the memories of the budget (100:
+    # 10 x ann_candidates); the pairs of them are expected in ~50-90 memories each, but
+    # two pairs are held by 200 (terms that go together, as words of a language do). The one
+    # old, distant memory holding all three is the best BM25 match (and marked important,
+    # against the recency of the others). Read as one union in
+    # heap order, the budget fills with the first-stored common pairs and cuts it off;
+    # read rarest pair first (lantern & walnut: 21 memories), it is found. (Of the
+    # memories holding the rarest term alone, any 100 are read: not it, stored last.)
+    set_setting(conn, "ann_candidates", "10")
+    set_setting(conn, "ann_recent_candidates", "50")
+    rng = np.random.default_rng(36)
+    words = "on a long grey pier by the old town"  # longer texts: lower BM25
+    contents = (
+        [f"lantern harbor {words} {k}" for k in range(200)]
+        + [f"walnut harbor {words} {k}" for k in range(200)]
+        + [f"walnut lantern {words} {k}" for k in range(20)]
+        + [f"filler note {k}" for k in range(579)]
+        + ["walnut lantern harbor"]
+    )
+    ages = [float(rng.uniform(0, 300)) for _ in range(999)] + [400.0]
+    vectors = [*clustered(rng, 999), unit((1, 1.0))]  # orthogonal to the query's
+    store_batch(conn, "rarest", contents, vectors, ages, [1.0] * 999 + [1.5])
+    assert index_tenant(conn, "rarest") == 1000
+    best = "walnut lantern harbor"
+    assert default_request(conn, "rarest", "harbor lantern walnut", ann=False)[0] == best
+    assert default_request(conn, "rarest", "harbor lantern walnut", ann=True)[0] == best
+
+
 def test_the_ann_path_ranks_text_matches_by_their_importance_too(
     conn: psycopg.Connection,
 ) -> None:
