@@ -170,18 +170,17 @@ as $$
                 where a.df * b.df / s.n <= 2 * s.budget) as pairs
     ),
     text_read as (
-        -- each query read apart, at most the budget each, so that the memories holding a
-        -- pair are not crowded out by those holding one term; scored as read. The budget
-        -- cuts the term query only when the rarest term alone is held by more (an
-        -- arbitrary part of its holders: reading twice as many cost the slowest requests
-        -- ~25 % and found no more of the top 10 at 200,000 memories). The pairs are read
-        -- one after the other, the rarest pair first (the nested loop keeps the array's
-        -- order), so the budget cuts the commonest pair, not an arbitrary part of all of
-        -- them: a memory holding three query terms is in its rarest pair
-        -- (bench/RESULTS.md, "Big tenants").
+        -- each query read apart, so that the memories holding a pair are not crowded out
+        -- by those holding one term, at most twice the budget of those (a bound for when
+        -- the rarest term alone is that common: an arbitrary part of its holders; reading
+        -- only the budget cut the slowest requests by ~25 % but lost recall on prose) and
+        -- the budget of these; scored as read. The pairs are read one after the other, the
+        -- rarest pair first (the nested loop keeps the array's order), so the budget cuts
+        -- the commonest pair, not an arbitrary part of all of them: a memory holding three
+        -- query terms is in its rarest pair (bench/RESULTS.md, "Big tenants").
         select l.*
         from text_query tq
-        cross join lateral (values (tq.terms), (tq.pairs)) v(q)
+        cross join lateral (values (tq.terms, 2), (tq.pairs, 1)) v(q, budgets)
         cross join lateral (
             select l.id, l.importance::double precision as importance, l.created_at,
                    1 - (l.embedding <=> p_query_embedding) as similarity,
@@ -196,7 +195,7 @@ as $$
                   and l.tsv @@ u.q
                 offset 0  -- a subquery per query in turn, not one join in heap order
             ) l
-            limit (select s.budget from stats s)
+            limit (select v.budgets * s.budget from stats s)
         ) l
     ),
     text_hits as materialized (
