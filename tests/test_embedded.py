@@ -260,6 +260,43 @@ def test_keeper_relaunches_a_killed_postmaster(root: Path) -> None:
     wait_no_server(root)
 
 
+def test_keeper_survives_an_unexpected_error(
+    root: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A check that fails with something unforeseen (here: the first one raises) is
+    logged and the keeper goes on: it still relaunches a killed postmaster."""
+    server = EmbeddedPostgres(root / "pg18")
+    keeper = None
+    real = server.ensure_running
+    calls = 0
+
+    def flaky() -> bool:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("a file vanished mid-look")
+        return real()
+
+    try:
+        server.start()
+        monkeypatch.setattr(server, "ensure_running", flaky)
+        (old,) = postmasters(root)
+        os.kill(old, signal.SIGKILL)
+        keeper = ServerKeeper(server, interval=0.05).start()
+        deadline = time.monotonic() + 60
+        while keeper.restarts == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert calls > 1 and keeper.restarts == 1
+        assert "keeper failed a check" in caplog.text
+        (new,) = postmasters(root)
+        assert new != old
+    finally:
+        if keeper is not None:
+            keeper.close()
+        server.stop()
+    wait_no_server(root)
+
+
 def test_concurrent_starts_do_not_race(root: Path) -> None:
     with spawn(root / "pg18") as a, spawn(root / "pg18") as b:
         assert a.stdout is not None and b.stdout is not None

@@ -57,6 +57,11 @@ class ServerKeeper:
         except EmbeddedPostgresError:
             log.warning("could not start the embedded PostgreSQL; retrying", exc_info=True)
             return False
+        except Exception:
+            # anything else (a process or file gone mid-look) must not end the thread: a
+            # keeper that died would leave the server down for good
+            log.exception("the embedded PostgreSQL keeper failed a check; retrying")
+            return False
         if restarted:
             self.restarts += 1
             took = time.monotonic() - started

@@ -74,6 +74,11 @@ class DatabaseWatch:
         except (psycopg.Error, TimeoutError, OSError):
             await self._close()
             return False
+        except Exception:
+            # a watch that died would keep this process answering 503 for good
+            log.exception("the database probe failed unexpectedly; counting it as down")
+            await self._close()
+            return False
 
     async def _refresh_pool(self) -> None:
         # Drop the connections the outage broke and open new ones now, rather than when
