@@ -33,6 +33,7 @@ from memexdb_client.errors import (
 )
 
 __all__ = [
+    "LOST_CONFLICTS",
     "Busy",
     "Conflict",
     "DatabaseUnavailable",
@@ -45,6 +46,10 @@ __all__ = [
     "Unauthenticated",
     "translate",
 ]
+
+# A transaction PostgreSQL rolled back whole because a concurrent one won: a deadlock's
+# loser (40P01), a serialization conflict (40001). Running it again applies it once.
+LOST_CONFLICTS = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
 
 
 def _field_of(message: str, column: str | None) -> str:
@@ -66,7 +71,7 @@ def translate(exc: BaseException) -> BaseException:
         return (Unauthenticated if exc.sqlstate == "28000" else Forbidden)(message)
     if isinstance(exc, psycopg.errors.LockNotAvailable):
         return Busy("timed out waiting for a lock another request holds; nothing was applied")
-    if isinstance(exc, (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)):
+    if isinstance(exc, LOST_CONFLICTS):
         return Busy(
             "a concurrent request held what this one needed (a deadlock or serialization"
             " conflict); nothing was applied"

@@ -27,7 +27,7 @@ from psycopg_pool import AsyncConnectionPool
 from memexdb import metrics, queries
 from memexdb.db import async_pool
 from memexdb.embedding import BatchingEmbedder, Embedder, build_embedder
-from memexdb.errors import RateLimited, SetupError, Unauthenticated, translate
+from memexdb.errors import LOST_CONFLICTS, RateLimited, SetupError, Unauthenticated, translate
 from memexdb.llm import ChatModel
 
 _OPEN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
@@ -41,12 +41,11 @@ EMBEDDING_CACHE_ENTRIES = 4096
 # when nothing is limited. A limit set meanwhile is still enforced by SQL in the call
 # itself; for at most this long it is enforced after the embedding rather than before.
 LIMITS_TRUSTED_FOR_S = 2.0
-# A call that loses a deadlock (40P01) or a serialization conflict (40001) to a concurrent
+# A call that loses a deadlock or a serialization conflict (errors.LOST_CONFLICTS) to a concurrent
 # one was rolled back whole; outside a caller's transaction it is run again, at most this
 # many times in all, then answered Busy. Inside one it is answered Busy at once: only the
 # caller can re-run its transaction.
 CONFLICT_ATTEMPTS = 3
-RETRIED_CONFLICTS = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
 
 
 @dataclass
@@ -271,7 +270,7 @@ class Session:
                             return await self._fetch_once(
                                 conn, factory, sql, values, entering, reservation
                             )
-                        except RETRIED_CONFLICTS:
+                        except LOST_CONFLICTS:
                             # the whole transaction was rolled back (the winner goes on):
                             # running it again applies it once
                             if attempt == CONFLICT_ATTEMPTS:
