@@ -171,6 +171,7 @@ def test_sql_functions_follow_the_conventions(conn: psycopg.Connection) -> None:
         "_recency",
         "_score",
         "_bm25",
+        "_held_bm25",
         "_live_memories",
         "_memory_record",
         "_ann_bounded",

@@ -12,12 +12,15 @@
 -- expected in at most twice the budget), the 2 p_depth of highest BM25 times importance;
 -- BM25 weighs a term by its rarity, and a memory holding only commoner terms weighs
 -- little (ranking every match by ts_rank instead, blind to rarity, read every memory
--- holding a common word and missed the best BM25 matches). Each is scored like the exact
--- path, except that the BM25 statistics are the tenant's stored ones: document
+-- holding a common word and missed the best BM25 matches). Each candidate is scored once,
+-- at the end (and the memories read for their text as read, alike), like the exact path,
+-- except that the BM25 statistics are the tenant's stored ones: document
 -- frequencies from memex.term_stats
 -- (kept by triggers on memex.memories, one index probe per query term), the size and the
 -- mean length from memex.tenants (memory_count, length_sum), all over the memories
--- memex.tenants.memory_count counts (archived ones too, whatever the filters).
+-- memex.tenants.memory_count counts (archived ones too, whatever the filters). A query of
+-- at most eight terms some memory holds is scored by memex._held_bm25, one expression; a
+-- longer one by a subquery over the memory's query terms.
 -- p_metadata (null: any) keeps only memories whose metadata contains it, inside
 -- each branch (the HNSW iterative scan goes on until it has p_depth that match);
 -- p_include_archived adds the memories consolidation archived.
@@ -99,20 +102,33 @@ as $$
                         / nullif(max(t.memory_count), 0), 1) as avgdl
         from memex.tenants t where t.agent_id = p_agent_id and t.user_id = p_user_id
     ),
+    weights as materialized (
+        -- what a memory's BM25 score is computed from: the query terms some memory holds,
+        -- rarest first, as one-lexeme queries with their document frequencies, in the
+        -- eight columns memex._held_bm25 takes (held: their number; more than eight are
+        -- scored by the subquery instead), and the tenant's statistics. A term no memory
+        -- holds weighs nothing.
+        select a.held, s.n, s.avgdl,
+               a.terms[1] as term1, a.df[1] as df1,
+               a.terms[2] as term2, a.df[2] as df2,
+               a.terms[3] as term3, a.df[3] as df3,
+               a.terms[4] as term4, a.df[4] as df4,
+               a.terms[5] as term5, a.df[5] as df5,
+               a.terms[6] as term6, a.df[6] as df6,
+               a.terms[7] as term7, a.df[7] as df7,
+               a.terms[8] as term8, a.df[8] as df8
+        from (select count(*) as held,
+                     array_agg(quote_literal(f.lexeme)::tsquery order by f.df, f.lexeme) as terms,
+                     array_agg(f.df order by f.df, f.lexeme) as df
+              from frequencies f where f.df > 0) a
+        cross join stats s
+    ),
     nearest as materialized (
-        -- Each branch carries the columns the ranking needs, its BM25 score included, from
-        -- the rows its index scan has already read, so no candidate is looked up twice.
-        -- The score reads only the query terms of the tsvector (marked A by setweight,
-        -- kept by ts_filter), not a paragraph's other lexemes; no terms or none held, no
-        -- score (the tsquery test is cheaper than the unnest).
+        -- Each branch reads the columns the ranking needs (the tsvector for the BM25 score,
+        -- computed once per candidate at the end) from the rows its index scan has
+        -- already read, so no candidate is looked up twice.
         select l.id, l.importance::double precision as importance, l.created_at,
-               1 - (l.embedding <=> p_query_embedding) as similarity,
-               case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
-                         and l.tsv @@ (select a.q from any_term a) then (
-                   select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
-                                          s.n, s.avgdl))
-                   from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
-                   join frequencies f on f.lexeme = o.lexeme cross join stats s) end as text_rank
+               1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
         from live l
         where l.ann  -- implies the ANN index's predicate, so the planner may use it
           and p_query_embedding is not null
@@ -123,13 +139,7 @@ as $$
         -- all p_recent newest without pruning; the p_depth newest (scored in full, to
         -- raise the k-th score before the bound is tested) with it and alpha given
         select l.id, l.importance::double precision as importance, l.created_at,
-               1 - (l.embedding <=> p_query_embedding) as similarity,
-               case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
-                         and l.tsv @@ (select a.q from any_term a) then (
-                   select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
-                                          s.n, s.avgdl))
-                   from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
-                   join frequencies f on f.lexeme = o.lexeme cross join stats s) end as text_rank
+               1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
         from live l
         where p_alpha is not null
            or not memex._ann_bounded(p_top_k, p_query_embedding, p_terms, p_memory_types,
@@ -174,20 +184,33 @@ as $$
         -- by those holding one term, at most twice the budget of those (a bound for when
         -- the rarest term alone is that common: an arbitrary part of its holders; reading
         -- only the budget cut the slowest requests by ~25 % but lost recall on prose) and
-        -- the budget of these; scored as read. The pairs are read one after the other, the
-        -- rarest pair first (the nested loop keeps the array's order), so the budget cuts
-        -- the commonest pair, not an arbitrary part of all of them: a memory holding three
-        -- query terms is in its rarest pair (bench/RESULTS.md, "Big tenants").
-        select l.*
+        -- the budget of these; scored as read, the score written as at the end. The pairs
+        -- are read one after the other, the rarest pair first (the nested loop keeps the
+        -- array's order), so the budget cuts the commonest pair, not an arbitrary part of
+        -- all of them: a memory holding three query terms is in its rarest pair
+        -- (bench/RESULTS.md, "Big tenants").
+        select l.id, l.importance::double precision as importance, l.created_at,
+               1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length,
+               case when coalesce(cardinality(p_terms), 0) = 0 then null  -- folds without terms
+                    when w.held <= 8
+                    then memex._held_bm25(l.tsv, l.tsv_length, w.n, w.avgdl,
+                                          w.term1, w.df1,
+                                          w.term2, w.df2,
+                                          w.term3, w.df3,
+                                          w.term4, w.df4,
+                                          w.term5, w.df5,
+                                          w.term6, w.df6,
+                                          w.term7, w.df7,
+                                          w.term8, w.df8)
+                    else (select sum(memex._bm25(coalesce(cardinality(o.positions), 1),
+                                                 l.tsv_length, f.df, w.n, w.avgdl))
+                          from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
+                          join frequencies f on f.lexeme = o.lexeme) end as text_rank
         from text_query tq
+        cross join weights w
         cross join lateral (values (tq.terms, 2), (tq.pairs, 1)) v(q, budgets)
         cross join lateral (
-            select l.id, l.importance::double precision as importance, l.created_at,
-                   1 - (l.embedding <=> p_query_embedding) as similarity,
-                   (select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length,
-                                           f.df, s.n, s.avgdl))
-                    from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
-                    join frequencies f on f.lexeme = o.lexeme cross join stats s) as text_rank
+            select l.*
             from unnest(v.q) u(q)
             cross join lateral (
                 select l.* from live l
@@ -203,7 +226,8 @@ as $$
         -- the score, so a weaker match marked important can outrank a better one (ranked
         -- by BM25 alone, recall@10 fell from 0.94 to 0.91 at 200,000 memories; one
         -- ranking for all terms and pairs: bench/RESULTS.md, "Big tenants")
-        select distinct on (r.text_rank * r.importance, r.id) r.*
+        select distinct on (r.text_rank * r.importance, r.id)
+               r.id, r.importance, r.created_at, r.similarity, r.tsv, r.tsv_length
         from text_read r
         order by r.text_rank * r.importance desc nulls last, r.id
         limit 2 * p_depth
@@ -222,13 +246,7 @@ as $$
         from hits h
         cross join lateral (
             select l.id, l.importance::double precision as importance, l.created_at,
-                   1 - (l.embedding <=> p_query_embedding) as similarity,
-                   case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
-                             and l.tsv @@ (select a.q from any_term a) then (
-                       select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
-                                              s.n, s.avgdl))
-                       from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
-                       join frequencies f on f.lexeme = o.lexeme cross join stats s) end as text_rank
+                   1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
             from live l
             where p_neighbours > 0 and (l.created_at, l.id) < (h.created_at, h.id)
             order by l.created_at desc, l.id desc limit p_neighbours
@@ -238,13 +256,7 @@ as $$
         from hits h
         cross join lateral (
             select l.id, l.importance::double precision as importance, l.created_at,
-                   1 - (l.embedding <=> p_query_embedding) as similarity,
-                   case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
-                             and l.tsv @@ (select a.q from any_term a) then (
-                       select sum(memex._bm25(coalesce(cardinality(o.positions), 1), l.tsv_length, f.df,
-                                              s.n, s.avgdl))
-                       from unnest(ts_filter(setweight(l.tsv, 'A', p_terms), '{a}')) o
-                       join frequencies f on f.lexeme = o.lexeme cross join stats s) end as text_rank
+                   1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
             from live l
             where p_neighbours > 0 and (l.created_at, l.id) > (h.created_at, h.id)
             order by l.created_at, l.id limit p_neighbours
@@ -256,7 +268,10 @@ as $$
                 from (select memex._score(k.similarity,
                                           memex._recency(k.created_at, p_now, p_half_life_days),
                                           k.importance, p_alpha) as score
-                      from (select * from nearest union select * from newest) k) s
+                      from (select n.id, n.importance, n.created_at, n.similarity from nearest n
+                            union
+                            select n.id, n.importance, n.created_at, n.similarity
+                            from newest n) k) s
                 order by s.score desc offset p_top_k - 1 limit 1) as score
         where memex._ann_bounded(p_top_k, p_query_embedding, p_terms, p_memory_types, p_metadata)
     ),
@@ -267,25 +282,47 @@ as $$
           and r.agent_id = p_agent_id and r.user_id = p_user_id
         order by r.created_at desc limit p_recent
     ),
-    reachable as (  -- the entries whose bound reaches the k-th score, read and scored
+    reachable as (  -- the entries whose bound reaches the k-th score, read
         select l.id, l.importance::double precision as importance, l.created_at,
-               1 - (l.embedding <=> p_query_embedding) as similarity,
-               null::double precision as text_rank  -- no query terms when bounded
+               1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
         from entries e cross join bar b join live l on l.id = e.id
         where b.score is null  -- fewer than k known: no bound
            or memex._score(b.similarity, memex._recency(e.created_at, p_now, p_half_life_days),
                            e.importance::double precision, p_alpha) >= b.score
+    ),
+    candidates as (
+        -- each memory once: every branch reads a memory's values alike; sorted, since a
+        -- tsvector has no hash function to union whole rows by (grouping by the other
+        -- columns measured ~3 % slower), and in memex.search's window order, whose sort
+        -- then finds the rows in order
+        select distinct on (c.created_at, c.id) c.*
+        from (select * from nearest
+              union all select * from newest
+              union all select * from reachable
+              union all select * from text_hits
+              union all select * from neighbours) c
+        order by c.created_at, c.id
     )
-    -- every value of a memory is computed alike in each branch, so union drops repeats
-    select * from nearest
-    union
-    select * from newest
-    union
-    select * from reachable
-    union
-    select * from text_hits
-    union
-    select * from neighbours
+    -- scored once each: BM25 for the memories holding a query term, as in text_read; the
+    -- weights join keeps the candidates' order
+    select c.id, c.importance, c.created_at, c.similarity,
+           case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
+                     and c.tsv @@ (select a.q from any_term a)
+                then case when w.held <= 8
+                         then memex._held_bm25(c.tsv, c.tsv_length, w.n, w.avgdl,
+                                               w.term1, w.df1,
+                                               w.term2, w.df2,
+                                               w.term3, w.df3,
+                                               w.term4, w.df4,
+                                               w.term5, w.df5,
+                                               w.term6, w.df6,
+                                               w.term7, w.df7,
+                                               w.term8, w.df8)
+                         else (select sum(memex._bm25(coalesce(cardinality(o.positions), 1),
+                                                      c.tsv_length, f.df, w.n, w.avgdl))
+                               from unnest(ts_filter(setweight(c.tsv, 'A', p_terms), '{a}')) o
+                               join frequencies f on f.lexeme = o.lexeme) end end as text_rank
+    from candidates c cross join weights w
 $$;
 
 comment on function memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
