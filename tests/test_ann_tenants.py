@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
+from pathlib import Path
 
 import numpy as np
 import psycopg
@@ -445,3 +446,38 @@ def test_with_query_terms_the_ann_path_takes_nearest_by_the_vector_weight(
     exact = default_request(conn, "similar", "zebra", ann=False)
     assert exact == ["close note 0.95", "close note 0.9", "close note 0.85"]
     assert default_request(conn, "similar", "zebra", ann=True) == exact
+
+
+def test_the_tenant_key_index_finds_every_memory_of_its_tenant(conn: psycopg.Connection) -> None:
+    # The neighbour probes' index (revision 0025), read with no other plan allowed, finds
+    # each tenant's memories under its key.
+    rng = np.random.default_rng(45)
+    load_tenant(conn, rng, "key-a", 30)
+    load_tenant(conn, rng, "key-b", 20)
+    by_key = (
+        "select count(*) from memex.memories"
+        " where memex._tenant_key(agent_id, user_id) = memex._tenant_key(%s, 'u')"
+        " and agent_id = %s and user_id = 'u'"
+    )
+    with conn.transaction():
+        conn.execute("set local enable_seqscan = off")
+        conn.execute("set local enable_bitmapscan = off")
+        plan = conn.execute("explain " + by_key, ("key-a", "key-a")).fetchall()
+        assert "memories_tenant_key_recent_idx" in "\n".join(str(r[0]) for r in plan)
+        for agent, count in (("key-a", 30), ("key-b", 20)):
+            assert conn.execute(by_key, (agent, agent)).fetchone() == (count,)
+    # the agent's length comes first: ("ab", "c") and ("a", "bc") spell different strings
+    row = conn.execute("select memex._tenant_key('ab', 'c') <> memex._tenant_key('a', 'bc')")
+    assert row.fetchone() == (True,)
+
+
+def test_the_sql_layer_keeps_the_tenant_key_the_index_was_built_with() -> None:
+    # The index holds the keys of the rows stored before the SQL layer re-created
+    # memex._tenant_key; a different body would leave them behind (the probes would miss
+    # those memories). So the SQL layer's definition is the revision's, character for
+    # character.
+    root = Path(__file__).resolve().parents[1]
+    layer = (root / "sql" / "core" / "004_tenant_key.sql").read_text()
+    revision = (root / "alembic" / "versions" / "0025_tenant_key_index.py").read_text()
+    definition = layer[layer.index("create or replace function") :]
+    assert definition.strip() in revision

@@ -172,6 +172,7 @@ def test_sql_functions_follow_the_conventions(conn: psycopg.Connection) -> None:
         "_score",
         "_bm25",
         "_held_bm25",
+        "_tenant_key",
         "_live_memories",
         "_memory_record",
         "_ann_bounded",
