@@ -242,7 +242,7 @@ as $$
         -- them, and they take it from the hit. One join per side: one subquery holding
         -- both sides took ~15 % longer for the probes alone (bench/RESULTS.md, "Big
         -- tenants"). Each probe descends memories_tenant_key_recent_idx, keyed by the
-        -- tenant's 64-bit hash (memex._tenant_key) instead of two text columns: -13 % of
+        -- tenant's 64-bit hash (memex._tenant_key) instead of two text columns: 8-11 % off
         -- a 50,000-memory tenant's request ("Big tenants: neighbours by a fixed-width key").
         select n.*
         from hits h
