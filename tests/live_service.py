@@ -117,7 +117,9 @@ class Service:
     """A child process (its own session, like a program started from a shell) that
     serves HTTP on 127.0.0.1:`port`; its output goes to a file, never a pipe."""
 
-    def __init__(self, args: Sequence[str], env: dict[str, str], port: int, log: Path) -> None:
+    def __init__(
+        self, args: Sequence[str], env: dict[str, str], port: int, log: Path, cwd: Path = REPO
+    ) -> None:
         self.port = port
         self.base_url = f"http://127.0.0.1:{port}"
         self.log_path = log
@@ -125,7 +127,7 @@ class Service:
         self.proc = subprocess.Popen(
             list(args),
             env=env,
-            cwd=REPO,
+            cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
