@@ -7,6 +7,10 @@ methods, arguments, result types and typed errors of the in-process memexdb.Asyn
         memex.store("assistant", "bob", "Bob is allergic to peanuts")
 """
 
+# The version of memexdb-client, defined here only (clients/python/pyproject.toml reads
+# it); always memexdb's (memexdb/__init__.py) and @memexdb/client's (package.json).
+__version__ = "0.1.0"
+
 from memexdb_client._transport import HTTPError, Retries
 from memexdb_client.api import AsyncMemoryAPI
 from memexdb_client.client import AsyncMemexClient, MemexClient
@@ -43,4 +47,5 @@ __all__ = [
     "SearchHit",
     "SearchMode",
     "Unauthenticated",
+    "__version__",
 ]
