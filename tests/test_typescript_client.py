@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import filecmp
+import json
 import os
 import re
 import shutil
@@ -199,7 +200,8 @@ def test_packed_tarball_from_an_empty_project(
 ) -> None:
     running, token = service
     out = run([npm, "pack", "--pack-destination", str(tmp_path), "--loglevel=error"], PACKAGE)
-    tarball = tmp_path / "memexdb-client-0.1.0.tgz"
+    version = json.loads((PACKAGE / "package.json").read_text())["version"]
+    tarball = tmp_path / f"memexdb-client-{version}.tgz"
     assert tarball.exists(), out
     listing = run(["tar", "tzf", str(tarball)], tmp_path)
     assert "package/dist/index.d.ts" in listing and "package/src/" not in listing, listing
