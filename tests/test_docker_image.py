@@ -169,8 +169,10 @@ def test_the_image_recipe_installs_and_serves(pg_server: EmbeddedPostgres, tmp_p
     (wheel,) = (tmp_path / "built").glob("memexdb-*.whl")
     run([bin_dir / "pip", "install", wheel], app, env)
 
-    # the image's wheel is the release's wheel (`python -m build` of the whole checkout)
-    run([bin_dir / "pip", "wheel", "--no-deps", "--wheel-dir", tmp_path / "full", "."], context)
+    # the image's wheel has the files of a wheel of the whole checkout (the release's, which
+    # tests/test_distributions.py builds with `python -m build`: the same build backend)
+    full_wheel = [bin_dir / "pip", "wheel", "--no-deps", "--wheel-dir", tmp_path / "full", "."]
+    run(full_wheel, context, env)
     (full,) = (tmp_path / "full").glob("memexdb-*.whl")
     assert wheel_names(wheel) == wheel_names(full), sorted(wheel_names(full) ^ wheel_names(wheel))
 
