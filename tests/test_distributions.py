@@ -23,9 +23,7 @@ import pytest
 
 from memexdb import __version__
 from memexdb.embedded import EmbeddedPostgres
-from tests.conftest import db_dsn, janitor
-from tests.live_service import REPO
-from tests.packaging import (
+from tests.clean_install import (
     INSTALL_TIMEOUT,
     build_dists,
     checkout,
@@ -34,6 +32,8 @@ from tests.packaging import (
     run,
     wheel_names,
 )
+from tests.conftest import db_dsn, janitor
+from tests.live_service import REPO
 
 CLIENT = REPO / "clients" / "python"
 NPM_PACKAGE = REPO / "clients" / "typescript"

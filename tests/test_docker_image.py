@@ -33,9 +33,9 @@ import yaml
 
 from memexdb import __version__
 from memexdb.embedded import EmbeddedPostgres
+from tests.clean_install import INSTALL_TIMEOUT, checkout, clean_env, fresh_venv, run, wheel_names
 from tests.conftest import db_dsn, janitor
 from tests.live_service import REPO, Service, free_port
-from tests.packaging import INSTALL_TIMEOUT, checkout, clean_env, fresh_venv, run, wheel_names
 
 DOCKERFILE = REPO / "docker" / "Dockerfile"
 COMPOSE = REPO / "docker-compose.yml"

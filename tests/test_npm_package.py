@@ -19,9 +19,9 @@ import pytest
 
 from memexdb import __version__
 from memexdb.embedded import EmbeddedPostgres
+from tests.clean_install import INSTALL_TIMEOUT, checkout, run
 from tests.conftest import drop_database, new_database
 from tests.live_service import Service, required
-from tests.packaging import INSTALL_TIMEOUT, checkout, run
 from tests.test_mcp_support import create_admin_key, serve
 from tests.test_typescript_client import npm_env
 
