@@ -5,6 +5,7 @@ which then works."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -95,3 +96,27 @@ def test_the_last_key_refusal_names_the_request_that_confirms_it(world: World) -
         method, path = confirm.split(" ")
         revoked = http.request(method, path)
         assert revoked.status_code == 200 and revoked.json()["revoked_at"], revoked.text
+
+
+def test_the_openapi_document_shows_what_the_service_takes(world: World) -> None:
+    """The revoke example has the shape of a real key's prefix (it was `mxk_0123abcd`,
+    which no key can have), and the files tag names the paths files may have (it named
+    `/session`, which is refused)."""
+    with _http(world, world.reader_u) as http:
+        document = http.get("/openapi.json").json()
+        (key,) = [
+            p
+            for p in document["paths"]["/v1/admin/keys/{key}"]["delete"]["parameters"]
+            if p["name"] == "key"
+        ]
+        prefix = world.reader_u.split("_")[1]  # mxk_<prefix>_<secret>
+        assert len(key["example"]) == len(prefix), key
+        assert re.fullmatch(r"[0-9a-f]+", key["example"]) and re.fullmatch(r"[0-9a-f]+", prefix)
+        (files,) = [t for t in document["tags"] if t["name"] == "files"]
+        assert "/session" not in files["description"]
+        refused = http.get(
+            "/v1/files/read", params={"agent_id": "A", "user_id": "u", "path": "session/x.md"}
+        )
+        assert refused.status_code == 422, refused.text
+        for root in ("user/", "agent/"):
+            assert root in files["description"]
