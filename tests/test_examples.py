@@ -3,17 +3,20 @@ language, and its scripts run as written against a live service, with a key and 
 service without keys, each for its own user, printing the same lines and storing what they
 say (the file's content after the patch, and every vector the one of its own text); a
 script whose requests are refused stops with the service's error, never printing blank
-lines (the TypeScript one runs from the packed tarball in tests/test_typescript_client.py)."""
+lines (the TypeScript one runs from the client built from the repository's sources here,
+and from the packed tarball in tests/test_typescript_client.py)."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import NamedTuple
 
 import psycopg
@@ -162,6 +165,45 @@ def test_curl_script(live: Live, embedder: Embedder) -> None:
 def test_python_client_script(live: Live, embedder: Embedder) -> None:
     assert run_script([sys.executable, "-c", example("python")], live, "python") == EXPECTED
     assert_stored(live, "python", embedder)
+
+
+@pytest.fixture(scope="module")
+def typescript_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty project with @memexdb/client, built from the repository's sources in a
+    copy of its own (npm ci, tsc), so that nothing is written to clients/typescript while
+    tests/test_typescript_client.py builds and packs it there."""
+    npm = required(shutil.which("npm"), "npm is not installed")
+    required(shutil.which("node"), "node is not installed")
+    source = REPO / "clients" / "typescript"
+    package = tmp_path_factory.mktemp("typescript-client")
+    for name in ("package.json", "package-lock.json", "tsconfig.json", "README.md"):
+        shutil.copy(source / name, package / name)
+    shutil.copytree(source / "src", package / "src")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMEX_", "npm_"))}
+    env.update(npm_config_cache=str(source / ".npm-cache"), npm_config_update_notifier="false")
+    for args in (
+        [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"],
+        [str(package / "node_modules" / ".bin" / "tsc"), "-p", "tsconfig.json"],
+    ):
+        done = subprocess.run(
+            args, cwd=package, env=env, capture_output=True, text=True, timeout=300, check=False
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    project = tmp_path_factory.mktemp("typescript-examples")
+    (project / "package.json").write_text('{"type": "module"}\n')
+    (project / "node_modules" / "@memexdb").mkdir(parents=True)
+    (project / "node_modules" / "@memexdb" / "client").symlink_to(package)
+    (project / "examples.mjs").write_text(example("js"))
+    return project
+
+
+def test_typescript_script(live: Live, embedder: Embedder, typescript_project: Path) -> None:
+    """The packed tarball runs it with a key in tests/test_typescript_client.py; here the
+    client built from the same sources runs it with a key and without keys."""
+    node = required(shutil.which("node"), "node is not installed")
+    script = [node, str(typescript_project / "examples.mjs")]
+    assert run_script(script, live, "typescript") == EXPECTED
+    assert_stored(live, "typescript", embedder)
 
 
 def sql_script_args(role: str) -> list[str]:
