@@ -1143,7 +1143,13 @@ class KeyRef(_Request):
     """A key to revoke (DELETE /v1/admin/keys/{key})."""
 
     key: Annotated[
-        str, Field(description="The key's id or prefix.", examples=["mxk_0123abcd"]), _NoNul
+        str,
+        Field(
+            description="The key's id (a UUID) or its prefix: the 12 hex digits after `mxk_`"
+            " in its token, as the key list shows them (the example is such a prefix).",
+            examples=["0123456789ab"],
+        ),
+        _NoNul,
     ]
     confirm_last: Annotated[bool, CONFIRM_LAST_KEY] = False
 

@@ -126,6 +126,9 @@ async def test_put_get_overwrite_delete(store: MemexStore) -> None:
     assert again.value == {"colour": "green"}
     assert again.created_at == item.created_at
     assert again.updated_at > item.updated_at
+    # a search hit is the same item, with the same times as a get (the memory's)
+    (hit,) = await store.asearch(ns, query="green")
+    assert (hit.key, hit.created_at, hit.updated_at) == ("k", again.created_at, again.updated_at)
 
     assert await store.aget(("users", "bob"), "k") is None  # namespaces are separate
     await store.adelete(ns, "k")

@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from memexdb.config import Settings
 from memexdb.embedded import EmbeddedPostgres
 from tests.conftest import drop_database, new_database
 
@@ -100,6 +101,38 @@ def test_curl_examples(service: tuple[str, str]) -> None:
     assert best["content"] == "Alice prefers dark mode in every editor"
     assert {"score", "similarity", "recency", "relevance"} <= best.keys()
     assert count == {"agent_id": "assistant", "user_id": "alice", "memory_type": None, "count": 3}
+    # the sample answer the README shows is this one: every field it names, its numbers
+    # to the two decimals it writes ("…" stands for what it leaves out)
+    shown = next(b for b in code_blocks("json") if '"results"' in b)
+    shown = shown.replace('"…"', "null").replace(", …}", "}").replace(", …]", "]")
+    sample = json.loads(shown)
+    assert (sample["query"], sample["total"]) == (search["query"], search["total"])
+    for field, value in sample["results"][0].items():
+        if value is None and field == "id":
+            continue
+        real = best[field]
+        shown_as = round(real, 2) if isinstance(real, float) else real
+        assert shown_as == value, f"{field}: {json.dumps(best)}"
+
+
+def test_docs_name_the_services_port() -> None:
+    """Every URL of a memexdb service in the docs, the clients' READMEs and docstrings uses
+    the port the service listens on by default (8000); other ports are other programs'."""
+    others = {"3000": "grafana", "9090": "prometheus", "8001": "mkdocs", "5173": "a web app"}
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    pages += [
+        ROOT / "clients" / "python" / "README.md",
+        ROOT / "clients" / "typescript" / "README.md",
+    ]
+    pages += sorted((ROOT / "clients" / "python" / "memexdb_client").glob("*.py"))
+    assert Settings.model_fields["port"].default == 8000
+    wrong = [
+        f"{page.relative_to(ROOT)}: {match.group(0)}"
+        for page in pages
+        for match in re.finditer(r"(?:127\.0\.0\.1|localhost):(\d+)", page.read_text())
+        if match.group(1) != "8000" and match.group(1) not in others
+    ]
+    assert not wrong, wrong
 
 
 def test_python_example(service: tuple[str, str]) -> None:

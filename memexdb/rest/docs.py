@@ -26,7 +26,7 @@ _REF = "#/components/schemas/{model}"
 TAGS: dict[Domain, str] = {
     "memories": "Memories: store (one or a batch), search, list, get, update, delete,"
     " count, erase a user, export (memexdb.memories)",
-    "files": "Files of an agent's memory (/agent, /user, /session): list, read, write,"
+    "files": "Files of an agent's memory (paths under user/ and agent/): list, read, write,"
     " patch, smart-read, revisions, diff, restore, the access log (memexdb.files)",
     "agentic": "Memory search (passages of files and memories, with an LLM answer) and"
     " memorize (the LLM keeps what is durable in raw text) (memexdb.agentic)",

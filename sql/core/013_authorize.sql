@@ -26,15 +26,18 @@ begin
             raise exception 'this key may not access agent %', coalesce(p_agent_id, '(all)')
                 using errcode = '42501';
         end if;
-        if jsonb_typeof(v_caller -> 'users') = 'array'
-           and (p_user_id is null or not (v_caller -> 'users') ? p_user_id) then
-            raise exception 'this key may not access user % of agent %',
-                    coalesce(p_user_id, '(all)'), p_agent_id
-                using errcode = '42501';
-        end if;
     end if;
+    -- too little access first: a read key limited to users that lists keys (user null)
+    -- lacks admin access, whichever users it may read
     if (v_rank ->> v_access)::integer < (v_rank ->> p_need)::integer then
         raise exception 'this key has % access; % access is needed', v_access, p_need
+            using errcode = '42501';
+    end if;
+    if not coalesce((v_caller ->> 'all')::boolean, false)
+       and jsonb_typeof(v_caller -> 'users') = 'array'
+       and (p_user_id is null or not (v_caller -> 'users') ? p_user_id) then
+        raise exception 'this key may not access user % of agent %',
+                coalesce(p_user_id, '(all)'), p_agent_id
             using errcode = '42501';
     end if;
     return v_caller;

@@ -5,7 +5,8 @@
 -- Revoking the last live key of the caller's scope (of the database for an operator) is
 -- MX409 unless p_confirm_last: without a live key nobody can call as that scope any more,
 -- and a database that has had keys does not reopen to requests without one
--- (memex._enter): every surface that revokes says so first.
+-- (memex._enter): every surface that revokes says so first, and the message names how
+-- each confirms (REST ?confirm_last=true, the CLI's --last-key, p_confirm_last).
 create or replace function memex.revoke_key(p_key text, p_confirm_last boolean default false)
 returns table (id uuid, prefix text, agent_id text, access text, revoked_at timestamptz)
 language plpgsql
@@ -36,11 +37,14 @@ begin
                 'API key %s is the last live key of this database: once it is revoked every '
                 'request is refused (401), also requests without a key, until a new key is '
                 'created (memexdb keys create) or the operator lets requests without a key '
-                'in (memexdb keys allow-keyless --yes); confirm to revoke it', v_key.prefix)
+                'in (memexdb keys allow-keyless --yes)', v_key.prefix)
                 else format(
                 'API key %s is the last live key of agent %s: once it is revoked only the '
-                'operator can create keys for that agent; confirm to revoke it',
-                v_key.prefix, v_key.agent_id) end
+                'operator can create keys for that agent', v_key.prefix, v_key.agent_id) end
+                || format('; to revoke it all the same, confirm: DELETE /v1/admin/keys/%s'
+                          '?confirm_last=true, memexdb keys revoke %s --last-key, or '
+                          'memex.revoke_key(%L, p_confirm_last => true)',
+                          v_key.prefix, v_key.prefix, v_key.prefix)
                 using errcode = 'MX409';
         end if;
         update memex.api_keys k set revoked_at = now() where k.id = v_key.id

@@ -3,7 +3,7 @@ methods, arguments, result types and typed errors of the in-process memexdb.Asyn
 
     from memexdb_client import MemexClient
 
-    with MemexClient("http://127.0.0.1:8420", api_key=...) as memex:
+    with MemexClient("http://127.0.0.1:8000", api_key=...) as memex:
         memex.store("assistant", "bob", "Bob is allergic to peanuts")
 """
 

@@ -99,7 +99,7 @@ def _given(arguments: dict[str, Any]) -> dict[str, Any]:
 class AsyncMemexClient:
     """The memexdb service over HTTP, with the methods of memexdb.AsyncMemex.
 
-    `base_url`: the service (e.g. http://127.0.0.1:8420); `api_key`: sent as a bearer
+    `base_url`: the service (e.g. http://127.0.0.1:8000); `api_key`: sent as a bearer
     token; `timeout`: seconds (or an httpx.Timeout) per request; `retries`: tries in all
     on 429 and 503 (an int) or a Retries. One keep-alive connection pool per client:
     close it (`await client.aclose()` or `async with`)."""

@@ -208,8 +208,7 @@ class MemexStore(BaseStore):
             for hit in hits:
                 entry = hit.metadata.get(_FIELD)
                 if isinstance(entry, dict) and _matches(entry.get("value"), op.filter):
-                    updated_at = _put_at(entry, hit.created_at)
-                    found.append(_search_item(entry, hit.created_at, updated_at, hit.score))
+                    found.append(_search_item(entry, hit.created_at, hit.updated_at, hit.score))
             return found[op.offset : wanted]
         cursor: str | None = None
         while len(found) < wanted:
@@ -281,16 +280,6 @@ def _check_labels(namespace: tuple[str, ...]) -> None:
     for label in namespace:
         if not isinstance(label, str) or not label or "." in label or "\x00" in label:
             raise InvalidNamespaceError(f"Invalid namespace label {label!r} in {namespace}")
-
-
-def _put_at(entry: Mapping[str, Any], default: datetime) -> datetime:
-    text = entry.get("put_at")
-    if isinstance(text, str):
-        try:
-            return datetime.fromisoformat(text)
-        except ValueError:
-            pass
-    return default
 
 
 def _item(memory: Memory) -> Item | None:

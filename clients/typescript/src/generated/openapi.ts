@@ -3349,7 +3349,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @example mxk_0123abcd */
+                /** @example 0123456789ab */
                 key: string;
             };
             cookie?: never;

@@ -1,0 +1,280 @@
+"""docs/sql-api.md tells the truth about the catalog: every function it documents (in a
+`### ` heading, as `memex.name(arguments) → result`) exists in a migrated database with
+those arguments in that order, those defaults (every default the catalog has, and no
+other), the argument types it writes, and that result (its type, or its table's columns
+and the types written); every public function (no leading `_`) that memex_app or
+memex_tenant may execute is documented; and every composite type the Types section lists
+has exactly the columns, in order, with the types it writes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from memexdb.embedded import EmbeddedPostgres
+from tests.conftest import drop_database, new_database
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "sql-api.md"
+
+# How the page spells types, and the catalog's (format_type) names for them.
+ALIASES = {
+    "float8": "double precision",
+    "float4": "real",
+    "int": "integer",
+    "int4": "integer",
+    "int8": "bigint",
+    "bool": "boolean",
+    "timestamptz": "timestamp with time zone",
+}
+
+
+def canonical_type(spelled: str) -> str:
+    spelled = " ".join(spelled.split())
+    array = spelled.endswith("[]")
+    base = spelled.removesuffix("[]")
+    return ALIASES.get(base, base) + ("[]" if array else "")
+
+
+def canonical_default(spelled: str) -> str:
+    """A default as the page writes it (`'episodic'`, `1.0`, `null`) or as
+    pg_get_function_arg_default answers it (`'episodic'::memex.memory_type`, `NULL::text`)."""
+    value = spelled.strip()
+    value = re.sub(r"::[\w. ]+(\[\])?(?=$|\))", "", value)  # casts
+    value = value.strip("()") if value.startswith("(") and value.endswith(")") else value
+    return "null" if value.lower() == "null" else value
+
+
+def split_top(text: str) -> list[str]:
+    """Split on the commas outside parentheses and quotes."""
+    parts, depth, quoted, current = [], 0, False, ""
+    for char in text:
+        if char == "'":
+            quoted = not quoted
+        elif not quoted and char == "(":
+            depth += 1
+        elif not quoted and char == ")":
+            depth -= 1
+        if char == "," and depth == 0 and not quoted:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += char
+    if current.strip():
+        parts.append(current.strip())
+    return parts
+
+
+@dataclass
+class Argument:
+    name: str
+    type: str | None  # None: the page does not say
+    default: str | None  # None: no default
+
+
+@dataclass
+class Signature:
+    name: str
+    arguments: list[Argument]
+    setof: bool
+    type: str | None  # a named result type, or None for a table
+    columns: list[Argument]  # a table's columns (type None where the page does not say)
+
+
+def parse_argument(text: str) -> Argument:
+    match = re.fullmatch(r"(\w+)(?:\s+([^=]+?))?(?:\s*=\s*(.+))?", text.strip())
+    assert match, f"cannot read the argument {text!r}"
+    name, spelled, default = match.groups()
+    return Argument(
+        name,
+        canonical_type(spelled) if spelled else None,
+        None if default is None else canonical_default(default),
+    )
+
+
+def parse_signature(text: str) -> Signature:
+    match = re.fullmatch(r"memex\.(\w+)\((.*?)\) → (.+)", text.strip())
+    assert match, f"cannot read the signature {text!r}"
+    name, arguments, result = match.groups()
+    setof = result.startswith("setof ")
+    result = result.removeprefix("setof ")
+    table = re.fullmatch(r"(?:table )?\((.*)\)", result)
+    return Signature(
+        name,
+        [parse_argument(a) for a in split_top(arguments)],
+        setof,
+        None if table else canonical_type(result),
+        [parse_argument(c) for c in split_top(table.group(1))] if table else [],
+    )
+
+
+def documented() -> dict[str, Signature]:
+    signatures: dict[str, Signature] = {}
+    for heading in re.findall(r"^### (.*)$", PAGE.read_text(), flags=re.M):
+        for span in re.findall(r"`(memex\.[^`]*)`", heading):
+            signature = parse_signature(span)
+            assert signature.name not in signatures, f"{signature.name} is documented twice"
+            signatures[signature.name] = signature
+    return signatures
+
+
+def documented_types() -> dict[str, list[Argument]]:
+    """The Types section: "`memex.name` (what): `column type (a comment), ...`"."""
+    section = PAGE.read_text().split("\n## Types\n", 1)[1].split("\n## ", 1)[0]
+    types = {}
+    for name, body in re.findall(
+        r"^`memex\.(\w+)`(?: \([^()]*\))?: `([^`]*)`", section, flags=re.M | re.S
+    ):
+        body = re.sub(r"\([^()]*\)", "", " ".join(body.split()))  # comments
+        types[name] = [parse_argument(c) for c in split_top(body)]
+    return types
+
+
+CATALOG = """
+select p.oid, p.proname,
+       has_function_privilege('memex_app', p.oid, 'execute')
+       or has_function_privilege('memex_tenant', p.oid, 'execute') as granted
+from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+where n.nspname = 'memex' and p.prokind = 'f'
+order by p.proname
+"""
+
+ARGUMENTS = """
+select a.name, format_type(a.type, null), a.mode,
+       pg_get_function_arg_default(%(oid)s, a.n::integer)
+from pg_proc p,
+     unnest(coalesce(p.proallargtypes, p.proargtypes::oid[]),
+            coalesce(p.proargmodes, array_fill('i'::"char", array[p.pronargs])),
+            p.proargnames) with ordinality as a(type, mode, name, n)
+where p.oid = %(oid)s
+order by a.n
+"""
+
+
+def catalog_signature(conn: psycopg.Connection, oid: int, name: str) -> Signature:
+    rows = conn.execute(ARGUMENTS, {"oid": oid}).fetchall()
+    arguments = [Argument(n, t, d and canonical_default(d)) for n, t, m, d in rows if m in "ib"]
+    columns = [Argument(n, t, None) for n, t, m, _ in rows if m in "tob"]
+    setof, result = conn.execute(
+        "select proretset, format_type(prorettype, null) from pg_proc where oid = %s", [oid]
+    ).fetchone() or (False, "")
+    is_table = bool(columns) and (setof or len(columns) > 1)
+    return Signature(name, arguments, setof, None if is_table else result, columns)
+
+
+@pytest.fixture(scope="module")
+def dsn_module(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[str]:
+    dsn = new_database(pg_server)
+    try:
+        yield dsn
+    finally:
+        drop_database(pg_server, dsn)
+
+
+@pytest.fixture(scope="module")
+def catalog(dsn_module: str) -> dict[str, Signature]:
+    with psycopg.connect(dsn_module, autocommit=True) as conn:
+        conn.execute("set search_path = pg_catalog, public")
+        found: dict[str, Signature] = {}
+        for oid, name, granted in conn.execute(CATALOG).fetchall():
+            if not granted:
+                continue
+            assert name not in found, f"memex.{name} is overloaded: the page cannot say which"
+            found[name] = catalog_signature(conn, oid, name)
+        return found
+
+
+def describe(arguments: list[Argument]) -> list[str]:
+    return [
+        f"{a.name} {a.type or '?'}" + ("" if a.default is None else f" = {a.default}")
+        for a in arguments
+    ]
+
+
+def test_every_documented_function_is_the_catalogs(catalog: dict[str, Signature]) -> None:
+    wrong = []
+    for name, doc in documented().items():
+        live = catalog.get(name)
+        if live is None:
+            wrong.append(f"memex.{name}: documented, not in the catalog")
+            continue
+        if [a.name for a in doc.arguments] != [a.name for a in live.arguments]:
+            wrong.append(
+                f"memex.{name}: arguments {[a.name for a in doc.arguments]},"
+                f" the catalog's {[a.name for a in live.arguments]}"
+            )
+            continue
+        for said, real in zip(doc.arguments, live.arguments, strict=True):
+            if said.default != real.default:
+                wrong.append(
+                    f"memex.{name}({said.name}): default {said.default}, is {real.default}"
+                )
+            if said.type is not None and said.type != real.type:
+                wrong.append(f"memex.{name}({said.name}): type {said.type}, is {real.type}")
+        if doc.setof != live.setof and live.type is not None:
+            wrong.append(f"memex.{name}: setof {doc.setof}, the catalog's {live.setof}")
+        if doc.type != live.type:
+            wrong.append(
+                f"memex.{name}: returns {doc.type or 'a table'}, is {live.type or 'a table'}"
+            )
+        elif doc.type is None:
+            if [c.name for c in doc.columns] != [c.name for c in live.columns]:
+                wrong.append(
+                    f"memex.{name}: columns {[c.name for c in doc.columns]},"
+                    f" the catalog's {[c.name for c in live.columns]}"
+                )
+            else:
+                for said, real in zip(doc.columns, live.columns, strict=True):
+                    if said.type is not None and said.type != real.type:
+                        wrong.append(f"memex.{name} → {said.name}: {said.type}, is {real.type}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_every_public_function_is_documented(catalog: dict[str, Signature]) -> None:
+    missing = sorted(
+        f"memex.{name}({', '.join(describe(sig.arguments))})"
+        for name, sig in catalog.items()
+        if not name.startswith("_") and name not in documented()
+    )
+    assert not missing, "undocumented in docs/sql-api.md:\n" + "\n".join(missing)
+
+
+def test_every_documented_type_has_the_catalogs_columns(dsn_module: str) -> None:
+    types = documented_types()
+    named = {s.type for s in documented().values() if s.type and s.type.startswith("memex.")}
+    assert named - {"memex.memory_type"} <= {f"memex.{t}" for t in types}, "Types lacks some"
+    wrong = []
+    with psycopg.connect(dsn_module, autocommit=True) as conn:
+        conn.execute("set search_path = pg_catalog, public")
+        for name, columns in types.items():
+            rows = conn.execute(
+                "select a.attname, format_type(a.atttypid, a.atttypmod) from pg_attribute a"
+                " where a.attrelid = to_regclass(%s) and a.attnum > 0 and not a.attisdropped"
+                " order by a.attnum",
+                [f"memex.{name}"],
+            ).fetchall()
+            if [c.name for c in columns] != [r[0] for r in rows]:
+                wrong.append(
+                    f"memex.{name}: {[c.name for c in columns]}, is {[r[0] for r in rows]}"
+                )
+                continue
+            for said, (column, real) in zip(columns, rows, strict=True):
+                if said.type is not None and said.type != re.sub(r"\(\d+\)$", "", real):
+                    wrong.append(f"memex.{name}.{column}: {said.type}, is {real}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_checks_catch_a_wrong_page() -> None:
+    """The parser reads what a mistake would change."""
+    sig = parse_signature(
+        "memex.f(p_a, p_b text[] = null, p_c = 'x') → table (id uuid, n float8, t)"
+    )
+    assert describe(sig.arguments) == ["p_a ?", "p_b text[] = null", "p_c ? = 'x'"]
+    assert describe(sig.columns) == ["id uuid", "n double precision", "t ?"]
+    assert canonical_default("'episodic'::memex.memory_type") == "'episodic'"
+    assert canonical_default("NULL::timestamp with time zone") == "null"
+    assert canonical_default("'{}'::jsonb") == "'{}'"
