@@ -8,6 +8,7 @@ limit."""
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import shutil
@@ -34,7 +35,8 @@ from memexdb.params import (
     EMBEDDINGS_MAX_TOTAL_CHARS,
 )
 from tests.conftest import drop_database, new_database, scratch_dir
-from tests.live_service import Service, client, free_port, service_env, uvicorn_args
+from tests.live_service import Service, client, free_port, required, service_env, uvicorn_args
+from tests.test_typescript_client import npm_env, run
 
 TEXTS = [
     "Alice prefers dark mode in every editor",
@@ -306,3 +308,61 @@ def test_the_docs_example_runs_as_written(live: Live) -> None:
         check=True,
     )
     assert out.stdout == "384 3\n"
+
+
+# OpenAI's official npm client, installed from the registry into a scratch project (npm's
+# cache is the TypeScript client's): its errors read the same object.
+NPM_OPENAI = "openai@6.49.0"
+NPM_SCRIPT = """\
+import OpenAI from "openai";
+
+const api = new OpenAI({ baseURL: process.env.BASE, apiKey: process.env.KEY, maxRetries: 0 });
+const model = process.env.MODEL;
+const dims = Number(process.env.DIM);
+const out = {};
+const ok = await api.embeddings.create({ model, input: ["hello"], dimensions: dims });
+out.ok = ok.data[0].embedding.length;
+const refused = {
+  model: { model: "text-embedding-3-small", input: "hello" },
+  blank: { model, input: ["ok", "   "] },
+  dimensions: { model, input: "hello", dimensions: 7 },
+};
+for (const [name, request] of Object.entries(refused)) {
+  try {
+    await api.embeddings.create(request);
+    out[name] = null;
+  } catch (err) {
+    const { status, type, param, code, message } = err;
+    out[name] = { status, type, param, code, message };
+  }
+}
+console.log(JSON.stringify(out));
+"""
+
+
+def test_the_npm_openai_client_reads_the_error_object(
+    live: Live, embedder: Embedder, tmp_path: Path
+) -> None:
+    npm = required(shutil.which("npm"), "npm is not installed")
+    node = required(shutil.which("node"), "node is not installed")
+    (tmp_path / "package.json").write_text('{"private": true, "type": "module"}\n')
+    run([npm, "install", "--no-audit", "--no-fund", "--loglevel=error", NPM_OPENAI], tmp_path)
+    (tmp_path / "errors.mjs").write_text(NPM_SCRIPT)
+    env = npm_env(
+        BASE=f"{live.service.base_url}/v1",
+        KEY=live.token,
+        MODEL=embedder.model_id,
+        DIM=str(embedder.dim),
+    )
+    out = json.loads(run([node, "errors.mjs"], tmp_path, env).strip().splitlines()[-1])
+    assert out["ok"] == embedder.dim
+    assert out["model"]["status"] == 404 and out["model"]["code"] == "model_not_found"
+    assert out["model"]["type"] == "invalid_request_error" and out["model"]["param"] is None
+    assert {k: out["blank"][k] for k in ("status", "type", "param", "code")} == {
+        "status": 422,
+        "type": "invalid_request_error",
+        "param": "input[1]",
+        "code": "invalid_argument",
+    }
+    assert "input[1]: must contain a non-whitespace character" in out["blank"]["message"]
+    assert (out["dimensions"]["status"], out["dimensions"]["param"]) == (422, "dimensions")
