@@ -40,12 +40,21 @@ __all__ = [
     "Forbidden",
     "InvalidArgument",
     "MemexError",
+    "ModelNotFound",
     "NotFound",
     "RateLimited",
     "SetupError",
     "Unauthenticated",
     "translate",
 ]
+
+
+class ModelNotFound(NotFound):
+    """POST /v1/embeddings named a model other than the service's (OpenAI's 404
+    `model_not_found`)."""
+
+    code = "model_not_found"
+
 
 # A transaction PostgreSQL rolled back whole because a concurrent one won: a deadlock's
 # loser (40P01), a serialization conflict (40001). Running it again applies it once.

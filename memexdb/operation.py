@@ -48,8 +48,9 @@ Domain = Literal[
 @dataclass(frozen=True)
 class Reply:
     """A documented response: status, description and body model (None: no body, or a
-    string if `media_type` is not JSON, e.g. text/plain), as `media_type` (for
-    application/x-ndjson: the model of each line)."""
+    string if `media_type` is not JSON, e.g. text/plain; for an error status, 400 and up,
+    the service's JSON error, ErrorResponse), as `media_type` (for application/x-ndjson:
+    the model of each line)."""
 
     status: int
     description: str

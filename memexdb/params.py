@@ -237,30 +237,39 @@ Importance = Annotated[
         }
     ),
 ]
-# The schema of metadata's strings: no NUL (jsonb cannot hold \u0000); _check_metadata
-# enforces it. As an object key the pattern sits under allOf, so the schema says
-# propertyNames rather than patternProperties (which would leave other keys unconstrained).
-_MetadataString = Annotated[str, WithJsonSchema({"type": "string", "pattern": _NO_NUL})]
-_MetadataKey = Annotated[str, WithJsonSchema({"type": "string", "allOf": [{"pattern": _NO_NUL}]})]
+# A JSON value, as validation sees it (no NUL in a string or key, jsonb cannot hold
+# \u0000: _check_metadata enforces it, and the depth and size bounds).
 if TYPE_CHECKING:
     MetadataValue = Any
 else:
     MetadataValue = TypeAliasType(
         "MetadataValue",
-        _MetadataString
+        str
         | Annotated[bool, Strict()]
         | int
         | float
         | list["MetadataValue"]
-        | dict[_MetadataKey, "MetadataValue"]
+        | dict[str, "MetadataValue"]
         | None,
     )
+# What the JSON schema (OpenAPI, MCP) says of a metadata object: any JSON object, in one
+# non-recursive schema. A recursive one (a JSON value that names itself) made
+# openapi-python-client drop the operations that take metadata and openapi-typescript write
+# a type tsc refuses (TS2502). The bounds it cannot state without recursion (NUL in a
+# nested string, the depth) are in the description, and validation still checks them all
+# (MetadataValue above and _check_metadata).
+_METADATA_OBJECT: JsonDict = {
+    "type": "object",
+    "propertyNames": {"pattern": _NO_NUL},
+    "additionalProperties": True,
+}
 Metadata = Annotated[
-    dict[_MetadataKey, MetadataValue] | None,
+    Annotated[dict[str, MetadataValue], WithJsonSchema(_METADATA_OBJECT)] | None,
     Field(
-        description=f"Optional JSON object kept with the memory (at most {METADATA_MAX_BYTES}"
-        f" bytes as JSON text, nested at most {METADATA_MAX_DEPTH} levels, no NUL"
-        " characters).",
+        description="Optional JSON object kept with the memory: its values any JSON (strings,"
+        f" numbers, booleans, null, arrays, objects), at most {METADATA_MAX_BYTES} bytes as"
+        f" JSON text, nested at most {METADATA_MAX_DEPTH} levels, no NUL character in any"
+        " key or string (a 422 names the bound a value breaks).",
         examples=[{"source": "chat"}],
     ),
     BeforeValidator(_check_metadata),
@@ -870,6 +879,7 @@ class ErrorBody(BaseModel):
         description="invalid_argument | unauthenticated | forbidden | not_found | conflict"
         " | rate_limited | database_unavailable | busy | payload_too_large"
         " | method_not_allowed | host_not_allowed | origin_not_allowed | internal_error"
+        " | model_not_found (POST /v1/embeddings)"
     )
     message: str
     fields: list[FieldError] = Field(default_factory=list)
@@ -878,6 +888,25 @@ class ErrorBody(BaseModel):
 
 class ErrorResponse(BaseModel):
     error: ErrorBody
+
+
+# OpenAI's error object (`type`, `param`) of what the OpenAI-compatible endpoints answer
+# (POST /v1/embeddings; memexdb.rest.errors.OpenAIErrors adds both fields to every error
+# reply there), beside the service's own fields, which memexdb's clients read.
+class OpenAIErrorBody(ErrorBody):
+    type: str = Field(
+        description="OpenAI's error type: invalid_request_error (400 to 422),"
+        " authentication_error (401), permission_error (403), rate_limit_error (429),"
+        " server_error (5xx)."
+    )
+    param: str | None = Field(
+        description="The request field at fault (the first of `fields`), as OpenAI's `param`;"
+        " null when no one field is."
+    )
+
+
+class OpenAIErrorResponse(BaseModel):
+    error: OpenAIErrorBody
 
 
 # What a NotFound names, by the start of its message (sql/: MX404). A memory's message is
@@ -1028,19 +1057,31 @@ class EmbeddingRequest(_Request):
         ),
         _NoNul,
     ] = None
+    dimensions: Annotated[
+        int | None,
+        Strict(),
+        Field(
+            ge=1,
+            description="The model's own vector size (384 for the bundled model), or left"
+            " out: vectors are never shortened, so any other size is refused (a 422 naming"
+            " `dimensions`).",
+        ),
+    ] = None
 
 
-def served_model(document_schemas: dict[str, Any], model_id: str) -> None:
-    """Say in an OpenAPI document's schemas which `model` EmbeddingRequest accepts: the
-    service's own (known once its embedder is loaded), or none."""
+def served_model(document_schemas: dict[str, Any], model_id: str, dimensions: int) -> None:
+    """Say in an OpenAPI document's schemas which `model` and `dimensions`
+    EmbeddingRequest accepts: the service's own (known once its embedder is loaded)."""
     schema = document_schemas.get(EmbeddingRequest.__name__)
     if schema is None:
         return
-    described = schema["properties"]["model"]
-    schema["properties"]["model"] = {
-        "anyOf": [{"type": "string", "enum": [model_id]}, {"type": "null"}],
-        **{k: v for k, v in described.items() if k != "anyOf"},
-    }
+    for name, value in (("model", model_id), ("dimensions", dimensions)):
+        described = schema["properties"][name]
+        kind = "string" if name == "model" else "integer"
+        schema["properties"][name] = {
+            "anyOf": [{"type": kind, "enum": [value]}, {"type": "null"}],
+            **{k: v for k, v in described.items() if k != "anyOf"},
+        }
 
 
 class EmbeddingOut(BaseModel):

@@ -24,7 +24,7 @@ from memexdb.mcp.http import (
 )
 from memexdb.rest import create_app
 from memexdb.rest.cors import Cors
-from memexdb.rest.errors import on_http_error
+from memexdb.rest.errors import OpenAIErrors, on_http_error
 from memexdb.rest.host_guard import RestHostGuard
 from memexdb.rest.observe import Observe
 from memexdb.runtime import Runtime
@@ -77,8 +77,11 @@ def app_from_env() -> Starlette:
             *mcp.routes,
             Mount(
                 "",
-                app=RestHostGuard(
-                    Cors(rest, settings.cors_origin_list), rest_security_for(settings, security)
+                # OpenAI's error fields on the host and origin refusals of /v1/embeddings too
+                app=OpenAIErrors(
+                    RestHostGuard(
+                        Cors(rest, settings.cors_origin_list), rest_security_for(settings, security)
+                    )
                 ),
             ),
         ],

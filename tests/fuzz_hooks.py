@@ -5,7 +5,8 @@ when stored would never be found), which JSON Schema cannot say; the document sa
 words. So that the fuzzer's schema-valid requests stay requests the service accepts, an
 expiry it generated that has passed (or is about to) is moved a year ahead before the
 request goes out; schemathesis then judges the request as sent.
-tests/test_entry_guards.py checks the 422 itself.
+tests/test_entry_guards.py checks the 422 itself. Likewise a NUL character inside
+metadata (the schema says "any JSON object"; its description rules NUL out) is taken out.
 
 POST /v1/import takes JSON Lines (application/x-ndjson), which schemathesis has no
 serializer for: a generated string is sent as its UTF-8 bytes, anything else as one JSON
@@ -39,9 +40,32 @@ def _in_the_future(value: Any) -> Any:
     return (now + timedelta(days=365)).isoformat()
 
 
+def _without_nul(value: Any) -> Any:
+    """A JSON value with the NUL characters of its strings and keys taken out."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, list):
+        return [_without_nul(item) for item in value]
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    return value
+
+
+def _metadata_without_nul(holder: Any) -> None:
+    if isinstance(holder, dict) and isinstance(holder.get("metadata"), dict):
+        holder["metadata"] = _without_nul(holder["metadata"])
+
+
 @schemathesis.hook
 def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
+    # metadata: any JSON object to the schema (a recursive one broke client generators),
+    # without NUL in a nested string to the service (jsonb cannot hold one), which the
+    # description says: so that schema-valid requests stay ones it accepts
     body = case.body
+    _metadata_without_nul(case.query)
+    _metadata_without_nul(body)
+    for item in body.get("memories") or [] if isinstance(body, dict) else []:
+        _metadata_without_nul(item)
     if case.operation.path not in MEMORY_BODIES or not isinstance(body, dict):
         return
     items = body.get("memories") if case.operation.path.endswith("/batch") else [body]

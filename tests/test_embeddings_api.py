@@ -1,11 +1,14 @@
 """POST /v1/embeddings against a live service, through OpenAI's official Python client:
 the vectors are the Python embedder's, bit for bit (floats and base64), long texts in
-full; the model is checked; bounds are 422s naming the field; any valid key may embed,
-no key or a revoked one may not; embedding counts against the read rate limit."""
+full; the model is checked (another is OpenAI's 404 model_not_found); bounds are 422s
+naming the field; errors carry OpenAI's error object (type, param, code); any valid key
+may embed, no key or a revoked one may not; embedding counts against the read rate
+limit."""
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import shutil
@@ -14,12 +17,14 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
 import openai
 import psycopg
 import pytest
+from memexdb_client import MemexClient, NotFound
 
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import Embedder
@@ -30,7 +35,8 @@ from memexdb.params import (
     EMBEDDINGS_MAX_TOTAL_CHARS,
 )
 from tests.conftest import drop_database, new_database, scratch_dir
-from tests.live_service import Service, client, free_port, service_env, uvicorn_args
+from tests.live_service import Service, client, free_port, required, service_env, uvicorn_args
+from tests.test_typescript_client import npm_env, run
 
 TEXTS = [
     "Alice prefers dark mode in every editor",
@@ -127,15 +133,98 @@ def test_the_model_may_be_left_out_but_no_other_may_be_named(
     r = live.http.post("/v1/embeddings", json={"input": "hello"}, headers=headers)
     assert r.status_code == 200 and r.json()["model"] == embedder.model_id
     assert len(r.json()["data"][0]["embedding"]) == 384
-    with live.openai() as api, pytest.raises(openai.UnprocessableEntityError) as refused:
+    # as OpenAI answers a model it does not serve: 404, code model_not_found
+    with live.openai() as api, pytest.raises(openai.NotFoundError) as refused:
         api.embeddings.create(model="text-embedding-3-small", input="hello")
-    error = refused.value.response.json()["error"]
-    assert error["code"] == "invalid_argument"
-    assert error["fields"][0]["field"] == "model"
-    assert embedder.model_id in error["message"]
-    # and the OpenAPI document says which model it takes
+    assert refused.value.code == "model_not_found"
+    assert refused.value.type == "invalid_request_error"
+    assert refused.value.param is None
+    assert embedder.model_id in refused.value.message
+    assert "text-embedding-3-small" in refused.value.message
+    # memexdb's own clients: a NotFound
+    with (
+        MemexClient(live.service.base_url, live.token, retries=1) as memex,
+        pytest.raises(NotFound, match="not served here"),
+    ):
+        memex.embed_texts("hello", model="text-embedding-3-small")
+    # and the OpenAPI document says which model (and size) it takes
     schema = live.http.get("/openapi.json").json()["components"]["schemas"]["EmbeddingRequest"]
     assert schema["properties"]["model"]["anyOf"][0]["enum"] == [embedder.model_id]
+    assert schema["properties"]["dimensions"]["anyOf"][0]["enum"] == [embedder.dim]
+
+
+def test_dimensions_may_be_the_models_own(live: Live, embedder: Embedder) -> None:
+    """OpenAI's `dimensions`: the model's own size is what it gets anyway (LangChain and
+    others send it); any other is refused, since vectors are never shortened."""
+    with live.openai() as api:
+        answer = api.embeddings.create(
+            model=embedder.model_id, input=TEXTS[0], dimensions=embedder.dim
+        )
+        assert np.array_equal(
+            np.array(answer.data[0].embedding, dtype=np.float32), embedder.embed(TEXTS[:1])[0]
+        )
+        with pytest.raises(openai.UnprocessableEntityError) as refused:
+            api.embeddings.create(model=embedder.model_id, input=TEXTS[0], dimensions=256)
+    assert refused.value.param == "dimensions"
+    assert refused.value.type == "invalid_request_error"
+    assert refused.value.code == "invalid_argument"
+    assert f"send {embedder.dim} or leave it out" in refused.value.message
+
+
+@pytest.mark.parametrize(
+    ("options", "param", "said"),
+    [
+        ({"input": "   "}, "input[0]", "input[0]: must contain a non-whitespace character"),
+        ({"input": ["ok", ""]}, "input[1]", "input[1]: String should have at least 1 character"),
+        ({"input": "ok", "encoding_format": "int8"}, "encoding_format", "encoding_format: "),
+        ({"input": "ok", "extra_body": {"colour": "red"}}, "colour", "colour: "),
+    ],
+)
+def test_the_openai_client_gets_openais_error_object(
+    live: Live, embedder: Embedder, options: dict[str, Any], param: str, said: str
+) -> None:
+    """A 422 carries OpenAI's error object (message, type, param, code), which the
+    official client reads into the exception, and the service's own fields beside it."""
+    with live.openai() as api, pytest.raises(openai.UnprocessableEntityError) as refused:
+        api.embeddings.create(model=embedder.model_id, **options)
+    error = refused.value
+    assert (error.type, error.param, error.code) == (
+        "invalid_request_error",
+        param,
+        "invalid_argument",
+    )
+    assert said in str(error)  # "Error code: 422 - input[0]: must ..."
+    body = error.response.json()["error"]
+    assert set(body) == {"message", "type", "param", "code", "fields", "retry_after_seconds"}
+    assert body["fields"][0]["field"] == param
+
+
+def test_every_error_of_the_endpoint_is_openai_shaped(live: Live, embedder: Embedder) -> None:
+    """Whichever layer answers (credentials, the router, the body's size, JSON syntax),
+    an error of POST /v1/embeddings has OpenAI's fields; other paths keep the service's."""
+    unknown = "mxk_" + "0" * 12 + "_" + "0" * 64
+    with live.openai(token=unknown) as api, pytest.raises(openai.AuthenticationError) as denied:
+        api.embeddings.create(model=embedder.model_id, input="hello")
+    assert (denied.value.type, denied.value.code) == ("authentication_error", "unauthenticated")
+    auth = {"authorization": f"Bearer {live.token}"}
+    answers = {
+        "GET": live.http.get("/v1/embeddings", headers=auth),
+        "syntax": live.http.post(
+            "/v1/embeddings",
+            content=b'{"input": ',
+            headers={**auth, "content-type": "application/json"},
+        ),
+    }
+    assert answers["GET"].status_code == 405 and "POST" in answers["GET"].headers["allow"]
+    assert answers["syntax"].status_code == 422
+    for r in answers.values():
+        error = r.json()["error"]
+        assert error["type"] == "invalid_request_error"
+        assert "param" in error and error["code"]
+        assert int(r.headers["content-length"]) == len(r.content)
+    other = live.http.get("/v1/memories", params={"agent_id": "A"}, headers=auth)
+    assert other.status_code == 422
+    assert "type" not in other.json()["error"] and "param" not in other.json()["error"]
 
 
 @pytest.mark.parametrize(
@@ -199,6 +288,7 @@ def test_embedding_counts_against_the_read_rate_limit(live: Live, embedder: Embe
                 with pytest.raises(openai.RateLimitError) as limited:
                     api.embeddings.create(model=embedder.model_id, input="x")
             assert int(limited.value.response.headers["retry-after"]) >= 1
+            assert (limited.value.type, limited.value.code) == ("rate_limit_error", "rate_limited")
         finally:
             conn.execute(limit, ("null",))
 
@@ -218,3 +308,61 @@ def test_the_docs_example_runs_as_written(live: Live) -> None:
         check=True,
     )
     assert out.stdout == "384 3\n"
+
+
+# OpenAI's official npm client, installed from the registry into a scratch project (npm's
+# cache is the TypeScript client's): its errors read the same object.
+NPM_OPENAI = "openai@6.49.0"
+NPM_SCRIPT = """\
+import OpenAI from "openai";
+
+const api = new OpenAI({ baseURL: process.env.BASE, apiKey: process.env.KEY, maxRetries: 0 });
+const model = process.env.MODEL;
+const dims = Number(process.env.DIM);
+const out = {};
+const ok = await api.embeddings.create({ model, input: ["hello"], dimensions: dims });
+out.ok = ok.data[0].embedding.length;
+const refused = {
+  model: { model: "text-embedding-3-small", input: "hello" },
+  blank: { model, input: ["ok", "   "] },
+  dimensions: { model, input: "hello", dimensions: 7 },
+};
+for (const [name, request] of Object.entries(refused)) {
+  try {
+    await api.embeddings.create(request);
+    out[name] = null;
+  } catch (err) {
+    const { status, type, param, code, message } = err;
+    out[name] = { status, type, param, code, message };
+  }
+}
+console.log(JSON.stringify(out));
+"""
+
+
+def test_the_npm_openai_client_reads_the_error_object(
+    live: Live, embedder: Embedder, tmp_path: Path
+) -> None:
+    npm = required(shutil.which("npm"), "npm is not installed")
+    node = required(shutil.which("node"), "node is not installed")
+    (tmp_path / "package.json").write_text('{"private": true, "type": "module"}\n')
+    run([npm, "install", "--no-audit", "--no-fund", "--loglevel=error", NPM_OPENAI], tmp_path)
+    (tmp_path / "errors.mjs").write_text(NPM_SCRIPT)
+    env = npm_env(
+        BASE=f"{live.service.base_url}/v1",
+        KEY=live.token,
+        MODEL=embedder.model_id,
+        DIM=str(embedder.dim),
+    )
+    out = json.loads(run([node, "errors.mjs"], tmp_path, env).strip().splitlines()[-1])
+    assert out["ok"] == embedder.dim
+    assert out["model"]["status"] == 404 and out["model"]["code"] == "model_not_found"
+    assert out["model"]["type"] == "invalid_request_error" and out["model"]["param"] is None
+    assert {k: out["blank"][k] for k in ("status", "type", "param", "code")} == {
+        "status": 422,
+        "type": "invalid_request_error",
+        "param": "input[1]",
+        "code": "invalid_argument",
+    }
+    assert "input[1]: must contain a non-whitespace character" in out["blank"]["message"]
+    assert (out["dimensions"]["status"], out["dimensions"]["param"]) == (422, "dimensions")

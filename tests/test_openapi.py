@@ -7,12 +7,15 @@ from __future__ import annotations
 from typing import Any, get_args
 
 import pytest
+from openapi_spec_validator import validate
+from pydantic import ValidationError
 
 from memexdb.operation import Domain
 from memexdb.operation_table import OPERATIONS
+from memexdb.params import METADATA_MAX_BYTES, METADATA_MAX_DEPTH, MemoryCreate
 from memexdb.rest.app import ENDPOINTS
-from memexdb.rest.docs import TAGS, openapi_document
-from memexdb.rest.endpoint import Endpoint
+from memexdb.rest.docs import TAGS, _reply, openapi_document, served_document
+from memexdb.rest.endpoint import Endpoint, Reply
 
 METHODS = {"get", "post", "put", "patch", "delete"}
 DOCUMENT = openapi_document(ENDPOINTS)
@@ -65,11 +68,23 @@ def test_every_domain_is_a_described_tag() -> None:
     assert {t["name"] for t in tags} == set(get_args(Domain))
 
 
+def parameter_example(parameter: dict[str, Any]) -> Any:
+    """A parameter's example: its own beside `schema`, or its media type's beside
+    `content` (a JSON value in the query string; OpenAPI allows no `example` there)."""
+    if "content" in parameter:
+        (media,) = parameter["content"].values()
+        return media.get("example", _MISSING)
+    return parameter.get("example", _MISSING)
+
+
+_MISSING = object()
+
+
 def test_every_body_and_parameter_has_an_example() -> None:
     missing = []
     for _, operation in documented():
         for parameter in operation.get("parameters", []):
-            if "example" not in parameter:
+            if parameter_example(parameter) is _MISSING:
                 missing.append(f"{operation['operationId']}: {parameter['name']}")
         if "requestBody" in operation:
             # JSON, or a streamed body (POST /v1/import: application/x-ndjson)
@@ -80,7 +95,7 @@ def test_every_body_and_parameter_has_an_example() -> None:
 
 
 def _example_request(operation: dict[str, Any]) -> dict[str, Any]:
-    values = {p["name"]: p["example"] for p in operation.get("parameters", [])}
+    values = {p["name"]: parameter_example(p) for p in operation.get("parameters", [])}
     if "requestBody" in operation:
         values.update(operation["requestBody"]["content"]["application/json"]["example"])
     return values
@@ -120,3 +135,113 @@ def test_path_parameters_state_the_request_fields_bounds() -> None:
                 assert stated[name].get(keyword) == fields[name].get(keyword), (op.name, name)
     run_id = DOCUMENT["paths"]["/v1/admin/dream/runs/{run_id}/restore"]["post"]["parameters"][0]
     assert run_id["schema"]["maximum"] == 2**63 - 1
+
+
+def test_the_document_is_valid_openapi() -> None:
+    """openapi-spec-validator accepts the document, as written and as a service serves it
+    (with its model): it refused an `example` beside a query parameter's `content`."""
+    validate(DOCUMENT)
+    validate(served_document(ENDPOINTS, ("all-MiniLM-L6-v2-int8", 384)))
+
+
+def test_every_error_reply_declares_its_json_body() -> None:
+    """Generated clients read an error only if the document says it has a body: every
+    4xx/5xx reply declares one (five 404/409 replies of get, update, forget and
+    revoke_key declared none)."""
+    bodies = {"ErrorResponse", "OpenAIErrorResponse", "HealthResponse", "ReadyResponse"}
+    missing = []
+    for path, item in DOCUMENT["paths"].items():
+        for method, operation in item.items():
+            for status, reply in operation["responses"].items():
+                if int(status) < 400:
+                    continue
+                schema = reply.get("content", {}).get("application/json", {}).get("schema", {})
+                if schema.get("$ref", "").rsplit("/", 1)[-1] not in bodies:
+                    missing.append(f"{method.upper()} {path} {status}")
+    assert not missing, missing
+    # at the source: a reply declared without a model still documents the JSON error
+    assert _reply(Reply(404, "No such thing"))["content"] == {
+        "application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}
+    }
+    assert "content" not in _reply(Reply(204, "Deleted"))
+
+
+def test_the_openai_compatible_errors_are_openai_shaped() -> None:
+    responses = DOCUMENT["paths"]["/v1/embeddings"]["post"]["responses"]
+    errors = {s: r for s, r in responses.items() if int(s) >= 400}
+    assert {"401", "404", "413", "422", "429"} <= set(errors)
+    for reply in errors.values():
+        schema = reply["content"]["application/json"]["schema"]
+        assert schema == {"$ref": "#/components/schemas/OpenAIErrorResponse"}
+    body = DOCUMENT["components"]["schemas"]["OpenAIErrorBody"]
+    assert {"message", "type", "param", "code"} <= set(body["required"])
+
+
+def _refs(value: Any) -> set[str]:
+    if isinstance(value, dict):
+        found = {v.rsplit("/", 1)[-1] for k, v in value.items() if k == "$ref"}
+        return found.union(*(_refs(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_refs(v) for v in value))
+    return set()
+
+
+def test_no_schema_refers_to_itself() -> None:
+    """A recursive schema (the JSON value of metadata, MetadataValue) made
+    openapi-python-client drop store, store_many and search and openapi-typescript write a
+    type tsc refuses (TS2502): no schema reaches itself through its references."""
+    schemas = DOCUMENT["components"]["schemas"]
+    for name in schemas:
+        seen: set[str] = set()
+        todo = _refs(schemas[name])
+        while todo:
+            ref = todo.pop()
+            assert ref != name, f"{name} refers to itself"
+            if ref not in seen:
+                seen.add(ref)
+                todo |= _refs(schemas[ref])
+    # and every schema is one an operation uses
+    assert set(schemas) == {n for n in schemas if n in _reached()}
+
+
+def _reached() -> set[str]:
+    schemas = DOCUMENT["components"]["schemas"]
+    reached: set[str] = set()
+    todo = _refs(DOCUMENT["paths"])
+    while todo:
+        name = todo.pop()
+        if name not in reached:
+            reached.add(name)
+            todo |= _refs(schemas[name])
+    return reached
+
+
+def _nested(levels: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"leaf": 1}
+    for _ in range(levels):
+        value = {"k": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"k\x00": 1},
+        {"k": ["a", {"b": "\x00"}]},
+        {"k": float("nan")},
+        _nested(METADATA_MAX_DEPTH + 1),
+        {"k": "x" * METADATA_MAX_BYTES},
+    ],
+    ids=["nul-key", "nested-nul", "nan", "too-deep", "too-large"],
+)
+def test_metadata_is_checked_as_before(metadata: dict[str, Any]) -> None:
+    """The document describes metadata as any JSON object (no recursive schema); the
+    service still refuses what its description rules out (memexdb.params.Metadata)."""
+    with pytest.raises(ValidationError):
+        MemoryCreate.model_validate({**_TENANT, "content": "x", "metadata": metadata})
+    assert MemoryCreate.model_validate(
+        {**_TENANT, "content": "x", "metadata": _nested(METADATA_MAX_DEPTH - 1)}
+    ).metadata
+
+
+_TENANT = {"agent_id": "a", "user_id": "u"}

@@ -44,6 +44,8 @@ NOT_IN_PYTHON = {
     # OpenAI's wire options: Python gets the vectors themselves; `user` is for logs
     ("embed_texts", "encoding_format"),
     ("embed_texts", "user"),
+    # OpenAI's option: only the model's own size is accepted, which Python always gets
+    ("embed_texts", "dimensions"),
 }
 
 

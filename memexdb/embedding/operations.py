@@ -15,17 +15,33 @@ from typing import Any
 import numpy as np
 
 from memexdb import queries
-from memexdb.errors import InvalidArgument
-from memexdb.operation import Operation, Route
-from memexdb.params import EmbeddingOut, EmbeddingRequest, EmbeddingsOut, EmbeddingUsage
+from memexdb.errors import InvalidArgument, ModelNotFound
+from memexdb.operation import Operation, Reply, Route
+from memexdb.params import (
+    EmbeddingOut,
+    EmbeddingRequest,
+    EmbeddingsOut,
+    EmbeddingUsage,
+    OpenAIErrorResponse,
+)
 from memexdb.session import Session
 from memexdb.types import Embeddings
 
 
 async def embed(session: Session, request: EmbeddingRequest) -> Embeddings:
+    # As OpenAI answers a model it does not serve: 404 model_not_found (not a bad field: a
+    # client configured for another model gets what it can act on).
     if request.model is not None and request.model != session.model_id:
+        raise ModelNotFound(
+            f"the model {request.model!r} is not served here: this service embeds with"
+            f" {session.model_id!r} (send that, or leave `model` out)"
+        )
+    dim = session.embedder.dim
+    if request.dimensions is not None and request.dimensions != dim:
         raise InvalidArgument(
-            "model", f"this service embeds with {session.model_id!r}: send that or leave it out"
+            "dimensions",
+            f"{session.model_id!r} makes {dim}-dimensional vectors and they are not"
+            f" shortened: send {dim} or leave it out",
         )
     await session.fetch(None, queries.AUTHORIZE_EMBEDDING)
     cut = await session.embedder.plan_in_full(request.input)
@@ -57,7 +73,19 @@ EMBED = Operation(
     access="read",
     domain="embeddings",
     embeds="input",
-    rest=Route("POST", "/v1/embeddings", "One unit vector per text, in input order"),
+    rest=Route(
+        "POST",
+        "/v1/embeddings",
+        "One unit vector per text, in input order",
+        errors=(
+            Reply(
+                404,
+                "`model` names a model other than the service's (code `model_not_found`,"
+                " as OpenAI answers)",
+                OpenAIErrorResponse,
+            ),
+        ),
+    ),
 )
 
 OPERATIONS: tuple[Operation[Any, Any], ...] = (EMBED,)

@@ -33,7 +33,7 @@ from memexdb.params import (
 )
 from memexdb.rest import docs, importing, operations, ops
 from memexdb.rest.endpoint import Endpoint, Reply
-from memexdb.rest.errors import HANDLERS, CatchAll
+from memexdb.rest.errors import HANDLERS, CatchAll, OpenAIErrors
 from memexdb.rest.parsing import json_of, memex_of, query_of
 
 log = logging.getLogger("memexdb.rest")
@@ -164,7 +164,8 @@ def create_app(
 
     return Starlette(
         routes=routes(),
-        middleware=[Middleware(CatchAll)],
+        # OpenAIErrors outside CatchAll: a 500 of POST /v1/embeddings is OpenAI's shape too
+        middleware=[Middleware(OpenAIErrors), Middleware(CatchAll)],
         exception_handlers=dict(HANDLERS),
         lifespan=lifespan,
     )

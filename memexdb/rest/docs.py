@@ -15,9 +15,10 @@ from starlette.routing import BaseRoute, Route
 
 from memexdb import __version__
 from memexdb.operation import Domain
-from memexdb.params import ErrorResponse, served_model
+from memexdb.params import ErrorResponse, OpenAIErrorResponse, served_model
 from memexdb.rest import ui
 from memexdb.rest.endpoint import Endpoint, Reply
+from memexdb.rest.errors import OPENAI_PATHS
 
 _REF = "#/components/schemas/{model}"
 
@@ -104,10 +105,18 @@ def _with_example(parameter: dict[str, Any], schema: dict[str, Any]) -> dict[str
     return parameter if found is _MISSING else {**parameter, "example": found}
 
 
-def _reply(reply: Reply) -> dict[str, Any]:
+def _reply(reply: Reply, errors: type[BaseModel] = ErrorResponse) -> dict[str, Any]:
+    """A response of the document. Every error reply has a body: the service's JSON error
+    (`errors`: OpenAIErrorResponse on the OpenAI-compatible paths), unless the reply names
+    a model of its own (GET /health's 503 answers its HealthResponse)."""
     described: dict[str, Any] = {"description": reply.description}
-    if reply.model is not None:
-        described["content"] = _content(reply.model, reply.media_type)
+    model = reply.model
+    if reply.status >= 400 and reply.media_type == "application/json" and model is None:
+        model = errors
+    if model is ErrorResponse:
+        model = errors
+    if model is not None:
+        described["content"] = _content(model, reply.media_type)
     elif reply.media_type != "application/json":
         described["content"] = {reply.media_type: {"schema": {"type": "string"}}}
     return described
@@ -126,23 +135,20 @@ def _operation(endpoint: Endpoint, definitions: dict[str, Any]) -> dict[str, Any
     if endpoint.query is not None:
         schema = definitions[endpoint.query.__name__]
         json_fields: frozenset[str] = getattr(endpoint.query, "json_fields", frozenset())
-        parameters += [
-            _with_example(
-                {
-                    "name": name,
-                    "in": "query",
-                    "required": name in schema.get("required", []),
-                    # a JSON value in the query string (?metadata={"k":1}): content, not schema
-                    **(
-                        {"content": {"application/json": {"schema": prop}}}
-                        if name in json_fields
-                        else {"schema": prop}
-                    ),
-                },
-                prop,
-            )
-            for name, prop in schema["properties"].items()
-        ]
+        for name, prop in schema["properties"].items():
+            parameter: dict[str, Any] = {
+                "name": name,
+                "in": "query",
+                "required": name in schema.get("required", []),
+            }
+            if name in json_fields:
+                # a JSON value in the query string (?metadata={"k":1}): content, not schema,
+                # and its example in the media type (OpenAPI 3.1 allows a parameter's own
+                # `example` only beside `schema`)
+                parameter["content"] = {"application/json": _with_example({"schema": prop}, prop)}
+                parameters.append(parameter)
+            else:
+                parameters.append(_with_example({**parameter, "schema": prop}, prop))
     if parameters:
         operation["parameters"] = parameters
     replies = [endpoint.ok, *endpoint.errors]
@@ -162,17 +168,46 @@ def _operation(endpoint: Endpoint, definitions: dict[str, Any]) -> dict[str, Any
         }
     if not endpoint.open:
         replies += [e for e in COMMON_ERRORS if e.status not in {r.status for r in replies}]
-    operation["responses"] = {str(r.status): _reply(r) for r in replies}
+    errors = OpenAIErrorResponse if endpoint.path in OPENAI_PATHS else ErrorResponse
+    operation["responses"] = {str(r.status): _reply(r, errors) for r in replies}
     if not endpoint.open:
         # a key, or none on a loopback service whose database has no keys yet
         operation["security"] = [{"bearer": []}, {}]
     return operation
 
 
+def _references(value: Any) -> set[str]:
+    """The schema names that `value` (a piece of the document) refers to."""
+    if isinstance(value, dict):
+        found = {str(v).rsplit("/", 1)[-1] for k, v in value.items() if k == "$ref"}
+        return found.union(*(_references(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_references(v) for v in value))
+    return set()
+
+
+def _drop_unreferenced(definitions: dict[str, Any], paths: dict[str, Any]) -> None:
+    """Keep only the schemas the operations reach. pydantic also writes the definitions
+    of types whose schema a model overrides (the recursive MetadataValue, validated but
+    described as a plain JSON object: memexdb.params.Metadata), which no operation uses."""
+    reached: set[str] = set()
+    todo = _references(paths)
+    while todo:
+        name = todo.pop()
+        if name not in reached and name in definitions:
+            reached.add(name)
+            todo |= _references(definitions[name])
+    for name in set(definitions) - reached:
+        del definitions[name]
+
+
 @functools.cache
 def openapi_document(endpoints: tuple[Endpoint, ...]) -> dict[str, Any]:
     """The OpenAPI 3.1 document of `endpoints`, schemas from their pydantic models."""
-    models: dict[type[BaseModel], JsonSchemaMode] = {ErrorResponse: "serialization"}
+    models: dict[type[BaseModel], JsonSchemaMode] = {
+        ErrorResponse: "serialization",
+        OpenAIErrorResponse: "serialization",
+    }
     for e in endpoints:
         for request_model in (e.body, e.query):
             if request_model is not None:
@@ -189,6 +224,7 @@ def openapi_document(endpoints: tuple[Endpoint, ...]) -> dict[str, Any]:
         if e.query is not None and e.body is None:
             # query-string models appear as parameters, not as schemas of their own
             definitions.pop(e.query.__name__, None)
+    _drop_unreferenced(definitions, paths)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -216,20 +252,23 @@ def openapi_document(endpoints: tuple[Endpoint, ...]) -> dict[str, Any]:
 
 
 @functools.cache
-def served_document(endpoints: tuple[Endpoint, ...], model_id: str | None) -> dict[str, Any]:
-    """The document as this service answers it: with the embedding model it serves."""
-    if model_id is None:
+def served_document(
+    endpoints: tuple[Endpoint, ...], model: tuple[str, int] | None
+) -> dict[str, Any]:
+    """The document as this service answers it: with the embedding model it serves
+    (`model`: its id and vector size)."""
+    if model is None:
         return openapi_document(endpoints)
     document = copy.deepcopy(openapi_document(endpoints))
-    served_model(document["components"]["schemas"], model_id)
+    served_model(document["components"]["schemas"], *model)
     return document
 
 
 def _openapi(endpoints: tuple[Endpoint, ...]) -> Route:
     async def openapi(request: Request) -> Response:
         memex = getattr(request.app.state, "memex", None)  # set by the app's lifespan
-        model_id = memex.model_id if memex is not None else None
-        return JSONResponse(served_document(endpoints, model_id))
+        model = (memex.model_id, memex.embedder.dim) if memex is not None else None
+        return JSONResponse(served_document(endpoints, model))
 
     return Route("/openapi.json", openapi, methods=["GET"])
 

@@ -3,9 +3,11 @@ exception text."""
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
+from typing import Any
 
 from pydantic import ValidationError
 from starlette.convertors import UUIDConvertor
@@ -178,6 +180,83 @@ class CatchAll:
             await error_response(500, "internal_error", "internal server error")(
                 scope, receive, send
             )
+
+
+# The OpenAI-compatible endpoints: their error replies carry OpenAI's error object too.
+OPENAI_PATHS = frozenset({"/v1/embeddings"})
+
+
+def openai_error_type(status: int) -> str:
+    """OpenAI's error `type` for an HTTP status."""
+    if status == 401:
+        return "authentication_error"
+    if status == 403:
+        return "permission_error"
+    if status == 429:
+        return "rate_limit_error"
+    return "server_error" if status >= 500 else "invalid_request_error"
+
+
+def openai_error(status: int, body: dict[str, Any]) -> dict[str, Any]:
+    """`body` (the service's JSON error) with OpenAI's error fields as well: `type`,
+    `param` (the first bad field, else null), and for a 422 a message naming every bad
+    field rather than counting them, since OpenAI's clients show only the message."""
+    error = body.get("error")
+    if not isinstance(error, dict):
+        return body
+    fields = [f for f in error.get("fields") or [] if isinstance(f, dict)]
+    shaped = {**error}
+    shaped.setdefault("type", openai_error_type(status))
+    shaped.setdefault("param", str(fields[0]["field"]) if fields else None)
+    if status == 422 and fields and error.get("message", "").endswith("invalid field(s)"):
+        shaped["message"] = "; ".join(f"{f['field']}: {f['message']}" for f in fields)
+    return {**body, "error": shaped}
+
+
+class OpenAIErrors:
+    """ASGI middleware: the JSON error replies of OPENAI_PATHS in OpenAI's shape too
+    (`{"error": {"message", "type", "param", "code"}}`, and the service's `fields` and
+    `retry_after_seconds`), whichever layer answered (validation, credentials, rate
+    limits, the router's 405, a body too large); other replies pass through untouched."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") not in OPENAI_PATHS:
+            await self.app(scope, receive, send)
+            return
+        start: Message | None = None
+        chunks: list[bytes] = []
+
+        async def reshaped(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                headers = dict(message.get("headers", []))
+                media_type = headers.get(b"content-type", b"").split(b";")[0]
+                if message["status"] >= 400 and media_type == b"application/json":
+                    start = message  # held until the body is complete
+                    return
+            if start is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            body = b"".join(chunks)
+            try:
+                parsed = json.loads(body)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, dict):
+                shaped = openai_error(start["status"], parsed)
+                body = json.dumps(shaped, ensure_ascii=False, separators=(",", ":")).encode()
+            kept = [(k, v) for k, v in start.get("headers", []) if k != b"content-length"]
+            kept.append((b"content-length", str(len(body)).encode()))
+            await send({**start, "headers": kept})
+            await send({"type": "http.response.body", "body": body})
+
+        await self.app(scope, receive, reshaped)
 
 
 HANDLERS = {

@@ -73,6 +73,7 @@ def error_of(response: httpx.Response) -> MemexError:
         return RateLimited(message, float(retry))
     simple: dict[str, type[MemexError]] = {
         "not_found": NotFound,
+        "model_not_found": NotFound,  # POST /v1/embeddings: another model than the service's
         "conflict": Conflict,
         "unauthenticated": Unauthenticated,
         "forbidden": Forbidden,

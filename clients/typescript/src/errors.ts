@@ -83,6 +83,7 @@ type ErrorClass = new (message: string, options?: ConstructorParameters<typeof M
 export const ERROR_CLASSES: Readonly<Record<string, ErrorClass>> = {
   invalid_argument: InvalidArgumentError,
   not_found: NotFoundError,
+  model_not_found: NotFoundError, // POST /v1/embeddings: a model other than the service's
   conflict: ConflictError,
   unauthenticated: UnauthenticatedError,
   forbidden: ForbiddenError,

@@ -203,6 +203,12 @@ test("admin: dream config, users and runs; embeddings; smart read", live, async 
   assert.equal(embedded.data.length, 2);
   assert.equal(embedded.data[1].index, 1);
   assert.ok(embedded.data[0].embedding.length > 100);
+  // another model than the service's: OpenAI's 404 model_not_found, a NotFoundError here
+  await assert.rejects(client.embedTexts({ input: "hello", model: "text-embedding-3-small" }), (err) => {
+    assert.ok(err instanceof NotFoundError, String(err));
+    assert.equal(err.code, "model_not_found");
+    return true;
+  });
 
   const config = await client.dreamConfig();
   assert.equal(typeof config, "object");

@@ -833,6 +833,12 @@ export interface components {
          */
         EmbeddingRequest: {
             /**
+             * Dimensions
+             * @description The model's own vector size (384 for the bundled model), or left out: vectors are never shortened, so any other size is refused (a 422 naming `dimensions`).
+             * @default null
+             */
+            dimensions?: number | null;
+            /**
              * Encoding Format
              * @description float: lists of numbers; base64: each vector's float32 little-endian bytes, base64-encoded (what OpenAI's clients ask for by default).
              * @default float
@@ -902,7 +908,7 @@ export interface components {
         ErrorBody: {
             /**
              * Code
-             * @description invalid_argument | unauthenticated | forbidden | not_found | conflict | rate_limited | database_unavailable | busy | payload_too_large | method_not_allowed | host_not_allowed | origin_not_allowed | internal_error
+             * @description invalid_argument | unauthenticated | forbidden | not_found | conflict | rate_limited | database_unavailable | busy | payload_too_large | method_not_allowed | host_not_allowed | origin_not_allowed | internal_error | model_not_found (POST /v1/embeddings)
              */
             code: string;
             /** Fields */
@@ -985,14 +991,14 @@ export interface components {
             memory_type?: "episodic" | "semantic" | "procedural";
             /**
              * Metadata
-             * @description Optional JSON object kept with the memory (at most 65536 bytes as JSON text, nested at most 32 levels, no NUL characters).
+             * @description Optional JSON object kept with the memory: its values any JSON (strings, numbers, booleans, null, arrays, objects), at most 65536 bytes as JSON text, nested at most 32 levels, no NUL character in any key or string (a 422 names the bound a value breaks).
              * @default null
              * @example {
              *       "source": "chat"
              *     }
              */
             metadata?: {
-                [key: string]: components["schemas"]["MetadataValue-Output"];
+                [key: string]: unknown;
             } | null;
             /**
              * Path
@@ -1613,7 +1619,7 @@ export interface components {
              *     }
              */
             metadata?: {
-                [key: string]: components["schemas"]["MetadataValue-Input"];
+                [key: string]: unknown;
             };
             /**
              * User Id
@@ -1676,7 +1682,7 @@ export interface components {
              * @example {}
              */
             metadata?: {
-                [key: string]: components["schemas"]["MetadataValue-Input"];
+                [key: string]: unknown;
             } | null;
             /**
              * @description vector: cosine similarity; text: BM25 full-text rank; hybrid: both blended. Not sent: hybrid, or vector when alpha is sent (the memex ranking).
@@ -1758,14 +1764,14 @@ export interface components {
             memory_type?: "episodic" | "semantic" | "procedural";
             /**
              * Metadata
-             * @description Optional JSON object kept with the memory (at most 65536 bytes as JSON text, nested at most 32 levels, no NUL characters).
+             * @description Optional JSON object kept with the memory: its values any JSON (strings, numbers, booleans, null, arrays, objects), at most 65536 bytes as JSON text, nested at most 32 levels, no NUL character in any key or string (a 422 names the bound a value breaks).
              * @default null
              * @example {
              *       "source": "chat"
              *     }
              */
             metadata?: {
-                [key: string]: components["schemas"]["MetadataValue-Input"];
+                [key: string]: unknown;
             } | null;
             /**
              * User Id
@@ -1781,8 +1787,37 @@ export interface components {
          * @enum {string}
          */
         MemoryType: "episodic" | "semantic" | "procedural";
-        "MetadataValue-Input": RecursiveMetadatavalueInput;
-        "MetadataValue-Output": RecursiveMetadatavalueOutput;
+        /** OpenAIErrorBody */
+        OpenAIErrorBody: {
+            /**
+             * Code
+             * @description invalid_argument | unauthenticated | forbidden | not_found | conflict | rate_limited | database_unavailable | busy | payload_too_large | method_not_allowed | host_not_allowed | origin_not_allowed | internal_error | model_not_found (POST /v1/embeddings)
+             */
+            code: string;
+            /** Fields */
+            fields?: components["schemas"]["FieldError"][];
+            /** Message */
+            message: string;
+            /**
+             * Param
+             * @description The request field at fault (the first of `fields`), as OpenAI's `param`; null when no one field is.
+             */
+            param: string | null;
+            /**
+             * Retry After Seconds
+             * @default null
+             */
+            retry_after_seconds?: number | null;
+            /**
+             * Type
+             * @description OpenAI's error type: invalid_request_error (400 to 422), authentication_error (401), permission_error (403), rate_limit_error (429), server_error (5xx).
+             */
+            type: string;
+        };
+        /** OpenAIErrorResponse */
+        OpenAIErrorResponse: {
+            error: components["schemas"]["OpenAIErrorBody"];
+        };
         /** PassageOut */
         PassageOut: {
             /**
@@ -2067,12 +2102,6 @@ export interface components {
             /** User Id */
             user_id: string;
         };
-        /**
-         * SearchMode
-         * @description vector: cosine similarity; text: BM25 full-text rank; hybrid: a linear blend of both.
-         * @enum {string}
-         */
-        SearchMode: "vector" | "text" | "hybrid";
         /**
          * SearchResponse
          * @description Ranked memories of one tenant, best first.
@@ -3388,14 +3417,18 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
             };
             /** @description The last live key of this admin's scope: confirm_last=true revokes it */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
             };
             /** @description Host not allowed (MEMEX_ALLOWED_HOSTS) */
             421: {
@@ -3468,7 +3501,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
                 };
             };
             /** @description The key may not do this (another agent or user, too little access), or a browser Origin not allowed (MEMEX_ALLOWED_ORIGINS) */
@@ -3477,7 +3510,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                };
+            };
+            /** @description `model` names a model other than the service's (code `model_not_found`, as OpenAI answers) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
                 };
             };
             /** @description Request body larger than 16 MiB */
@@ -3486,7 +3528,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
                 };
             };
             /** @description Host not allowed (MEMEX_ALLOWED_HOSTS) */
@@ -3495,7 +3537,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
                 };
             };
             /** @description Invalid input; `error.fields` names each bad field */
@@ -3504,7 +3546,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
                 };
             };
             /** @description Rate limited; see the Retry-After header */
@@ -3513,7 +3555,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
                 };
             };
             /** @description Database unavailable */
@@ -3522,7 +3564,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
                 };
             };
         };
@@ -4703,7 +4745,6 @@ export interface operations {
                 created_after?: string | null;
                 /** @example 2100-01-01T00:00:00Z */
                 created_before?: string | null;
-                /** @example {} */
                 metadata?: string;
                 /** @example false */
                 include_archived?: boolean;
@@ -5082,7 +5123,6 @@ export interface operations {
                 user_id: string;
                 /** @example episodic */
                 memory_type?: ("episodic" | "semantic" | "procedural") | null;
-                /** @example {} */
                 metadata?: string;
             };
             header?: never;
@@ -5299,7 +5339,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
             };
             /** @description Host not allowed (MEMEX_ALLOWED_HOSTS) */
             421: {
@@ -5386,7 +5428,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
             };
             /** @description The memory is a file: change or delete it by its path (/v1/files) */
             409: {
@@ -5490,7 +5534,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
             };
             /** @description The memory is a file: change or delete it by its path (/v1/files) */
             409: {
@@ -5737,9 +5783,3 @@ export interface operations {
         };
     };
 }
-export type RecursiveMetadatavalueInput = string | boolean | number | RecursiveMetadatavalueInput[] | {
-        [key: string]: RecursiveMetadatavalueInput;
-    } | null;
-export type RecursiveMetadatavalueOutput = string | boolean | number | RecursiveMetadatavalueOutput[] | {
-        [key: string]: RecursiveMetadatavalueOutput;
-    } | null;
