@@ -4,10 +4,16 @@ error when the service is down."""
 
 from __future__ import annotations
 
+import logging
+from uuid import uuid4
+
 import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 
+from memexdb import AsyncMemex, Memex, NotFound
+from memexdb.embedded import EmbeddedPostgres
+from tests.live_service import client, service_on_new_database
 from tests.sqlapi import store, unit
 
 VEC = unit((0, 1.0))
@@ -36,3 +42,51 @@ def test_search_passages_prints_no_notice(conn: psycopg.Connection, query: str) 
     ).fetchall()
     assert rows, "the passages were found"
     assert notices == []
+
+
+def _pipeline_noise(records: list[logging.LogRecord], *streams: str) -> list[str]:
+    lines = [r.getMessage() for r in records if r.levelno >= logging.WARNING]
+    lines += [line for s in streams for line in s.splitlines()]
+    return [line for line in lines if "error ignored" in line or "pipeline aborted" in line]
+
+
+async def test_not_found_reads_in_process_log_nothing(
+    amemex: AsyncMemex, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    await amemex.store("a", "u", "Alice drinks green tea.")
+    for _ in range(50):
+        with pytest.raises(NotFound):
+            await amemex.get("a", "u", uuid4())
+        with pytest.raises(NotFound):
+            await amemex.read_file("a", "u", "user/missing.md")
+    # the connection is still good after all of them
+    assert await amemex.count("a", "u") == 1
+    out, err = capfd.readouterr()
+    assert _pipeline_noise(caplog.records, out, err) == []
+
+
+def test_not_found_reads_sync_client_log_nothing(
+    memex: Memex, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    for _ in range(100):
+        with pytest.raises(NotFound):
+            memex.get("a", "u", uuid4())
+    out, err = capfd.readouterr()
+    assert _pipeline_noise(caplog.records, out, err) == []
+
+
+def test_not_found_reads_over_rest_log_nothing(
+    pg_server: EmbeddedPostgres, template_db: str
+) -> None:
+    with service_on_new_database(pg_server, "quiet") as service, client(service.base_url) as http:
+        tenant = {"agent_id": "a", "user_id": "u"}
+        # the noise came with about one read in four, depending on when results arrive:
+        # 100 of each make missing it unlikely
+        for _ in range(100):
+            assert http.get(f"/v1/memories/{uuid4()}", params=tenant).status_code == 404
+            missing = http.get("/v1/files/read", params={**tenant, "path": "user/missing.md"})
+            assert missing.status_code == 404
+        log = service.output()
+    assert _pipeline_noise([], log) == [], log[-2000:]
