@@ -5,6 +5,8 @@ error when the service is down."""
 from __future__ import annotations
 
 import logging
+import shutil
+import time
 from uuid import uuid4
 
 import psycopg
@@ -13,7 +15,15 @@ from pgvector.psycopg import register_vector
 
 from memexdb import AsyncMemex, Memex, NotFound
 from memexdb.embedded import EmbeddedPostgres
-from tests.live_service import client, service_on_new_database
+from tests.conftest import scratch_dir
+from tests.live_service import (
+    client,
+    free_port,
+    kill_postgres,
+    run_cli,
+    service_env,
+    service_on_new_database,
+)
 from tests.sqlapi import store, unit
 
 VEC = unit((0, 1.0))
@@ -90,3 +100,35 @@ def test_not_found_reads_over_rest_log_nothing(
             assert missing.status_code == 404
         log = service.output()
     assert _pipeline_noise([], log) == [], log[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({"MEMEX_EMBEDDER": "bogus"}, "MEMEX_EMBEDDER='bogus': "),
+        ({"MEMEX_EMBEDDER": "openai:text-embedding-3-small"}, "needs MEMEX_EMBEDDING_URL"),
+    ],
+)
+def test_a_bad_embedder_is_one_line_and_exit_2_before_anything_starts(
+    env: dict[str, str], says: str
+) -> None:
+    """Before: "serving on ...", PostgreSQL started and migrated, then a 30-line traceback
+    and exit 3 some 18 s later."""
+    root = scratch_dir("memexdb-quiet-")
+    data_dir = root / "data"
+    started = time.monotonic()
+    try:
+        code, out = run_cli(
+            ["serve", "--port", str(free_port())],
+            service_env(MEMEX_DATA_DIR=str(data_dir), **env),
+            timeout=120,
+        )
+    finally:
+        kill_postgres(data_dir)  # only if the test failed: a server was started
+        shutil.rmtree(root, ignore_errors=True)
+    assert code == 2, out
+    assert len(out.strip().splitlines()) == 1, out
+    assert out.startswith("memexdb: invalid setting: ") and says in out, out
+    assert "Traceback" not in out and "serving" not in out, out
+    assert not data_dir.exists(), out  # no embedded PostgreSQL was started
+    assert time.monotonic() - started < 30, out
