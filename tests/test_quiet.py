@@ -9,8 +9,10 @@ import shutil
 import time
 from uuid import uuid4
 
+import httpx
 import psycopg
 import pytest
+from memexdb_client import AsyncMemexClient, MemexClient, MemexError, Retries, Unavailable
 from pgvector.psycopg import register_vector
 
 from memexdb import AsyncMemex, Memex, NotFound
@@ -132,3 +134,31 @@ def test_a_bad_embedder_is_one_line_and_exit_2_before_anything_starts(
     assert "Traceback" not in out and "serving" not in out, out
     assert not data_dir.exists(), out  # no embedded PostgreSQL was started
     assert time.monotonic() - started < 30, out
+
+
+# --- the HTTP client when the service is down ------------------------------------------
+
+
+def _nothing_listens() -> str:
+    return f"http://127.0.0.1:{free_port()}"  # a port just freed: connections are refused
+
+
+async def test_the_async_client_raises_unavailable_naming_the_url() -> None:
+    url = _nothing_listens()
+    async with AsyncMemexClient(url, retries=Retries(attempts=2, base=0.01)) as memex:
+        with pytest.raises(Unavailable) as down:
+            await memex.count("a", "u")
+    assert isinstance(down.value, MemexError) and down.value.code == "unavailable"
+    assert down.value.url == url and url in str(down.value), str(down.value)
+    assert "cannot connect" in str(down.value)
+    assert isinstance(down.value.__cause__, httpx.ConnectError)
+
+
+def test_the_sync_client_raises_unavailable_naming_the_url() -> None:
+    url = _nothing_listens() + "/"
+    with MemexClient(url, retries=1) as memex:
+        with pytest.raises(Unavailable) as down:
+            memex.store("a", "u", "Alice drinks green tea.")
+        with pytest.raises(Unavailable):
+            memex.search("a", "u", "tea")
+    assert down.value.url == url.rstrip("/") and url.rstrip("/") in str(down.value)

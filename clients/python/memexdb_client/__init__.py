@@ -20,6 +20,7 @@ from memexdb_client.errors import (
     NotFound,
     RateLimited,
     Unauthenticated,
+    Unavailable,
 )
 from memexdb_client.types import Access, Memory, MemoryType, SearchHit, SearchMode
 
@@ -43,4 +44,5 @@ __all__ = [
     "SearchHit",
     "SearchMode",
     "Unauthenticated",
+    "Unavailable",
 ]
