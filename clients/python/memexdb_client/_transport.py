@@ -170,7 +170,7 @@ class AsyncTransport:
                 headers=headers,
             )
             retry_after: float | None = None
-            failure: Exception | None = None
+            failure: httpx.TransportError | None = None
             try:
                 response = await self.http.send(request, stream=stream)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
