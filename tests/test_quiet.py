@@ -17,8 +17,11 @@ from pgvector.psycopg import register_vector
 
 from memexdb import AsyncMemex, Memex, NotFound
 from memexdb.embedded import EmbeddedPostgres
+from memexdb.migrations import head_revision
 from tests.conftest import scratch_dir
 from tests.live_service import (
+    Service,
+    cli_args,
     client,
     free_port,
     kill_postgres,
@@ -162,3 +165,36 @@ def test_the_sync_client_raises_unavailable_naming_the_url() -> None:
         with pytest.raises(Unavailable):
             memex.search("a", "u", "tea")
     assert down.value.url == url.rstrip("/") and url.rstrip("/") in str(down.value)
+
+
+# --- the first start --------------------------------------------------------------------
+
+# Before: 63 lines (alembic's INFO with each revision's docstring) before uvicorn's
+# "Uvicorn running". Now: the embedded server (where the data is), the migration in one
+# line, the revision, the URL, and uvicorn's own four lines.
+FIRST_START_LINES = 10
+
+
+def test_the_first_start_is_a_few_lines() -> None:
+    root = scratch_dir("memexdb-first-start-")
+    data_dir = root / "data"
+    port = free_port()
+    env = service_env(MEMEX_DATA_DIR=str(data_dir))
+    service = Service(cli_args("serve", "--port", str(port)), env, port, root / "serve.log")
+    try:
+        service.wait_healthy()
+        assert service.stop() == 0
+        out = service.output()
+    finally:
+        service.close()
+        kill_postgres(data_dir)  # only if the test failed: the service stops its server
+        shutil.rmtree(root, ignore_errors=True)
+    lines = out.splitlines()
+    running = next(i for i, line in enumerate(lines) if "Uvicorn running on" in line)
+    before = lines[:running]
+    assert len(before) <= FIRST_START_LINES, out
+    assert not [line for line in before if "alembic" in line], out
+    text = "\n".join(before)
+    assert f"starting embedded PostgreSQL in {data_dir}" in text, out
+    assert f"migrating the database from revision none to {head_revision()}" in text, out
+    assert f"serving on http://127.0.0.1:{port}" in text, out
