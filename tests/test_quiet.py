@@ -4,9 +4,17 @@ error when the service is down."""
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
+import pty
+import select
 import shutil
+import struct
+import subprocess
+import termios
 import time
+from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
 import httpx
@@ -18,6 +26,7 @@ from pgvector.psycopg import register_vector
 from memexdb import AsyncMemex, Memex, NotFound
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.migrations import head_revision
+from memexdb.params import MemoryCreate
 from tests.conftest import scratch_dir
 from tests.live_service import (
     Service,
@@ -198,3 +207,78 @@ def test_the_first_start_is_a_few_lines() -> None:
     assert f"starting embedded PostgreSQL in {data_dir}" in text, out
     assert f"migrating the database from revision none to {head_revision()}" in text, out
     assert f"serving on http://127.0.0.1:{port}" in text, out
+
+
+# --- consolidation from the command line shows its progress ---------------------------
+
+OLD = datetime(2025, 3, 1, 9, tzinfo=UTC)
+
+
+def _old_memories(memex: Memex, user: str, n: int) -> None:
+    memex.store_many(
+        [
+            MemoryCreate(
+                agent_id="a",
+                user_id=user,
+                content=f"Day {i}: {user} talked about the weather and lunch.",
+                created_at=OLD + timedelta(days=i),
+            )
+            for i in range(n)
+        ]
+    )
+
+
+def test_consolidate_prints_a_line_per_step_without_a_terminal(memex: Memex, dsn: str) -> None:
+    _old_memories(memex, "busy", 130)
+    _old_memories(memex, "quiet", 3)
+    code, out = run_cli(
+        ["consolidate", "--job", "condense", "--force"], service_env(MEMEX_DATABASE_URL=dsn)
+    )
+    assert code == 0, out
+    assert "condense a/busy: done, 50 memories -> 1" in out, out
+    assert "condense a/quiet: " in out, out
+    assert "2 tenant(s): " in out, out
+
+
+def test_consolidate_shows_a_progress_bar_on_a_terminal(memex: Memex, dsn: str) -> None:
+    _old_memories(memex, "busy", 130)
+    for user in ("b", "c", "d"):
+        memex.write_file("a", user, "user/notes.md", "# Notes\n\n- tea\n- tea\n")
+    main, terminal = pty.openpty()
+    # a terminal 100 columns wide (a new pseudo-terminal is 0 x 0)
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    try:
+        proc = subprocess.Popen(
+            cli_args("consolidate", "--force"),
+            env=service_env(MEMEX_DATABASE_URL=dsn),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            text=True,
+        )
+        os.close(terminal)
+        terminal = -1
+        shown = b""
+        while True:  # until the child closes the terminal (it ends), bounded by the test
+            ready, _, _ = select.select([main], [], [], 120)
+            if not ready:
+                break
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:  # EIO: the child is gone
+                break
+            if not chunk:
+                break
+            shown += chunk
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        os.close(main)
+        if terminal != -1:
+            os.close(terminal)
+    text = shown.decode(errors="replace")
+    assert proc.returncode == 0, text + out
+    assert "\r" in text and "8/8" in text and "steps" in text, text  # the bar, at its end
+    assert "condense a/busy: done, 50 memories -> 1" in text, text  # a run, above the bar
+    assert "dream a/b: done" in text, text
+    assert "condense a/b:" not in text, text  # nothing to condense: counted by the bar only
+    assert "4 tenant(s): " in out, out
