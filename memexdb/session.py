@@ -339,10 +339,18 @@ class Session:
                 except psycopg.Error:
                     await _drain(pipeline)
                     raise
-        except BaseException:
+        except BaseException as exc:
             # an error skips the rest of the pipeline, the COMMIT included
             if conn.info.transaction_status in _OPEN_TRANSACTION:
                 await conn.rollback()
+            failed = exc.__context__
+            if isinstance(exc, psycopg.errors.PipelineAborted) and isinstance(
+                failed, psycopg.Error
+            ):
+                # leaving the pipeline raised the failure, then, reading the results after
+                # it, "pipeline aborted" over it: the failure is the answer (a NotFound,
+                # not a 503)
+                raise failed from None
             raise
         return await cur.fetchall()
 
