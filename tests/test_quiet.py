@@ -12,6 +12,7 @@ import select
 import shutil
 import struct
 import subprocess
+import sys
 import termios
 import time
 from datetime import UTC, datetime, timedelta
@@ -282,3 +283,30 @@ def test_consolidate_shows_a_progress_bar_on_a_terminal(memex: Memex, dsn: str) 
     assert "dream a/b: done" in text, text
     assert "condense a/b:" not in text, text  # nothing to condense: counted by the bar only
     assert "4 tenant(s): " in out, out
+
+
+def test_not_found_reads_print_nothing_in_a_plain_script(dsn: str) -> None:
+    """A script that configures no logging: psycopg's warning went to its stderr (Python's
+    last-resort handler) on about one NotFound in four."""
+    script = (
+        "import uuid\n"
+        "from memexdb import Memex, NotFound\n"
+        "with Memex.connect(__import__('sys').argv[1]) as memex:\n"
+        "    for _ in range(100):\n"
+        "        try:\n"
+        "            memex.get('a', 'u', uuid.uuid4())\n"
+        "        except NotFound:\n"
+        "            pass\n"
+        "        else:\n"
+        "            raise SystemExit('found?')\n"
+        "print('done')\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", script, dsn],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+        env=service_env(),
+    )
+    assert (res.returncode, res.stdout, res.stderr) == (0, "done\n", ""), res.stderr[-2000:]
