@@ -208,6 +208,9 @@ def _dsn(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _consolidate(args: argparse.Namespace, settings: Settings) -> int:
+    if args.user_id is not None and args.agent_id is None:
+        print("memexdb: --user-id needs --agent-id", file=sys.stderr)
+        return 2
     with open_database(settings, Attach.SHARE, keep_running=False) as database:
         return cli_consolidate.run(args, database.dsn, settings)
 

@@ -54,9 +54,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, dsn: str, settings: Settings) -> int:
-    if args.user_id is not None and args.agent_id is None:
-        print("memexdb: --user-id needs --agent-id", file=sys.stderr)
-        return 2
+    """The command, on the database at `dsn` (memexdb.cli has checked the arguments)."""
     return asyncio.run(_run(args, dsn, settings))
 
 

@@ -66,6 +66,14 @@ def test_search_passages_prints_no_notice(conn: psycopg.Connection, query: str) 
         "select * from memex.search_passages('a', 'u', %s, %s, 'test-model')", (query, VEC)
     ).fetchall()
     assert rows, "the passages were found"
+    # and the other calls that take query text
+    for sql in (
+        "select * from memex.smart_read('a', 'u', %s, %s, 'test-model')",
+        "select * from memex.search('a', 'u', %(v)s, p_query_text => %(q)s, p_mode => 'hybrid')",
+        "select * from memex.search('a', 'u', %(v)s, p_query_text => %(q)s, p_mode => 'text')",
+    ):
+        values = (query, VEC) if "%s" in sql else {"q": query, "v": VEC}
+        conn.execute(sql, values).fetchall()
     assert notices == []
 
 
@@ -310,3 +318,20 @@ def test_not_found_reads_print_nothing_in_a_plain_script(dsn: str) -> None:
         env=service_env(),
     )
     assert (res.returncode, res.stdout, res.stderr) == (0, "done\n", ""), res.stderr[-2000:]
+
+
+def test_consolidate_refuses_a_user_without_an_agent() -> None:
+    root = scratch_dir("memexdb-quiet-")
+    data_dir = root / "data"
+    try:
+        code, out = run_cli(
+            ["consolidate", "--user-id", "u"],
+            service_env(MEMEX_DATA_DIR=str(data_dir)),
+            timeout=120,
+        )
+        started = data_dir.exists()
+    finally:
+        kill_postgres(data_dir)  # only if the test failed
+        shutil.rmtree(root, ignore_errors=True)
+    assert (code, out.strip()) == (2, "memexdb: --user-id needs --agent-id"), out
+    assert not started  # refused before any database was started
