@@ -22,6 +22,7 @@ from uvicorn.config import LOGGING_CONFIG
 
 from memexdb import (
     __version__,
+    cli_consolidate,
     cli_keys,
     cli_schedule,
     export_format,
@@ -204,6 +205,14 @@ def _dsn(args: argparse.Namespace, settings: Settings) -> int:
                 file=sys.stderr,
             )
     return 0
+
+
+def _consolidate(args: argparse.Namespace, settings: Settings) -> int:
+    if args.user_id is not None and args.agent_id is None:
+        print("memexdb: --user-id needs --agent-id", file=sys.stderr)
+        return 2
+    with open_database(settings, Attach.SHARE, keep_running=False) as database:
+        return cli_consolidate.run(args, database.dsn, settings)
 
 
 def _keys(args: argparse.Namespace, settings: Settings) -> int:
@@ -426,6 +435,7 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     )
     cli_keys.add_parser(sub)
     cli_schedule.add_parser(sub)
+    cli_consolidate.add_parser(sub)
     export = sub.add_parser(
         "export",
         help="write an agent's (or one user's) whole memory as JSON Lines",
@@ -533,6 +543,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "dsn": _dsn,
         "keys": _keys,
         "schedule": _schedule,
+        "consolidate": _consolidate,
         "export": _export,
         "import": _import,
         "reembed": _reembed,

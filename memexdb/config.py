@@ -12,9 +12,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "MEMEX_"
@@ -148,6 +148,27 @@ class Settings(BaseSettings):
         them."""
         return list(dict.fromkeys(origin.lower() for origin in split_list(self.cors_origins)))
 
+    @field_validator("embedder")
+    @classmethod
+    def _embedder_spec(cls, value: str) -> str:
+        # checked here, before anything starts (the model loads much later); whether an
+        # openai: embedder has its URL is _embedder_url's
+        from memexdb.embedding.factory import parse_spec
+
+        parse_spec(value, url="(checked by _embedder_url)")
+        return value
+
+    @model_validator(mode="after")
+    def _embedder_url(self) -> Self:
+        from memexdb.embedding.factory import parse_spec
+
+        if parse_spec(self.embedder, url="-")[0] == "openai" and not self.embedding_url:
+            raise ValueError(
+                f"{env_name('embedder')}={self.embedder!r} needs {env_name('embedding_url')},"
+                " e.g. https://api.openai.com/v1"
+            )
+        return self
+
     @field_validator("data_dir")
     @classmethod
     def _expand_user(cls, value: Path | None) -> Path | None:
@@ -254,7 +275,10 @@ def listens_on_loopback_only(host: str) -> bool:
 def _describe(exc: ValidationError) -> str:
     problems = []
     for error in exc.errors(include_url=False):
-        field = str(error["loc"][0]) if error["loc"] else "?"
+        if not error["loc"]:  # a check of several settings: its message names them
+            problems.append(str(error["msg"]).removeprefix("Value error, "))
+            continue
+        field = str(error["loc"][0])
         problems.append(f"{_variable_of(field)}={error['input']!r}: {error['msg']}")
     return "; ".join(problems)
 

@@ -16,8 +16,11 @@ take that one, but there is nothing of memexdb's there to block).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -32,6 +35,8 @@ from sqlalchemy.pool import NullPool
 from alembic import command
 from memexdb.errors import DatabaseUnavailable, SetupError
 from memexdb.resources import alembic_dir, sql_dir
+
+log = logging.getLogger("memexdb")
 
 _BOOTSTRAP_LOCK_KEY = 0x6D656D6578  # "memex": only before memex.alembic_version exists
 MIN_SERVER_VERSION = 150000
@@ -169,6 +174,23 @@ def _lock(conn: Connection) -> None:
         conn.execute(text("lock table memex.alembic_version in share row exclusive mode"))
 
 
+@contextlib.contextmanager
+def _alembic_quiet() -> Iterator[None]:
+    """alembic logs each revision it applies at INFO, with its whole docstring (60-odd
+    lines on a first start); memexdb says in one line what it migrates. At DEBUG (e.g.
+    `memexdb -v migrate` with MEMEX_LOG_LEVEL=debug) alembic's lines are kept."""
+    alembic_log = logging.getLogger("alembic")
+    if alembic_log.isEnabledFor(logging.DEBUG):
+        yield
+        return
+    level = alembic_log.level
+    alembic_log.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        alembic_log.setLevel(level)
+
+
 def migrate(dsn: str) -> str:
     """Migrate the database at `dsn` to head and (re)apply the SQL functions.
 
@@ -191,9 +213,15 @@ def migrate(dsn: str) -> str:
             conn.execute(text("create schema if not exists memex"))
             cfg = _alembic_config()
             cfg.attributes["connection"] = conn
-            command.upgrade(cfg, "head")
-            _apply_sql_functions(conn)
-            return current_revision(conn) or "base"
+            with _alembic_quiet():
+                before, head = current_revision(conn), head_revision()
+                if before != head:
+                    log.info(
+                        "migrating the database from revision %s to %s", before or "none", head
+                    )
+                command.upgrade(cfg, "head")
+                _apply_sql_functions(conn)
+                return current_revision(conn) or "base"
     finally:
         engine.dispose()
 

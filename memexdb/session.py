@@ -110,6 +110,27 @@ def _in_process(error: BaseException, credentials: Credentials) -> BaseException
     return Unauthenticated(f"{message}: {credentials.remedy}")
 
 
+# At most this many syncs read what a failed pipeline still holds (see _drain); a
+# pipeline of `fetch` holds at most six statements.
+_DRAIN_SYNCS = 8
+
+
+async def _drain(pipeline: psycopg.AsyncPipeline) -> None:
+    """Read what a pipeline holds after one of its statements failed: the server skipped
+    the statements that followed it (the COMMIT included) and answers each with "pipeline
+    aborted". psycopg raises the failure as soon as its result arrives, possibly while
+    later results are still on the way; left unread, leaving the pipeline reads them and,
+    with the failure already raised, logs a warning ("error ignored terminating
+    AsyncPipeline ...: pipeline aborted") for what is no news. Each sync raises the first
+    error of what it reads; once one reads no error, nothing is left."""
+    for _ in range(_DRAIN_SYNCS):
+        try:
+            await pipeline.sync()
+        except psycopg.Error:
+            continue
+        return
+
+
 class Session:
     """One caller's way into the database (`await AsyncMemex.connect(dsn)` opens one).
 
@@ -300,20 +321,36 @@ class Session:
         try:
             # BEGIN, the caller, the call and COMMIT go out together: one round trip
             # (plain statements: conn.transaction() would add a second).
-            async with conn.pipeline():
-                await conn.execute("begin")
-                if entering:
-                    await conn.execute(*self._entry())
-                if entering and self.credentials.delegate is not None:
-                    await conn.execute(queries.DELEGATE, {"delegate": self.credentials.delegate})
-                if reservation is not None:
-                    await conn.execute(queries.USE_RESERVATION, {"reservation": str(reservation)})
-                await cur.execute(sql, values)
-                await conn.execute("commit")
-        except BaseException:
+            async with conn.pipeline() as pipeline:
+                try:
+                    await conn.execute("begin")
+                    if entering:
+                        await conn.execute(*self._entry())
+                    if entering and self.credentials.delegate is not None:
+                        await conn.execute(
+                            queries.DELEGATE, {"delegate": self.credentials.delegate}
+                        )
+                    if reservation is not None:
+                        await conn.execute(
+                            queries.USE_RESERVATION, {"reservation": str(reservation)}
+                        )
+                    await cur.execute(sql, values)
+                    await conn.execute("commit")
+                except psycopg.Error:
+                    await _drain(pipeline)
+                    raise
+        except BaseException as exc:
             # an error skips the rest of the pipeline, the COMMIT included
             if conn.info.transaction_status in _OPEN_TRANSACTION:
                 await conn.rollback()
+            failed = exc.__context__
+            if isinstance(exc, psycopg.errors.PipelineAborted) and isinstance(
+                failed, psycopg.Error
+            ):
+                # leaving the pipeline raised the failure, then, reading the results after
+                # it, "pipeline aborted" over it: the failure is the answer (a NotFound,
+                # not a 503)
+                raise failed from None
             raise
         return await cur.fetchall()
 

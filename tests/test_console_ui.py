@@ -295,6 +295,21 @@ def test_console_in_a_browser(service: Service, browser: webdriver.Chrome) -> No
     token = s.find("#token").text
     prefix = s.find("#created-prefix").text
     assert token.startswith(f"mxk_{prefix}_")
+    # its copy button puts the token on the clipboard
+    browser.execute_cdp_cmd(
+        "Browser.grantPermissions",
+        {
+            "origin": service.base_url,
+            "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"],
+        },
+    )
+    s.find("#copy-token").click()
+    WebDriverWait(browser, WAIT).until(lambda _: s.find("#copy-token").text == "Copied")
+    pasted = browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "navigator.clipboard.readText().then(done, (e) => done('unreadable: ' + e));"
+    )
+    assert pasted == token
     s.shot("key-created")
     count = {"agent_id": A, "user_id": U}
     bearer = {"Authorization": f"Bearer {token}"}

@@ -32,6 +32,7 @@ from memexdb_client import (
     MemexClient,
     NotFound,
     Retries,
+    Unavailable,
 )
 from memexdb_client.types import File, Memory, MemoryPage, SearchHit
 
@@ -450,8 +451,10 @@ async def test_a_lost_answer_to_a_write_that_is_not_idempotent_is_raised(
     async with AsyncMemexClient(proxy.base_url, live.token) as memex:
         await memex.write_file(A, "lost", "user/log.md", "# Log\n")
         proxy.lose_next_answer = True
-        with pytest.raises(httpx.RemoteProtocolError):
+        with pytest.raises(Unavailable) as lost:
             await memex.patch_file(A, "lost", "user/log.md", append="once")
+        assert isinstance(lost.value.__cause__, httpx.RemoteProtocolError)
+        assert lost.value.url == proxy.base_url and "may have been applied" in str(lost.value)
         # it was applied once: the caller decides (read it, or patch with base_revision)
         assert (await memex.read_file(A, "lost", "user/log.md")).content.count("once") == 1
 

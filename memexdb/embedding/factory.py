@@ -25,14 +25,23 @@ def build_embedder(
 
     Calls with the same arguments share one instance, so each model is loaded once.
     """
+    kind, name = parse_spec(spec, url=url)
+    if kind == "minilm":
+        return _build("minilm", "", None, None)
+    return _build(kind, name, url, api_key)
+
+
+def parse_spec(spec: str, *, url: str | None = None) -> tuple[str, str]:
+    """``spec`` as (kind, model name), loading nothing: ValueError saying what is accepted
+    when it names no embedder (checked with the settings, before anything starts)."""
     kind, colon, name = spec.strip().partition(":")
     kind, name = kind.strip().lower(), name.strip()
     if (kind, colon) == ("minilm", ""):
-        return _build("minilm", "", None, None)
+        return "minilm", ""
     if kind in ("fastembed", "openai") and name:
         if kind == "openai" and not url:
             raise ValueError("the openai embedder needs url, e.g. https://api.openai.com/v1")
-        return _build(kind, name, url, api_key)
+        return kind, name
     raise ValueError(
         f"unknown embedder spec {spec!r}; use 'minilm', 'fastembed:<model name>' "
         "or 'openai:<model name>' (with url)"

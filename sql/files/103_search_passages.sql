@@ -89,9 +89,11 @@ begin
         from led b
         order by b.id,
                  b.heading_only,  -- a heading alone is no passage
-                 ts_rank_cd(to_tsvector('english'::regconfig, b.body),
-                            coalesce(memex._any_term_query(memex._query_terms(p_query)),
-                                     ''::tsquery)) desc,
+                 -- no query terms: a null query (ts_rank_cd is strict), never the empty
+                 -- tsquery, whose input prints a NOTICE on every call
+                 coalesce(ts_rank_cd(to_tsvector('english'::regconfig, b.body),
+                                     memex._any_term_query(memex._query_terms(p_query))),
+                          0) desc,
                  b.from_line
     ),
     passages as (

@@ -24,6 +24,7 @@ from memexdb_client.errors import (
     NotFound,
     RateLimited,
     Unauthenticated,
+    Unavailable,
 )
 from memexdb_client.types import Access, Memory, MemoryType, SearchHit, SearchMode
 
@@ -47,5 +48,6 @@ __all__ = [
     "SearchHit",
     "SearchMode",
     "Unauthenticated",
+    "Unavailable",
     "__version__",
 ]

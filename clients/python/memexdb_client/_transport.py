@@ -24,6 +24,7 @@ from memexdb_client.errors import (
     NotFound,
     RateLimited,
     Unauthenticated,
+    Unavailable,
 )
 
 RETRY_STATUSES = frozenset({429, 503})
@@ -137,8 +138,9 @@ class AsyncTransport:
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self.retries = retries
+        self.base_url = base_url.rstrip("/")
         self.http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
+            base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
         )
 
     async def send(
@@ -169,15 +171,17 @@ class AsyncTransport:
                 headers=headers,
             )
             retry_after: float | None = None
-            failure: Exception | None = None
+            failure: httpx.TransportError | None = None
             try:
                 response = await self.http.send(request, stream=stream)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
                 failure, response = exc, None
             except (httpx.ReadError, httpx.RemoteProtocolError, httpx.ReadTimeout) as exc:
                 if not resend:
-                    raise
+                    raise self.unavailable(exc) from exc
                 failure, response = exc, None
+            except httpx.TransportError as exc:  # e.g. a write that failed: never retried
+                raise self.unavailable(exc) from exc
             if response is not None:
                 if response.status_code < 400:
                     return response
@@ -199,8 +203,19 @@ class AsyncTransport:
                 if response is not None:
                     raise error_of(response)
                 assert failure is not None
-                raise failure
+                raise self.unavailable(failure) from failure
             await asyncio.sleep(wait)
+
+    def unavailable(self, failure: httpx.TransportError) -> Unavailable:
+        """The typed error of a request that got no answer (`failure`: httpx's)."""
+        what = {
+            httpx.ConnectError: "cannot connect",
+            httpx.ConnectTimeout: "no connection within the timeout",
+            httpx.PoolTimeout: "no free connection within the timeout",
+            httpx.ReadTimeout: "no answer within the timeout (the request may have been applied)",
+        }.get(type(failure), "the connection failed (the request may have been applied)")
+        detail = str(failure)
+        return Unavailable(self.base_url, f"{what}: {detail}" if detail else what)
 
     async def aclose(self) -> None:
         await self.http.aclose()

@@ -12,6 +12,9 @@ to them) and the HTTP client raises the same classes from the error bodies.
 | class 08, 57P0x, pool timeout | DatabaseUnavailable | 503 | database unreachable |
 | 55P03, 57014       | Busy               | 503  | a lock or statement timeout of a request  |
 | 40P01, 40001       | Busy               | 503  | lost a deadlock or serialization conflict |
+
+The HTTP client raises one more of its own: Unavailable, when no answer came from the
+service (nothing listens at its URL, or the connection failed or timed out).
 """
 
 from __future__ import annotations
@@ -76,6 +79,20 @@ class DatabaseUnavailable(MemexError):
     """The database cannot be reached or is shutting down."""
 
     code = "database_unavailable"
+
+
+class Unavailable(MemexError):
+    """The HTTP client got no answer from the service at `url` (after its retries, when
+    the request may be retried): nothing listens there, the connection was refused, broke
+    or timed out. Only the HTTP client raises it; `__cause__` is httpx's error. Whether a
+    write was applied is unknown when the connection broke after the request was sent."""
+
+    code = "unavailable"
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"memexdb service at {url} is unavailable: {reason}")
+        self.url = url
+        self.reason = reason
 
 
 class Busy(MemexError):

@@ -371,7 +371,10 @@ export class MemexClient {
             cause: caught,
           });
         }
-        throw new ConnectionError(`${raw.method} ${raw.path.split("?")[0]}: ${String(caught)}`, {
+        // Node's fetch says "fetch failed"; why (ECONNREFUSED, ...) is its cause
+        const reason = (caught as { cause?: { code?: string; message?: string } })?.cause;
+        const why = reason?.code ?? reason?.message ?? String(caught);
+        throw new ConnectionError(`${raw.method} ${this.baseUrl}${raw.path.split("?")[0]}: no answer (${why})`, {
           code: "connection_failed",
           cause: caught,
         });

@@ -122,6 +122,9 @@ test("no service: a ConnectionError after the retries", async () => {
   const error = await client.count(who).catch((e) => e);
   assert.ok(error instanceof ConnectionError, String(error));
   assert.equal(error.status, 0);
+  // the message names the service's URL and why no answer came
+  assert.ok(error.message.includes(`${baseUrl}/v1/memories/count`), error.message);
+  assert.ok(error.message.includes("ECONNREFUSED"), error.message);
 });
 
 test("export yields NDJSON lines split across chunks, and stops when aborted", async () => {
