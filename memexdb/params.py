@@ -572,6 +572,23 @@ class TenantQuery(_Request):
     user_id: UserId
 
 
+class EraseUserRequest(TenantQuery):
+    """Body of POST /v1/users/erase: the tenant to erase, and `confirm` repeating its
+    user_id (memex.erase_user refuses the erasure otherwise)."""
+
+    confirm: Annotated[
+        str,
+        Field(
+            max_length=TENANT_ID_MAX_CHARS,
+            description="The user_id again: every memory, file, revision and access-log row"
+            " of the user is deleted, for good, only when it repeats user_id (otherwise a"
+            " 422 naming `confirm`).",
+            examples=[EXAMPLE_USER],
+        ),
+        _NoNul,
+    ]
+
+
 class MemoryRef(TenantQuery):
     """One memory of a tenant, by id (in REST: the tenant in the query, the id in the path)."""
 
@@ -1143,7 +1160,9 @@ class KeyRef(_Request):
     """A key to revoke (DELETE /v1/admin/keys/{key})."""
 
     key: Annotated[
-        str, Field(description="The key's id or prefix.", examples=["mxk_0123abcd"]), _NoNul
+        str,
+        Field(min_length=1, description="The key's id or prefix.", examples=["mxk_0123abcd"]),
+        _NoNul,
     ]
     confirm_last: Annotated[bool, CONFIRM_LAST_KEY] = False
 
