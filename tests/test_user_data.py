@@ -5,6 +5,9 @@ and the command line: list, get, update, erase, the metadata filter, and export 
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,7 +16,7 @@ from typing import Any
 import pytest
 
 from memexdb import AsyncMemex, InvalidArgument, Memex, MemoryType, NotFound
-from tests.live_service import run_cli, service_env
+from tests.live_service import REPO, cli_args, run_cli, service_env
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -255,3 +258,28 @@ def test_cli_erase_asks_for_the_user_by_name(memex: Memex, dsn: str) -> None:
     assert "erased user ivy of agent cli: memories 2, tenants 1, file_revisions 1" in out, out
     assert memex.count("cli", "ivy") == 0
     assert memex.count("cli", "kept") == 1
+
+
+def test_cli_erase_on_a_terminal_takes_the_user_id_typed_again(memex: Memex, dsn: str) -> None:
+    env = service_env(MEMEX_DATABASE_URL=dsn)
+    memex.store("cli", "tty", "a memory on a terminal")
+    for typed, code, left in (("TTY\n", 2, 1), ("tty\n", 0, 0)):
+        terminal, child_side = pty.openpty()
+        try:
+            os.write(terminal, typed.encode())  # what the admin types at the question
+            done = subprocess.run(
+                cli_args("erase", "--agent-id", "cli", "--user-id", "tty"),
+                stdin=child_side,
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=REPO,
+                timeout=180,
+                check=False,
+            )
+        finally:
+            os.close(terminal)
+            os.close(child_side)
+        assert done.returncode == code, done.stdout + done.stderr
+        assert "Type the user id to confirm" in done.stderr
+        assert memex.count("cli", "tty") == left
