@@ -1,5 +1,5 @@
 """`memexdb` command line: serve, mcp, migrate, status, dsn, keys, schedule, export, import,
-reembed."""
+erase, reembed."""
 
 from __future__ import annotations
 
@@ -324,6 +324,35 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _erase(args: argparse.Namespace, settings: Settings) -> int:
+    what = (
+        f"every memory, file, revision, access-log entry and consolidation run of user"
+        f" {args.user_id!r} of agent {args.agent_id!r}"
+    )
+    confirm = args.user_id if args.yes else None
+    if confirm is None and sys.stdin.isatty():
+        print(
+            f"This deletes {what}, for good. Type the user id to confirm: ",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+        confirm = sys.stdin.readline().strip()
+    if confirm != args.user_id:
+        print(
+            f"memexdb: not erased ({what} stays; --yes erases without asking)",
+            file=sys.stderr,
+        )
+        return 2
+    with _client(settings) as memex:
+        deleted = memex.erase_user(args.agent_id, args.user_id, confirm=confirm)
+    print(
+        f"erased user {args.user_id} of agent {args.agent_id}: "
+        + ", ".join(f"{table} {n}" for table, n in deleted.items())
+    )
+    return 0
+
+
 def _batch_size(text: str) -> int:
     try:
         size = int(text)
@@ -474,6 +503,19 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     )
     imports.add_argument("file", help="the JSON Lines file (- for standard input)")
     imports.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    erase = sub.add_parser(
+        "erase",
+        help="erase a user: delete everything memexdb holds of one user of an agent",
+        description="Delete, for good, every row of user --user-id of agent --agent-id in "
+        "every table (memories, archived and expired ones too, files, file revisions, the "
+        "access log, consolidation runs), as the operator (memex.erase_user; the audit "
+        "log keeps that it happened and how many rows, not what). Asks for the user id "
+        "again on a terminal; --yes erases without asking (a script without it is "
+        "refused). `memexdb export --user-id` first keeps a copy.",
+    )
+    erase.add_argument("--agent-id", required=True, help="the user's agent")
+    erase.add_argument("--user-id", required=True, help="the user to erase")
+    erase.add_argument("--yes", action="store_true", help="erase without asking")
     reembed = sub.add_parser(
         "reembed",
         help="embed again every memory whose vector is of another model than MEMEX_EMBEDDER's",
@@ -546,6 +588,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "consolidate": _consolidate,
         "export": _export,
         "import": _import,
+        "erase": _erase,
         "reembed": _reembed,
     }
     try:

@@ -230,9 +230,11 @@ class AsyncMemex(Session):
             raise InvalidArgument("patch", "must change at least one field")
         return await self.call(memories.UPDATE, **values)
 
-    async def erase_user(self, agent_id: str, user_id: str) -> dict[str, int]:
+    async def erase_user(self, agent_id: str, user_id: str, *, confirm: str) -> dict[str, int]:
         """Delete everything of tenant (agent_id, user_id) in every table (archived and
-        expired memories too); returns the rows deleted per table."""
+        expired memories, files, revisions, access log, runs); returns the rows deleted
+        per table. Admin callers only; `confirm` must repeat `user_id` (InvalidArgument
+        naming `confirm` otherwise)."""
         return await self.call(memories.ERASE_USER, **_given(locals()))
 
     async def export_page(

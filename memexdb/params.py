@@ -581,6 +581,23 @@ class TenantQuery(_Request):
     user_id: UserId
 
 
+class EraseUserRequest(TenantQuery):
+    """Body of POST /v1/users/erase: the tenant to erase, and `confirm` repeating its
+    user_id (memex.erase_user refuses the erasure otherwise)."""
+
+    confirm: Annotated[
+        str,
+        Field(
+            max_length=TENANT_ID_MAX_CHARS,
+            description="The user_id again: every memory, file, revision and access-log row"
+            " of the user is deleted, for good, only when it repeats user_id (otherwise a"
+            " 422 naming `confirm`).",
+            examples=[EXAMPLE_USER],
+        ),
+        _NoNul,
+    ]
+
+
 class MemoryRef(TenantQuery):
     """One memory of a tenant, by id (in REST: the tenant in the query, the id in the path)."""
 
@@ -1186,6 +1203,7 @@ class KeyRef(_Request):
     key: Annotated[
         str,
         Field(
+            min_length=1,
             description="The key's id (a UUID) or its prefix: the 12 hex digits after `mxk_`"
             " in its token, as the key list shows them (the example is such a prefix).",
             examples=["0123456789ab"],

@@ -166,7 +166,9 @@ select * from memex.update_memory(
 
 ERASE_USER = """
 select table_name, deleted
-from memex.erase_user(p_agent_id => %(agent_id)s, p_user_id => %(user_id)s)
+from memex.erase_user(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_confirm => %(confirm)s
+)
 """
 
 EXPORT_MEMORIES = """

@@ -27,6 +27,7 @@ from memexdb.rest.cors import Cors
 from memexdb.rest.errors import OpenAIErrors, on_http_error
 from memexdb.rest.host_guard import RestHostGuard
 from memexdb.rest.observe import Observe
+from memexdb.rest.routing import with_slash_router
 from memexdb.runtime import Runtime
 
 
@@ -70,7 +71,7 @@ def app_from_env() -> Starlette:
         finally:
             metrics.mark_this_process_dead()  # its pool leaves the service's gauges
 
-    return Starlette(
+    app = Starlette(
         # The host guard first (Host, then Origin: MEMEX_ALLOWED_ORIGINS plus
         # MEMEX_CORS_ORIGINS), then CORS for the listed origins (memexdb.rest.cors).
         routes=[
@@ -93,5 +94,6 @@ def app_from_env() -> Starlette:
         # A path no route takes (Mount("") does not match a path holding a newline, e.g.
         # a path parameter's %0A): the REST API's JSON 404, not Starlette's text.
         exception_handlers={HTTPException: on_http_error},
-        lifespan=lifespan,
     )
+    # no redirect across a trailing slash but for GET and HEAD (memexdb.rest.routing)
+    return with_slash_router(app, lifespan)

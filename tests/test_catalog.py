@@ -65,8 +65,24 @@ def _old_layer(c: Connection) -> None:
     )
 
 
+def _unconfirmed_erase(c: Connection) -> None:
+    """The erase of a user without a confirmation, as the SQL layer created it until
+    revision 0026, which drops it (issue 33)."""
+    c.execute(
+        text(
+            "create function memex.erase_user(p_agent_id text, p_user_id text)"
+            " returns table (table_name text, deleted bigint)"
+            " language plpgsql as 'begin return; end'"
+        )
+    )
+
+
 # Run on the upgraded database once it has reached the revision named.
-BEFORE_NEXT: dict[str, Callable[[Connection], None]] = {"0004": _seed, "0014": _old_layer}
+BEFORE_NEXT: dict[str, Callable[[Connection], None]] = {
+    "0004": _seed,
+    "0014": _old_layer,
+    "0025": _unconfirmed_erase,
+}
 
 
 def upgrade_step_by_step(dsn: str) -> list[str]:

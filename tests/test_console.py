@@ -180,6 +180,7 @@ POST_PAGES = {
     "/admin/dream/run": ["agent_id", "user_id"],
     "/admin/keys": ["access", "agent_id", "user_ids", "name", "expires_at"],
     "/admin/keys/revoke": ["key"],
+    "/admin/erase": ["agent_id", "user_id", "confirm"],
 }
 
 
@@ -266,6 +267,30 @@ def test_every_bad_field_is_reported(service: Service) -> None:
         for path, (form, fields) in forms.items():
             answer = http.post(path, data={**form, "csrf": token})
             assert sorted(_bad_fields(answer)) == sorted(fields), (path, answer.text[-800:])
+
+
+def test_erasing_a_user_takes_the_user_id_typed_again(service: Service) -> None:
+    """Issue 33: the console's erase button posts the confirmation (the user id typed
+    again), which memex.erase_user checks: a wrong one erases nothing."""
+    who = {"agent_id": "erase-agent", "user_id": "ivy"}
+    with client(service.base_url) as http:
+        for content in ("Ivy likes tea.", "Ivy lives in Oslo."):
+            assert http.post("/v1/memories", json={**who, "content": content}).status_code == 201
+        page = http.get("/admin/memories", params=who)
+        assert 'id="erase-user"' in page.text and 'name="confirm"' in page.text
+        token = _csrf(http)
+        for confirm in ("", "IVY", "someone"):
+            wrong = http.post("/admin/erase", data={**who, "confirm": confirm, "csrf": token})
+            _html_error(wrong, 422)
+            assert "confirm" in wrong.text
+        assert http.get("/v1/memories/count", params=who).json()["count"] == 2
+        done = http.post(
+            "/admin/erase", data={**who, "confirm": "ivy", "csrf": token}, follow_redirects=False
+        )
+        assert done.status_code == 303, done.text[:800]
+        assert done.headers["location"] == "/admin/agent?agent_id=erase-agent&notice=erased"
+        assert "User erased" in http.get(done.headers["location"]).text
+        assert http.get("/v1/memories/count", params=who).json()["count"] == 0
 
 
 def test_console_over_http(service: Service) -> None:

@@ -158,7 +158,9 @@ def test_the_last_key_revoked_leaves_the_database_closed(
             )
             assert revoked.status_code == 200, revoked.text
 
-            erase = http.delete("/v1/memories", params=who)  # no key: still refused
+            erase = http.post(  # no key: still refused
+                "/v1/users/erase", json={**who, "confirm": who["user_id"]}
+            )
             assert erase.status_code == 401, erase.text
             assert "closed" in erase.json()["error"]["message"]
             assert "allow-keyless --yes" in erase.json()["error"]["message"]
@@ -507,7 +509,7 @@ def test_the_service_role_sees_nothing_without_a_caller(conn: psycopg.Connection
         # nor inside a security definer function, where current_user is memex_owner
         for definer in (
             "select memex.list_files('A', 'u')",
-            "select memex.erase_user('A', 'u')",
+            "select memex.erase_user('A', 'u', 'u')",
             "select memex.read_file('A', 'u', 'user/x.md')",
         ):
             with pytest.raises(psycopg.errors.InvalidAuthorizationSpecification):
@@ -545,10 +547,17 @@ async def test_admin_actions_and_writers_are_recorded(amemex: AsyncMemex, dsn: s
         "access_log": 0,
         "consolidation_runs": 0,
     }
-    assert await writer.erase_user("A", "u") == erased
-    events = [(e.action, e.actor, e.details) for e in await operator.audit_events(limit=3)]
+    # erasing a user is an admin's (the history is evidence): a write key may not
+    with pytest.raises(Forbidden, match="admin access is needed"):
+        await writer.erase_user("A", "u", confirm="u")
+    admin_key = await operator.create_key("admin", agent_id="A")
+    admin = amemex.with_key(admin_key.token)
+    assert await admin.erase_user("A", "u", confirm="u") == erased
+    events = [(e.action, e.actor, e.details) for e in await operator.audit_events(limit=4)]
+    assert events[1][0] == "key.create"
+    del events[1]
     assert events == [
-        ("user.erase", f"key:{created.id}", {"deleted": erased}),
+        ("user.erase", f"key:{admin_key.id}", {"deleted": erased}),
         (
             "key.create",
             "operator:ops",

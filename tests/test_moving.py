@@ -129,7 +129,7 @@ def _embedded() -> float:
 
 
 async def _erase(memex: AsyncMemex) -> None:
-    deleted = await memex.erase_user(A, U)
+    deleted = await memex.erase_user(A, U, confirm=U)
     assert deleted["memories"] > 100 and deleted["file_revisions"] == 6, deleted
     assert deleted["access_log"] > 0 and deleted["consolidation_runs"] == 3, deleted
 

@@ -95,6 +95,37 @@ def test_every_hand_written_rest_endpoint_has_a_client_method() -> None:
             assert callable(getattr(cls, name, None)), f"{cls.__name__}.{name} is missing"
 
 
+def test_an_empty_or_malformed_id_is_refused_before_anything_is_sent() -> None:
+    """Issue 33: `forget(a, u, "")` was DELETE /v1/memories/?..., which the service
+    redirected to the erase of the user. The client refuses it (and every empty or
+    malformed id) itself: the transport below records every request that leaves."""
+    sent: list[httpx.Request] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json={"count": 0})
+
+    memex = MemexClient("http://memex.invalid", transport=httpx.MockTransport(record))
+    refusals: list[tuple[str, Any, str]] = [
+        ("forget", lambda: memex.forget(A, U, ""), "memory_id"),  # type: ignore[arg-type]
+        ("get", lambda: memex.get(A, U, "123"), "memory_id"),  # type: ignore[arg-type]
+        ("update", lambda: memex.update(A, U, "x", importance=2), "memory_id"),  # type: ignore[arg-type]
+        ("revoke_key", lambda: memex.revoke_key(""), "key"),
+        ("read_file", lambda: memex.read_file(A, U, ""), "path"),
+        ("delete_file", lambda: memex.delete_file(A, U, ""), "path"),
+        ("erase_user", lambda: memex.erase_user(A, "", confirm=""), "user_id"),
+        ("count", lambda: memex.count("", U), "agent_id"),
+    ]
+    with memex:
+        for name, call, field in refusals:
+            with pytest.raises(InvalidArgument) as refused:
+                call()
+            assert refused.value.field == field, name
+        assert sent == []
+        memex.count(A, U)  # a valid call goes out
+        assert [r.url.path for r in sent] == ["/v1/memories/count"]
+
+
 def test_the_client_package_does_not_import_the_server() -> None:
     for path in (CLIENT_DIR / "memexdb_client").glob("*.py"):
         text = path.read_text()
@@ -184,7 +215,7 @@ async def test_memories(live: Live) -> None:
         assert bad.value.field == "importance"
         embedded = await memex.embed_texts(["one", "two"])
         assert len(embedded.vectors) == 2 and len(embedded.vectors[0]) == 384
-        erased = await memex.erase_user(A, "someone-else")
+        erased = await memex.erase_user(A, "someone-else", confirm="someone-else")
         assert isinstance(erased, dict)
 
 
@@ -312,7 +343,7 @@ def test_the_sync_client(live: Live) -> None:
         assert [m.id for m in memex.iter_memories(A, "sync")] == [stored.id]
         rows = list(memex.export(A, "sync"))
         assert [row["id"] for row in rows if row["record"] == "memory"] == [str(stored.id)]
-        memex.erase_user(A, "sync")
+        memex.erase_user(A, "sync", confirm="sync")
         assert memex.import_memories(rows).kinds["memory"] == {"imported": 1, "skipped": 0}
         assert memex.get(A, "sync", stored.id) == stored
 
@@ -508,7 +539,7 @@ with MemexClient(base_url, api_key=token) as memex:
     memories = [row for row in rows if row["record"] == "memory"]
     assert str(stored.id) in [row["id"] for row in memories] and len(memories) == 2, rows
     assert [row["revision"] for row in rows if row["record"] == "file_revision"] == [1], rows
-    memex.erase_user("wheel", "alice")
+    memex.erase_user("wheel", "alice", confirm="alice")
     result = memex.import_memories(rows)
     assert result.kinds["memory"] == {"imported": 2, "skipped": 0}, result
     assert "tea" in memex.read_file("wheel", "alice", "user/profile.md").content

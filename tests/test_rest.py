@@ -34,6 +34,7 @@ STORE = "/v1/memories"
 BATCH = "/v1/memories/batch"
 SEARCH = "/v1/memories/search"
 COUNT = "/v1/memories/count"
+ERASE = "/v1/users/erase"
 PATHS = {STORE, BATCH, SEARCH, COUNT, "/v1/memories/{memory_id}", "/v1/export", "/health"}
 
 DOG = "I adopted a golden retriever puppy and named him Max."
@@ -633,7 +634,8 @@ def test_405_names_the_allowed_methods(live: Live) -> None:
     r = live.http.put(STORE)
     assert r.status_code == 405
     allowed = set(r.headers.get("allow", "").split(", "))
-    assert {"POST", "GET", "DELETE"} <= allowed, dict(r.headers)
+    # (no DELETE: erasing a user is POST /v1/users/erase, issue 33)
+    assert allowed == {"POST", "GET", "HEAD"}, dict(r.headers)
 
 
 # --- inputs that once answered 500 (found by fuzzing the OpenAPI document) ---------------
@@ -919,7 +921,20 @@ def test_erase_user_reports_rows_per_table_and_leaves_others(live: Live) -> None
     who, other = _tenant(), _tenant()
     _stored(live, who, [DOG, TAX])
     _stored(live, other, [PASTA])
-    r = live.http.delete(STORE, params=who)
+    erase = {**who, "confirm": who["user_id"]}
+    # without the user named twice: nothing is erased
+    unconfirmed = error_of(live.http.post(ERASE, json={**who, "confirm": "someone"}), 422)
+    assert [f["field"] for f in unconfirmed["fields"]] == ["confirm"], unconfirmed
+    assert "must repeat user_id" in unconfirmed["message"], unconfirmed
+    assert [f["field"] for f in error_of(live.http.post(ERASE, json=who), 422)["fields"]] == [
+        "confirm"
+    ]
+    assert live.http.get(COUNT, params=who).json()["count"] == 2
+    # the old erase (a DELETE of the collection) is a 405 that says where erasing went
+    moved = error_of(live.http.delete(STORE, params=who), 405)
+    assert "POST /v1/users/erase" in moved["message"], moved
+    assert live.http.get(COUNT, params=who).json()["count"] == 2
+    r = live.http.post(ERASE, json=erase)
     assert r.status_code == 200, r.text
     assert r.json() == {
         **who,
@@ -933,14 +948,14 @@ def test_erase_user_reports_rows_per_table_and_leaves_others(live: Live) -> None
     }
     assert live.http.get(COUNT, params=who).json()["count"] == 0
     assert live.http.get(COUNT, params=other).json()["count"] == 1
-    assert live.http.delete(STORE, params=who).json()["deleted"] == {
+    assert live.http.post(ERASE, json=erase).json()["deleted"] == {
         "memories": 0,
         "tenants": 0,
         "file_revisions": 0,
         "access_log": 0,
         "consolidation_runs": 0,
     }
-    assert error_of(live.http.delete(STORE, params={"agent_id": "a"}), 422)["fields"]
+    assert error_of(live.http.post(ERASE, json={"agent_id": "a"}), 422)["fields"]
 
 
 def test_search_metadata_filter_applies_before_ranking(live: Live) -> None:

@@ -58,10 +58,12 @@ KEYS: dict[str, dict[str, Any] | None] = {
 }
 
 READS = ("search", "count", "list", "get", "export", "file_read", "file_list", "passages")
-# erase last: an erase that is allowed empties the tenant, which is then written again
-WRITES = ("store", "update", "delete", "file_write", "file_patch", "memorize", "erase")
+WRITES = ("store", "update", "delete", "file_write", "file_patch", "memorize")
+# admin only (the history is evidence: a write key may forget memories, not erase a user);
+# last: an erase that is allowed empties the tenant, which is then written again
+ERASE = ("erase",)
 SECRET_FILE = "user/secret.md"
-OPERATIONS = READS + WRITES
+OPERATIONS = READS + WRITES + ERASE
 BY_ID = {"get", "update", "delete"}
 
 
@@ -82,9 +84,11 @@ ATTEMPTS = (
     Attempt("no key", None, MINE, 401),
     Attempt("revoked key", "revoked", MINE, 401),
     Attempt("expired key", "expired", MINE, 401),
-    Attempt("read-only key writing", "alice_reader", MINE, 403, WRITES),
+    Attempt("read-only key writing", "alice_reader", MINE, 403, WRITES + ERASE),
+    Attempt("write key erasing a user", "writer", MINE, 403, ERASE),
     # controls: the same calls within scope succeed
-    Attempt("own tenant", "writer", MINE, None),
+    Attempt("own tenant", "writer", MINE, None, READS + WRITES),
+    Attempt("admin key erasing a user", "admin_a", MINE, None, ERASE),
     Attempt("read-only key reading", "alice_reader", MINE, None, READS),
 )
 
@@ -253,7 +257,8 @@ def _rest(service: Service) -> Callable[[str | None], Do]:
                 elif op == "delete":
                     r = await http.delete(f"/v1/memories/{target}", params=who)
                 else:
-                    r = await http.delete("/v1/memories", params=who)
+                    body = {**who, "confirm": tenant[1]}
+                    r = await http.post("/v1/users/erase", json=body)
             if r.status_code < 300:
                 return Outcome(None, r.text)
             body = r.json()["error"]
@@ -378,6 +383,8 @@ async def _mcp_post(
 async def test_mcp_stdio_matrix(world: World, tmp_path: Path) -> None:
     """`memexdb mcp` takes its key from MEMEX_API_KEY: one process per key."""
     for attempt in ATTEMPTS:
+        if not set(attempt.operations) & set(MCP_OPERATIONS):
+            continue  # (erasing a user is no MCP tool)
         env = {"MEMEX_DATABASE_URL": world.dsn, "MEMEX_MAINTENANCE_INTERVAL_SECONDS": "0"}
         if attempt.key:
             env["MEMEX_API_KEY"] = world.tokens[attempt.key]
@@ -409,7 +416,8 @@ def _python(memex: AsyncMemex) -> Callable[[str | None], Do]:
                 if op == "store":
                     return Outcome(None, (await client.store(*tenant, "a new note")).content)
                 if op == "erase":
-                    return Outcome(None, str(await client.erase_user(*tenant)))
+                    erased = await client.erase_user(*tenant, confirm=tenant[1])
+                    return Outcome(None, str(erased))
                 if op == "file_read":
                     return Outcome(None, (await client.read_file(*tenant, SECRET_FILE)).content)
                 if op == "file_list":
@@ -476,7 +484,7 @@ SQL_OPS = {
     "export": "select content from memex.export_memories(%(agent)s, %(user)s)",
     "update": "select content from memex.update_memory(%(agent)s, %(user)s, %(target)s::uuid,"
     " p_importance => 1.5)",
-    "erase": "select table_name || deleted from memex.erase_user(%(agent)s, %(user)s)",
+    "erase": "select table_name || deleted from memex.erase_user(%(agent)s, %(user)s, %(user)s)",
     "file_read": "select content from memex.read_file(%(agent)s, %(user)s, 'user/secret.md')",
     "passages": "select passage from memex.search_passages(%(agent)s, %(user)s,"
     " 'garden gate code', %(vec)s::vector)",
@@ -517,6 +525,7 @@ async def test_sql_role_matrix(world: World, embedder: Embedder) -> None:
         "other agent": writer,
         "other user": writer,
         "own tenant": writer,
+        "write key erasing a user": writer,
         "read-only key writing": reader,
         "read-only key reading": reader,
         "revoked key": unbound,

@@ -273,7 +273,7 @@ def test_erase_user_and_retention(db: psycopg.Connection) -> None:
     write(db, "user/r.md", "v1")
     erased = dict(
         (r["table_name"], r["deleted"])
-        for r in db.execute("select * from memex.erase_user('a', 'u')").fetchall()
+        for r in db.execute("select * from memex.erase_user('a', 'u', 'u')").fetchall()
     )
     assert erased == {
         "memories": 3,

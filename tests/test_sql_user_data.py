@@ -216,7 +216,19 @@ def test_erase_user_deletes_every_row_of_the_tenant_and_counts_them(
         store(conn, "other user", angled(0.5), user="u2"),
         store(conn, "other agent", angled(0.5), agent="a2"),
     ]
-    erased = rows(conn, "select * from memex.erase_user('agent', 'user')")
+    # asked for by name: p_confirm repeats p_user_id, or nothing is erased
+    for unconfirmed in (
+        "select * from memex.erase_user('agent', 'user', 'other')",
+        "select * from memex.erase_user('agent', 'user', null)",
+        "select * from memex.erase_user('agent', 'user', '')",
+        "select * from memex.erase_user(p_agent_id => 'agent', p_user_id => 'user',"
+        " p_confirm => 'USER')",
+    ):
+        assert sqlstate(conn, unconfirmed) == ("MX422", "confirm"), unconfirmed
+    assert sqlstate(conn, "select * from memex.erase_user('agent', 'user')")[0] == "42883"
+    mine = "select count(*) as n from memex.memories where agent_id = 'agent' and user_id = 'user'"
+    assert rows(conn, mine) == [{"n": 4}]  # nothing was erased
+    erased = rows(conn, "select * from memex.erase_user('agent', 'user', 'user')")
     assert erased == [
         {"table_name": "memories", "deleted": 4},
         {"table_name": "tenants", "deleted": 1},
@@ -237,11 +249,14 @@ def test_erase_user_deletes_every_row_of_the_tenant_and_counts_them(
     ]
     # erasing again finds nothing; a new memory starts the tenant afresh
     assert [
-        r["deleted"] for r in rows(conn, "select * from memex.erase_user('agent', 'user')")
+        r["deleted"] for r in rows(conn, "select * from memex.erase_user('agent', 'user', 'user')")
     ] == [0, 0, 0, 0, 0]
     store(conn, "again", angled(0.5))
     assert rows(conn, "select memex.count('agent', 'user') as n") == [{"n": 1}]
-    assert sqlstate(conn, "select * from memex.erase_user('', 'user')") == ("MX422", "agent_id")
+    assert sqlstate(conn, "select * from memex.erase_user('', 'user', 'user')") == (
+        "MX422",
+        "agent_id",
+    )
 
 
 @pytest.mark.parametrize("ann", [False, True], ids=["exact", "ann"])

@@ -119,7 +119,7 @@ def test_consolidation_and_its_restore_keep_the_statistics_true(
 
 def test_erasing_a_user_leaves_no_statistics(conn: psycopg.Connection) -> None:
     remember(conn, "a private memory")
-    conn.execute("select memex.erase_user(%s, %s)", (AGENT, USER))
+    conn.execute("select memex.erase_user(%s, %s, %s)", (AGENT, USER, USER))
     assert conn.execute(
         "select count(*) from memex.term_stats where agent_id = %s", (AGENT,)
     ).fetchone() == (0,)

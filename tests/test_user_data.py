@@ -5,6 +5,9 @@ and the command line: list, get, update, erase, the metadata filter, and export 
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,7 +16,7 @@ from typing import Any
 import pytest
 
 from memexdb import AsyncMemex, InvalidArgument, Memex, MemoryType, NotFound
-from tests.live_service import run_cli, service_env
+from tests.live_service import REPO, cli_args, run_cli, service_env
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -81,7 +84,11 @@ async def test_list_get_update_and_erase(amemex: AsyncMemex) -> None:
     hits = await amemex.search("agent", "ann", "note", metadata={"n": 3}, top_k=5)
     assert [h.id for h in hits] == [stored[3].id]
 
-    assert await amemex.erase_user("agent", "ann") == {
+    with pytest.raises(InvalidArgument) as unconfirmed:
+        await amemex.erase_user("agent", "ann", confirm="bob")
+    assert unconfirmed.value.field == "confirm"
+    assert await amemex.count("agent", "ann") == 5
+    assert await amemex.erase_user("agent", "ann", confirm="ann") == {
         "memories": 5,
         "tenants": 1,
         "file_revisions": 0,
@@ -104,7 +111,7 @@ def test_sync_export_and_import_reembed_and_skip(memex: Memex) -> None:
 
     result = memex.import_memories(records)
     assert (result.imported, result.skipped) == (0, 7)  # every id exists already
-    memex.erase_user("agent", "user1")
+    memex.erase_user("agent", "user1", confirm="user1")
     foreign = [{**r, "embedding_model": "another-model"} for r in with_vectors[:1]]
     result = memex.import_memories([*foreign, *with_vectors[1:]])
     assert (result.imported, result.skipped, result.reembedded) == (3, 0, 1)
@@ -166,7 +173,7 @@ def test_cli_export_erase_import_restores_identical_data(
         assert [r["user_id"] for r in lines] == ["gardener"] * 5
         assert all(("embedding" in r) is embeddings for r in lines)
 
-        assert memex.erase_user("cli", "gardener") == {
+        assert memex.erase_user("cli", "gardener", confirm="gardener") == {
             "memories": 5,
             "tenants": 1,
             "file_revisions": 0,
@@ -212,3 +219,67 @@ def test_cli_import_names_the_bad_line(dsn: str, tmp_path: Path) -> None:
         assert code == 2, log
         assert expected in log, log
         assert "Traceback" not in log
+
+
+async def test_empty_or_malformed_ids_are_refused_before_any_call(amemex: AsyncMemex) -> None:
+    """Issue 33: the in-process client refuses an empty or malformed id as the HTTP
+    clients do (InvalidArgument naming it); nothing is deleted."""
+    await amemex.store("agent", "ivy", "Ivy likes tea.")
+    refusals = [
+        (amemex.forget("agent", "ivy", ""), "memory_id"),  # type: ignore[arg-type]
+        (amemex.get("agent", "ivy", "123"), "memory_id"),  # type: ignore[arg-type]
+        (amemex.update("agent", "ivy", "x", importance=2), "memory_id"),  # type: ignore[arg-type]
+        (amemex.delete_file("agent", "ivy", ""), "path"),
+        (amemex.read_file("agent", "ivy", ""), "path"),
+        (amemex.revoke_key(""), "key"),
+        (amemex.erase_user("agent", "", confirm=""), "user_id"),
+        (amemex.erase_user("agent", "ivy", confirm=""), "confirm"),
+    ]
+    for call, field in refusals:
+        with pytest.raises(InvalidArgument) as refused:
+            await call
+        assert refused.value.field == field
+    assert await amemex.count("agent", "ivy") == 1
+
+
+def test_cli_erase_asks_for_the_user_by_name(memex: Memex, dsn: str) -> None:
+    """`memexdb erase` erases only with --yes (or the user id typed again on a terminal):
+    a script without it is refused and nothing is deleted."""
+    env = service_env(MEMEX_DATABASE_URL=dsn)
+    memex.store("cli", "ivy", "Ivy likes tea.")
+    memex.write_file("cli", "ivy", "user/profile.md", "# Ivy\n")
+    memex.store("cli", "kept", "not erased")
+    code, out = run_cli(["erase", "--agent-id", "cli", "--user-id", "ivy"], env)
+    assert code == 2, out
+    assert "not erased" in out and "--yes" in out, out
+    assert memex.count("cli", "ivy") == 2
+    code, out = run_cli(["erase", "--agent-id", "cli", "--user-id", "ivy", "--yes"], env)
+    assert code == 0, out
+    assert "erased user ivy of agent cli: memories 2, tenants 1, file_revisions 1" in out, out
+    assert memex.count("cli", "ivy") == 0
+    assert memex.count("cli", "kept") == 1
+
+
+def test_cli_erase_on_a_terminal_takes_the_user_id_typed_again(memex: Memex, dsn: str) -> None:
+    env = service_env(MEMEX_DATABASE_URL=dsn)
+    memex.store("cli", "tty", "a memory on a terminal")
+    for typed, code, left in (("TTY\n", 2, 1), ("tty\n", 0, 0)):
+        terminal, child_side = pty.openpty()
+        try:
+            os.write(terminal, typed.encode())  # what the admin types at the question
+            done = subprocess.run(
+                cli_args("erase", "--agent-id", "cli", "--user-id", "tty"),
+                stdin=child_side,
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=REPO,
+                timeout=180,
+                check=False,
+            )
+        finally:
+            os.close(terminal)
+            os.close(child_side)
+        assert done.returncode == code, done.stdout + done.stderr
+        assert "Type the user id to confirm" in done.stderr
+        assert memex.count("cli", "tty") == left

@@ -281,6 +281,15 @@ async def restore_revision(ctx: Ctx) -> Response:
     )
 
 
+async def erase_user(ctx: Ctx) -> Response:
+    """Erase a user (memex.erase_user): the form names the user twice, the second time
+    typed by the admin (`confirm`), which SQL checks."""
+    form = await form_of(ctx)
+    request = validated(params.EraseUserRequest, form)
+    await ctx.memex.erase_user(**request.model_dump())
+    return ctx.redirect("agent", agent_id=request.agent_id, notice="erased")
+
+
 async def access_log(ctx: Ctx) -> Response:
     query = validated(params.AccessLogQuery, ctx.request.query_params)
     events = await ctx.memex.access_log(**query.model_dump())
@@ -493,6 +502,7 @@ def routes() -> list[BaseRoute]:
         _route("/diff", get=diff),
         _route("/restore", post=restore_revision),
         _route("/access-log", get=access_log),
+        _route("/erase", post=erase_user),
         _route("/dream", get=dream),
         _route("/dream/config", post=dream_config),
         _route("/dream/pause", post=dream_pause),

@@ -56,6 +56,7 @@ NOTICES = {
     "ran": "Consolidation ran for this user.",
     "nothing_ran": "Nothing to do: another runner holds this user, or nothing was due.",
     "revoked": "Key revoked.",
+    "erased": "User erased: every memory, file, revision and access-log entry deleted.",
 }
 
 templates = Environment(

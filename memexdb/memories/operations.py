@@ -21,6 +21,7 @@ from memexdb.params import (
     CountResponse,
     Deleted,
     ErasedResponse,
+    EraseUserRequest,
     ErrorResponse,
     ExportedMemory,
     ForgetQuery,
@@ -213,9 +214,9 @@ async def update(session: Session, patch: MemoryUpdate) -> Memory:
     return rows[0]
 
 
-async def erase_user(session: Session, tenant: TenantQuery) -> dict[str, int]:
+async def erase_user(session: Session, request: EraseUserRequest) -> dict[str, int]:
     rows: list[ErasedRows] = await session.fetch(
-        ErasedRows, queries.ERASE_USER, tenant.model_dump()
+        ErasedRows, queries.ERASE_USER, request.model_dump()
     )
     return {row.table_name: row.deleted for row in rows}
 
@@ -475,17 +476,35 @@ UPDATE = Operation(
     ),
 )
 
+ERASE_PATH = "/v1/users/erase"
+
 ERASE_USER = Operation(
     name="erase_user",
-    summary="Erase a user: delete every row of the tenant in every table",
-    request=TenantQuery,
+    summary="Erase a user: delete every row of the tenant in every table (admin; confirm"
+    " repeats user_id)",
+    request=EraseUserRequest,
     run=erase_user,
     response=ErasedResponse,
-    answer=lambda tenant, deleted: ErasedResponse(**tenant.model_dump(), deleted=deleted),
+    answer=lambda request, deleted: ErasedResponse(
+        **request.model_dump(include={"agent_id", "user_id"}), deleted=deleted
+    ),
     sql=("memex.erase_user",),
-    access="write",
+    access="admin",
     domain="memories",
-    rest=Route("DELETE", "/v1/memories", "Rows deleted per table", source="query"),
+    # Its own path, reached by no other operation's path without an id: never
+    # DELETE /v1/memories (DELETE /v1/memories/{id} less its id), and a POST whose body
+    # names the user twice. Not an MCP tool: a model is never asked to erase a person.
+    rest=Route(
+        "POST",
+        ERASE_PATH,
+        "Rows deleted per table",
+        errors=(
+            Reply(
+                422, "`confirm` does not repeat user_id (or another invalid field)", ErrorResponse
+            ),
+        ),
+    ),
+    cli="erase",
 )
 
 OPERATIONS: tuple[Operation[Any, Any], ...] = (

@@ -35,6 +35,7 @@ from memexdb.rest import docs, importing, operations, ops
 from memexdb.rest.endpoint import Endpoint, Reply
 from memexdb.rest.errors import HANDLERS, CatchAll, OpenAIErrors
 from memexdb.rest.parsing import json_of, memex_of, query_of
+from memexdb.rest.routing import with_slash_router
 
 log = logging.getLogger("memexdb.rest")
 
@@ -162,10 +163,11 @@ def create_app(
             app.state.memex = memex
             yield
 
-    return Starlette(
+    app = Starlette(
         routes=routes(),
         # OpenAIErrors outside CatchAll: a 500 of POST /v1/embeddings is OpenAI's shape too
         middleware=[Middleware(OpenAIErrors), Middleware(CatchAll)],
         exception_handlers=dict(HANDLERS),
-        lifespan=lifespan,
     )
+    # a trailing slash is redirected for GET and HEAD only (memexdb.rest.routing)
+    return with_slash_router(app, lifespan)

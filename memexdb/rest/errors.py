@@ -127,6 +127,13 @@ def _not_a_uuid(request: Request) -> str | None:
     return None
 
 
+# Operations that a path answered with another method once: the 405 says where they are.
+MOVED = {
+    ("DELETE", "/v1/memories"): "DELETE /v1/memories does not erase a user any more: erasing"
+    " a user is POST /v1/users/erase with {agent_id, user_id, confirm} (confirm repeating"
+    " user_id; admin keys only); DELETE /v1/memories/{memory_id} deletes one memory",
+}
+
 _UUID = re.compile(UUIDConvertor.regex)
 _EXAMPLE_UUID = "3fa85f64-5717-4562-b3fc-2c963f66afa6"
 
@@ -142,6 +149,8 @@ async def on_http_error(request: Request, exc: Exception) -> Response:
     detail = str(exc.detail)
     if exc.status_code == 404:
         detail = _not_a_uuid(request) or detail
+    if exc.status_code == 405:
+        detail = MOVED.get((request.method, request.url.path), detail)
     # exc.headers carries e.g. the Allow header of a 405
     return error_response(
         exc.status_code,

@@ -8,8 +8,14 @@
 -- an erased user leaves nothing there. A security definer (owned by memex_owner, so
 -- row-level security still applies): history tables are append-only for every caller,
 -- and erasure is the one function that deletes them, after memex._authorize.
+-- Admin access only (the history is evidence: a write key may forget memories, not erase
+-- a person's record), and p_confirm must repeat p_user_id (MX422 naming `confirm`
+-- otherwise), so that no caller erases a user by leaving an argument out: the erasure
+-- is asked for by name, by every caller, SQL callers included.
 -- The erasure is in memex.audit_log (who, when, how many rows), never what was erased.
-create or replace function memex.erase_user(p_agent_id text, p_user_id text)
+-- (It took no confirmation and write access before: revision 0026 drops that signature,
+-- so that no database keeps the old, unconfirmed erasure callable.)
+create or replace function memex.erase_user(p_agent_id text, p_user_id text, p_confirm text)
 returns table (table_name text, deleted bigint)
 language plpgsql
 volatile
@@ -29,7 +35,12 @@ declare
     v_counts jsonb := '{}';
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);
-    perform memex._authorize(p_agent_id, p_user_id, 'write');
+    perform memex._authorize(p_agent_id, p_user_id, 'admin');
+    if p_confirm is distinct from p_user_id then
+        perform memex._invalid('confirm', format(
+            'must repeat user_id (%s) to erase every memory, file, revision and access-log'
+            ' row of user %s of agent %s', p_user_id, p_user_id, p_agent_id));
+    end if;
     foreach v_table in array v_tables loop
         execute format('delete from memex.%I where agent_id = $1 and user_id = $2', v_table)
             using p_agent_id, p_user_id;
@@ -43,5 +54,6 @@ begin
 end
 $$;
 
-comment on function memex.erase_user(text, text) is
-    'Delete every row of tenant (agent_id, user_id) in every tenant table; counts per table.';
+comment on function memex.erase_user(text, text, text) is
+    'Delete every row of tenant (agent_id, user_id) in every tenant table (admin; p_confirm'
+    ' must repeat p_user_id); counts per table.';

@@ -103,14 +103,14 @@ ROUTES: dict[str, HttpRoute] = {
         "read",
     ),
     "erase_user": HttpRoute(
-        "DELETE",
-        "/v1/memories",
-        "query",
+        "POST",
+        "/v1/users/erase",
+        "body",
         200,
         False,
         (),
         None,
-        "write",
+        "admin",
     ),
     "list_files": HttpRoute(
         "GET",

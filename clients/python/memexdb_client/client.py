@@ -96,6 +96,27 @@ def _given(arguments: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in arguments.items() if name != "self"}
 
 
+# Arguments that name one thing: an empty or malformed one is refused before anything is
+# sent (an empty id in a path would name another route; memory ids are UUIDs).
+_UUIDS = ("memory_id",)
+_NAMES = ("agent_id", "user_id", "path", "key", "confirm")  # (in the order they are named)
+
+
+def _refuse_bad_ids(values: dict[str, Any]) -> None:
+    """InvalidArgument for an id argument that is empty or (memory ids) not a UUID; a
+    memory id in its canonical form."""
+    for name in (n for n in _UUIDS if n in values):
+        value = values[name]
+        try:
+            values[name] = value if isinstance(value, UUID) else UUID(str(value))
+        except ValueError:
+            raise InvalidArgument(name, f"must be a UUID, not {value!r}") from None
+    for name in (n for n in _NAMES if n in values):
+        value = values[name]
+        if value == "":
+            raise InvalidArgument(name, "must not be empty")
+
+
 class AsyncMemexClient:
     """The memexdb service over HTTP, with the methods of memexdb.AsyncMemex.
 
@@ -131,6 +152,7 @@ class AsyncMemexClient:
         """Send operation `name` with its request fields; its JSON answer (None: none)."""
         route = ROUTES[name]
         values = dict(values)
+        _refuse_bad_ids(values)
         path = route.path
         for param in route.path_params:
             path = path.replace("{" + param + "}", quote(str(values.pop(param)), safe=""))
@@ -304,8 +326,9 @@ class AsyncMemexClient:
             raise InvalidArgument("patch", "must change at least one field")
         return _as(Memory, await self._request("update", values))
 
-    async def erase_user(self, agent_id: str, user_id: str) -> dict[str, int]:
-        """Delete everything of the tenant; the rows deleted per table."""
+    async def erase_user(self, agent_id: str, user_id: str, *, confirm: str) -> dict[str, int]:
+        """Delete everything of the tenant (admin keys only; `confirm` must repeat
+        `user_id`); the rows deleted per table."""
         answer = await self._request("erase_user", _given(locals()))
         return {str(k): int(v) for k, v in answer["deleted"].items()}
 

@@ -5,6 +5,7 @@
 import {
   ConnectionError,
   errorFromResponse,
+  InvalidArgumentError,
   MemexError,
   TimeoutError,
 } from "./errors.js";
@@ -137,6 +138,35 @@ function ndjsonStream(records: ImportSource): ReadableStream<Uint8Array> {
   });
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+// Arguments that name one thing (beside the path's parameters): never empty.
+const NAMES = ["agent_id", "user_id", "path", "key", "confirm"];
+
+function invalid(name: string, field: string, message: string): InvalidArgumentError {
+  return new InvalidArgumentError(`${name}: ${field}: ${message}`, {
+    code: "invalid_argument",
+    fields: [{ field, message }],
+  });
+}
+
+/** Refuse, before anything is sent, an id that is missing (a path parameter), empty, or
+ * (a memory id) not a UUID: an empty id in a path would name another route. */
+function refuseBadIds(name: string, request: Record<string, unknown>, pathParams: readonly string[]): void {
+  for (const param of pathParams) {
+    const value = request[param];
+    if (value === undefined || value === null || String(value) === "") {
+      throw invalid(name, param, "is required and must not be empty");
+    }
+  }
+  for (const field of NAMES) {
+    if (request[field] === "") throw invalid(name, field, "must not be empty");
+  }
+  const id = request.memory_id;
+  if (id !== undefined && !UUID.test(String(id))) {
+    throw invalid(name, "memory_id", `must be a UUID, not ${JSON.stringify(id)}`);
+  }
+}
+
 export interface MemexClient extends OperationMethods {}
 
 /** A client of a memexdb service (service mode; direct-Postgres mode: `@memexdb/client/direct`). */
@@ -197,13 +227,10 @@ export class MemexClient {
     const spec: Spec = OPERATIONS[name];
     if (!spec) throw new TypeError(`unknown operation ${String(name)}`);
     const rest: Record<string, unknown> = { ...(request as Record<string, unknown> | undefined) };
+    refuseBadIds(String(name), rest, spec.pathParams);
     let path = spec.path;
     for (const param of spec.pathParams) {
-      const value = rest[param];
-      if (value === undefined || value === null) {
-        throw new TypeError(`${name}: the request needs ${param}`);
-      }
-      path = path.replace(`{${param}}`, encodeURIComponent(String(value)));
+      path = path.replace(`{${param}}`, encodeURIComponent(String(rest[param])));
       delete rest[param];
     }
     const raw: Raw = { method: spec.method, path, retrySafe: spec.retrySafe };

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { test } from "node:test";
 
-import { MemexClient, RateLimitedError, DatabaseUnavailableError, TimeoutError, ConnectionError, BusyError } from "../dist/index.js";
+import { MemexClient, RateLimitedError, DatabaseUnavailableError, TimeoutError, ConnectionError, BusyError, InvalidArgumentError } from "../dist/index.js";
 
 /** A server answering each request with the next of `replies` ({status, body, headers, delayMs}). */
 async function fake(replies) {
@@ -153,5 +153,39 @@ test("export yields NDJSON lines split across chunks, and stops when aborted", a
   } finally {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+test("an empty or malformed id is refused before anything is sent (issue 33)", async () => {
+  // `get({memory_id: ""})` was GET /v1/memories/, redirected to the list: a page typed as
+  // a Memory; `forget` with it was DELETE /v1/memories/, redirected to the erase of the user
+  const server = await fake([ok]);
+  try {
+    const client = new MemexClient({ baseUrl: server.baseUrl });
+    const refusals = [
+      ["get", () => client.get({ ...who, memory_id: "" }), "memory_id"],
+      ["get", () => client.get({ ...who, memory_id: "123" }), "memory_id"],
+      ["forget", () => client.forget({ ...who, memory_id: "" }), "memory_id"],
+      ["forget", () => client.forget({ ...who }), "memory_id"],
+      ["update", () => client.update({ ...who, memory_id: "not-a-uuid", importance: 2 }), "memory_id"],
+      ["revokeKey", () => client.revokeKey({ key: "" }), "key"],
+      ["readFile", () => client.readFile({ ...who, path: "" }), "path"],
+      ["deleteFile", () => client.deleteFile({ ...who, path: "" }), "path"],
+      ["eraseUser", () => client.eraseUser({ agent_id: "a", user_id: "", confirm: "" }), "user_id"],
+      ["count", () => client.count({ agent_id: "", user_id: "u" }), "agent_id"],
+    ];
+    for (const [name, call, field] of refusals) {
+      const error = await call().then(() => null, (e) => e);
+      assert.ok(error instanceof InvalidArgumentError, `${name}: ${String(error)}`);
+      assert.equal(error.code, "invalid_argument");
+      assert.deepEqual(error.fields.map((f) => f.field), [field], name);
+    }
+    assert.equal(server.seen.length, 0, JSON.stringify(server.seen));
+    // a well-formed id is sent as it is
+    await client.get({ ...who, memory_id: "7F0C0B5E-3D3C-4F55-9A53-2B1C8F7D9E01" });
+    assert.equal(server.seen.length, 1);
+    assert.equal(server.seen[0].url, "/v1/memories/7F0C0B5E-3D3C-4F55-9A53-2B1C8F7D9E01?agent_id=a&user_id=u");
+  } finally {
+    await server.close();
   }
 });

@@ -175,7 +175,7 @@ test("export streams NDJSON records; importMemories brings them back after an er
   for await (const record of client.export({ agent_id: "ts-nobody" })) none.push(record);
   assert.deepEqual(none.map((r) => r.record), ["header"]);
 
-  await client.eraseUser(tenant);
+  await client.eraseUser({ ...tenant, confirm: tenant.user_id });
   const imported = await client.importMemories(records);
   assert.equal(imported.skipped, 0);
   assert.equal(imported.reembedded, 0);

@@ -359,11 +359,13 @@ export class MemexDirectClient {
     return pagesOf(request, "before", "next_before", "events", (r) => this.accessLog(r));
   }
 
-  /** Delete every row of the tenant; rows deleted per table. */
+  /** Delete every row of the tenant (an operator's connection: a bound SQL role has no
+   * admin access; `confirm` must repeat `user_id`); rows deleted per table. */
   async eraseUser(request: Requests["eraseUser"]): Promise<Results["eraseUser"]> {
     const rows = await this.#rows(
-      "select table_name, deleted from memex.erase_user(p_agent_id => $1, p_user_id => $2)",
-      [request.agent_id, request.user_id],
+      "select table_name, deleted from memex.erase_user(p_agent_id => $1, p_user_id => $2," +
+        " p_confirm => $3)",
+      [request.agent_id, request.user_id, request.confirm],
     );
     const deleted = Object.fromEntries(rows.map((r) => [r.table_name as string, r.deleted as number]));
     return { agent_id: request.agent_id, user_id: request.user_id, deleted };

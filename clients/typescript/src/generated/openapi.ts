@@ -429,8 +429,7 @@ export interface paths {
         put?: never;
         /** Store a memory */
         post: operations["store"];
-        /** Erase a user: delete every row of the tenant in every table */
-        delete: operations["erase_user"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -534,6 +533,23 @@ export interface paths {
         put?: never;
         /** Passages of files and memories for a query, BM25 fused with vectors; with `answer` and an LLM, an answer citing them (memory_search) */
         post: operations["search_passages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Erase a user: delete every row of the tenant in every table (admin; confirm repeats user_id) */
+        post: operations["erase_user"];
         delete?: never;
         options?: never;
         head?: never;
@@ -889,6 +905,31 @@ export interface components {
              */
             object?: "list";
             usage: components["schemas"]["EmbeddingUsage"];
+        };
+        /**
+         * EraseUserRequest
+         * @description Body of POST /v1/users/erase: the tenant to erase, and `confirm` repeating its
+         *     user_id (memex.erase_user refuses the erasure otherwise).
+         */
+        EraseUserRequest: {
+            /**
+             * Agent Id
+             * @description Your agent's id; memories are private to (agent_id, user_id).
+             * @example demo-agent
+             */
+            agent_id: string;
+            /**
+             * Confirm
+             * @description The user_id again: every memory, file, revision and access-log row of the user is deleted, for good, only when it repeats user_id (otherwise a 422 naming `confirm`).
+             * @example alice
+             */
+            confirm: string;
+            /**
+             * User Id
+             * @description The user the memories are about or belong to.
+             * @example alice
+             */
+            user_id: string;
         };
         /**
          * ErasedResponse
@@ -4923,85 +4964,6 @@ export interface operations {
             };
         };
     };
-    erase_user: {
-        parameters: {
-            query: {
-                /** @example demo-agent */
-                agent_id: string;
-                /** @example alice */
-                user_id: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Rows deleted per table */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErasedResponse"];
-                };
-            };
-            /** @description No API key where one is required, or not a valid one (checked before the input: a 422 goes only to a caller with valid credentials) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description The key may not do this (another agent or user, too little access), or a browser Origin not allowed (MEMEX_ALLOWED_ORIGINS) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Host not allowed (MEMEX_ALLOWED_HOSTS) */
-            421: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Invalid input; `error.fields` names each bad field */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Rate limited; see the Retry-After header */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Database unavailable */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-        };
-    };
     store_many: {
         parameters: {
             query?: never;
@@ -5754,6 +5716,100 @@ export interface operations {
                 };
             };
             /** @description Invalid input; `error.fields` names each bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; see the Retry-After header */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    erase_user: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "agent_id": "demo-agent",
+                 *       "confirm": "alice",
+                 *       "user_id": "alice"
+                 *     }
+                 */
+                "application/json": components["schemas"]["EraseUserRequest"];
+            };
+        };
+        responses: {
+            /** @description Rows deleted per table */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasedResponse"];
+                };
+            };
+            /** @description No API key where one is required, or not a valid one (checked before the input: a 422 goes only to a caller with valid credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The key may not do this (another agent or user, too little access), or a browser Origin not allowed (MEMEX_ALLOWED_ORIGINS) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request body larger than 16 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Host not allowed (MEMEX_ALLOWED_HOSTS) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description `confirm` does not repeat user_id (or another invalid field) */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -116,13 +116,13 @@ export const OPERATIONS = {
   },
   eraseUser: {
     "operation": "erase_user",
-    "method": "DELETE",
-    "path": "/v1/memories",
-    "source": "query",
+    "method": "POST",
+    "path": "/v1/users/erase",
+    "source": "body",
     "pathParams": [],
     "status": 200,
     "noBody": false,
-    "access": "write",
+    "access": "admin",
     "retrySafe": false,
     "paging": null
   },
@@ -470,7 +470,7 @@ export interface OperationEntries {
   get: paths["/v1/memories/{memory_id}"]["get"];
   update: paths["/v1/memories/{memory_id}"]["patch"];
   listMemories: paths["/v1/memories"]["get"];
-  eraseUser: paths["/v1/memories"]["delete"];
+  eraseUser: paths["/v1/users/erase"]["post"];
   listFiles: paths["/v1/files"]["get"];
   readFile: paths["/v1/files/read"]["get"];
   writeFile: paths["/v1/files"]["put"];
@@ -583,7 +583,7 @@ export interface OperationMethods {
   listMemories(request: Requests["listMemories"], options?: CallOptions): Promise<Results["listMemories"]>;
   /** Every item of `listMemories`, page after page (following `next_cursor`). */
   iterListMemories(request: Requests["listMemories"], options?: CallOptions): AsyncIterableIterator<Items["listMemories"]>;
-  /** Erase a user: delete every row of the tenant in every table (DELETE /v1/memories) */
+  /** Erase a user: delete every row of the tenant in every table (admin; confirm repeats user_id) (POST /v1/users/erase) */
   eraseUser(request: Requests["eraseUser"], options?: CallOptions): Promise<Results["eraseUser"]>;
   /** List a tenant's files under a path prefix, in path order (memory_list) (GET /v1/files) */
   listFiles(request: Requests["listFiles"], options?: CallOptions): Promise<Results["listFiles"]>;
