@@ -15,6 +15,7 @@ create or replace function memex.preview_patch(
 )
 language plpgsql
 stable
+security definer
 set search_path = pg_catalog, public, pg_temp
 as $$
 declare

@@ -13,6 +13,7 @@ create or replace function memex.access_events(
 returns setof memex.access_log
 language plpgsql
 stable
+security definer
 set search_path = pg_catalog, public, pg_temp
 as $$
 begin

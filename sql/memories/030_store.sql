@@ -23,6 +23,7 @@ create or replace function memex.store(
 returns memex.memory_record
 language plpgsql
 volatile
+security definer
 set search_path = pg_catalog, public, pg_temp
 as $$
 declare

@@ -24,6 +24,7 @@ create or replace function memex.store_many(
 returns setof memex.memory_record
 language plpgsql
 volatile
+security definer
 set search_path = pg_catalog, public, pg_temp
 as $$
 declare

@@ -54,6 +54,7 @@ create or replace function memex.search(
 returns setof memex.search_hit
 language plpgsql
 volatile
+security definer
 set search_path = pg_catalog, public, pg_temp
 -- One generic plan per statement, reused by every call: planning the ranking query anew
 -- for each call was half of a small tenant's search (0.58 -> 0.27 ms of backend CPU,

@@ -10,6 +10,7 @@ create or replace function memex.forget(p_agent_id text, p_user_id text, p_id uu
 returns memex.memory_record
 language plpgsql
 volatile
+security definer
 set search_path = pg_catalog, public, pg_temp
 as $$
 declare

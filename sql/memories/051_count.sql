@@ -14,6 +14,7 @@ create or replace function memex.count(
 returns bigint
 language plpgsql
 stable
+security definer
 set search_path = pg_catalog, public, pg_temp
 as $$
 begin

@@ -12,6 +12,7 @@ create or replace function memex.get_memory(
 returns memex.memory_record
 language plpgsql
 stable
+security definer
 set search_path = pg_catalog, public, pg_temp
 as $$
 declare

@@ -22,6 +22,7 @@ create or replace function memex.list_memories(
 returns setof memex.memory_record
 language plpgsql
 stable
+security definer
 set search_path = pg_catalog, public, pg_temp
 as $$
 begin

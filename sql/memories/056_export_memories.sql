@@ -39,6 +39,7 @@ returns table (
 )
 language plpgsql
 stable
+security definer
 set search_path = pg_catalog, public, pg_temp
 as $$
 begin
