@@ -310,6 +310,11 @@ class AsyncMemex(Session):
         rows: list[SchemaState] = await self.fetch(SchemaState, queries.SCHEMA_STATE, enter=False)
         return rows[0]
 
+    async def lock_waits(self) -> list[params.BlockedLock]:
+        """The sessions waiting now for a lock on a memex table and who blocks them
+        (memex.lock_waits; readiness, no caller needed)."""
+        return await self.fetch(params.BlockedLock, queries.LOCK_WAITS, enter=False)
+
     async def maintenance(self) -> MaintenanceResult:
         """Run memex.maintenance(): delete expired memories and stale rate-limit rows, and
         move tenants grown past exact_scan_max_rows into the ANN index."""
