@@ -16,7 +16,7 @@ create or replace function memex.preview_patch(
 language plpgsql
 stable
 security definer
-set search_path = pg_catalog, public, pg_temp
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_current text;

@@ -25,7 +25,7 @@ returns setof memex.memory_record
 language plpgsql
 volatile
 security definer
-set search_path = pg_catalog, public, pg_temp
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_past bigint;

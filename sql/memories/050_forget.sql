@@ -11,7 +11,7 @@ returns memex.memory_record
 language plpgsql
 volatile
 security definer
-set search_path = pg_catalog, public, pg_temp
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_result memex.memory_record;

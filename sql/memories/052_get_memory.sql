@@ -13,7 +13,7 @@ returns memex.memory_record
 language plpgsql
 stable
 security definer
-set search_path = pg_catalog, public, pg_temp
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_result memex.memory_record;
