@@ -160,6 +160,16 @@ def test_migrate_with_nothing_to_change_takes_no_table_lock(own_db: str) -> None
         took, result = _in_thread(lambda: migrate(own_db), timeout=60)
     assert result == head_revision(), result
     assert took < 60
+    # nor any lock on a tenant table: a writer's idle transaction does not hold it either
+    with psycopg.connect(own_db) as writer:
+        writer.execute("set role memex_app")
+        for table in ("memories", "tenants", "term_stats", "embed_queue", "settings"):
+            writer.execute(f"lock table memex.{table} in row exclusive mode")
+        took, result = _in_thread(
+            lambda: migrate(own_db, lock_timeout_s=1.0, attempts=1), timeout=60
+        )
+        writer.rollback()
+    assert result == head_revision(), result
 
 
 def test_migrate_behind_an_idle_transaction_gives_up_and_names_it(
