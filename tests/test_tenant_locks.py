@@ -121,13 +121,16 @@ def own_db(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def _idle_service_transaction(dsn: str) -> Iterator[int]:
+def _idle_service_transaction(dsn: str, *, writer: bool = False) -> Iterator[int]:
     """The service's role (memex_app) with a transaction left open after a plain select of
-    memex.memories: what an idle client of the service's credentials holds. Its pid."""
+    memex.memories (or, as a `writer`, holding the lock a write takes): what an idle client
+    of the service's credentials holds. Its pid."""
     conn = psycopg.connect(dsn)
     try:
         conn.execute("set role memex_app")
         conn.execute("select 1 from memex.memories limit 1").fetchall()
+        if writer:
+            conn.execute("lock table memex.memories in row exclusive mode")
         row = conn.execute("select pg_backend_pid()").fetchone()
         assert row is not None
         yield row[0]
@@ -172,15 +175,35 @@ def test_migrate_with_nothing_to_change_takes_no_table_lock(own_db: str) -> None
     assert result == head_revision(), result
 
 
+def _layer_changed(dsn: str) -> None:
+    """As after an upgrade of memexdb: the layer on disk differs from the one applied."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("update memex.sql_layer_state set files_sha256 = 'an older release'")
+
+
+def test_a_changed_layer_takes_no_access_exclusive_lock(own_db: str) -> None:
+    """Re-applying a changed SQL layer re-creates no policy that is in place: an idle
+    reader of memex.memories does not hold it."""
+    _layer_changed(own_db)
+    with _idle_service_transaction(own_db):
+        _took, result = _in_thread(
+            lambda: migrate(own_db, lock_timeout_s=2.0, attempts=1), timeout=60
+        )
+    assert result == head_revision(), result
+    with psycopg.connect(own_db) as conn:
+        row = conn.execute("select files_sha256 from memex.sql_layer_state").fetchone()
+        assert row is not None and row[0] != "an older release"
+
+
 def test_migrate_behind_an_idle_transaction_gives_up_and_names_it(
     own_db: str, embedder: Embedder
 ) -> None:
-    with psycopg.connect(own_db, autocommit=True) as conn:
-        # as after an upgrade of memexdb: the layer on disk differs from the one applied
-        conn.execute("update memex.sql_layer_state set files_sha256 = 'an older release'")
+    """A changed layer re-creates the triggers of memex.memories (SHARE ROW EXCLUSIVE): an
+    idle writer holds that up; migrate gives up in bounded time and names it."""
+    _layer_changed(own_db)
     with Memex.connect(own_db, embedder=embedder) as memex:
         memex.store("B", "bob", "a note of another tenant")
-        with _idle_service_transaction(own_db) as idle_pid:
+        with _idle_service_transaction(own_db, writer=True) as idle_pid:
             outcome: dict[str, object] = {}
 
             def run() -> None:
