@@ -6,7 +6,7 @@ access rules (row-level security, grants). Each function file declares who may r
 function (`-- privileges: tenant | tenant-helper | service`); migrate passes those
 declarations to the grants file, which grants from them and refuses a memex function
 without one. A second or concurrent run waits for the lock, finds head already applied
-and re-creates identical functions, so it is a no-op.
+and the same SQL layer in place (below), so it is a no-op.
 
 The lock is a table lock on memex.alembic_version, which no tenant role may lock (it has
 no privilege on the table), so no tenant can hold migrations or readiness hostage; only a
