@@ -52,9 +52,10 @@ log = logging.getLogger("memexdb.migrations")
 
 # How long a migration waits for another one (their lock: no tenant can take it).
 SERIALIZE_TIMEOUT_S = 120.0
-# How long it waits for any other lock, and how often it tries before giving up.
-LOCK_TIMEOUT_S = 5.0
-ATTEMPTS = 4
+# How long it waits for any other lock, and how often it tries before giving up: shorter
+# than a request's lock timeout (5 s), since requests queue behind a waiting migration.
+LOCK_TIMEOUT_S = 2.0
+ATTEMPTS = 5
 _BOOTSTRAP_LOCK_KEY = 0x6D656D6578  # "memex": only before memex.alembic_version exists
 MIN_SERVER_VERSION = 150000
 MIN_PGVECTOR = (0, 7)
