@@ -907,6 +907,7 @@ class Memex:
     maintenance = blocking(AsyncMemex.maintenance)
     metrics_snapshot = blocking(AsyncMemex.metrics_snapshot)
     schema_state = blocking(AsyncMemex.schema_state)
+    lock_waits = blocking(AsyncMemex.lock_waits)
     set_setting = blocking(AsyncMemex.set_setting)
     embed_queued = blocking(AsyncMemex.embed_queued)
     embed_texts = blocking(AsyncMemex.embed_texts)
