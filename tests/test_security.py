@@ -533,8 +533,18 @@ async def test_sql_role_matrix(world: World, embedder: Embedder) -> None:
     # can neither lock a tenant table nor read the planner's estimates of other tenants
     with psycopg.connect(writer_dsn, autocommit=True) as conn:
         for table in ("memories", "tenants", "term_stats", "file_revisions", "access_log"):
-            with pytest.raises(psycopg.errors.InsufficientPrivilege):
-                conn.execute(f"select agent_id, user_id from memex.{table}")
+            for probe in (
+                f"select agent_id, user_id from memex.{table}",
+                f"explain select 1 from memex.{table} where agent_id = 'B'",
+                f"lock table memex.{table} in access share mode",
+                f"lock table memex.{table} in access exclusive mode",
+            ):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    if probe.startswith("lock"):
+                        with conn.transaction():
+                            conn.execute(probe)
+                    else:
+                        conn.execute(probe)
         # the tenant API (security definer functions) shows the bound tenant only
         mine = conn.execute(
             "select agent_id, user_id from memex.list_memories('A', 'alice', 100)"
