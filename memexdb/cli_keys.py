@@ -10,9 +10,11 @@ the audit log as operator:cli. Revoking the last live key asks first (or needs
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
+import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from memexdb import queries
-from memexdb.errors import Conflict, InvalidArgument, translate
+from memexdb.errors import Conflict, InvalidArgument, SetupError, translate
 from memexdb.params import CONFIRM_LAST_KEY, KeyCreate, KeyRef, validated
 from memexdb.types import Access
 
@@ -77,25 +79,55 @@ def _revoke(args: argparse.Namespace, dsn: str) -> int:
 
 
 def _write_private(path: Path, text: str) -> None:
-    """Write `text` to `path`, readable by this user only, replacing it in one step."""
+    """Write `text` to `path`, readable by this user only, replacing it in one step.
+
+    The scratch file is a fresh one with a random name, created exclusively (O_EXCL,
+    and not through a symlink: tempfile.mkstemp), so nothing another local user planted
+    in the folder (a file of theirs, a symlink to one) is written through or kept; its
+    mode is set on the open descriptor, its content synced, then it is renamed over the
+    target (a rename replaces a link, never follows it). A target that is a symlink is
+    refused: the token goes where the operator said, or nowhere.
+    """
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    scratch = path.with_name(f".{path.name}.{os.getpid()}")
-    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(text)
-    os.replace(scratch, path)
+    if path.is_symlink():
+        raise SetupError(f"{path} is a symbolic link: not writing the operator's token there")
+    fd, scratch = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(scratch, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(scratch)
+        raise
+    with contextlib.suppress(OSError):  # the rename itself made durable, where it can be
+        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
 
 
 def _bootstrap(args: argparse.Namespace, dsn: str) -> int:
     """A first start's operator key: created only on a database that has never had a
     key, its token written to the file before the key is committed (a failed write
-    leaves no key behind; a failed commit a token the next start replaces)."""
+    leaves no key behind; a failed commit a token the next start replaces).
+
+    A database with keys is answered before any lock is taken (every start after the
+    first); the first starts of several containers are serialized by a table lock on
+    memex.api_keys, which no tenant role (nor the service's memex_app) holds a privilege
+    to take, waited on for at most BOOTSTRAP_LOCK_TIMEOUT."""
     path = Path(args.token_file)
     try:
         with psycopg.connect(dsn) as conn, conn.transaction():
             conn.execute(queries.ENTER_OPERATOR, {"actor": "cli"})
-            conn.execute(queries.BOOTSTRAP_KEY_LOCK)
             rows = conn.cursor(row_factory=dict_row)
+            if not rows.execute(queries.LIST_KEYS, {"agent_id": None}).fetchall():
+                conn.execute(queries.BOOTSTRAP_LOCK_TIMEOUT)
+                conn.execute(queries.BOOTSTRAP_KEY_LOCK)
             if rows.execute(queries.LIST_KEYS, {"agent_id": None}).fetchall():
                 print(
                     "memexdb: the database has API keys already: no key created",

@@ -312,6 +312,11 @@ class AsyncMemex(Session):
         rows: list[SchemaState] = await self.fetch(SchemaState, queries.SCHEMA_STATE, enter=False)
         return rows[0]
 
+    async def lock_waits(self) -> list[params.BlockedLock]:
+        """The sessions waiting now for a lock on a memex table and who blocks them
+        (memex.lock_waits; readiness, no caller needed)."""
+        return await self.fetch(params.BlockedLock, queries.LOCK_WAITS, enter=False)
+
     async def maintenance(self) -> MaintenanceResult:
         """Run memex.maintenance(): delete expired memories and stale rate-limit rows, and
         move tenants grown past exact_scan_max_rows into the ANN index."""
@@ -904,6 +909,7 @@ class Memex:
     maintenance = blocking(AsyncMemex.maintenance)
     metrics_snapshot = blocking(AsyncMemex.metrics_snapshot)
     schema_state = blocking(AsyncMemex.schema_state)
+    lock_waits = blocking(AsyncMemex.lock_waits)
     set_setting = blocking(AsyncMemex.set_setting)
     embed_queued = blocking(AsyncMemex.embed_queued)
     embed_texts = blocking(AsyncMemex.embed_texts)

@@ -6,20 +6,34 @@ access rules (row-level security, grants). Each function file declares who may r
 function (`-- privileges: tenant | tenant-helper | service`); migrate passes those
 declarations to the grants file, which grants from them and refuses a memex function
 without one. A second or concurrent run waits for the lock, finds head already applied
-and re-creates identical functions, so it is a no-op.
+and the same SQL layer in place (below), so it is a no-op.
 
 The lock is a table lock on memex.alembic_version, which no tenant role may lock (it has
 no privilege on the table), so no tenant can hold migrations or readiness hostage; only a
 database that has no memexdb schema yet is serialized by an advisory lock (any role could
 take that one, but there is nothing of memexdb's there to block).
+
+Nothing is waited on without bound. Another migration's lock is waited on for at most
+`SERIALIZE_TIMEOUT_S`; every other lock (a revision's DDL, the SQL layer's policies) for
+`lock_timeout_s`, after which the whole migration is rolled back and tried again, up to
+`attempts` times with a growing pause, and then refused with `Busy`, naming the sessions
+that hold locks on memexdb's tables (pid, role, state). A migration queued behind an idle
+transaction would otherwise make every request of every tenant queue behind it.
+
+Re-applying an unchanged SQL layer changes nothing and locks no table: the sha256 of its
+files and a fingerprint of the catalog they produced are kept in memex.sql_layer_state
+(revision 0027); when no revision was applied and both match, the layer is not applied
+again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,15 +43,21 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
 from alembic import command
-from memexdb.errors import DatabaseUnavailable, SetupError
+from memexdb.errors import Busy, DatabaseUnavailable, SetupError
 from memexdb.resources import alembic_dir, sql_dir
 
 log = logging.getLogger("memexdb")
 
+# How long a migration waits for another one (their lock: no tenant can take it).
+SERIALIZE_TIMEOUT_S = 120.0
+# How long it waits for any other lock, and how often it tries before giving up: shorter
+# than a request's lock timeout (5 s), since requests queue behind a waiting migration.
+LOCK_TIMEOUT_S = 2.0
+ATTEMPTS = 5
 _BOOTSTRAP_LOCK_KEY = 0x6D656D6578  # "memex": only before memex.alembic_version exists
 MIN_SERVER_VERSION = 150000
 MIN_PGVECTOR = (0, 7)
@@ -151,27 +171,102 @@ def function_privileges(files: list[Path]) -> dict[str, str]:
     return declared
 
 
-def _apply_sql_functions(conn: Connection) -> None:
+# What the SQL layer produced in the catalog: functions (body, owner, grants, settings,
+# security), tables' grants and row-level security, policies, triggers. Indexes are left
+# out (memex.index_tenant makes per-tenant ones as data grows).
+_CATALOG_FINGERPRINT = """
+select md5(string_agg(line, E'\n' order by line)) from (
+    select 'f ' || p.oid::regprocedure::text || ' ' || md5(p.prosrc) || ' '
+           || p.proowner::regrole::text || ' ' || coalesce(p.proacl::text, '') || ' '
+           || coalesce(array_to_string(p.proconfig, ','), '') || ' ' || p.prosecdef::text
+           || ' ' || p.provolatile::text || ' ' || coalesce(obj_description(p.oid, 'pg_proc'), '')
+    from pg_proc p where p.pronamespace = 'memex'::regnamespace
+    union all
+    select 't ' || c.relname || ' ' || c.relowner::regrole::text || ' '
+           || coalesce(c.relacl::text, '') || ' ' || c.relrowsecurity::text || ' '
+           || c.relforcerowsecurity::text
+    from pg_class c where c.relnamespace = 'memex'::regnamespace and c.relkind in ('r', 'p')
+    union all
+    select 'p ' || pol.polrelid::regclass::text || ' ' || pol.polname || ' '
+           || pol.polcmd::text || ' ' || coalesce(pg_get_expr(pol.polqual, pol.polrelid), '')
+           || ' ' || coalesce(pg_get_expr(pol.polwithcheck, pol.polrelid), '')
+    from pg_policy pol join pg_class c on c.oid = pol.polrelid
+    where c.relnamespace = 'memex'::regnamespace
+    union all
+    select 'g ' || tg.tgrelid::regclass::text || ' ' || tg.tgname || ' '
+           || pg_get_triggerdef(tg.oid)
+    from pg_trigger tg join pg_class c on c.oid = tg.tgrelid
+    where c.relnamespace = 'memex'::regnamespace and not tg.tgisinternal
+    union all
+    select 'n ' || coalesce(n.nspacl::text, '') from pg_namespace n where n.nspname = 'memex'
+    union all
+    select 'd ' || pg_get_expr(d.adbin, d.adrelid) from pg_attrdef d
+    where d.adrelid = 'memex.memories'::regclass
+) lines(line)
+"""
+
+
+def _layer_digest(files: list[Path], declared: dict[str, str]) -> str:
+    """The sha256 of the SQL layer: each file's name and content, in load order, and the
+    privileges declarations the grants are made from."""
+    digest = hashlib.sha256(json.dumps(declared, sort_keys=True).encode())
+    for path in files:
+        digest.update(f"\0{path.parent.name}/{path.name}\0".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _layer_state_table(raw: psycopg.Connection) -> bool:
+    row = raw.execute("select to_regclass('memex.sql_layer_state') is not null").fetchone()
+    return bool(row and row[0])
+
+
+def _apply_sql_functions(conn: Connection, *, revision_changed: bool) -> bool:
+    """Apply the SQL layer unless it is applied already (returns whether it was)."""
     raw = conn.connection.driver_connection
     assert isinstance(raw, psycopg.Connection)
     files = sql_files()
+    declared = function_privileges(files)
+    files_sha256 = _layer_digest(files, declared)
+    tracked = _layer_state_table(raw)
+    if tracked and not revision_changed:
+        stored = raw.execute(
+            "select files_sha256, catalog_md5 from memex.sql_layer_state"
+        ).fetchone()
+        if stored is not None and stored[0] == files_sha256:
+            catalog = raw.execute(_CATALOG_FINGERPRINT).fetchone()
+            if catalog is not None and catalog[0] == stored[1]:
+                return False
     # Read back by the grants file (sql/security/999_grants.sql), for this transaction.
     raw.execute(
         "select set_config('memex.function_privileges', %s, true)",
-        (json.dumps(function_privileges(files), sort_keys=True),),
+        (json.dumps(declared, sort_keys=True),),
     )
     for path in files:
         # No parameters: psycopg sends the file as one simple query, statements and all.
         raw.execute(path.read_text(encoding="utf-8").encode())
+    if tracked:
+        catalog = raw.execute(_CATALOG_FINGERPRINT).fetchone()
+        assert catalog is not None
+        raw.execute(
+            "insert into memex.sql_layer_state (files_sha256, catalog_md5) values (%s, %s)"
+            " on conflict (singleton) do update set files_sha256 = excluded.files_sha256,"
+            " catalog_md5 = excluded.catalog_md5, applied_at = now()",
+            (files_sha256, catalog[0]),
+        )
+    return True
 
 
-def _lock(conn: Connection) -> None:
+def _lock(conn: Connection, lock_timeout_s: float) -> None:
     """Serialize migrations (see the module's docstring); memex.schema_state reports the
-    table lock as a migration under way."""
+    table lock as a migration under way. Another migration is waited on for at most
+    SERIALIZE_TIMEOUT_S, then every lock for at most `lock_timeout_s`."""
+    conn.execute(text(f"set local lock_timeout = '{int(SERIALIZE_TIMEOUT_S * 1000)}ms'"))
     if conn.execute(text("select to_regclass('memex.alembic_version')")).scalar() is None:
         conn.execute(text("select pg_advisory_xact_lock(:key)"), {"key": _BOOTSTRAP_LOCK_KEY})
     if conn.execute(text("select to_regclass('memex.alembic_version')")).scalar() is not None:
         conn.execute(text("lock table memex.alembic_version in share row exclusive mode"))
+    conn.execute(text(f"set local lock_timeout = '{max(1, int(lock_timeout_s * 1000))}ms'"))
 
 
 @contextlib.contextmanager
@@ -191,10 +286,47 @@ def _alembic_quiet() -> Iterator[None]:
         alembic_log.setLevel(level)
 
 
-def migrate(dsn: str) -> str:
+# The sessions holding locks on memexdb's tables (who a migration that timed out waited
+# for, most likely the idle transactions), for the message that refuses it.
+_LOCK_HOLDERS = """
+select a.pid, coalesce(a.usename::text, '?'), coalesce(a.state, '?'),
+       string_agg(distinct c.relname || ' ' || l.mode, ', ')
+from pg_locks l
+join pg_class c on c.oid = l.relation
+join pg_stat_activity a on a.pid = l.pid
+where l.granted and c.relnamespace = 'memex'::regnamespace and c.relkind in ('r', 'p')
+  and l.database = (select d.oid from pg_database d where d.datname = current_database())
+  and l.pid <> pg_backend_pid()
+group by a.pid, a.usename, a.state, a.xact_start
+order by coalesce(a.state, '') like 'idle in transaction%' desc, a.xact_start nulls last
+limit 5
+"""
+
+
+def _lock_holders(dsn: str) -> str:
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=5) as conn:
+            if conn.execute("select to_regnamespace('memex')").fetchone() == (None,):
+                return ""
+            rows = conn.execute(_LOCK_HOLDERS).fetchall()
+    except psycopg.Error:
+        return ""
+    return "; ".join(
+        f"pid {pid} (role {role}, {state}: {locks})" for pid, role, state, locks in rows
+    )
+
+
+def migrate(
+    dsn: str,
+    *,
+    lock_timeout_s: float = LOCK_TIMEOUT_S,
+    attempts: int = ATTEMPTS,
+) -> str:
     """Migrate the database at `dsn` to head and (re)apply the SQL functions.
 
     Returns the alembic revision now current. Safe to run repeatedly and concurrently.
+    Waits for a lock at most `lock_timeout_s` and tries `attempts` times (see the module's
+    docstring), then raises Busy naming who holds memexdb's tables.
     """
     engine = create_engine(
         # The creator accepts any libpq DSN (URI or key=value); the URL names the dialect.
@@ -203,27 +335,62 @@ def migrate(dsn: str) -> str:
         creator=lambda: psycopg.connect(dsn),
     )
     try:
-        try:
-            conn = engine.connect()
-        except sqlalchemy.exc.OperationalError as exc:
-            raise DatabaseUnavailable(f"cannot connect to the database: {exc.orig}") from exc
-        with conn, conn.begin():
-            _lock(conn)
-            _check_prerequisites(conn)
-            conn.execute(text("create schema if not exists memex"))
-            cfg = _alembic_config()
-            cfg.attributes["connection"] = conn
-            with _alembic_quiet():
-                before, head = current_revision(conn), head_revision()
-                if before != head:
-                    log.info(
-                        "migrating the database from revision %s to %s", before or "none", head
-                    )
-                command.upgrade(cfg, "head")
-                _apply_sql_functions(conn)
-                return current_revision(conn) or "base"
+        for attempt in range(1, attempts + 1):
+            try:
+                return _migrate_once(engine, lock_timeout_s)
+            except (sqlalchemy.exc.OperationalError, psycopg.errors.LockNotAvailable) as exc:
+                # (alembic's statements raise through SQLAlchemy, the SQL layer's directly)
+                cause = exc.orig if isinstance(exc, sqlalchemy.exc.DBAPIError) else exc
+                if not isinstance(cause, psycopg.errors.LockNotAvailable):
+                    raise
+                holders = _lock_holders(dsn)
+                if attempt == attempts:
+                    raise Busy(
+                        f"memexdb migrate waited {lock_timeout_s:g} s for a lock {attempts}"
+                        " times and gave up (nothing was changed); sessions holding"
+                        f" memexdb's tables: {holders or 'none found now'}. End them"
+                        " (pg_terminate_backend) or let them finish, then migrate again."
+                    ) from exc
+                pause = min(0.5 * 2 ** (attempt - 1), 5.0)
+                log.warning(
+                    "migrate: a lock was not granted within %g s (attempt %d of %d; held by"
+                    " %s); trying again in %g s",
+                    lock_timeout_s,
+                    attempt,
+                    attempts,
+                    holders or "a session gone since",
+                    pause,
+                )
+                time.sleep(pause)
+        raise AssertionError("unreachable")  # pragma: no cover
     finally:
         engine.dispose()
+
+
+def _migrate_once(engine: Engine, lock_timeout_s: float) -> str:
+    try:
+        conn = engine.connect()
+    except sqlalchemy.exc.OperationalError as exc:
+        raise DatabaseUnavailable(f"cannot connect to the database: {exc.orig}") from exc
+    with conn, conn.begin():
+        _lock(conn, lock_timeout_s)
+        _check_prerequisites(conn)
+        conn.execute(text("create schema if not exists memex"))
+        before = (
+            current_revision(conn)
+            if conn.execute(text("select to_regclass('memex.alembic_version')")).scalar()
+            else None
+        )
+        cfg = _alembic_config()
+        cfg.attributes["connection"] = conn
+        head = head_revision()
+        if before != head:
+            log.info("migrating the database from revision %s to %s", before or "none", head)
+        with _alembic_quiet():
+            command.upgrade(cfg, "head")
+        after = current_revision(conn)
+        _apply_sql_functions(conn, revision_changed=before != after)
+        return after or "base"
 
 
 def current_revision(conn: Connection) -> str | None:

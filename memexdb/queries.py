@@ -104,6 +104,11 @@ ADMIN_CALLER = "select memex._authorize(memex._caller() ->> 'agent', null, 'admi
 # GET /metrics (operator) and GET /health/ready (no caller needed)
 METRICS_SNAPSHOT = "select metric, kind, status, value from memex.metrics_snapshot()"
 SCHEMA_STATE = "select revision, migrating from memex.schema_state()"
+# who waits for a lock on a memex table, and behind whom (readiness)
+LOCK_WAITS = (
+    "select pid, role, relation, mode, waiting_seconds, blocked_by, blocker_roles"
+    " from memex.lock_waits()"
+)
 
 # the admin console's overview (operator)
 OVERVIEW_STATS = """
@@ -135,8 +140,11 @@ ALLOW_KEYLESS = "select memex.allow_keyless()"
 AUDIT_EVENTS = "select * from memex.audit_events(p_limit => %(limit)s, p_before => %(before)s)"
 
 # Serializes the first starts of several containers on one database (`memexdb keys
-# bootstrap`): 0x6D656D65786B6579 is "memexkey".
-BOOTSTRAP_KEY_LOCK = "select pg_advisory_xact_lock(7882827005361350009)"
+# bootstrap`): a lock on a table no tenant role (nor memex_app) may lock, as an advisory
+# lock any role may take on any key would be; self-conflicting, so one bootstrap at a
+# time, and bounded: a lock not granted within 10 s fails the bootstrap (55P03).
+BOOTSTRAP_LOCK_TIMEOUT = "set local lock_timeout = '10s'"
+BOOTSTRAP_KEY_LOCK = "lock table memex.api_keys in share row exclusive mode"
 
 # Whether the database has a key that works (memexdb serve beyond loopback needs one).
 LIVE_KEYS = "select memex.has_live_keys()"

@@ -344,9 +344,10 @@ def test_history_tables_are_append_only_for_tenants(tenants: Tenants) -> None:
             for sql in sqls:
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     conn.execute(sql)
-            # reading one's own history is allowed (the audit log: through the API)
-            if table != "audit_log":
+            # reading too: a tenant role reads its history through the API only (issue 34)
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(f"select count(*) from memex.{table}")
+        assert conn.execute("select count(*) from memex.access_events('A', 'alice')").fetchone()
     assert fingerprint(tenants.dsn) == before
 
 
@@ -358,57 +359,118 @@ def _actor(dsn: str, memory_id: uuid.UUID) -> str:
     return str(found[0])
 
 
+class _Service:
+    """The service's role (memex_app) with A's admin key entered per statement: what may
+    still write memex.memories directly (a tenant role may not: issue 34)."""
+
+    def __init__(self, tenants: Tenants) -> None:
+        self.tenants = tenants
+        self.conn = psycopg.connect(tenants.dsn)
+        register_vector(self.conn)
+        self.conn.execute("set role memex_app")
+        self.conn.commit()
+
+    def actor(self) -> str:
+        with self.conn.transaction():
+            row = self.conn.execute(
+                "select memex._enter(%s) ->> 'actor'", (self.tenants.a_key,)
+            ).fetchone()
+        assert row is not None
+        return str(row[0])
+
+    def execute(self, sql: str, args: Any = ()) -> list[Any]:
+        with self.conn.transaction():
+            self.conn.execute("select memex._enter(%s)", (self.tenants.a_key,))
+            cur = self.conn.execute(sql, args)
+            return cur.fetchall() if cur.description else []
+
+    def close(self) -> None:
+        self.conn.close()
+
+
 def test_actor_is_always_the_caller(tenants: Tenants) -> None:
-    me = f"role:{tenants.roles['a_rw']}"
     with tenants.as_role("a_rw") as conn:
         register_vector(conn)
-        row = conn.execute(
-            "insert into memex.memories (agent_id, user_id, content, embedding,"
-            " embedding_model, actor) values ('A', 'alice', 'direct', %s, 'm', 'operator:cli')"
-            " returning id",
-            (_vector(4),),
-        ).fetchone()
-        assert row is not None
-        assert _actor(tenants.dsn, row[0]) == me
-        conn.execute("update memex.memories set actor = 'key:fake' where id = %s", (row[0],))
-        assert _actor(tenants.dsn, row[0]) == me
-        # the operator's memory: changing what it says makes the changer its actor
-        conn.execute(
-            "update memex.memories set actor = 'key:fake' where id = %s", (tenants.a_memory,)
-        )
-        assert _actor(tenants.dsn, tenants.a_memory).startswith("sql:")
-        conn.execute(
-            "update memex.memories set importance = 1.5 where id = %s", (tenants.a_memory,)
-        )
-        assert _actor(tenants.dsn, tenants.a_memory) == me
-        # a stored memory through the API records the role too
+        # a bound role writes no table directly at all
+        for sql, args in (
+            (
+                "insert into memex.memories (agent_id, user_id, content, embedding,"
+                " embedding_model, actor) values ('A', 'alice', 'direct', %s, 'm',"
+                " 'operator:cli')",
+                (_vector(4),),
+            ),
+            ("update memex.memories set actor = 'key:fake' where id = %s", (tenants.a_memory,)),
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(sql, args)
+        # a stored memory through the API records the role
         stored = conn.execute(
             "select id from memex.store('A', 'alice', 'via api', %s, 'm')", (_vector(5),)
         ).fetchone()
         assert stored is not None
-        assert _actor(tenants.dsn, stored[0]) == me
+        assert _actor(tenants.dsn, stored[0]) == f"role:{tenants.roles['a_rw']}"
+        # and so does an update through the API (a security definer function)
+        conn.execute(
+            "select memex.update_memory('A', 'alice', %s, p_content => 'via api, changed',"
+            " p_embedding => %s, p_embedding_model => 'm')",
+            (stored[0], _vector(6)),
+        )
+        assert _actor(tenants.dsn, stored[0]) == f"role:{tenants.roles['a_rw']}"
+    # the service's role, which still writes the table directly: the trigger sets the actor
+    service = _Service(tenants)
+    try:
+        me = service.actor()
+        assert me.startswith("key:")
+        (row,) = service.execute(
+            "insert into memex.memories (agent_id, user_id, content, embedding,"
+            " embedding_model, actor) values ('A', 'alice', 'direct', %s, 'm', 'operator:cli')"
+            " returning id",
+            (_vector(4),),
+        )
+        assert _actor(tenants.dsn, row[0]) == me
+        service.execute("update memex.memories set actor = 'key:fake' where id = %s", (row[0],))
+        assert _actor(tenants.dsn, row[0]) == me
+        # the operator's memory: changing what it says makes the changer its actor
+        service.execute(
+            "update memex.memories set actor = 'key:fake' where id = %s", (tenants.a_memory,)
+        )
+        assert _actor(tenants.dsn, tenants.a_memory).startswith("sql:")
+        service.execute(
+            "update memex.memories set importance = 1.5 where id = %s", (tenants.a_memory,)
+        )
+        assert _actor(tenants.dsn, tenants.a_memory) == me
+    finally:
+        service.close()
 
 
 def test_files_change_only_through_the_file_functions(tenants: Tenants) -> None:
     before = fingerprint(tenants.dsn)
+    statements = (
+        ("update memex.memories set content = 'rewritten' where path = %s", (A_FILE,)),
+        ("update memex.memories set path = 'user/moved.md' where path = %s", (A_FILE,)),
+        ("delete from memex.memories where path = %s", (A_FILE,)),
+        (
+            "insert into memex.memories (agent_id, user_id, path, content, embedding,"
+            " embedding_model) values ('A', 'alice', 'user/new.md', 'no revision', %s, 'm')",
+            (_vector(6),),
+        ),
+        (
+            "update memex.memories set path = 'user/hidden.md' where id = %s",
+            (tenants.a_memory,),
+        ),
+    )
     with tenants.as_role("a_rw") as conn:
         register_vector(conn)
-        for sql, args in (
-            ("update memex.memories set content = 'rewritten' where path = %s", (A_FILE,)),
-            ("update memex.memories set path = 'user/moved.md' where path = %s", (A_FILE,)),
-            ("delete from memex.memories where path = %s", (A_FILE,)),
-            (
-                "insert into memex.memories (agent_id, user_id, path, content, embedding,"
-                " embedding_model) values ('A', 'alice', 'user/new.md', 'no revision', %s, 'm')",
-                (_vector(6),),
-            ),
-            (
-                "update memex.memories set path = 'user/hidden.md' where id = %s",
-                (tenants.a_memory,),
-            ),
-        ):
-            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="files change only"):
+        for sql, args in statements:  # a bound role: no table privilege at all
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(sql, args)
+    service = _Service(tenants)
+    try:
+        for sql, args in statements:  # the service's role: the trigger refuses
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="files change only"):
+                service.execute(sql, args)
+    finally:
+        service.close()
     assert fingerprint(tenants.dsn) == before
     with tenants.as_role("a_rw") as conn:
         register_vector(conn)
@@ -416,12 +478,16 @@ def test_files_change_only_through_the_file_functions(tenants: Tenants) -> None:
         conn.execute(
             "select memex.write_file('A', 'alice', %s, 'rewritten', %s, 'm')", (A_FILE, _vector(7))
         )
-        conn.execute("update memex.memories set importance = 2 where path = %s", (A_FILE,))
         revisions = conn.execute(
-            "select revision, actor from memex.file_revisions where path = %s order by revision",
+            "select revision, actor from memex.list_revisions('A', 'alice', %s) order by revision",
             (A_FILE,),
         ).fetchall()
     assert revisions == [(1, revisions[0][1]), (2, f"role:{tenants.roles['a_rw']}")]
+    service = _Service(tenants)
+    try:  # a file's importance may still change directly
+        service.execute("update memex.memories set importance = 2 where path = %s", (A_FILE,))
+    finally:
+        service.close()
 
 
 # --- locks nobody can hold hostage ---------------------------------------------------------

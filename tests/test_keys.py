@@ -4,23 +4,29 @@ grants SQL callers get (read back from the catalog)."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+import os
 import re
 import shutil
 import signal
+import stat
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import psycopg
 import pytest
 
-from memexdb import AsyncMemex
+from memexdb import AsyncMemex, cli_keys
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import BatchingEmbedder
-from memexdb.errors import Forbidden, Unauthenticated
+from memexdb.errors import Forbidden, SetupError, Unauthenticated
 from tests.conftest import drop_database, new_database, scratch_dir
 from tests.live_service import (
     Service,
@@ -459,23 +465,17 @@ def test_grants(conn: psycopg.Connection) -> None:
         """
     ).fetchall()
     assert tables == [
-        # history is append-only: read, never written or deleted directly (issue 21)
+        # history is append-only: read, never written or deleted directly (issue 21); a
+        # tenant role holds no table privilege at all, so it can lock and explain nothing
+        # (issue 34): it reads and writes through the tenant API's definer functions
         ("access_log", "memex_app", "SELECT"),
-        ("access_log", "memex_tenant", "SELECT"),
         ("consolidation_runs", "memex_app", "SELECT"),
-        ("consolidation_runs", "memex_tenant", "SELECT"),
         ("embed_queue", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
         ("file_revisions", "memex_app", "SELECT"),
-        ("file_revisions", "memex_tenant", "SELECT"),
         ("memories", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
-        ("memories", "memex_tenant", "DELETE,INSERT,SELECT,UPDATE"),
         ("settings", "memex_app", "INSERT,SELECT,UPDATE"),
-        ("settings", "memex_tenant", "SELECT"),
         ("tenants", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
-        # counts and term statistics: kept by security definer triggers, read by tenants
-        ("tenants", "memex_tenant", "SELECT"),
         ("term_stats", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
-        ("term_stats", "memex_tenant", "SELECT"),
     ]
     forced = conn.execute(
         "select relname from pg_class where relnamespace = 'memex'::regnamespace"
@@ -576,3 +576,116 @@ async def test_admin_actions_and_writers_are_recorded(amemex: AsyncMemex, dsn: s
             {"name": "rate_limit_search_per_minute", "old": None, "new": 600},
         ),
     ]
+
+
+# --- memexdb keys bootstrap: the operator's own paths (issue 34, item 2) -------------------
+
+
+def _bootstrap(dsn: str, token_file: Path) -> int:
+    args = argparse.Namespace(token_file=str(token_file), name="operator")
+    return cli_keys._bootstrap(args, dsn)
+
+
+def _keys_made(dsn: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("select count(*) from memex.api_keys").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_bootstrap_writes_through_nothing_planted_in_the_folder(dsn: str, tmp_path: Path) -> None:
+    """A local user who can write the key file's folder pre-creates the scratch file the
+    command used to write through (`.<name>.<pid>`, opened without O_EXCL): a file of
+    theirs (the token ended up in it, mode 0666) or a symlink to a file of theirs (root
+    wrote the token there). Neither is used now: the scratch file is a fresh random one."""
+    folder = tmp_path / "keys"
+    folder.mkdir()
+    key_file = folder / "admin-key"
+    victim = tmp_path / "attacker-owned"
+    victim.write_text("theirs\n")
+    os.chmod(victim, 0o666)
+    planted = folder / f".{key_file.name}.{os.getpid()}"
+    planted.symlink_to(victim)
+    assert _bootstrap(dsn, key_file) == 0
+    token = key_file.read_text().strip()
+    assert TOKEN.fullmatch(token), token
+    assert victim.read_text() == "theirs\n"
+    assert not key_file.is_symlink()
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert planted.is_symlink()  # left as it was, not followed, not renamed
+    assert sorted(p.name for p in folder.iterdir()) == sorted([key_file.name, planted.name])
+
+
+def test_bootstrap_keeps_no_pre_created_file_of_another_user(dsn: str, tmp_path: Path) -> None:
+    key_file = tmp_path / "admin-key"
+    planted = tmp_path / f".{key_file.name}.{os.getpid()}"
+    planted.write_text("")
+    os.chmod(planted, 0o666)
+    assert _bootstrap(dsn, key_file) == 0
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert key_file.stat().st_ino != planted.stat().st_ino
+    assert planted.read_text() == ""  # the token never went into it
+
+
+def test_bootstrap_refuses_a_key_file_that_is_a_symlink(dsn: str, tmp_path: Path) -> None:
+    victim = tmp_path / "elsewhere"
+    victim.write_text("theirs\n")
+    key_file = tmp_path / "admin-key"
+    key_file.symlink_to(victim)
+    with pytest.raises(SetupError, match="symbolic link"):
+        _bootstrap(dsn, key_file)
+    assert victim.read_text() == "theirs\n"
+    assert key_file.is_symlink()
+    assert _keys_made(dsn) == 0  # no key without its token written
+
+
+def test_no_bound_role_can_hold_bootstrap(dsn: str, tmp_path: Path) -> None:
+    """A bound role used to hang every container start by holding the fixed advisory key
+    bootstrap took; the lock it takes now is one on memex.api_keys, which no tenant role
+    may take, and a database with keys is answered before any lock."""
+    role = f"boot_{psycopg.conninfo.conninfo_to_dict(dsn)['dbname']}"[:60]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if not conn.execute("select from pg_roles where rolname = %s", (role,)).fetchone():
+            conn.execute(f'create role "{role}" login')
+        conn.execute("select memex.bind_sql_role(%s, 'B', null, 'write')", (role,))
+    info = psycopg.conninfo.conninfo_to_dict(dsn)
+    info["user"] = role
+    role_dsn = psycopg.conninfo.make_conninfo(**{k: v for k, v in info.items() if v is not None})
+    with psycopg.connect(role_dsn) as squatter:
+        # every lock it can think of: the old fixed key, and the table (refused)
+        squatter.execute("select pg_advisory_lock(7882827005361350009)")
+        squatter.execute("select pg_advisory_xact_lock(7882827005361350009)")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            squatter.execute("lock table memex.api_keys in access share mode")
+        squatter.rollback()
+        squatter.execute("select pg_advisory_lock(7882827005361350009)")
+        outcome: dict[str, object] = {}
+        first = threading.Thread(
+            target=lambda: outcome.update(code=_bootstrap(dsn, tmp_path / "one")), daemon=True
+        )
+        first.start()
+        first.join(60)
+        assert outcome.get("code") == 0, "bootstrap waited for a lock a tenant role holds"
+        # a second start finds the key and returns at once
+        started = time.monotonic()
+        assert _bootstrap(dsn, tmp_path / "two") == 0
+        assert time.monotonic() - started < 30
+        assert not (tmp_path / "two").exists()
+    assert _keys_made(dsn) == 1
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("select memex.unbind_sql_role(%s)", (role,))
+
+
+def test_concurrent_bootstraps_make_one_key(dsn: str, tmp_path: Path) -> None:
+    codes: list[int] = []
+    threads = [
+        threading.Thread(target=lambda i=i: codes.append(_bootstrap(dsn, tmp_path / f"k{i}")))
+        for i in range(3)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert codes == [0, 0, 0]
+    assert _keys_made(dsn) == 1
+    assert len([p for p in tmp_path.iterdir() if p.name.startswith("k")]) == 1

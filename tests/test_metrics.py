@@ -220,6 +220,7 @@ def test_liveness_readiness_and_a_migration_under_way(live: Live) -> None:
         "reason": None,
         "message": None,
         "version": r.json()["version"],
+        "blocked": [],
     }, r.text
     # memexdb.migrations holds this lock while it migrates
     with psycopg.connect(live.dsn) as conn:

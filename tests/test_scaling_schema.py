@@ -36,7 +36,7 @@ TENANT_TABLES = {
 # small, read by every call, written by operators: a copy on every node
 REFERENCE_TABLES = {"settings", "api_keys", "sql_roles", "lock_secret"}
 # on the coordinator only
-COORDINATOR_TABLES = {"alembic_version", "audit_log"}
+COORDINATOR_TABLES = {"alembic_version", "audit_log", "sql_layer_state"}
 
 # Constraints of tenant tables without the distribution column (or tables without it):
 # what a Citus deployment changes, each explained in docs/scaling.md.
@@ -83,6 +83,7 @@ GLOBAL_FUNCTIONS = {
     "restore_consolidation",
     "revoke_key",
     "schema_state",
+    "lock_waits",
     "set_dream_config",
     "set_embeddings",
     "set_setting",

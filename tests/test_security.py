@@ -538,25 +538,35 @@ async def test_sql_role_matrix(world: World, embedder: Embedder) -> None:
             dsn = _with_user(world.dsn, roles[attempt.name])
             await _matrix_one(world, "SQL role", attempt, _sql(dsn, vec), tuple(SQL_OPS))
     writer_dsn = _with_user(world.dsn, writer)
-    # a plain select of the tables: row-level security shows only the bound tenant
+    # no table at all: a bound role reads and writes through the tenant API only, so it
+    # can neither lock a tenant table nor read the planner's estimates of other tenants
     with psycopg.connect(writer_dsn, autocommit=True) as conn:
-        rows = conn.execute("select agent_id, user_id, content from memex.memories").fetchall()
-        assert rows and {(a, u) for a, u, _ in rows} == {MINE}
-        tenants = conn.execute("select agent_id, user_id from memex.tenants").fetchall()
-        assert set(tenants) == {MINE}
-        for table in ("file_revisions", "access_log"):
-            seen = conn.execute(f"select distinct agent_id, user_id from memex.{table}").fetchall()
-            assert set(seen) == {MINE}, table
+        for table in ("memories", "tenants", "term_stats", "file_revisions", "access_log"):
+            for probe in (
+                f"select agent_id, user_id from memex.{table}",
+                f"explain select 1 from memex.{table} where agent_id = 'B'",
+                f"lock table memex.{table} in access share mode",
+                f"lock table memex.{table} in access exclusive mode",
+            ):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    if probe.startswith("lock"):
+                        with conn.transaction():
+                            conn.execute(probe)
+                    else:
+                        conn.execute(probe)
+        # the tenant API (security definer functions) shows the bound tenant only
+        mine = conn.execute(
+            "select agent_id, user_id from memex.list_memories('A', 'alice', 100)"
+        ).fetchall()
+        assert mine and set(mine) == {MINE}
         # forging the service's caller setting changes nothing for a bound role
         conn.execute(
             'select set_config(\'memex.caller\', \'{"all": true, "access": "admin"}\', false)'
         )
-        assert {
-            (a, u)
-            for a, u, _ in conn.execute(
-                "select agent_id, user_id, content from memex.memories"
-            ).fetchall()
-        } == {MINE}
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("select count(*) from memex.list_memories('A', 'bob', 100)")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("select count(*) from memex.list_memories('B', 'alice', 100)")
         for forbidden in (
             "select * from memex.api_keys",
             "select * from memex.audit_log",

@@ -21,9 +21,9 @@ from starlette.responses import Response
 from memexdb import __version__, metrics
 from memexdb.bearer import bearer_key
 from memexdb.client import AsyncMemex
-from memexdb.errors import DatabaseUnavailable
+from memexdb.errors import DatabaseUnavailable, MemexError
 from memexdb.migrations import older_revisions
-from memexdb.params import LiveResponse, NotReady, ReadyResponse
+from memexdb.params import BlockedLock, LiveResponse, NotReady, ReadyResponse
 from memexdb.rest.endpoint import Endpoint, Reply
 from memexdb.rest.parsing import json_of
 
@@ -49,30 +49,38 @@ async def live(request: Request) -> Response:
 _older_revisions = functools.cache(older_revisions)
 
 
-async def _not_ready(memex: AsyncMemex) -> tuple[NotReady, str] | None:
-    """Why this process should get no traffic now (code, message); None: it should."""
+async def _not_ready(
+    memex: AsyncMemex,
+) -> tuple[tuple[NotReady, str] | None, list[BlockedLock]]:
+    """Why this process should get no traffic now (code, message; None: it should), and
+    who waits for a lock on a memex table now."""
     pool = getattr(memex.pool, "availability", None)
     if pool is not None and pool.down:
-        return "database_unavailable", "the database is down or being restarted"
+        return ("database_unavailable", "the database is down or being restarted"), []
     try:
         async with asyncio.timeout(READY_TIMEOUT_S):
             state = await memex.schema_state()
+            try:
+                blocked = await memex.lock_waits()
+            except MemexError:  # a schema older than memex.lock_waits
+                blocked = []
     except (DatabaseUnavailable, TimeoutError):
-        return "database_unavailable", "the database did not answer"
+        return ("database_unavailable", "the database did not answer"), []
     if state.migrating:
-        return "migrating", "a migration of the schema is running"
+        return ("migrating", "a migration of the schema is running"), blocked
     if state.revision is None or state.revision in _older_revisions():
-        return "schema_behind", f"the schema is at {state.revision}: run `memexdb migrate`"
-    return None
+        behind = f"the schema is at {state.revision}: run `memexdb migrate`"
+        return ("schema_behind", behind), blocked
+    return None, blocked
 
 
 async def ready(request: Request) -> Response:
-    problem = await _not_ready(_memex(request))
+    problem, blocked = await _not_ready(_memex(request))
     if problem is None:
-        return json_of(ReadyResponse(status="ok", version=__version__))
+        return json_of(ReadyResponse(status="ok", version=__version__, blocked=blocked))
     reason, message = problem
     refused = ReadyResponse(
-        status="unavailable", reason=reason, message=message, version=__version__
+        status="unavailable", reason=reason, message=message, version=__version__, blocked=blocked
     )
     return json_of(refused, 503)
 

@@ -16,6 +16,7 @@ create or replace function memex.dream_config()
 returns jsonb
 language sql
 stable
+security definer
 set search_path = pg_catalog, pg_temp
 as $$
     select '{"enabled": true, "interval_seconds": 300, "grace_minutes": 60,

@@ -19,6 +19,7 @@ create or replace function memex.reserve_rate_limit(
 returns uuid
 language plpgsql
 volatile
+security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare

@@ -1,6 +1,6 @@
 -- privileges: service
--- memex._guard_memories: what a caller writing memex.memories directly (plain SQL as a
--- bound role, or a security invoker function such as memex.store) may not do, whatever
+-- memex._guard_memories: what a caller writing memex.memories directly (plain SQL as the
+-- service's memex_app: tenant roles hold no table privileges) may not do, whatever
 -- row-level security lets through:
 --   - set `actor`: it is always the caller (memex._actor()) on insert, and on an update
 --     that changes what the memory says; an update that only re-embeds it (the embed
@@ -9,8 +9,10 @@
 --     through memex.write_file, patch_file, delete_file and restore_revision, which record
 --     the revision in the same transaction (SQLSTATE 42501 otherwise). A file's importance,
 --     metadata and type may still change (memex.update_memory).
--- memexdb's own security definer functions (owned by memex_owner) and the operator's
--- roles (members of memex_owner) keep their revisions and actors themselves: they pass.
+-- memexdb's own security definer functions (owned by memex_owner: the tenant API, e.g.
+-- memex.store sets the actor by default and memex.update_memory and memex.forget refuse
+-- files themselves) and the operator's roles (members of memex_owner) keep their
+-- revisions and actors themselves: they pass.
 create or replace function memex._guard_memories()
 returns trigger
 language plpgsql

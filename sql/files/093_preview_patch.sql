@@ -15,7 +15,8 @@ create or replace function memex.preview_patch(
 )
 language plpgsql
 stable
-set search_path = pg_catalog, public, pg_temp
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_current text;

@@ -24,7 +24,8 @@ create or replace function memex.store_many(
 returns setof memex.memory_record
 language plpgsql
 volatile
-set search_path = pg_catalog, public, pg_temp
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_past bigint;

@@ -1,12 +1,14 @@
 -- privileges: tenant
 -- memex.missing_memory_ids: which of p_ids the caller sees no memory with (memexdb's
 -- import embeds only those before memex.import_memories, so that a re-run embeds nothing).
--- Security invoker: row-level security hides other tenants' memories, so their ids count
--- as missing (and memex.import_memories then skips them); nothing leaks across tenants.
+-- A security definer (tenant roles hold no table privileges); row-level security, forced
+-- on memex_owner too, still hides other tenants' memories, so their ids count as missing
+-- (and memex.import_memories then skips them); nothing leaks across tenants.
 create or replace function memex.missing_memory_ids(p_ids uuid[])
 returns setof uuid
 language sql
 stable
+security definer
 set search_path = pg_catalog, pg_temp
 as $$
     select i from unnest(p_ids) i

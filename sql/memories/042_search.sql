@@ -54,7 +54,8 @@ create or replace function memex.search(
 returns setof memex.search_hit
 language plpgsql
 volatile
-set search_path = pg_catalog, public, pg_temp
+security definer
+set search_path = pg_catalog, pg_temp
 -- One generic plan per statement, reused by every call: planning the ranking query anew
 -- for each call was half of a small tenant's search (0.58 -> 0.27 ms of backend CPU,
 -- bench/RESULTS.md "Load test"). Nothing here gains from the caller's values: the exact
@@ -102,10 +103,10 @@ begin
         if p_query_embedding is null then
             perform memex._invalid('query_embedding', 'is required in mode ' || p_mode);
         end if;
-        if vector_dims(p_query_embedding) <> memex.embedding_dims() then
+        if public.vector_dims(p_query_embedding) <> memex.embedding_dims() then
             perform memex._invalid('query_embedding',
                 format('must have %s dimensions, not %s', memex.embedding_dims(),
-                       vector_dims(p_query_embedding)));
+                       public.vector_dims(p_query_embedding)));
         end if;
     else
         p_query_embedding := null;
@@ -178,7 +179,7 @@ begin
                        memex._recency(c.created_at, v_now, p_half_life_days) as recency
                 from (
                     select m.id, m.importance::double precision as importance, m.created_at,
-                           1 - (m.embedding <=> p_query_embedding) as similarity
+                           1 - (m.embedding operator(public.<=>) p_query_embedding) as similarity
                     from memex._live_memories(p_agent_id, p_user_id, p_memory_types,
                                               p_embedding_model, v_now, p_metadata,
                                               p_include_archived) m

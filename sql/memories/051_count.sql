@@ -14,7 +14,8 @@ create or replace function memex.count(
 returns bigint
 language plpgsql
 stable
-set search_path = pg_catalog, public, pg_temp
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);

@@ -12,7 +12,8 @@ create or replace function memex.get_memory(
 returns memex.memory_record
 language plpgsql
 stable
-set search_path = pg_catalog, public, pg_temp
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_result memex.memory_record;

@@ -22,7 +22,8 @@ create or replace function memex.list_memories(
 returns setof memex.memory_record
 language plpgsql
 stable
-set search_path = pg_catalog, public, pg_temp
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);

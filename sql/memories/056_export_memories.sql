@@ -39,7 +39,8 @@ returns table (
 )
 language plpgsql
 stable
-set search_path = pg_catalog, public, pg_temp
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._check_tenant(p_agent_id, coalesce(p_user_id, '-'));

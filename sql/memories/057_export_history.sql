@@ -19,6 +19,7 @@ create or replace function memex.export_history(
 returns table (kind text, id bigint, record jsonb)
 language plpgsql
 stable
+security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare

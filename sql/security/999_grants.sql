@@ -2,12 +2,21 @@
 -- granted to PUBLIC. memex_app is the service: it enters a caller per transaction
 -- (memex._enter) and may run every function, the operator's and the scheduled jobs'
 -- included. memex_tenant is the group of login roles bound to one tenant for direct SQL
--- (memex.bind_sql_role): the tenant API, the read-only helpers it runs as its caller, and
--- the tenant tables under row-level security. API keys, SQL role bindings, the audit log,
--- the lock secret and the rate-limit counters are reached only through security definer
--- functions. memex_owner (no login, no BYPASSRLS) owns the tables and every security
--- definer function, so row-level security (forced on the tenant tables) still applies
--- inside them: a definer function is a second wall, not a door.
+-- (memex.bind_sql_role): it may run the tenant API and holds no privilege on any table,
+-- so a tenant role can neither LOCK a table (in any mode: every mode needs a table
+-- privilege) nor EXPLAIN a query over one (the planner's row estimates would tell it
+-- about other tenants' rows, which row-level security does not hide). Every function of
+-- the tenant API that reads or writes a table is a security definer; API keys, SQL role
+-- bindings, the audit log, the lock secret and the rate-limit counters are likewise
+-- reached only through security definer functions. memex_owner (no login, no BYPASSRLS)
+-- owns the tables and every security definer function, so row-level security (forced on
+-- the tenant tables) still applies inside them, to the real caller (memex._caller reads
+-- the session's login role and the service's entered caller, never current_user): a
+-- definer function is a second wall, not a door.
+--
+-- memex_app keeps table privileges for the service's own jobs that run as security
+-- invoker (the embed worker, index_tenant, the statistics, settings; docs/security.md):
+-- memex_app is a NOLOGIN role only the operator's login roles are members of.
 --
 -- History is evidence: file revisions, the access log, consolidation runs and the audit
 -- log are append-only for every caller. They are written only by the functions that make
@@ -24,19 +33,17 @@ revoke all on all tables in schema memex from memex_app, memex_tenant;
 revoke execute on all functions in schema memex from memex_app, memex_tenant;
 
 grant usage on schema memex to memex_app, memex_tenant;
-grant select, insert, update, delete on memex.memories to memex_app, memex_tenant;
--- Counts and term statistics: kept by security definer triggers on memex.memories; a
--- tenant role reads its own rows (the ANN path does), the service's operator functions
--- (memex.index_tenant, maintenance) also write them.
+-- memex_tenant: no table at all (see above).
+grant select, insert, update, delete on memex.memories to memex_app;
+-- Counts and term statistics: kept by security definer triggers on memex.memories; the
+-- service's operator functions (memex.index_tenant, maintenance) also write them.
 grant select, insert, update, delete on memex.tenants, memex.term_stats to memex_app;
-grant select on memex.tenants, memex.term_stats to memex_tenant;
 -- History: read only (see above).
 grant select on memex.file_revisions, memex.access_log, memex.consolidation_runs
-    to memex_app, memex_tenant;
+    to memex_app;
 -- The embed queue is the service's alone (its embed worker).
 grant select, insert, update, delete on memex.embed_queue to memex_app;
-grant select on memex.settings to memex_app, memex_tenant;
-grant insert, update on memex.settings to memex_app;
+grant select, insert, update on memex.settings to memex_app;
 grant execute on all functions in schema memex to memex_app;
 
 -- The tenant API and the helpers it runs with its caller's rights: every function whose

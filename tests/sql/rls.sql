@@ -1,8 +1,9 @@
 -- Row-level security and tenant binding: two login roles bound with memex.bind_sql_role
 -- connect themselves (a binding follows session_user, so `set role` cannot take one on:
--- this file reconnects with \c). What each sees, through memex.* and through the tables
--- directly, and what each is refused. Roles are cluster-wide: the two made here are
--- dropped at the start (a run that stopped half-way) and at the end.
+-- this file reconnects with \c). What each sees through memex.*, and what each is
+-- refused: every table (a bound role holds no table privilege, so it cannot lock a table
+-- or read the planner's estimates of other tenants' rows either). Roles are cluster-wide:
+-- the two made here are dropped at the start (a run that stopped half-way) and at the end.
 \set VERBOSITY terse
 \set SHOW_CONTEXT never
 select current_user as operator \gset
@@ -31,9 +32,18 @@ select agent_id, user_id, content from memex.store('other', 'alice', 'another ag
 \c - memex_regress_alice
 select session_user, memex._caller() ->> 'agent' as agent, memex._caller() -> 'users' as users,
        memex._caller() ->> 'access' as access;
--- the tables, under row-level security: only its own rows
+-- the tenant API shows its own rows; the tables are not its to read, lock or explain
+select agent_id, user_id, content from memex.list_memories('rls', 'alice') order by content;
 select agent_id, user_id, content from memex.memories order by content;
+\echo :LAST_ERROR_SQLSTATE
 select agent_id, user_id from memex.tenants order by 1, 2;
+\echo :LAST_ERROR_SQLSTATE
+begin;
+lock table memex.memories in access share mode;
+\echo :LAST_ERROR_SQLSTATE
+rollback;
+explain select 1 from memex.memories where agent_id = 'other';
+\echo :LAST_ERROR_SQLSTATE
 -- the API: its own tenant, and nothing else
 select content from memex.search('rls', 'alice',
     (array[1, 0]::real[] || array_fill(0::real, array[382]))::public.vector);
@@ -44,16 +54,17 @@ select count(*) from memex.count('other', 'alice');
 \echo :LAST_ERROR_SQLSTATE
 -- a setting cannot widen the binding (memex._caller reads session_user's binding first)
 set memex.caller = '{"all": true, "access": "admin", "actor": "forged"}';
-select agent_id, user_id, content from memex.memories order by content;
+select agent_id, user_id, content from memex.list_memories('rls', 'alice') order by content;
+select count(*) from memex.count('rls', 'bob');
+\echo :LAST_ERROR_SQLSTATE
 select memex._caller() ->> 'actor' as actor;
 reset memex.caller;
--- writing another tenant's row directly is refused by the policy
-insert into memex.memories (agent_id, user_id, content, embedding, embedding_model)
-values ('rls', 'bob', 'written by alice',
-        (array[1, 0]::real[] || array_fill(0::real, array[382]))::public.vector, 'hand-made');
+-- writing another tenant's row is refused, through the API and directly
+select content from memex.store('rls', 'bob', 'written by alice',
+    (array[1, 0]::real[] || array_fill(0::real, array[382]))::public.vector, 'hand-made');
 \echo :LAST_ERROR_SQLSTATE
 update memex.memories set content = 'changed by alice' where user_id = 'bob';
-select content from memex.memories where user_id = 'bob';
+\echo :LAST_ERROR_SQLSTATE
 -- its own write goes through
 select user_id, content from memex.store('rls', 'alice', 'alice writes for herself',
     (array[0, 1]::real[] || array_fill(0::real, array[382]))::public.vector, 'hand-made');
@@ -69,12 +80,13 @@ select memex.set_setting('rate_limit_store_per_minute', '1000');
 -- read access to every user of agent rls: reads both, writes nothing
 select user_id, content from memex.search('rls', 'bob',
     (array[1, 0]::real[] || array_fill(0::real, array[382]))::public.vector);
-select agent_id, user_id, content from memex.memories order by content;
+select agent_id, user_id, content from memex.list_memories('rls', 'bob') order by content;
 select content from memex.store('rls', 'bob', 'reader tries to write',
     (array[1, 0]::real[] || array_fill(0::real, array[382]))::public.vector, 'hand-made');
 \echo :LAST_ERROR_SQLSTATE
 delete from memex.memories where user_id = 'bob';
-select count(*) from memex.memories where user_id = 'bob';
+\echo :LAST_ERROR_SQLSTATE
+select memex.count('rls', 'bob');
 
 \c - :operator
 -- unbound, a member of nothing: the roles are dropped

@@ -631,6 +631,42 @@ export interface components {
             next_before: number | null;
         };
         /**
+         * BlockedLock
+         * @description A session waiting now for a lock on one of memexdb's tables (memex.lock_waits).
+         */
+        BlockedLock: {
+            /**
+             * Blocked By
+             * @description the pids holding or ahead of the lock
+             */
+            blocked_by: number[];
+            /** Blocker Roles */
+            blocker_roles: string[];
+            /**
+             * Mode
+             * @description the lock mode it asked for, e.g. AccessExclusiveLock
+             */
+            mode: string;
+            /** Pid */
+            pid: number;
+            /**
+             * Relation
+             * @description the memex table it waits for
+             */
+            relation: string;
+            /**
+             * Role
+             * @description its role (null when not visible)
+             * @default null
+             */
+            role?: string | null;
+            /**
+             * Waiting Seconds
+             * @default null
+             */
+            waiting_seconds?: number | null;
+        };
+        /**
          * CountResponse
          * @description Number of live memories of a tenant (of one type, if given).
          */
@@ -1983,9 +2019,13 @@ export interface components {
         };
         /**
          * ReadyResponse
-         * @description GET /health/ready: whether this process should get traffic, and if not why.
+         * @description GET /health/ready: whether this process should get traffic, and if not why;
+         *     `blocked` lists the sessions waiting for a lock on a memex table (a migration behind
+         *     an idle transaction, requests behind a migration) and who blocks them.
          */
         ReadyResponse: {
+            /** Blocked */
+            blocked?: components["schemas"]["BlockedLock"][];
             /**
              * Message
              * @default null
