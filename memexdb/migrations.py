@@ -372,7 +372,7 @@ def _migrate_once(engine: Engine, lock_timeout_s: float) -> str:
         conn = engine.connect()
     except sqlalchemy.exc.OperationalError as exc:
         raise DatabaseUnavailable(f"cannot connect to the database: {exc.orig}") from exc
-    with conn, conn.begin():
+    with conn, conn.begin(), _alembic_quiet():
         _lock(conn, lock_timeout_s)
         _check_prerequisites(conn)
         conn.execute(text("create schema if not exists memex"))
@@ -386,8 +386,7 @@ def _migrate_once(engine: Engine, lock_timeout_s: float) -> str:
         head = head_revision()
         if before != head:
             log.info("migrating the database from revision %s to %s", before or "none", head)
-        with _alembic_quiet():
-            command.upgrade(cfg, "head")
+        command.upgrade(cfg, "head")
         after = current_revision(conn)
         _apply_sql_functions(conn, revision_changed=before != after)
         return after or "base"
