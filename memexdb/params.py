@@ -2260,6 +2260,21 @@ class RunList(BaseModel):
     next_before: int | None
 
 
+class SkippedStep(BaseModel):
+    step: str = Field(description="condense | dream")
+    reason: str = Field(description="Why it did not run (e.g. another runner held the tenant).")
+
+
+class RunNowOut(RunList):
+    """POST /v1/admin/dream/run: the runs, and a tenant's steps that did not run."""
+
+    skipped: list[SkippedStep] = Field(
+        description="A tenant's steps that did not run, and why: while the scheduler (or"
+        " another run) holds the tenant's consolidation lock, its condense or dream step"
+        " is skipped, not waited for. Empty for a tick."
+    )
+
+
 class DreamUserOut(_Out):
     agent_id: str
     user_id: str

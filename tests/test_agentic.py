@@ -16,13 +16,14 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+import psycopg
 import pytest
 
 import memexdb
 from memexdb import AsyncMemex, agentic
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import BatchingEmbedder
-from memexdb.errors import Forbidden
+from memexdb.errors import Forbidden, RateLimited
 from memexdb.llm import ChatModel
 from memexdb.params import MEMORIZE_MAX_PROPOSALS, MEMORIZE_PROPOSAL_MAX_CHARS
 from tests.conftest import drop_database, new_database
@@ -31,6 +32,7 @@ from tests.scripted_llm import ScriptedLLM, answer, scripted_llm, tool_calls
 from tests.test_mcp_support import call, call_error, connected, http_client_of, serve
 
 A, U = "agentic", "alice"
+LIMIT = "rate_limit_store_per_minute"
 NOW = datetime(2026, 12, 3, 14, 5, tzinfo=UTC)
 PROFILE = "# Alice\n\n## Preferences\n\n- dark mode\n\n## Work\n\n- writes Rust at Acme\n"
 
@@ -63,6 +65,25 @@ async def test_memorize_without_an_llm_keeps_the_text(amemex: AsyncMemex) -> Non
     hits = await amemex.search(A, U, "where does she live now?", top_k=1)
     assert hits[0].id == stored.memory_id
     assert await amemex.list_files(A, U) == ([], None)  # no copy in a log file
+
+
+async def test_memorize_fallback_logs_its_write_with_its_memory(
+    amemex: AsyncMemex, conn: psycopg.Connection
+) -> None:
+    """docs/security.md: memorize stores its memory and its log entry in one transaction
+    (issue 34, item 7: the fallback wrote no access-log entry). A refused call (over the
+    store limit) writes neither."""
+    conn.execute("update memex.settings set value = '1' where name = %s", (LIMIT,))
+    done = await agentic.memorize(amemex, A, U, "Alice's flat is on the third floor.", now=NOW)
+    [stored] = done.applied
+    [entry] = await amemex.access_log(A, U)
+    assert (entry.operation, entry.target) == ("memorize", str(stored.memory_id))
+    assert entry.actor == "memorize-agent" and entry.details == {"on_behalf_of": "open"}
+    # the entry is written by the statement that stores the memory: one transaction
+    with pytest.raises(RateLimited):
+        await agentic.memorize(amemex, A, U, "Alice takes the stairs.", now=NOW)
+    assert len(await amemex.access_log(A, U)) == 1
+    assert await amemex.count(A, U) == 1
 
 
 async def test_a_memorized_sentence_comes_back_once(amemex: AsyncMemex) -> None:

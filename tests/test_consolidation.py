@@ -5,14 +5,16 @@ service's own scheduler condensing a due tenant by itself."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 
 import httpx
+import psycopg
 import pytest
 
 from memexdb import AsyncMemex
@@ -22,6 +24,7 @@ from memexdb.embedding import BatchingEmbedder
 from memexdb.errors import Forbidden, NotFound
 from memexdb.llm import ChatModel, ToolCall
 from memexdb.params import MemoryCreate
+from memexdb.rest.app import create_app
 from tests.conftest import drop_database, new_database, scratch_dir
 from tests.live_service import (
     Service,
@@ -452,3 +455,41 @@ def test_the_consoles_run_now_is_abstractive_with_an_llm(
         condensed = [r for r in runs["runs"] if r["kind"] == "condense"]
         assert [(r["status"], r["details"]["method"]) for r in condensed] == [("done", "llm")]
         assert len(llm.requests) == 1
+
+
+async def test_a_forced_run_now_says_which_step_another_runner_held(
+    dsn: str, batching_embedder: BatchingEmbedder
+) -> None:
+    """Issue 34, item 7: while the scheduler held the tenant's consolidation lock, a forced
+    run-now answered 200 with only the dream step, saying nothing of the condense step."""
+    async with await AsyncMemex.connect(dsn, embedder=batching_embedder) as memex:
+        await memex.store_many(_history(110))
+
+    @contextlib.asynccontextmanager
+    async def connect() -> AsyncIterator[AsyncMemex]:
+        async with await AsyncMemex.connect(dsn, embedder=batching_embedder) as memex:
+            yield memex
+
+    app = create_app(connect)
+    run = {"agent_id": A, "user_id": U, "force": True}
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://x") as http,
+    ):
+        with psycopg.connect(dsn) as scheduler:  # a tick in the middle of this tenant's run
+            scheduler.execute(
+                "select pg_advisory_xact_lock(memex._lock_key('consolidate',"
+                " jsonb_build_array(%s::text, %s::text)::text))",
+                (A, U),
+            )
+            r = await http.post("/v1/admin/dream/run", json=run)
+            assert r.status_code == 200, r.text
+            body = r.json()
+            assert [s["step"] for s in body["skipped"]] == ["condense"]
+            assert "consolidation lock" in body["skipped"][0]["reason"]
+            assert [run["kind"] for run in body["runs"]] == ["dream"]
+            scheduler.rollback()
+        r = await http.post("/v1/admin/dream/run", json=run)
+        body = r.json()
+        assert body["skipped"] == []
+        assert body["runs"][0]["kind"] == "condense" and body["runs"][0]["status"] == "done"

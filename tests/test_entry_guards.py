@@ -366,6 +366,23 @@ def test_sse_messages_with_other_credentials_are_refused_and_never_answered(keye
         assert answer["id"] == "from-A" and "result" in answer
 
 
+def test_sse_message_with_a_revoked_key_is_a_401(keyed: Keyed) -> None:
+    """The key is checked before the session's owner (issue 34, item 7). Before: a message
+    with the opener's revoked key was let through, one with another revoked key got 403."""
+    opener, other = _key(keyed.dsn, "write", "A"), _key(keyed.dsn, "write", "A")
+    with _http(keyed) as http, http.stream("GET", "/sse", headers=_auth(opener)) as stream:
+        assert stream.status_code == 200
+        lines = stream.iter_lines()  # (kept: a dropped line iterator closes the stream)
+        endpoint = next(line for line in lines if line.startswith("data: "))[6:]
+        with psycopg.connect(keyed.dsn, autocommit=True) as conn:
+            for token in (opener, other):
+                conn.execute("select memex.revoke_key(%s)", (token.split("_")[1],))
+        for token in (opener, other):
+            r = http.post(endpoint, json={**INITIALIZE, "id": 1}, headers=_auth(token))
+            assert _error(r, 401)["code"] == "unauthenticated", token
+            assert r.headers["www-authenticate"].startswith("Bearer")
+
+
 # --- an expiry in the past --------------------------------------------------------------
 
 PAST = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()

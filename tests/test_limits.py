@@ -16,14 +16,17 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 import httpx
 import psycopg
 import pytest
+from mcp import Client
 
 from memexdb import NewMemory
 from memexdb.client import AsyncMemex
 from memexdb.embedding import BatchingEmbedder, Embedder
 from memexdb.embedding.protocol import Vectors
 from memexdb.errors import Forbidden, RateLimited
+from memexdb.mcp import build_mcp_server
 from memexdb.rest.app import create_app
 from tests.sqlapi import angled
+from tests.test_mcp_support import call_error, connected
 
 
 class CountingEmbedder:
@@ -175,6 +178,59 @@ async def test_rest_batch_over_the_limit_is_a_429_before_any_embedding(
         await batching.aclose()
     assert counting.texts == 3
     assert _count(conn, "A") == 3
+
+
+async def test_smart_read_and_memory_search_are_refused_before_they_are_embedded(
+    conn: psycopg.Connection, dsn: str, client: AsyncMemex, counting: CountingEmbedder
+) -> None:
+    """Issue 34: smart_read and memory_search embedded an over-limit query (8 kB: ~200 ms
+    of model time each) before their 429. Python, MCP (in-process, the SDK's client) and
+    REST: every refusal comes before the model sees the text."""
+    _limit(conn, "search", 2)
+    token = _key(conn, "write", "A")
+    key = client.with_key(token)
+    big = ("what does alice drink in the morning? " * 220)[:8000]
+    await key.smart_read("A", "u", "tea")
+    await key.passages("A", "u", "coffee")
+    assert counting.texts == 2  # within the limit: one embedding each, counted once
+    with pytest.raises(RateLimited):
+        await key.smart_read("A", "u", big)
+    with pytest.raises(RateLimited):
+        await key.passages("A", "u", big)
+    assert counting.texts == 2
+
+    async with connected(Client(build_mcp_server(lambda: key), mode="legacy")) as mcp:
+        for tool in ("memory_smart_read", "memory_search"):
+            for _ in range(3):
+                message = await call_error(mcp, tool, agent_id="A", user_id="u", query=big)
+                assert "rate limit" in message, message
+    assert counting.texts == 2
+
+    batching = BatchingEmbedder(counting)
+
+    @contextlib.asynccontextmanager
+    async def connect() -> AsyncIterator[AsyncMemex]:
+        async with await AsyncMemex.connect(dsn, embedder=batching) as memex:
+            yield memex
+
+    app = create_app(connect)
+    try:
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app),
+                base_url="http://localhost",
+                headers={"Authorization": f"Bearer {token}"},
+            ) as http,
+        ):
+            body = {"agent_id": "A", "user_id": "u", "query": big}
+            for path in ("/v1/files/smart-read", "/v1/memory-search") * 10:
+                r = await http.post(path, json=body)
+                assert r.status_code == 429, (path, r.text)
+                assert int(r.headers["retry-after"]) >= 1
+    finally:
+        await batching.aclose()
+    assert counting.texts == 2
 
 
 def test_sql_callers_reserve_then_spend_without_being_counted_twice(

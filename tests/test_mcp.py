@@ -405,6 +405,34 @@ def test_dns_rebinding_protection(service: Service) -> None:
     assert "Traceback" not in service.output()
 
 
+def test_host_names_are_case_insensitive(service: Service) -> None:
+    """`Host: LOCALHOST` names this machine as `localhost` does (issue 34, item 7); before:
+    421 host_not_allowed."""
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "upper", "version": "1"},
+        },
+    }
+    accept = {"accept": "application/json, text/event-stream"}
+    who = {"agent_id": "case", "user_id": "alice"}
+    with httpx.Client(base_url=service.base_url, timeout=30) as http:
+        for name in ("LOCALHOST", "LocalHost", "localhost"):
+            host = {"host": f"{name}:{service.port}"}
+            r = http.get("/v1/memories/count", params=who, headers=host)
+            assert r.status_code == 200, (name, r.text)
+            origin = {**host, "origin": f"HTTP://{name}:3000"}
+            assert http.get("/v1/memories/count", params=who, headers=origin).status_code == 200
+            assert http.post("/mcp", json=init, headers={**accept, **host}).status_code == 200
+        assert (
+            http.get("/v1/memories/count", params=who, headers={"host": "EVIL"}).status_code == 421
+        )
+
+
 NO_SUCH_KEY = "mxk_000000000000_" + "0" * 64
 INITIALIZE = {
     "jsonrpc": "2.0",

@@ -166,7 +166,8 @@ IDENTITY_COLUMNS = """
 select c.relname as table_name, a.attname as column_name
 from pg_attribute a join pg_class c on c.oid = a.attrelid
 join pg_namespace n on n.oid = c.relnamespace
-where n.nspname = 'memex' and c.relkind = 'r' and (a.attidentity <> '' or
+where n.nspname = 'memex' and c.relkind = 'r' and a.attnum > 0 and not a.attisdropped
+  and (a.attidentity <> '' or
       pg_get_serial_sequence(format('memex.%I', c.relname), a.attname) is not null)
 order by 1, 2
 """

@@ -75,20 +75,32 @@ async def tick(memex: AsyncMemex) -> list[ConsolidationRun]:
     return condensed + await dream(memex)
 
 
+# Why a tenant's step did not run: memex.consolidate_tenant and memex.dream_tenant return
+# nothing while another runner (the scheduler's tick, another "run now") holds the
+# tenant's consolidation lock.
+LOCKED = (
+    "another runner (the scheduler's tick or another run) holds this tenant's"
+    " consolidation lock; run it again once that one has finished"
+)
+
+
 async def run_now(
     memex: AsyncMemex,
     tenant: tuple[str, str] | None = None,
     *,
     dry_run: bool = False,
     force: bool = False,
+    skipped: list[str] | None = None,
 ) -> list[ConsolidationRun]:
     """ "Run now", whoever asks (REST, the console): condense, then dream over files, for
     `tenant` or (None) every due tenant; with an LLM when one is configured, as the
-    scheduled tick does."""
+    scheduled tick does. For a tenant, `skipped` (when given) receives the steps
+    ("condense", "dream") that did not run because another runner held the tenant
+    (LOCKED)."""
     if tenant is None and not dry_run:
         return await tick(memex)
-    condensed = await condense(memex, tenant, dry_run=dry_run, force=force)
-    return condensed + await dream(memex, tenant, dry_run=dry_run, force=force)
+    condensed = await condense(memex, tenant, dry_run=dry_run, force=force, skipped=skipped)
+    return condensed + await dream(memex, tenant, dry_run=dry_run, force=force, skipped=skipped)
 
 
 async def dream(
@@ -97,11 +109,13 @@ async def dream(
     *,
     dry_run: bool = False,
     force: bool = False,
+    skipped: list[str] | None = None,
 ) -> list[ConsolidationRun]:
     """Dream over the due tenants' files (or over `tenant`'s): with an LLM, the merges and
     rewrites the model proposes are applied first (one revision each), then the
     contradictions it finds are resolved in the same run as the tidying. A dry run returns
-    SQL's plan and asks no model."""
+    SQL's plan and asks no model. `skipped` receives "dream" when `tenant`'s run did not
+    run because another runner held the tenant."""
     edits = None
     changed: dict[tuple[str, str], list[dict[str, Any]]] = {}
     if memex.llm is not None and not dry_run:
@@ -125,6 +139,8 @@ async def dream(
         edits = (edits or []) + changed[tenant]
     forced = force or tenant in changed
     run = await memex.dream(*tenant, dry_run=dry_run, force=forced, edits=edits)
+    if run is None and skipped is not None:
+        skipped.append("dream")
     return [run] if run is not None else []
 
 
@@ -134,18 +150,25 @@ async def condense(
     *,
     dry_run: bool = False,
     force: bool = False,
+    skipped: list[str] | None = None,
 ) -> list[ConsolidationRun]:
     """Condense every due tenant's oldest batch, or `tenant`'s (`force`: even if not due);
-    abstractive with an LLM. A dry run returns SQL's plans and asks no model."""
+    abstractive with an LLM. A dry run returns SQL's plans and asks no model. `skipped`
+    receives "condense" when `tenant`'s run did not run because another runner held it."""
+    locked = skipped if skipped is not None else []
     if memex.llm is None or dry_run:
         if tenant is None:
             return await memex.consolidate_due(dry_run=dry_run)
         run = await memex.consolidate(*tenant, dry_run=dry_run, force=force)
+        if run is None:
+            locked.append("condense")
         return [run] if run is not None else []
     if tenant is None:
         plans = await memex.consolidate_due(dry_run=True)
     else:
         plan = await memex.consolidate(*tenant, dry_run=True, force=force)
+        if plan is None:
+            locked.append("condense")
         plans = [plan] if plan is not None and plan.status != "nothing" else []
     runs = []
     for plan in plans:
@@ -168,6 +191,8 @@ async def condense(
             continue
         if run is not None:
             runs.append(run)
+        elif tenant is not None:
+            locked.append("condense")
     return runs
 
 

@@ -8,8 +8,9 @@ through the same write and patch path as the raw tools, as `memorize-agent` on b
 the caller (SQL records both). Without an LLM, or when it fails, a deterministic fallback
 keeps the text as one episodic memory, dated: its one home, so that a search or a
 smart_read finds it once (a copy in a log file came back as a second passage and spent
-smart_read's budget twice), and condensing summarizes it with the others once it is old.
-The result says which path ran.
+smart_read's budget twice), and condensing summarizes it with the others once it is old;
+memex.store, called as memorize-agent, writes its access-log entry (operation memorize)
+in the same statement. The result says which path ran.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ the client does not know them. Their Python API is here too: `memorize(memex, ..
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -23,8 +24,9 @@ from memexdb.params import (
     MemorizeRequest,
     PassageSearchOut,
     PassageSearchRequest,
-    RunList,
+    RunNowOut,
     RunOut,
+    SkippedStep,
 )
 from memexdb.session import Session
 from memexdb.types import ConsolidationRun
@@ -42,17 +44,32 @@ async def memorize_text(session: Session, request: MemorizeRequest) -> MemorizeO
     return await memorizing.memorize(client_of(session), request)
 
 
-async def run_now(session: Session, request: DreamRunRequest) -> list[ConsolidationRun]:
+@dataclass(frozen=True)
+class RunNowResult:
+    """What "run now" did: the runs, and the steps of a tenant's run that did not run
+    because another runner held the tenant (consolidation.LOCKED)."""
+
+    runs: list[ConsolidationRun]
+    skipped: list[str]
+
+
+async def run_now(session: Session, request: DreamRunRequest) -> RunNowResult:
     tenant = None
     if request.agent_id is not None and request.user_id is not None:
         tenant = (request.agent_id, request.user_id)
-    return await consolidation.run_now(
-        client_of(session), tenant, dry_run=request.dry_run, force=request.force
+    skipped: list[str] = []
+    runs = await consolidation.run_now(
+        client_of(session), tenant, dry_run=request.dry_run, force=request.force, skipped=skipped
     )
+    return RunNowResult(runs, skipped)
 
 
-def _runs(_: DreamRunRequest, runs: list[ConsolidationRun]) -> RunList:
-    return RunList(runs=[RunOut.model_validate(r) for r in runs], next_before=None)
+def _runs(_: DreamRunRequest, result: RunNowResult) -> RunNowOut:
+    return RunNowOut(
+        runs=[RunOut.model_validate(r) for r in result.runs],
+        next_before=None,
+        skipped=[SkippedStep(step=step, reason=consolidation.LOCKED) for step in result.skipped],
+    )
 
 
 MEMORIZE = Operation(
@@ -107,7 +124,7 @@ RUN_NOW = Operation(
     summary="Run consolidation now: a tick over every tenant, or one tenant (dry_run: the plan)",
     request=DreamRunRequest,
     run=run_now,
-    response=RunList,
+    response=RunNowOut,
     answer=_runs,
     # a tick over every tenant, or one tenant's runs
     sql=(
@@ -118,7 +135,11 @@ RUN_NOW = Operation(
     ),
     access="admin",
     domain="consolidation",  # asks the LLM, but a reader of the API looks for it there
-    rest=Route("POST", "/v1/admin/dream/run", "The runs (plans when dry_run)"),
+    rest=Route(
+        "POST",
+        "/v1/admin/dream/run",
+        "The runs (plans when dry_run), and a tenant's steps skipped while another runner held it",
+    ),
 )
 
 OPERATIONS: tuple[Operation[Any, Any], ...] = (SEARCH_PASSAGES, MEMORIZE, RUN_NOW)

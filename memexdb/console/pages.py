@@ -372,10 +372,10 @@ async def dream_run(ctx: Ctx) -> Response:
     form = await form_of(ctx)
     tenant = _tenant(form)
     # the same operation as REST's "run now": abstractive when the service has an LLM
-    runs = await ctx.memex.call(
+    result = await ctx.memex.call(
         agentic.RUN_NOW, agent_id=tenant.agent_id, user_id=tenant.user_id, force=True
     )
-    notice = "ran" if runs else "nothing_ran"
+    notice = "ran" if result.runs else "nothing_ran"
     return ctx.redirect("dream", agent_id=tenant.agent_id, user_id=tenant.user_id, notice=notice)
 
 

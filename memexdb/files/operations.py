@@ -157,13 +157,17 @@ async def restore_revision(session: Session, request: RestoreRequest) -> File:
 
 
 async def smart_read(session: Session, request: SmartReadRequest) -> SmartRead:
+    # paid for before the query is embedded: a caller over its limit embeds nothing
+    reservation = await session.reserve("search", [(request.agent_id, request.user_id)])
     embedding = await session.embedder.embed_one(request.query)
     values = {
         **request.model_dump(),
         "query_embedding": embedding,
         "embedding_model": session.model_id,
     }
-    rows: list[SmartRead] = await session.fetch(SmartRead, queries.SMART_READ, values)
+    rows: list[SmartRead] = await session.fetch(
+        SmartRead, queries.SMART_READ, values, reservation=reservation
+    )
     return rows[0]
 
 

@@ -13,10 +13,14 @@ from memexdb.types import Passage
 
 async def ranked_passages(session: Session, request: PassageSearchRequest) -> list[Passage]:
     """The passages for `request.query` (its `answer` is memexdb.agentic's)."""
+    # paid for before the query is embedded: a caller over its limit embeds nothing
+    reservation = await session.reserve("search", [(request.agent_id, request.user_id)])
     values = {
         **request.model_dump(exclude={"answer"}),
         "query_embedding": await session.embedder.embed_one(request.query),
         "embedding_model": session.model_id,
     }
-    rows: list[Passage] = await session.fetch(Passage, queries.SEARCH_PASSAGES, values)
+    rows: list[Passage] = await session.fetch(
+        Passage, queries.SEARCH_PASSAGES, values, reservation=reservation
+    )
     return rows

@@ -27,6 +27,7 @@ from memexdb.errors import DatabaseUnavailable, Forbidden, MemexError, Unauthent
 from memexdb.mcp.relay import SseMessageRelay
 from memexdb.mcp.server import MemexMCP
 from memexdb.rest.errors import error_response
+from memexdb.rest.host_guard import lowercase_host
 
 log = logging.getLogger("memexdb.mcp")
 
@@ -42,9 +43,11 @@ _WILDCARD_HOSTS = ("0.0.0.0", "::", "")  # noqa: S104 (names of listen addresses
 
 
 def _split(raw: str | None) -> list[str] | None:
+    """A comma-separated list of hosts or origins, in lower case (they are compared with
+    the lowered Host and Origin headers: see memexdb.rest.host_guard.lowercase_host)."""
     if raw is None or not raw.strip():
         return None
-    return [item.strip() for item in raw.split(",") if item.strip()]
+    return [item.strip().lower() for item in raw.split(",") if item.strip()]
 
 
 def _bracketed(host: str) -> str:
@@ -63,8 +66,9 @@ def transport_security(
     if hosts == ["*"]:
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     names = list(_LOCAL_HOSTS)
-    if host not in _WILDCARD_HOSTS and _bracketed(host) not in names:
-        names.append(_bracketed(host))
+    listen = _bracketed(host.lower())
+    if host not in _WILDCARD_HOSTS and listen not in names:
+        names.append(listen)
     if hosts is None:
         hosts = [pattern for name in names for pattern in (name, f"{name}:*")]
     else:  # origins default to the allowed hosts
@@ -140,7 +144,9 @@ class McpTransports:
         for route in sse.routes:
             if isinstance(route, Mount):  # the message endpoint
                 # (the owner check runs in the worker that holds the session, relayed or not)
-                self._relay = SseMessageRelay(_SessionOwnerOnly(route.app, owners), relay_dir)
+                self._relay = SseMessageRelay(
+                    _SessionOwnerOnly(route.app, owners, server), relay_dir
+                )
                 route = Mount(route.path, app=_HostGuard(self._relay, security))
             elif isinstance(route, Route):  # the event stream
                 opened = _AuthenticatedStream(_OneResponse(route.app), server, owners)
@@ -221,6 +227,7 @@ class _HostGuard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
+            scope = lowercase_host(scope)
             refused = await self._check.validate_request(Request(scope, receive), is_post=False)
             if refused is not None:
                 await refused(scope, receive, send)
@@ -327,13 +334,16 @@ def _session_of(request: Request) -> str:
 
 class _SessionOwnerOnly:
     """POST /messages/: a message to a session of this worker is let through only with
-    the credentials that opened its stream (401 without a key, 403 with another); nothing
-    is answered into the stream otherwise. A session this worker does not hold goes to
-    the SDK (404: the relay then asks the other workers, which check it themselves)."""
+    the credentials that opened its stream, and only while they are valid: the key is
+    checked first, as every call checks it (401 without a valid key: missing, unknown or
+    revoked), then the owner (403 with another valid key); nothing is answered into the
+    stream otherwise. A session this worker does not hold goes to the SDK (404: the relay
+    then asks the other workers, which check it themselves)."""
 
-    def __init__(self, app: ASGIApp, owners: SseOwners) -> None:
+    def __init__(self, app: ASGIApp, owners: SseOwners, server: MemexMCP) -> None:
         self.app = app
         self.owners = owners
+        self.server = server
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -342,7 +352,9 @@ class _SessionOwnerOnly:
             if owner is not None:
                 try:
                     caller = _fingerprint(request.headers)
-                except Unauthenticated as exc:
+                    if self.server.authenticate is not None:
+                        await self.server.authenticate(request.headers)
+                except MemexError as exc:
                     await _refusal(exc)(scope, receive, send)
                     return
                 if not hmac.compare_digest(caller, owner):

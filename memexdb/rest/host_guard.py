@@ -21,6 +21,20 @@ OPEN_PATHS = frozenset({"/health", "/health/live", "/health/ready"})
 SCRAPE_PATH = "/metrics"
 
 
+def lowercase_host(scope: Scope) -> Scope:
+    """The scope with its Host and Origin headers in lower case: host names (and an
+    origin's scheme and host) are case-insensitive, and the allowed lists are kept in
+    lower case, so that `LOCALHOST` is `localhost` for every check after this one (the
+    SDK's transports check again with the same rules)."""
+    headers = scope["headers"]
+    if not any(name in (b"host", b"origin") and value != value.lower() for name, value in headers):
+        return scope
+    lowered = [
+        (name, value.lower() if name in (b"host", b"origin") else value) for name, value in headers
+    ]
+    return {**scope, "headers": lowered}
+
+
 def _open(scope: Scope) -> bool:
     path = scope["path"]
     if path == SCRAPE_PATH:
@@ -37,6 +51,8 @@ class RestHostGuard:
         self._check = TransportSecurityMiddleware(security)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope = lowercase_host(scope)
         if scope["type"] == "http" and not _open(scope):
             request = Request(scope, receive)
             refused = await self._check.validate_request(request, is_post=False)

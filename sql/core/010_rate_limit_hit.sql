@@ -1,13 +1,18 @@
 -- privileges: service
--- memex.rate_limit_hit: count p_hits hits (default 1) against p_key under a sliding-window
--- limit of p_limit hits per p_window_seconds, and say whether they are allowed.
+-- memex.rate_limit_hit: count p_hits hits (default 1) against p_key under a limit of
+-- p_limit hits per p_window_seconds, and say whether they are allowed.
 --
--- Sliding-window counter: the current fixed window's count plus the previous window's
--- count weighted by how much of it still overlaps the sliding window. One upsert does
--- the window roll-over, the check and the conditional increment; its row lock makes it
--- exact under concurrent connections (N racing hits against limit L admit exactly L).
--- Hits are all or nothing (a batch of p_hits items is allowed whole or not at all), and
--- denied hits are not counted. Rows carry expires_at; memex.maintenance() prunes them.
+-- Exact sliding window: the key's row keeps the calls it admitted in the last window
+-- (when, in epoch seconds, and how many hits each). A call is admitted when the hits
+-- admitted in the window that ends now, plus its own, are at most p_limit; so every
+-- window of p_window_seconds, wherever it starts, holds at most p_limit admitted hits
+-- (the last call admitted in it saw all the others). The row lock (select ... for update)
+-- makes it exact under concurrent connections (N racing hits against limit L admit
+-- exactly L). Hits are all or nothing (a batch of p_hits items is allowed whole or not at
+-- all), and denied hits are not counted. retry_after_seconds is exact: the time until
+-- enough admitted hits have left the window (a whole window when p_hits > p_limit).
+-- Rows carry expires_at; memex.maintenance() prunes them. p_now (default: the clock)
+-- lets a caller or a test say when the hits happen.
 create or replace function memex.rate_limit_hit(
     p_key text,
     p_limit integer,
@@ -22,11 +27,13 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_now    timestamptz := coalesce(p_now, clock_timestamp());
-    v_window interval;
-    v_start  timestamptz;
-    v_frac   double precision;
+    v_epoch  double precision;
     v_row    memex.rate_limits;
-    v_est    double precision;
+    v_at     double precision[];
+    v_items  integer[];
+    v_used   integer;
+    v_ok     boolean;
+    v_free   double precision;
     v_retry  double precision := 0;
     v_result memex.rate_limit_result;
 begin
@@ -42,63 +49,58 @@ begin
     if p_hits is null or p_hits < 1 then
         perform memex._invalid('hits', 'must be >= 1');
     end if;
+    v_epoch := extract(epoch from v_now);
 
-    v_window := make_interval(secs => p_window_seconds);
-    v_start := to_timestamp(floor(extract(epoch from v_now) / p_window_seconds) * p_window_seconds);
-    v_frac := extract(epoch from v_now - v_start) / p_window_seconds;
+    loop  -- the key's row, locked (created empty the first time)
+        select * into v_row from memex.rate_limits r where r.key = p_key for update;
+        exit when found;
+        insert into memex.rate_limits as r
+            (key, window_seconds, last_allowed, expires_at, admitted_at, admitted_items)
+        values (p_key, p_window_seconds, false, v_now, '{}', '{}')
+        on conflict (key) do nothing;
+    end loop;
 
-    insert into memex.rate_limits as r
-        (key, window_seconds, window_start, current_count, previous_count, last_allowed,
-         expires_at)
-    values
-        (p_key, p_window_seconds, v_start, case when p_hits <= p_limit then p_hits else 0 end,
-         0, p_hits <= p_limit,
-         v_start + 2 * v_window)
-    on conflict (key) do update set
-        (window_seconds, window_start, current_count, previous_count, last_allowed,
-         expires_at) = (
-            select p_window_seconds, v_start, w.cur + w.ok::integer * p_hits, w.prev, w.ok,
-                   v_start + 2 * v_window
-            from (
-                select c.cur, c.prev, c.prev * (1 - v_frac) + c.cur + p_hits <= p_limit as ok
-                from (
-                    select case when r.window_start >= v_start then r.current_count
-                                else 0 end as cur,
-                           case when r.window_start >= v_start then r.previous_count
-                                when r.window_start >= v_start - v_window then r.current_count
-                                else 0 end as prev
-                ) c
-            ) w
-        )
-    returning r.* into v_row;
+    -- the calls admitted in the window that ends now, oldest first
+    select coalesce(array_agg(u.at order by u.at, u.n), '{}'),
+           coalesce(array_agg(u.items order by u.at, u.n), '{}'),
+           coalesce(sum(u.items), 0)::integer
+    into v_at, v_items, v_used
+    from unnest(v_row.admitted_at, v_row.admitted_items) with ordinality u(at, items, n)
+    where u.at > v_epoch - p_window_seconds;
 
-    v_est := v_row.previous_count * (1 - v_frac) + v_row.current_count;
-    if not v_row.last_allowed then
-        if p_hits > p_limit then
-            -- Never: not even an empty window holds this many. Say so with a whole window.
-            v_retry := p_window_seconds;
-        elsif v_row.current_count + p_hits > p_limit then
-            -- Wait for the next window, until this window's count has decayed enough.
-            v_retry := (1 - v_frac) * p_window_seconds
-                       + p_window_seconds
-                         * greatest(0, 1 - (p_limit - p_hits)::double precision
-                                           / greatest(v_row.current_count, 1));
-        else
-            -- Still in this window, once the previous window's share has decayed enough.
-            v_retry := p_window_seconds
-                       * (1 - (p_limit - p_hits - v_row.current_count)::double precision
-                              / v_row.previous_count)
-                       - v_frac * p_window_seconds;
-        end if;
+    v_ok := v_used + p_hits <= p_limit;
+    if v_ok then
+        v_at := v_at || v_epoch;
+        v_items := v_items || p_hits;
+        v_used := v_used + p_hits;
+    elsif p_hits > p_limit then
+        -- Never: not even an empty window holds this many. Say so with a whole window.
+        v_retry := p_window_seconds;
+    else
+        -- when the oldest admitted calls holding enough hits have left the window
+        select min(c.at) into v_free
+        from (select u.at, sum(u.items) over (order by u.at, u.n) as freed
+              from unnest(v_at, v_items) with ordinality u(at, items, n)) c
+        where c.freed >= v_used + p_hits - p_limit;
+        v_retry := v_free + p_window_seconds - v_epoch;
     end if;
 
-    v_result.allowed := v_row.last_allowed;
-    v_result.hits := ceil(v_est)::integer;
-    v_result.remaining := greatest(0, floor(p_limit - v_est))::integer;
+    update memex.rate_limits r
+    set window_seconds = p_window_seconds,
+        admitted_at = v_at,
+        admitted_items = v_items,
+        last_allowed = v_ok,
+        expires_at = to_timestamp(coalesce(
+            (select max(a) from unnest(v_at) a), v_epoch) + p_window_seconds)
+    where r.key = p_key;
+
+    v_result.allowed := v_ok;
+    v_result.hits := v_used;
+    v_result.remaining := greatest(0, p_limit - v_used);
     v_result.retry_after_seconds := greatest(v_retry, 0);
     return v_result;
 end
 $$;
 
 comment on function memex.rate_limit_hit(text, integer, double precision, timestamptz, integer) is
-    'Sliding-window rate limiter: count hits for key, return allowed/hits/remaining/retry_after.';
+    'Exact sliding-window rate limiter: count hits for key, return allowed/hits/remaining/retry_after.';

@@ -7,6 +7,9 @@
 -- p_id, when given, is the new memory's id (a client's, so that a retried store stores
 -- once): if a memory with that id exists already, a repeat of the same memory (tenant,
 -- content, type, importance, metadata) returns it unchanged; anything else is MX409.
+-- A memory stored by memory_memorize's fallback (the caller delegated to memorize-agent:
+-- memex._delegate) gets its access-log entry (operation memorize, target the memory's id)
+-- in the same statement, so in the same transaction.
 create or replace function memex.store(
     p_agent_id text,
     p_user_id text,
@@ -46,6 +49,9 @@ begin
              p_embedding, p_embedding_model, p_importance, coalesce(p_metadata, '{}'),
              p_expires_at, coalesce(p_created_at, now()), now())
         returning (memex._memory_record(m)).* into v_result;
+        if memex._actor() = 'memorize-agent' then
+            perform memex._log_access(p_agent_id, p_user_id, 'memorize', v_result.id::text);
+        end if;
         return v_result;
     end if;
 

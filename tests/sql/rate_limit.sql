@@ -1,4 +1,4 @@
--- Rate limits: memex.rate_limit_hit (a sliding-window counter, at fixed times p_now), the
+-- Rate limits: memex.rate_limit_hit (an exact sliding window, at fixed times p_now), the
 -- operator's per-minute limits in memex.settings (written with memex.set_setting, which
 -- checks names and values and is audited), and memex.store refused with MX429 past them.
 \set VERBOSITY terse
@@ -12,13 +12,13 @@ select allowed, hits, remaining, round(retry_after_seconds::numeric, 3) as retry
 from memex.rate_limit_hit('k1', 3, 60, '2026-01-01 00:00:10+00');
 select allowed, hits, remaining, round(retry_after_seconds::numeric, 3) as retry_after
 from memex.rate_limit_hit('k1', 3, 60, '2026-01-01 00:00:10+00');
--- 30 s into the next window the previous one still weighs half: 3 * 0.5 + 1 = 2.5 hits
--- (shown rounded up); one more would make 3.5
+-- 50 s on (past a fixed minute's boundary) the three hits at 00:00:10 are still in the
+-- last 60 s: refused, until 00:01:10, when they have left it
 select allowed, hits, remaining, round(retry_after_seconds::numeric, 3) as retry_after
-from memex.rate_limit_hit('k1', 3, 60, '2026-01-01 00:01:30+00');
+from memex.rate_limit_hit('k1', 3, 60, '2026-01-01 00:01:00+00');
 select allowed, hits, remaining, round(retry_after_seconds::numeric, 3) as retry_after
-from memex.rate_limit_hit('k1', 3, 60, '2026-01-01 00:01:30+00');
--- two windows later the key starts afresh
+from memex.rate_limit_hit('k1', 3, 60, '2026-01-01 00:01:10+00');
+-- a window after its last hit the key starts afresh
 select allowed, hits, remaining
 from memex.rate_limit_hit('k1', 3, 60, '2026-01-01 00:03:00+00');
 -- a batch is all or nothing; one larger than the limit never fits (a whole window to wait)

@@ -2135,6 +2135,21 @@ export interface components {
             /** Runs */
             runs: components["schemas"]["RunOut"][];
         };
+        /**
+         * RunNowOut
+         * @description POST /v1/admin/dream/run: the runs, and a tenant's steps that did not run.
+         */
+        RunNowOut: {
+            /** Next Before */
+            next_before: number | null;
+            /** Runs */
+            runs: components["schemas"]["RunOut"][];
+            /**
+             * Skipped
+             * @description A tenant's steps that did not run, and why: while the scheduler (or another run) holds the tenant's consolidation lock, its condense or dream step is skipped, not waited for. Empty for a tick.
+             */
+            skipped: components["schemas"]["SkippedStep"][];
+        };
         /** RunOut */
         RunOut: {
             /** Actor */
@@ -2285,6 +2300,19 @@ export interface components {
             updated_at?: string | null;
             /** User Id */
             user_id: string;
+        };
+        /** SkippedStep */
+        SkippedStep: {
+            /**
+             * Reason
+             * @description Why it did not run (e.g. another runner held the tenant).
+             */
+            reason: string;
+            /**
+             * Step
+             * @description condense | dream
+             */
+            step: string;
         };
         /** SmartReadOut */
         SmartReadOut: {
@@ -2842,13 +2870,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The runs (plans when dry_run) */
+            /** @description The runs (plans when dry_run), and a tenant's steps skipped while another runner held it */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RunList"];
+                    "application/json": components["schemas"]["RunNowOut"];
                 };
             };
             /** @description No API key where one is required, or not a valid one (checked before the input: a 422 goes only to a caller with valid credentials) */
