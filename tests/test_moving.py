@@ -8,6 +8,7 @@ the real embedded PostgreSQL and the real embedding model; plus who may import h
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import time
@@ -28,6 +29,7 @@ from memexdb.embedding import BatchingEmbedder
 from memexdb.errors import Forbidden
 from memexdb.export_format import LINE_MAX_BYTES
 from memexdb.params import MemoryCreate
+from memexdb.rest.app import create_app
 from tests.conftest import scratch_dir
 from tests.live_service import Service, free_port, run_cli, service_env, uvicorn_args
 
@@ -402,3 +404,56 @@ async def test_cli_export_erase_import_round_trip(
     assert code == 0, log
     assert "imported 0 memories, skipped 124 (their id exists already), embedded 0" in log
     assert "file revisions: imported 0, skipped 6" in log, log
+
+
+# --- a refused POST /v1/import applies nothing -------------------------------------------
+
+
+async def test_rest_import_over_its_limits_applies_nothing(
+    dsn: str, batching_embedder: BatchingEmbedder, conn: psycopg.Connection
+) -> None:
+    """413 (too many lines) and 422 (a bad record) come before anything is applied, even
+    when a batch before the bad line was complete (a change of record kind flushes it)."""
+    token = conn.execute("select token from memex.create_key('admin', %s)", (A,)).fetchone()
+    assert token is not None
+
+    @contextlib.asynccontextmanager
+    async def connect() -> AsyncIterator[AsyncMemex]:
+        async with await AsyncMemex.connect(dsn, embedder=batching_embedder) as memex:
+            yield memex
+
+    at = "2026-01-01T00:00:00+00:00"
+    memory = {"record": "memory", "agent_id": A, "user_id": U}
+    access = {"record": "access", "agent_id": A, "user_id": U, "actor": "a", "at": at}
+    lines = [
+        {**memory, "id": str(uuid.uuid4()), "content": "Maria lives in Porto."},
+        {**memory, "id": str(uuid.uuid4()), "content": "Maria is a nurse."},
+        {**access, "operation": "read"},
+        {**access, "operation": "write"},
+    ]
+    app = create_app(connect, import_lines_max=3)
+    headers = {"Authorization": f"Bearer {token[0]}", "Content-Type": "application/x-ndjson"}
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://localhost", headers=headers
+        ) as http,
+    ):
+
+        async def post(records: list[dict[str, Any]]) -> httpx.Response:
+            return await http.post("/v1/import", content="\n".join(map(json.dumps, records)))
+
+        too_many = await post(lines)
+        assert too_many.status_code == 413, too_many.text
+        assert "more than 3 lines" in too_many.json()["error"]["message"]
+        bad = await post([*lines[:3], {**access, "operation": "read", "at": "never"}][1:])
+        assert bad.status_code == 422, bad.text
+        assert "line 3 at" in bad.json()["error"]["message"], bad.text
+        nothing = conn.execute(
+            "select (select count(*) from memex.memories), (select count(*) from memex.access_log)"
+        ).fetchone()
+        assert nothing == (0, 0)
+        # within the limits, the same lines are imported
+        done = await post(lines[:3])
+        assert done.status_code == 200, done.text
+        assert done.json()["imported"] == 3
