@@ -26,7 +26,7 @@ from memexdb_client import AsyncMemexClient
 
 from memexdb import AsyncMemex
 from memexdb.embedding import BatchingEmbedder
-from memexdb.errors import Forbidden
+from memexdb.errors import Conflict, Forbidden, NotFound
 from memexdb.export_format import LINE_MAX_BYTES
 from memexdb.params import MemoryCreate
 from memexdb.rest.app import create_app
@@ -457,3 +457,47 @@ async def test_rest_import_over_its_limits_applies_nothing(
         done = await post(lines[:3])
         assert done.status_code == 200, done.text
         assert done.json()["imported"] == 3
+
+
+# --- another tenant's memory id -----------------------------------------------------------
+
+
+async def test_another_tenants_id_answers_as_ones_own_taken_id(amemex: AsyncMemex) -> None:
+    """Ids are one namespace: an id another tenant holds is taken, and a probe of it by
+    store or import answers exactly as the caller's own taken id does (the same MX409,
+    the same import counts, nothing embedded counted), while reads answer as for a
+    missing id."""
+    operator = amemex.as_operator("test")
+    theirs = (await operator.store(A, U, "Maria's secret: the safe code is 0451.")).id
+    admin_b = amemex.with_key((await operator.create_key("admin", agent_id="B")).token)
+    ours = uuid.uuid4()
+    await admin_b.store("B", "bob", "Bob's note.", id=ours)
+
+    def error_of(exc: pytest.ExceptionInfo[Conflict], memory_id: uuid.UUID) -> str:
+        return str(exc.value).replace(str(memory_id), "<id>")
+
+    with pytest.raises(Conflict) as own:
+        await admin_b.store("B", "bob", "Another note.", id=ours)
+    with pytest.raises(Conflict) as other:
+        await admin_b.store("B", "bob", "Another note.", id=theirs)
+    assert error_of(other, theirs) == error_of(own, ours)
+    with pytest.raises(NotFound):
+        await admin_b.get("B", "bob", theirs)
+
+    def record(memory_id: uuid.UUID) -> dict[str, Any]:  # no vector: it would be embedded
+        return {
+            "record": "memory",
+            "id": str(memory_id),
+            "agent_id": "B",
+            "user_id": "bob",
+            "content": "Imported note.",
+        }
+
+    own_import = await admin_b.import_memories([record(ours)])
+    other_import = await admin_b.import_memories([record(theirs)])
+    assert dataclasses.astuple(other_import) == dataclasses.astuple(own_import)
+    assert (other_import.imported, other_import.skipped, other_import.reembedded) == (0, 1, 0)
+    fresh = await admin_b.import_memories([record(uuid.uuid4())])
+    assert (fresh.imported, fresh.skipped, fresh.reembedded) == (1, 0, 1)
+    # A's memory is as it was
+    assert (await operator.get(A, U, theirs)).content == "Maria's secret: the safe code is 0451."
