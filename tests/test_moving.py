@@ -501,3 +501,101 @@ async def test_another_tenants_id_answers_as_ones_own_taken_id(amemex: AsyncMeme
     assert (fresh.imported, fresh.skipped, fresh.reembedded) == (1, 0, 1)
     # A's memory is as it was
     assert (await operator.get(A, U, theirs)).content == "Maria's secret: the safe code is 0451."
+
+
+# --- imported history continues the live history -----------------------------------------
+
+
+async def test_imported_file_revisions_continue_the_live_history_or_are_refused(
+    amemex: AsyncMemex,
+) -> None:
+    operator = amemex.as_operator("test")
+    path = "user/plan.md"
+    for text in ("one\n", "two\n", "three\n"):
+        await operator.write_file(A, U, path, text)
+    exported = [r async for r in operator.export(A, U)]
+    revisions = [r for r in exported if r["record"] == "file_revision"]
+    assert [r["revision"] for r in revisions] == [1, 2, 3]
+    await operator.erase_user(A, U, confirm=U)
+
+    # another database's file of the same path lives here at revision 1
+    await operator.write_file(A, U, path, "live\n")
+    with pytest.raises(Conflict, match="do not continue its live history"):
+        await operator.import_memories(revisions)  # 2 and 3 are older than the live 1
+    later = [
+        {**r, "at": (datetime.now(UTC) + timedelta(minutes=r["revision"])).isoformat()}
+        for r in revisions
+    ]
+    with pytest.raises(Conflict, match="is not the file as it is"):
+        await operator.import_memories(later)  # newer, but the file is not revision 3
+    read = await operator.read_file(A, U, path)
+    assert (read.revision, read.content) == (1, "live\n")  # nothing was imported
+    await operator.erase_user(A, U, confirm=U)
+
+    # the export back, its file's history in two imports: the second continues the first
+    memory = [r for r in exported if r["record"] == "memory"]
+    first = await operator.import_memories([*memory, revisions[0]])
+    assert first.kinds["file_revision"] == {"imported": 1, "skipped": 0}
+    second = await operator.import_memories(revisions)
+    assert second.kinds["file_revision"] == {"imported": 2, "skipped": 1}
+    read = await operator.read_file(A, U, path)
+    assert (read.revision, read.content) == (3, "three\n")
+    at_2 = datetime.fromisoformat(revisions[1]["at"])
+    read = await operator.read_file(A, U, path, as_of=at_2)
+    assert (read.revision, read.content) == (2, "two\n")
+    # times that go back as numbers go up are refused, even for a new history
+    await operator.erase_user(A, U, confirm=U)
+    swapped = [
+        revisions[0],
+        {**revisions[1], "at": revisions[2]["at"]},
+        {**revisions[2], "at": revisions[1]["at"]},
+    ]
+    with pytest.raises(Conflict, match="older than one with a lower number"):
+        await operator.import_memories([*memory, *swapped])
+
+
+async def test_imported_actors_name_no_other_agents_key(amemex: AsyncMemex) -> None:
+    operator = amemex.as_operator("test")
+    admin_a = (await operator.create_key("admin", agent_id=A)).token
+    key_b = await operator.create_key("write", agent_id="B")
+    key_a = await operator.create_key("write", agent_id=A)
+    tenant = {"agent_id": A, "user_id": U}
+
+    def records(actor: str) -> list[dict[str, Any]]:  # runs are told apart by their start
+        at = (datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=len(seen))).isoformat()
+        seen.append(actor)
+        return [
+            {"record": "memory", "id": str(uuid.uuid4()), **tenant, "content": "x", "actor": actor},
+            {"record": "access", **tenant, "actor": actor, "operation": "read", "at": at},
+            {
+                "record": "file_revision",
+                **tenant,
+                "path": f"p/{actor}.md",
+                "revision": 1,
+                "operation": "write",
+                "actor": actor,
+                "at": at,
+                "content": "x\n",
+            },
+            {
+                "record": "consolidation_run",
+                **tenant,
+                "kind": "condense",
+                "status": "done",
+                "actor": actor,
+                "started_at": at,
+            },
+        ]
+
+    seen: list[str] = []
+    as_admin = amemex.with_key(admin_a)
+    for record in records(f"key:{key_b.id}"):
+        with pytest.raises(Forbidden, match="a key of another agent"):
+            await as_admin.import_memories([record])
+    # its own agent's keys, and keys this database does not know, are kept as exported
+    for actor in (f"key:{key_a.id}", f"key:{uuid.uuid4()}"):
+        result = await as_admin.import_memories(records(actor))
+        assert (result.imported, result.skipped) == (4, 0), result
+    # the operator may name any key
+    result = await operator.import_memories(records(f"key:{key_b.id}")[1:2])
+    assert result.imported == 1
