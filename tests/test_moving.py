@@ -28,7 +28,7 @@ from memexdb import AsyncMemex
 from memexdb.embedding import BatchingEmbedder
 from memexdb.errors import Conflict, Forbidden, NotFound
 from memexdb.export_format import LINE_MAX_BYTES
-from memexdb.params import MemoryCreate
+from memexdb.params import MemoryCreate, NewMemory
 from memexdb.rest.app import create_app
 from tests.conftest import scratch_dir
 from tests.live_service import Service, free_port, run_cli, service_env, uvicorn_args
@@ -480,6 +480,11 @@ async def test_another_tenants_id_answers_as_ones_own_taken_id(amemex: AsyncMeme
         await admin_b.store("B", "bob", "Another note.", id=ours)
     with pytest.raises(Conflict) as other:
         await admin_b.store("B", "bob", "Another note.", id=theirs)
+    assert error_of(other, theirs) == error_of(own, ours)
+    with pytest.raises(Conflict) as own:
+        await admin_b.store_many([NewMemory(agent_id="B", user_id="bob", content="N.", id=ours)])
+    with pytest.raises(Conflict) as other:
+        await admin_b.store_many([NewMemory(agent_id="B", user_id="bob", content="N.", id=theirs)])
     assert error_of(other, theirs) == error_of(own, ours)
     with pytest.raises(NotFound):
         await admin_b.get("B", "bob", theirs)
