@@ -8,6 +8,7 @@ the real embedded PostgreSQL and the real embedding model; plus who may import h
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import time
@@ -25,9 +26,10 @@ from memexdb_client import AsyncMemexClient
 
 from memexdb import AsyncMemex
 from memexdb.embedding import BatchingEmbedder
-from memexdb.errors import Forbidden
+from memexdb.errors import Conflict, Forbidden, NotFound
 from memexdb.export_format import LINE_MAX_BYTES
-from memexdb.params import MemoryCreate
+from memexdb.params import MemoryCreate, NewMemory
+from memexdb.rest.app import create_app
 from tests.conftest import scratch_dir
 from tests.live_service import Service, free_port, run_cli, service_env, uvicorn_args
 
@@ -402,3 +404,203 @@ async def test_cli_export_erase_import_round_trip(
     assert code == 0, log
     assert "imported 0 memories, skipped 124 (their id exists already), embedded 0" in log
     assert "file revisions: imported 0, skipped 6" in log, log
+
+
+# --- a refused POST /v1/import applies nothing -------------------------------------------
+
+
+async def test_rest_import_over_its_limits_applies_nothing(
+    dsn: str, batching_embedder: BatchingEmbedder, conn: psycopg.Connection
+) -> None:
+    """413 (too many lines) and 422 (a bad record) come before anything is applied, even
+    when a batch before the bad line was complete (a change of record kind flushes it)."""
+    token = conn.execute("select token from memex.create_key('admin', %s)", (A,)).fetchone()
+    assert token is not None
+
+    @contextlib.asynccontextmanager
+    async def connect() -> AsyncIterator[AsyncMemex]:
+        async with await AsyncMemex.connect(dsn, embedder=batching_embedder) as memex:
+            yield memex
+
+    at = "2026-01-01T00:00:00+00:00"
+    memory = {"record": "memory", "agent_id": A, "user_id": U}
+    access = {"record": "access", "agent_id": A, "user_id": U, "actor": "a", "at": at}
+    lines = [
+        {**memory, "id": str(uuid.uuid4()), "content": "Maria lives in Porto."},
+        {**memory, "id": str(uuid.uuid4()), "content": "Maria is a nurse."},
+        {**access, "operation": "read"},
+        {**access, "operation": "write"},
+    ]
+    app = create_app(connect, import_lines_max=3)
+    headers = {"Authorization": f"Bearer {token[0]}", "Content-Type": "application/x-ndjson"}
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://localhost", headers=headers
+        ) as http,
+    ):
+
+        async def post(records: list[dict[str, Any]]) -> httpx.Response:
+            return await http.post("/v1/import", content="\n".join(map(json.dumps, records)))
+
+        too_many = await post(lines)
+        assert too_many.status_code == 413, too_many.text
+        assert "more than 3 lines" in too_many.json()["error"]["message"]
+        bad = await post([*lines[:3], {**access, "operation": "read", "at": "never"}][1:])
+        assert bad.status_code == 422, bad.text
+        assert "line 3 at" in bad.json()["error"]["message"], bad.text
+        nothing = conn.execute(
+            "select (select count(*) from memex.memories), (select count(*) from memex.access_log)"
+        ).fetchone()
+        assert nothing == (0, 0)
+        # within the limits, the same lines are imported
+        done = await post(lines[:3])
+        assert done.status_code == 200, done.text
+        assert done.json()["imported"] == 3
+
+
+# --- another tenant's memory id -----------------------------------------------------------
+
+
+async def test_another_tenants_id_answers_as_ones_own_taken_id(amemex: AsyncMemex) -> None:
+    """Ids are one namespace: an id another tenant holds is taken, and a probe of it by
+    store or import answers exactly as the caller's own taken id does (the same MX409,
+    the same import counts, nothing embedded counted), while reads answer as for a
+    missing id."""
+    operator = amemex.as_operator("test")
+    theirs = (await operator.store(A, U, "Maria's secret: the safe code is 0451.")).id
+    admin_b = amemex.with_key((await operator.create_key("admin", agent_id="B")).token)
+    ours = uuid.uuid4()
+    await admin_b.store("B", "bob", "Bob's note.", id=ours)
+
+    def error_of(exc: pytest.ExceptionInfo[Conflict], memory_id: uuid.UUID) -> str:
+        return str(exc.value).replace(str(memory_id), "<id>")
+
+    with pytest.raises(Conflict) as own:
+        await admin_b.store("B", "bob", "Another note.", id=ours)
+    with pytest.raises(Conflict) as other:
+        await admin_b.store("B", "bob", "Another note.", id=theirs)
+    assert error_of(other, theirs) == error_of(own, ours)
+    with pytest.raises(Conflict) as own:
+        await admin_b.store_many([NewMemory(agent_id="B", user_id="bob", content="N.", id=ours)])
+    with pytest.raises(Conflict) as other:
+        await admin_b.store_many([NewMemory(agent_id="B", user_id="bob", content="N.", id=theirs)])
+    assert error_of(other, theirs) == error_of(own, ours)
+    with pytest.raises(NotFound):
+        await admin_b.get("B", "bob", theirs)
+
+    def record(memory_id: uuid.UUID) -> dict[str, Any]:  # no vector: it would be embedded
+        return {
+            "record": "memory",
+            "id": str(memory_id),
+            "agent_id": "B",
+            "user_id": "bob",
+            "content": "Imported note.",
+        }
+
+    own_import = await admin_b.import_memories([record(ours)])
+    other_import = await admin_b.import_memories([record(theirs)])
+    assert dataclasses.astuple(other_import) == dataclasses.astuple(own_import)
+    assert (other_import.imported, other_import.skipped, other_import.reembedded) == (0, 1, 0)
+    fresh = await admin_b.import_memories([record(uuid.uuid4())])
+    assert (fresh.imported, fresh.skipped, fresh.reembedded) == (1, 0, 1)
+    # A's memory is as it was
+    assert (await operator.get(A, U, theirs)).content == "Maria's secret: the safe code is 0451."
+
+
+# --- imported history continues the live history -----------------------------------------
+
+
+async def test_imported_file_revisions_continue_the_live_history_or_are_refused(
+    amemex: AsyncMemex,
+) -> None:
+    operator = amemex.as_operator("test")
+    path = "user/plan.md"
+    for text in ("one\n", "two\n", "three\n"):
+        await operator.write_file(A, U, path, text)
+    exported = [r async for r in operator.export(A, U)]
+    revisions = [r for r in exported if r["record"] == "file_revision"]
+    assert [r["revision"] for r in revisions] == [1, 2, 3]
+    await operator.erase_user(A, U, confirm=U)
+
+    # another database's file of the same path lives here at revision 1
+    await operator.write_file(A, U, path, "live\n")
+    with pytest.raises(Conflict, match="do not continue its live history"):
+        await operator.import_memories(revisions)  # 2 and 3 are older than the live 1
+    later = [
+        {**r, "at": (datetime.now(UTC) + timedelta(minutes=r["revision"])).isoformat()}
+        for r in revisions
+    ]
+    with pytest.raises(Conflict, match="is not the file as it is"):
+        await operator.import_memories(later)  # newer, but the file is not revision 3
+    read = await operator.read_file(A, U, path)
+    assert (read.revision, read.content) == (1, "live\n")  # nothing was imported
+    await operator.erase_user(A, U, confirm=U)
+
+    # the export back, its file's history in two imports: the second continues the first
+    memory = [r for r in exported if r["record"] == "memory"]
+    first = await operator.import_memories([*memory, revisions[0]])
+    assert first.kinds["file_revision"] == {"imported": 1, "skipped": 0}
+    second = await operator.import_memories(revisions)
+    assert second.kinds["file_revision"] == {"imported": 2, "skipped": 1}
+    read = await operator.read_file(A, U, path)
+    assert (read.revision, read.content) == (3, "three\n")
+    at_2 = datetime.fromisoformat(revisions[1]["at"])
+    read = await operator.read_file(A, U, path, as_of=at_2)
+    assert (read.revision, read.content) == (2, "two\n")
+    # times that go back as numbers go up are refused, even for a new history
+    await operator.erase_user(A, U, confirm=U)
+    swapped = [
+        revisions[0],
+        {**revisions[1], "at": revisions[2]["at"]},
+        {**revisions[2], "at": revisions[1]["at"]},
+    ]
+    with pytest.raises(Conflict, match="older than one with a lower number"):
+        await operator.import_memories([*memory, *swapped])
+
+
+async def test_imported_actors_name_no_other_agents_key(amemex: AsyncMemex) -> None:
+    operator = amemex.as_operator("test")
+    admin_a = (await operator.create_key("admin", agent_id=A)).token
+    key_b = await operator.create_key("write", agent_id="B")
+    key_a = await operator.create_key("write", agent_id=A)
+    tenant = {"agent_id": A, "user_id": U}
+
+    def records(actor: str) -> list[dict[str, Any]]:  # runs are told apart by their start
+        at = (datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=len(seen))).isoformat()
+        seen.append(actor)
+        return [
+            {"record": "memory", "id": str(uuid.uuid4()), **tenant, "content": "x", "actor": actor},
+            {"record": "access", **tenant, "actor": actor, "operation": "read", "at": at},
+            {
+                "record": "file_revision",
+                **tenant,
+                "path": f"p/{actor}.md",
+                "revision": 1,
+                "operation": "write",
+                "actor": actor,
+                "at": at,
+                "content": "x\n",
+            },
+            {
+                "record": "consolidation_run",
+                **tenant,
+                "kind": "condense",
+                "status": "done",
+                "actor": actor,
+                "started_at": at,
+            },
+        ]
+
+    seen: list[str] = []
+    as_admin = amemex.with_key(admin_a)
+    for record in records(f"key:{key_b.id}"):
+        with pytest.raises(Forbidden, match="a key of another agent"):
+            await as_admin.import_memories([record])
+    # its own agent's keys, and keys this database does not know, are kept as exported
+    for actor in (f"key:{key_a.id}", f"key:{uuid.uuid4()}"):
+        result = await as_admin.import_memories(records(actor))
+        assert (result.imported, result.skipped) == (4, 0), result
+    # the operator may name any key
+    result = await operator.import_memories(records(f"key:{key_b.id}")[1:2])
+    assert result.imported == 1

@@ -149,15 +149,18 @@ def create_app(
     *,
     metrics_token: str | None = None,
     metrics_history_seconds: float = SAMPLE_INTERVAL_S,
+    import_lines_max: int = IMPORT_LINES_MAX,
 ) -> Starlette:
     """The REST app. `connect()` opens the AsyncMemex the app uses for its lifespan
     (memexdb.service passes the process's runtime, which also runs the scheduled jobs).
     `metrics_token`: a bearer token that may read GET /metrics besides admin keys;
-    `metrics_history_seconds`: how often the console's overview samples the metrics."""
+    `metrics_history_seconds`: how often the console's overview samples the metrics;
+    `import_lines_max`: the most lines a POST /v1/import body may have."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         app.state.scrapes = ops.ScrapeAccess(metrics_token)
+        app.state.import_lines_max = import_lines_max
         app.state.history = History(ops.embed_queue_depth, interval=metrics_history_seconds)
         async with connect() as memex, app.state.history.sampling(memex):
             app.state.memex = memex

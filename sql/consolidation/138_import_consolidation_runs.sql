@@ -5,7 +5,8 @@
 -- be run again. Runs get new ids here; a restored condense run is linked to the restore
 -- run that undid it (restored_by) again through their summary_id, whichever of the two
 -- comes first. details keep the ids of the database they were exported from (a restore
--- run's details.run). Returns the number inserted. Only the operator or an admin key of
+-- run's details.run). Actors are checked (memex._check_imported_actor). Returns the
+-- number inserted. Only the operator or an admin key of
 -- each record's tenant may import history. A security definer (owned by memex_owner:
 -- row-level security still applies), as the consolidation functions are.
 create or replace function memex.import_consolidation_runs(p_records jsonb)
@@ -19,6 +20,9 @@ declare
     v_count integer;
 begin
     perform memex._authorize_history(p_records, 'consolidation runs');
+    perform memex._check_imported_actor(e.value ->> 'agent_id', e.value ->> 'actor',
+                                        format('records[%s].actor', e.ord - 1))
+    from jsonb_array_elements(p_records) with ordinality e(value, ord) order by e.ord;
     insert into memex.consolidation_runs
         (agent_id, user_id, kind, status, actor, started_at, finished_at, memories_in,
          memories_out, files_in, files_out, files_touched, summary_id, error, details)

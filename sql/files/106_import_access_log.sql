@@ -3,7 +3,9 @@
 -- 'access' records: agent_id, user_id, actor, operation, target, at, details) as they
 -- were recorded. An entry of the same tenant, time, actor, operation and target exists
 -- already: skipped (entries are stamped with clock_timestamp(), so that is the same
--- entry), so an import can be run again. Returns the number inserted. Only the operator
+-- entry), so an import can be run again. Actors are checked (memex._check_imported_actor).
+-- Entries older than settings.access_log_retention_days are inserted too, and pruned by
+-- the next memex.maintenance() as live ones are (docs/operations.md). Returns the number inserted. Only the operator
 -- or an admin key of each record's tenant may import it (a write key cannot forge an
 -- access event). A security definer (owned by memex_owner: row-level security still
 -- applies), as memex._log_access is.
@@ -18,6 +20,9 @@ declare
     v_count integer;
 begin
     perform memex._authorize_history(p_records, 'access-log entries');
+    perform memex._check_imported_actor(e.value ->> 'agent_id', e.value ->> 'actor',
+                                        format('records[%s].actor', e.ord - 1))
+    from jsonb_array_elements(p_records) with ordinality e(value, ord) order by e.ord;
     insert into memex.access_log (agent_id, user_id, actor, operation, target, at, details)
     select r.agent_id, r.user_id, r.actor, r.operation, r.target, r.at,
            coalesce(r.details, '{}')

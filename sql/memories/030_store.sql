@@ -6,7 +6,9 @@
 -- be invisible from the start. (memex.import_memories restores past expiries as exported.)
 -- p_id, when given, is the new memory's id (a client's, so that a retried store stores
 -- once): if a memory with that id exists already, a repeat of the same memory (tenant,
--- content, type, importance, metadata) returns it unchanged; anything else is MX409.
+-- content, type, importance, metadata) returns it unchanged; anything else is MX409,
+-- an id another tenant holds included (ids are one namespace): the same error as for the
+-- caller's own id, naming nothing of the other memory (docs/sql-api.md).
 -- A memory stored by memory_memorize's fallback (the caller delegated to memorize-agent:
 -- memex._delegate) gets its access-log entry (operation memorize, target the memory's id)
 -- in the same statement, so in the same transaction.

@@ -9,7 +9,8 @@
 -- "archived_at": <time>}.
 -- p_paths (null items: plain memories) brings back files (a memory with a path; its
 -- revisions come with memex.import_file_revisions) and p_actors (null items: the caller)
--- each memory's writer as exported: both rewrite history, so items carrying either need
+-- each memory's writer as exported (memex._check_imported_actor: not another agent's key):
+-- both rewrite history, so items carrying either need
 -- admin access to their tenant (the operator, or an admin key of the agent); plain items
 -- need write access, as memex.store_many, or p_access when the caller asks for more
 -- (memexdb's import passes 'admin': moving a user's memory is an admin operation).
@@ -71,6 +72,9 @@ begin
         group by a, u order by 1, 2 loop
         perform memex._authorize(v_agent, v_user, v_need);
     end loop;
+    perform memex._check_imported_actor(a, w, format('memories[%s].actor', o - 1))
+    from unnest(p_agent_ids, p_actors) with ordinality t(a, w, o)
+    where w is not null order by o;
     for v_agent, v_items in select a, count(*)::integer from unnest(p_agent_ids) a
                             group by a order by a loop
         perform memex._enforce_rate_limit('store', v_agent, v_items);

@@ -3,7 +3,8 @@
 -- import embeds only those before memex.import_memories, so that a re-run embeds nothing).
 -- A security definer (tenant roles hold no table privileges); row-level security, forced
 -- on memex_owner too, still hides other tenants' memories, so their ids count as missing
--- (and memex.import_memories then skips them); nothing leaks across tenants.
+-- here (memex.import_memories then skips them: ids are one namespace, and the caller
+-- learns only that an id it knows is taken, as from memex.store; docs/sql-api.md).
 create or replace function memex.missing_memory_ids(p_ids uuid[])
 returns setof uuid
 language sql
