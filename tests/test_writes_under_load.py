@@ -23,6 +23,7 @@ from memexdb.agentic import consolidation
 from memexdb.client import AsyncMemex
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import Embedder
+from memexdb.params import MemoryCreate
 from tests.conftest import drop_database, new_database, scratch_dir
 from tests.live_service import Service, client, free_port, service_env, uvicorn_args
 
@@ -177,3 +178,33 @@ def test_a_condense_tick_never_fails_a_backfill_on_a_loaded_machine(
             "select count(*) from memex.memories where id = any(%s::uuid[])", [stored]
         ).fetchone() or (0,)
     assert len(stored) == BACKFILL and found == BACKFILL
+
+
+async def test_a_batch_is_not_refused_by_a_budget_sized_for_one_store(
+    amemex: AsyncMemex, dsn: str
+) -> None:
+    """A request's statement_timeout (settings.request_statement_timeout_ms) is sized for
+    one store; a batch adds request_batch_item_ms per memory (memex._batch_budget). Here
+    200 ms, which one store fits in and a batch of 300 long memories does not."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "insert into memex.settings (name, value)"
+            " values ('request_statement_timeout_ms', '200')"
+            " on conflict (name) do update set value = excluded.value"
+        )
+        # the budget memex._batch_budget gives, as a request's transaction sees it
+        with conn.transaction():
+            conn.execute("select memex._enter(null)")
+            assert conn.execute("select current_setting('statement_timeout')").fetchone() == (
+                "200ms",
+            )
+            conn.execute("select memex._batch_budget(500)")
+            budget = conn.execute(
+                "select current_setting('statement_timeout'), current_setting('lock_timeout')"
+            ).fetchone()
+            assert budget == ("100200ms", "10s")
+    one = await amemex.store(A, U, "One store fits.")
+    assert one.content == "One store fits."
+    items = [MemoryCreate(agent_id=A, user_id=U, content=_content(i)) for i in range(300)]
+    stored = await amemex.store_many(items)
+    assert [m.content for m in stored] == [i.content for i in items]
