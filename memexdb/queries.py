@@ -89,6 +89,8 @@ AUTHORIZE_EMBEDDING = "select memex._authorize_embedding()"
 # The caller of the transaction (memexdb.client.Credentials).
 ENTER = "select memex._enter(p_token => %(key)s, p_require_key => %(require_key)s)"
 ENTER_OPERATOR = "select memex._enter_operator(p_actor => %(actor)s)"
+# After memex._enter, before a batch's statement: its budget grows with its size
+BATCH_BUDGET = "select memex._batch_budget(p_items => %(items)s)"
 # true when this connection acts as memex_app and so must enter a caller per transaction
 ENTERS_CALLER = "select current_user = 'memex_app'"
 

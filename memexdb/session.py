@@ -111,7 +111,7 @@ def _in_process(error: BaseException, credentials: Credentials) -> BaseException
 
 
 # At most this many syncs read what a failed pipeline still holds (see _drain); a
-# pipeline of `fetch` holds at most six statements.
+# pipeline of `fetch` holds at most seven statements.
 _DRAIN_SYNCS = 8
 
 
@@ -275,12 +275,17 @@ class Session:
         *,
         enter: bool = True,
         reservation: UUID | None = None,
+        batch: int | None = None,
     ) -> list[Any]:
         """Run one statement as this client's caller. `reservation` (from `reserve`)
-        names the rate-limit budget already paid for it, so it is not counted again."""
+        names the rate-limit budget already paid for it, so it is not counted again.
+        `batch` (the number of memories the statement writes) widens the request's
+        statement and lock timeouts for it (memex._batch_budget)."""
         factory = class_row(row_type) if row_type else scalar_row
         if self._conn is not None:
-            return await self._fetch_in_transaction(self._conn, factory, sql, values, reservation)
+            return await self._fetch_in_transaction(
+                self._conn, factory, sql, values, reservation, batch if self._enters else None
+            )
         entering = enter and self._enters
         try:
             async with self.pool.connection() as conn:
@@ -289,7 +294,7 @@ class Session:
                     while True:
                         try:
                             return await self._fetch_once(
-                                conn, factory, sql, values, entering, reservation
+                                conn, factory, sql, values, entering, reservation, batch
                             )
                         except LOST_CONFLICTS:
                             # the whole transaction was rolled back (the winner goes on):
@@ -312,9 +317,10 @@ class Session:
         values: dict[str, Any] | None,
         entering: bool,
         reservation: UUID | None,
+        batch: int | None = None,
     ) -> list[Any]:
         """One attempt of `fetch` outside a caller's transaction: the statement alone
-        (autocommit), or BEGIN, the caller, the call and COMMIT."""
+        (autocommit), or BEGIN, the caller, (a batch's budget,) the call and COMMIT."""
         cur = conn.cursor(row_factory=factory)
         if not entering and reservation is None:
             return await (await cur.execute(sql, values)).fetchall()
@@ -330,6 +336,8 @@ class Session:
                         await conn.execute(
                             queries.DELEGATE, {"delegate": self.credentials.delegate}
                         )
+                    if entering and batch is not None:
+                        await conn.execute(queries.BATCH_BUDGET, {"items": batch})
                     if reservation is not None:
                         await conn.execute(
                             queries.USE_RESERVATION, {"reservation": str(reservation)}
@@ -361,12 +369,15 @@ class Session:
         sql: str,
         values: dict[str, Any] | None,
         reservation: UUID | None = None,
+        batch: int | None = None,
     ) -> list[Any]:
         try:
             # a savepoint: a call that fails (a Conflict that is retried) leaves the
             # transaction's other work in place
             async with conn.transaction():
                 with metrics.sql_call(sql):
+                    if batch is not None:  # (for the rest of the caller's transaction)
+                        await conn.execute(queries.BATCH_BUDGET, {"items": batch})
                     if reservation is not None:
                         await conn.execute(
                             queries.USE_RESERVATION, {"reservation": str(reservation)}

@@ -5,6 +5,7 @@ lost: every test counts live + archived memories before and after."""
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -313,3 +314,53 @@ def test_four_runners_at_once_condense_each_batch_exactly_once(
         "select count(*) from memex.consolidation_runs where status = 'failed'"
     ).fetchone()
     assert failed == (0,)
+
+
+def test_a_run_yields_to_a_store_in_progress(conn: psycopg.Connection, dsn: str) -> None:
+    """A store into the tenant, not committed yet, holds the tenant's counters: the run
+    waits for them at most 200 ms, then gives up (nothing written, status nothing, said
+    why) instead of making the store's followers queue behind a whole tick."""
+    from pgvector.psycopg import register_vector
+
+    _fill(conn, 60)
+    conn.commit()
+    with psycopg.connect(dsn) as writer:
+        register_vector(writer)
+        writer.execute(
+            "select memex.store(%s, %s, 'written just now', %s, 'test-model')",
+            (A, U, unit((5, 1.0))),
+        )
+        conn.execute("set statement_timeout = '10s'")
+        started = time.monotonic()
+        run = _consolidate(conn, force=True)
+        waited = time.monotonic() - started
+        assert run is not None and run["status"] == "nothing", run
+        assert "being written" in run["details"]["reason"]
+        assert waited < 5, waited
+        conn.commit()
+        writer.commit()
+    assert _counts(conn) == {"live": 61, "archived": 0, "total": 61}
+    run = _consolidate(conn, force=True)  # the store is done: the run goes
+    assert run is not None and run["status"] == "done" and run["memories_in"] == 50
+
+
+def test_maintenance_commits_expired_deletes_before_indexing(conn: psycopg.Connection) -> None:
+    """Deleting expired memories holds their tenants' counters until commit: a call that
+    deleted some returns before moving a grown tenant into the ANN index (~10 s), and the
+    next call indexes."""
+    from tests.sqlapi import store_expired
+
+    conn.execute(
+        "insert into memex.settings (name, value) values ('exact_scan_max_rows', '5')"
+        " on conflict (name) do update set value = excluded.value"
+    )
+    _fill(conn, 20)
+    store_expired(conn, "gone", unit((7, 1.0)), datetime.now(UTC) - timedelta(days=1))
+    first = conn.execute(
+        "select expired_memories_deleted, memories_indexed from memex.maintenance()"
+    ).fetchone()
+    assert first == (1, 0)
+    second = conn.execute(
+        "select expired_memories_deleted, memories_indexed from memex.maintenance()"
+    ).fetchone()
+    assert second is not None and second[0] == 0 and second[1] > 0

@@ -784,3 +784,27 @@ def test_an_edit_may_correct_an_old_file_that_a_new_one_contradicts(
     run = dream(db, now=LATER, edits=psycopg.types.json.Jsonb([edit]))
     assert run["status"] == "done" and run["files_in"] == 2, run
     assert content(db, "user/profile.md") == "- Lived in Berlin until May\n- Vegetarian\n"
+
+
+def test_a_dream_tick_yields_to_a_store_in_progress(db: psycopg.Connection, dsn: str) -> None:
+    """A store into the tenant, not committed yet, holds the tenant's counters, which a
+    rewrite that changes a file's length updates: the tick waits for them at most 200 ms,
+    then skips the tenant (no failed run recorded: the next tick dreams it)."""
+    write(db, "user/one.md", "- one\n- one\n")
+    db.commit()
+    with psycopg.connect(dsn) as writer:
+        register_vector(writer)
+        writer.execute(
+            "select memex.store(%s, %s, 'written just now', %s, 'test-model')", (A, U, VEC)
+        )
+        db.execute("set statement_timeout = '10s'")
+        started = time.monotonic()
+        rows = db.execute("select * from memex.dream_due(p_now => %s)", (LATER,)).fetchall()
+        waited = time.monotonic() - started
+        assert rows == [] and waited < 5, (rows, waited)
+        db.commit()
+        writer.commit()
+    assert content(db, "user/one.md") == "- one\n- one\n"
+    assert db.execute("select count(*) as n from memex.consolidation_runs").fetchone() == {"n": 0}
+    rows = db.execute("select * from memex.dream_due(p_now => %s)", (LATER,)).fetchall()
+    assert [(r["status"], r["files_out"]) for r in rows] == [("done", 1)]

@@ -4,8 +4,10 @@ asks: REST's POST /v1/admin/dream/run and the console, through
 memexdb.agentic.operations.RUN_NOW): old memories condensed (memex.consolidate_due),
 then files tidied (memex.dream_due).
 
-Without an LLM condensing is one SQL call, memex.consolidate_due: extractive summaries,
-archiving, lineage and locking all happen there. With an LLM (MEMEX_LLM_URL) the summary
+Without an LLM condensing is SQL's, memex.consolidate_due: extractive summaries,
+archiving, lineage and locking all happen there; the service's tick runs its batches one
+transaction each (memex.consolidate_tenant), so that a client's write never waits for a
+whole tick. With an LLM (MEMEX_LLM_URL) the summary
 of each due batch is abstractive: the tick asks SQL for the plan (a dry run: the batches
 and their sources), has the model summarize each batch, and hands the summary back to
 memex.consolidate_tenant together with the batch it summarizes, so the bookkeeping is the
@@ -156,10 +158,17 @@ async def condense(
     abstractive with an LLM. A dry run returns SQL's plans and asks no model. `skipped`
     receives "condense" when `tenant`'s run did not run because another runner held it."""
     locked = skipped if skipped is not None else []
-    if memex.llm is None or dry_run:
+    if dry_run:
         if tenant is None:
-            return await memex.consolidate_due(dry_run=dry_run)
-        run = await memex.consolidate(*tenant, dry_run=dry_run, force=force)
+            return await memex.consolidate_due(dry_run=True)
+        run = await memex.consolidate(*tenant, dry_run=True, force=force)
+        if run is None:
+            locked.append("condense")
+        return [run] if run is not None else []
+    if memex.llm is None:
+        if tenant is None:
+            return await _condense_due(memex)
+        run = await memex.consolidate(*tenant, force=force)
         if run is None:
             locked.append("condense")
         return [run] if run is not None else []
@@ -193,6 +202,28 @@ async def condense(
             runs.append(run)
         elif tenant is not None:
             locked.append("condense")
+    return runs
+
+
+async def _condense_due(memex: AsyncMemex) -> list[ConsolidationRun]:
+    """A tick without an LLM: memex.consolidate_due's work, one batch per transaction.
+    The due tenants come from its plan (a dry run); each batch is then condensed by its
+    own call of memex.consolidate_tenant, which computes the summary before it writes
+    and commits right after, so a client's store into the tenant never waits for the
+    rest of the tick (a tick in one transaction would hold the tenant's counters from its
+    first summary to its last). Within dream_config.write_budget summaries."""
+    budget = (await memex.dream_config()).write_budget
+    runs: list[ConsolidationRun] = []
+    for plan in await memex.consolidate_due(dry_run=True):
+        if plan.status != "dry_run":
+            runs.append(plan)  # a failed tenant, recorded by SQL
+            continue
+        while budget > 0:
+            run = await memex.consolidate(plan.agent_id, plan.user_id)
+            if run is None or run.status != "done":
+                break  # another runner holds it, not due any more, or being written
+            runs.append(run)
+            budget -= 1
     return runs
 
 

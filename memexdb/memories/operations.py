@@ -106,6 +106,7 @@ async def store_many(session: Session, batch: MemoryBatchCreate) -> list[Memory]
             "ids": ids if any(i is not None for i in ids) else None,
         },
         reservation=reservation,
+        batch=len(items),  # a batch's budget, not one store's (memex._batch_budget)
     )
     metrics.count_by_type(metrics.MEMORIES_STORED, stored)
     return stored

@@ -26,6 +26,8 @@ async def run_maintenance(memex: AsyncMemex) -> float | None:
             result.tenants_indexed,
         )
         return FOLLOW_UP_SECONDS
+    if result.expired_memories_deleted:
+        return FOLLOW_UP_SECONDS  # that call committed before indexing: index next
     return None
 
 

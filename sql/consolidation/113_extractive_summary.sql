@@ -2,7 +2,10 @@
 -- memex._extractive_summary: an extractive summary of memories (p_contents, written at
 -- p_times, oldest first) in at most p_max_chars, computed without a model:
 --   1. units: a memory of up to 240 characters is one unit (a short fact is never cut);
---      a longer one is split into its sentences and lines;
+--      a longer one is split into its sentences and lines, of which its first
+--      greatest(4, 400 / memories) count (at most ~400 units a batch: step 2 compares
+--      every pair, so 50 memories of 32,000 characters would otherwise keep a condense
+--      run, and the locks it holds, busy for minutes);
 --   2. near-duplicates go: of two units with the same words (lower case, punctuation and
 --      spacing ignored) or with english lexeme sets at least 80% alike
 --      (memex._lexemes_alike), only the later is kept, since it is the user's latest word
@@ -29,6 +32,7 @@ declare
     v_lines  text[];
     v_kept   bigint[] := '{}';
     v_at     integer;
+    v_units  integer := greatest(4, 400 / greatest(cardinality(p_contents), 1));
 begin
     -- the units left after step 2, best first (step 3's order)
     with units as (
@@ -37,7 +41,7 @@ begin
         cross join lateral (
             select t.unit, t.j from regexp_split_to_table(m.content, '(?<=[.!?])\s+|\n+')
                                     with ordinality t(unit, j)
-            where length(m.content) > 240
+            where length(m.content) > 240 and t.j <= v_units
             union all
             select m.content, 1 where length(m.content) <= 240
         ) s

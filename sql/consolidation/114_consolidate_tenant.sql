@@ -18,6 +18,10 @@
 --   * the sources are archived (archived_at, superseded_by), never deleted: search skips
 --     them unless asked, memex.restore_consolidation brings them back;
 --   * written as dream-agent (memex._delegate) and recorded in memex.consolidation_runs.
+-- A run never holds up a client's write: it waits for a lock (the batch's rows, the
+-- tenant's counters and term statistics a store is writing) at most 200 ms (its own
+-- lock_timeout), then gives up what it did and returns status nothing with details.reason
+-- "the tenant is being written": the next tick condenses the batch.
 -- One run per tenant at a time: a transaction-level advisory lock on the tenant is taken
 -- before the batch is read and held until commit, so concurrent runners (pg_cron, every
 -- service replica, a manual call) condense each batch exactly once; a runner that finds
@@ -38,6 +42,7 @@ language plpgsql
 volatile
 security definer
 set search_path = pg_catalog, pg_temp
+set lock_timeout = '200ms'  -- a job yields to writers (see above)
 as $$
 declare
     v_now     timestamptz := coalesce(p_now, now());
@@ -96,6 +101,7 @@ begin
             return v_run;
         end if;
     end if;
+    begin  -- (a subtransaction: a lock not had in time undoes what the run wrote)
     select array_agg(b.id order by b.created_at, b.id),
            array_agg(b.content order by b.created_at, b.id),
            array_agg(b.created_at order by b.created_at, b.id)
@@ -163,6 +169,17 @@ begin
     where r.id = v_run.id
     returning * into v_run;
     return v_run;
+    exception when lock_not_available then
+        -- a writer holds what the run needs: the writer goes first, the next tick condenses
+        v_run := null;
+        v_run.agent_id := p_agent_id;
+        v_run.user_id := p_user_id;
+        v_run.kind := 'condense';
+        v_run.actor := 'dream-agent';
+        v_run.status := 'nothing';
+        v_run.details := '{"reason": "the tenant is being written: skipped until the next tick"}';
+        return v_run;
+    end;
 end
 $$;
 

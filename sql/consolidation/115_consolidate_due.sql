@@ -6,7 +6,10 @@
 -- largest first, at most dream_config.concurrency of them; each is condensed batch after
 -- batch while it stays due, within dream_config.write_budget summaries for the whole
 -- tick. A tenant whose run fails is recorded as a failed run (its work rolled back) and
--- the tick goes on. Returns the runs (dry runs with p_dry_run: nothing is written); an
+-- the tick goes on. The tick yields to clients' writes: a run skips a tenant being
+-- written (memex.consolidate_tenant), and after each summary, when another session waits
+-- for a lock the tick holds (memex._others_wait: a store into a tenant it condensed), the
+-- tick ends there so that it commits; the next tick goes on. Returns the runs (dry runs with p_dry_run: nothing is written); an
 -- empty result means there was nothing to do, and nothing was written.
 create or replace function memex.consolidate_due(
     p_dry_run boolean default false,
@@ -51,6 +54,9 @@ begin
             exit when v_run.status <> 'done';  -- failed, or a dry run: one per tenant
             v_budget := v_budget - 1;
             exit when v_budget <= 0;
+            if memex._others_wait() then
+                return;  -- a writer waits for this tick's locks: commit what is done
+            end if;
         end loop;
     end loop;
 end

@@ -10,6 +10,10 @@
 -- empty result means no tenant was due, and nothing was written. p_edits: edits proposed over
 -- memex.dream_plan (see memex.dream_tenant), each with its tenant's agent_id and user_id;
 -- each tenant's run gets its own.
+-- The tick yields to clients' writes: it waits for a lock at most 200 ms (its own
+-- lock_timeout) and then skips that tenant (its run undone, not recorded as failed: the
+-- next tick dreams it), and after each done run it stops when another session waits for
+-- a lock it holds (memex._others_wait), so that it commits.
 create or replace function memex.dream_due(
     p_dry_run boolean default false,
     p_now timestamptz default null,
@@ -20,6 +24,7 @@ language plpgsql
 volatile
 security definer
 set search_path = pg_catalog, pg_temp
+set lock_timeout = '200ms'  -- a job yields to writers (see above)
 as $$
 declare
     v_now    timestamptz := coalesce(p_now, now());
@@ -44,7 +49,9 @@ begin
                 select jsonb_agg(e) from jsonb_array_elements(p_edits) e
                 where e ->> 'agent_id' = v_tenant.agent_id
                   and e ->> 'user_id' = v_tenant.user_id));
-        exception when others then
+        exception when lock_not_available then
+            continue;  -- a client is writing the tenant: it goes first, the next tick dreams
+        when others then
             get stacked diagnostics v_error = message_text;
             v_run := memex._record_failed_run(v_tenant.agent_id, v_tenant.user_id, 'dream',
                                               v_error);
@@ -52,6 +59,9 @@ begin
         continue when v_run.status is null or v_run.status = 'nothing';  -- locked or tidy
         return next v_run;
         v_budget := v_budget - v_run.files_out;
+        if v_run.status = 'done' and memex._others_wait() then
+            return;  -- a writer waits for this tick's locks: commit what is done
+        end if;
     end loop;
 end
 $$;

@@ -27,7 +27,8 @@ declare
         "ivfflat_probes":               ["int", 1, null, true],
         "access_log_retention_days":    ["int", 0, null, false],
         "request_lock_timeout_ms":      ["int", 0, null, false],
-        "request_statement_timeout_ms": ["int", 0, null, false]
+        "request_statement_timeout_ms": ["int", 0, null, false],
+        "request_batch_item_ms":        ["int", 0, null, false]
     }';
     v_rule  jsonb;
     v_num   numeric;

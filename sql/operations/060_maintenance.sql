@@ -6,7 +6,9 @@
 -- entries older than settings.access_log_retention_days (default 90), and moves tenants that
 -- have grown past settings.exact_scan_max_rows into the ANN index, largest first, in
 -- steps of settings.index_batch_rows (memex._index_tenant_step) for up to ~10 s per
--- call; a large tenant carries on in the next call. The step that finishes a tenant
+-- call; a large tenant carries on in the next call. A call that deleted expired memories
+-- returns right after the deletes (they hold their tenants' counters, which stores take:
+-- no store waits for the indexing); the next call indexes. The step that finishes a tenant
 -- locks its row (its inserts wait) until this call commits, so the call returns right
 -- after it: at most one tenant per call. A call that moved anything tells a scheduler to
 -- call again soon. Safe to run anywhere, any number of times, concurrently (a tenant
@@ -41,6 +43,11 @@ begin
 
     v_result.tenants_indexed := 0;
     v_result.memories_indexed := 0;
+    if v_result.expired_memories_deleted > 0 then
+        -- the deletes hold their tenants' counters (memex.tenants rows) until commit: a
+        -- store into those tenants must not wait for ~10 s of indexing as well
+        return v_result;
+    end if;
     for v_tenant in
         select t.agent_id, t.user_id from memex.tenants t
         where not t.ann
