@@ -326,6 +326,27 @@ def test_console_in_a_browser(service: Service, browser: webdriver.Chrome) -> No
     refused = httpx.get(f"{service.base_url}/v1/memories/count", params=count, headers=bearer)
     assert refused.status_code == 401
 
+    # Erase the user from its memories page: a confirmation that is not the user id erases
+    # nothing; the user id typed again erases every memory of the user
+    def remaining() -> int:
+        answer = api.get("/v1/memories/count", params=count)
+        assert answer.status_code == 200, answer.text
+        return int(answer.json()["count"])
+
+    before = remaining()
+    assert before > 0
+    s.open(f"/admin/memories?agent_id={A}&user_id={U}")
+    s.find("#erase-confirm").send_keys(f"{U}-not")
+    s.click_and_load(s.find("#erase"))
+    assert "User erased" not in s.text()
+    assert remaining() == before
+    s.open(f"/admin/memories?agent_id={A}&user_id={U}")
+    s.find("#erase-confirm").send_keys(U)
+    s.click_and_load(s.find("#erase"))
+    assert "User erased" in s.find("#notice").text
+    assert remaining() == 0
+    s.shot("user-erased")
+
     # Bad input is a page that says what is wrong
     s.open(f"/admin/memory?agent_id={A}&user_id={U}&id=42")
     assert s.heading() == "Invalid input" and "not a memory id" in s.find(".error-fields").text
