@@ -53,7 +53,7 @@ TYPES = ("episodic", "semantic", "procedural")
 TOP_K = 10
 HALF_LIFE_DAYS = 30.0  # sent with alpha (memex's default)
 DEFAULT_HALF_LIFE_DAYS = 90.0  # memex.search's half-life when no alpha is sent
-RECENCY_BOOST = 0.25  # memex._score without alpha (memexdb.params.RECENCY_BOOST)
+RECENCY_BOOST = 0.25  # memex._score without alpha (RECENCY_BOOST)
 # pure similarity (what the index can do), the memex blend, and the default request (no
 # alpha, no half-life: relevance * (1 + 0.25 * recency) * importance)
 ALPHAS: tuple[float | None, ...] = (1.0, 0.7, None)

@@ -12,8 +12,8 @@ from memexdb.errors import (
     RateLimited,
     SetupError,
 )
+from memexdb.memories.models import NewMemory
 from memexdb.migrations import migrate
-from memexdb.params import NewMemory
 from memexdb.types import ImportResult, Memory, MemoryPage, MemoryType, SearchHit, SearchMode
 
 __all__ = [

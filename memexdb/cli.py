@@ -29,12 +29,12 @@ from memexdb import (
     logs,
     metrics,
     moving,
-    params,
     queries,
 )
 from memexdb.client import Memex
 from memexdb.config import Settings, SettingsError, env_name, listens_on_loopback_only
 from memexdb.embedded import EmbeddedPostgresError
+from memexdb.embeddings.models import DEFAULT_REEMBED_BATCH, REEMBED_BATCH_MAX
 from memexdb.errors import InvalidArgument, MemexError
 from memexdb.migrations import head_revision
 from memexdb.port_check import port_in_use
@@ -358,8 +358,8 @@ def _batch_size(text: str) -> int:
         size = int(text)
     except ValueError:
         size = 0
-    if not 1 <= size <= params.REEMBED_BATCH_MAX:
-        raise argparse.ArgumentTypeError(f"must be a number from 1 to {params.REEMBED_BATCH_MAX}")
+    if not 1 <= size <= REEMBED_BATCH_MAX:
+        raise argparse.ArgumentTypeError(f"must be a number from 1 to {REEMBED_BATCH_MAX}")
     return size
 
 
@@ -532,10 +532,9 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     reembed.add_argument(
         "--batch-size",
         type=_batch_size,
-        default=params.DEFAULT_REEMBED_BATCH,
+        default=DEFAULT_REEMBED_BATCH,
         metavar="N",
-        help=f"memories per page, 1 to {params.REEMBED_BATCH_MAX}"
-        f" (default: {params.DEFAULT_REEMBED_BATCH})",
+        help=f"memories per page, 1 to {REEMBED_BATCH_MAX} (default: {DEFAULT_REEMBED_BATCH})",
     )
     reembed.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     _add_verbose(parser)

@@ -18,10 +18,10 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from memexdb import params
 from memexdb.agentic import consolidation
 from memexdb.client import AsyncMemex
 from memexdb.config import Settings
+from memexdb.consolidation.models import DEFAULT_RUNS_LIMIT
 from memexdb.llm import ChatModel
 from memexdb.runtime.embedder import embedder_for
 from memexdb.types import ConsolidationRun
@@ -88,9 +88,9 @@ async def _tenants(memex: AsyncMemex, agent_id: str | None) -> list[tuple[str, s
     tenants: list[tuple[str, str]] = []
     after: tuple[str, str] | None = None
     while True:
-        page = await memex.dream_users(agent_id, limit=params.DEFAULT_RUNS_LIMIT, after=after)
+        page = await memex.dream_users(agent_id, limit=DEFAULT_RUNS_LIMIT, after=after)
         tenants += [(u.agent_id, u.user_id) for u in page]
-        if len(page) < params.DEFAULT_RUNS_LIMIT:
+        if len(page) < DEFAULT_RUNS_LIMIT:
             return tenants
         after = tenants[-1]
 

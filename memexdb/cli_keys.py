@@ -23,8 +23,9 @@ import psycopg
 from psycopg.rows import dict_row
 
 from memexdb import queries
+from memexdb.error_models import validated
 from memexdb.errors import Conflict, InvalidArgument, SetupError, translate
-from memexdb.params import CONFIRM_LAST_KEY, KeyCreate, KeyRef, validated
+from memexdb.keys.models import CONFIRM_LAST_KEY, KeyCreate, KeyRef
 from memexdb.types import Access
 
 _DURATION_UNITS = {"m": 60, "h": 3600, "d": 86400}

@@ -2,7 +2,7 @@
 
 `AsyncMemex` serves the REST and MCP frontends and asyncio applications; `Memex` is the
 same API for synchronous code (each method runs AsyncMemex's on a private event loop, so
-there is one body per operation). Arguments are checked against memexdb.params (the
+there is one body per operation). Arguments are checked against the domains' models (the
 bounds the frontends publish) before anything is embedded; neither class ranks, filters
 or limits anything itself: that is memex.* in SQL.
 """
@@ -26,22 +26,43 @@ from memexdb_client._sync import LoopThread, blocking
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
-from memexdb import metrics, moving, params, queries
-from memexdb.dreaming import operations as dreaming
+from memexdb import metrics, moving, queries
+from memexdb.consolidation import operations as consolidation
+from memexdb.consolidation.models import DEFAULT_RUNS_LIMIT, DreamConfigOut, encode_tenant_cursor
 from memexdb.embedding import BatchingEmbedder, Embedder
-from memexdb.embedding import operations as embedding_ops
+from memexdb.embeddings import operations as embeddings
+from memexdb.embeddings.models import DEFAULT_REEMBED_BATCH, REEMBED_BATCH_MAX
+from memexdb.error_models import validated
 from memexdb.errors import InvalidArgument
+from memexdb.fields import (
+    DEFAULT_ALPHA,
+    DEFAULT_EXPORT_BATCH,
+    DEFAULT_HALF_LIFE_DAYS,
+    DEFAULT_IMPORTANCE,
+    DEFAULT_LIST_LIMIT,
+    DEFAULT_MEMORY_TYPE,
+    DEFAULT_MODE,
+    DEFAULT_TOP_K,
+    TenantQuery,
+)
 from memexdb.files import operations as files
+from memexdb.files.models import (
+    DEFAULT_ACCESS_LOG_LIMIT,
+    DEFAULT_FILE_LIST_LIMIT,
+    DEFAULT_PASSAGE_CHARS,
+    DEFAULT_PASSAGES_TOP_K,
+    DEFAULT_SMART_READ_BUDGET,
+    PassageSearchRequest,
+)
 from memexdb.files.passages import ranked_passages
+from memexdb.health.models import BlockedLock
 from memexdb.keys import operations as keys
+from memexdb.keys.models import DEFAULT_AUDIT_LIMIT
 from memexdb.llm import ChatModel
 from memexdb.memories import operations as memories
+from memexdb.memories.models import MemoryBatchCreate, MemoryCreate, MemoryStore
 from memexdb.operation import Operation
 from memexdb.paging import next_key
-from memexdb.params import (
-    MemoryCreate,
-    validated,
-)
 from memexdb.session import Session
 from memexdb.types import (
     Access,
@@ -112,8 +133,8 @@ class AsyncMemex(Session):
         user_id: str,
         content: str,
         *,
-        memory_type: MemoryType | str = params.DEFAULT_MEMORY_TYPE,
-        importance: float = params.DEFAULT_IMPORTANCE,
+        memory_type: MemoryType | str = DEFAULT_MEMORY_TYPE,
+        importance: float = DEFAULT_IMPORTANCE,
         metadata: dict[str, Any] | None = None,
         expires_at: datetime | None = None,
         created_at: datetime | None = None,
@@ -133,8 +154,8 @@ class AsyncMemex(Session):
             raise InvalidArgument("memories", "must hold at least one memory")
         # NewMemory items checked themselves when they were built; a plain MemoryCreate
         # has no id (memories.store_many reads it with getattr)
-        given = cast(list[params.MemoryStore], list(items))
-        batch = params.MemoryBatchCreate.model_construct(memories=given)
+        given = cast(list[MemoryStore], list(items))
+        batch = MemoryBatchCreate.model_construct(memories=given)
         return await self.run(memories.STORE_MANY, batch)
 
     async def search(
@@ -143,11 +164,11 @@ class AsyncMemex(Session):
         user_id: str,
         query: str,
         *,
-        top_k: int = params.DEFAULT_TOP_K,
-        alpha: float | None = params.DEFAULT_ALPHA,
-        half_life_days: float | None = params.DEFAULT_HALF_LIFE_DAYS,
+        top_k: int = DEFAULT_TOP_K,
+        alpha: float | None = DEFAULT_ALPHA,
+        half_life_days: float | None = DEFAULT_HALF_LIFE_DAYS,
         memory_types: Sequence[MemoryType | str] | None = None,
-        mode: SearchMode | str | None = params.DEFAULT_MODE,
+        mode: SearchMode | str | None = DEFAULT_MODE,
         now: datetime | None = None,
         context_weight: float | None = None,
         metadata: dict[str, Any] | None = None,
@@ -188,7 +209,7 @@ class AsyncMemex(Session):
         agent_id: str,
         user_id: str,
         *,
-        limit: int = params.DEFAULT_LIST_LIMIT,
+        limit: int = DEFAULT_LIST_LIMIT,
         cursor: str | None = None,
         memory_type: MemoryType | str | None = None,
         created_after: datetime | None = None,
@@ -244,11 +265,11 @@ class AsyncMemex(Session):
         *,
         embeddings: bool = False,
         after: _ExportCursor = None,
-        limit: int = params.DEFAULT_EXPORT_BATCH,
+        limit: int = DEFAULT_EXPORT_BATCH,
     ) -> tuple[list[ExportRow], _ExportCursor]:
         """One page of an export (see `export`) and the `after` of the next page (None:
         this was the last)."""
-        validated(params.TenantQuery, agent_id=agent_id, user_id=user_id or "-")
+        validated(TenantQuery, agent_id=agent_id, user_id=user_id or "-")
         rows: list[ExportRow] = await self.fetch(
             ExportRow,
             queries.EXPORT_MEMORIES,
@@ -270,7 +291,7 @@ class AsyncMemex(Session):
         user_id: str | None = None,
         *,
         embeddings: bool = False,
-        batch_size: int = params.DEFAULT_EXPORT_BATCH,
+        batch_size: int = DEFAULT_EXPORT_BATCH,
     ) -> AsyncIterator[dict[str, Any]]:
         """The agent's user's (or all its users') whole memory as JSON-ready dicts, one
         line of `memexdb export` each (memexdb.export_format): a header, every memory
@@ -286,7 +307,7 @@ class AsyncMemex(Session):
         self,
         records: Iterable[dict[str, Any]] | AsyncIterable[dict[str, Any]],
         *,
-        batch_size: int = params.DEFAULT_EXPORT_BATCH,
+        batch_size: int = DEFAULT_EXPORT_BATCH,
     ) -> ImportResult:
         """Insert the records of an export (dicts as `export` yields them, a version-1
         export's memories too) keeping ids, timestamps and history, `batch_size` per
@@ -312,10 +333,10 @@ class AsyncMemex(Session):
         rows: list[SchemaState] = await self.fetch(SchemaState, queries.SCHEMA_STATE, enter=False)
         return rows[0]
 
-    async def lock_waits(self) -> list[params.BlockedLock]:
+    async def lock_waits(self) -> list[BlockedLock]:
         """The sessions waiting now for a lock on a memex table and who blocks them
         (memex.lock_waits; readiness, no caller needed)."""
-        return await self.fetch(params.BlockedLock, queries.LOCK_WAITS, enter=False)
+        return await self.fetch(BlockedLock, queries.LOCK_WAITS, enter=False)
 
     async def maintenance(self) -> MaintenanceResult:
         """Run memex.maintenance(): delete expired memories and stale rate-limit rows, and
@@ -391,7 +412,7 @@ class AsyncMemex(Session):
         client's model id. Any caller may (read access is enough); each call counts as a
         read against the caller's rate limit."""
         given = texts if isinstance(texts, str) else list(texts)
-        return await self.call(embedding_ops.EMBED, input=given, model=model)
+        return await self.call(embeddings.EMBED, input=given, model=model)
 
     async def embedding_models(self) -> dict[str, int]:
         """How many memories carry vectors of each embedding model, most first (operator)."""
@@ -404,15 +425,15 @@ class AsyncMemex(Session):
         return rows[0]
 
     async def reembed_page(
-        self, after: UUID | None = None, *, limit: int = params.DEFAULT_REEMBED_BATCH
+        self, after: UUID | None = None, *, limit: int = DEFAULT_REEMBED_BATCH
     ) -> ReembedPage:
         """One page of `memexdb reembed` (operator): the next `limit` memories after
         `after` (in id order) whose vector is not from this client's model, embedded in
         full and stored unless their content changed meanwhile. Start with None and pass
         `next_after` until it is None; starting over later resumes (only what is still
         stale is found)."""
-        if not 1 <= limit <= params.REEMBED_BATCH_MAX:
-            raise InvalidArgument("limit", f"must be 1 to {params.REEMBED_BATCH_MAX}")
+        if not 1 <= limit <= REEMBED_BATCH_MAX:
+            raise InvalidArgument("limit", f"must be 1 to {REEMBED_BATCH_MAX}")
         rows: list[StaleEmbedding] = await self.fetch(
             StaleEmbedding,
             queries.STALE_EMBEDDINGS,
@@ -462,7 +483,7 @@ class AsyncMemex(Session):
         return await self.call(keys.REVOKE_KEY, **_given(locals()))
 
     async def audit_events(
-        self, limit: int = params.DEFAULT_AUDIT_LIMIT, before: int | None = None
+        self, limit: int = DEFAULT_AUDIT_LIMIT, before: int | None = None
     ) -> list[AuditEvent]:
         """The audit log within this (admin) caller's scope, newest first."""
         return await self.call(keys.AUDIT_EVENTS, **_given(locals()))
@@ -502,7 +523,7 @@ class AsyncMemex(Session):
         user_id: str,
         *,
         prefix: str | None = None,
-        limit: int = params.DEFAULT_FILE_LIST_LIMIT,
+        limit: int = DEFAULT_FILE_LIST_LIMIT,
         after: str | None = None,
     ) -> tuple[list[FileEntry], str | None]:
         """A page of the tenant's files under `prefix`, in path order, and the `after` of
@@ -543,7 +564,7 @@ class AsyncMemex(Session):
         user_id: str,
         path: str,
         *,
-        limit: int = params.DEFAULT_FILE_LIST_LIMIT,
+        limit: int = DEFAULT_FILE_LIST_LIMIT,
         before: int | None = None,
     ) -> list[FileRevision]:
         """The revisions of a file, newest first, without content."""
@@ -582,7 +603,7 @@ class AsyncMemex(Session):
         user_id: str,
         query: str,
         *,
-        budget: int = params.DEFAULT_SMART_READ_BUDGET,
+        budget: int = DEFAULT_SMART_READ_BUDGET,
     ) -> SmartRead:
         """One context block of at most `budget` characters from the files and memories
         most relevant to `query`, each under a header naming its path or id."""
@@ -595,7 +616,7 @@ class AsyncMemex(Session):
         *,
         since: datetime | None = None,
         until: datetime | None = None,
-        limit: int = params.DEFAULT_ACCESS_LOG_LIMIT,
+        limit: int = DEFAULT_ACCESS_LOG_LIMIT,
         before: int | None = None,
     ) -> list[AccessEvent]:
         """The tenant's access log (every read and write of its files), newest first,
@@ -624,13 +645,13 @@ class AsyncMemex(Session):
         user_id: str,
         query: str,
         *,
-        top_k: int = params.DEFAULT_PASSAGES_TOP_K,
-        passage_chars: int = params.DEFAULT_PASSAGE_CHARS,
+        top_k: int = DEFAULT_PASSAGES_TOP_K,
+        passage_chars: int = DEFAULT_PASSAGE_CHARS,
     ) -> list[Passage]:
         """memex.search_passages: files and memories ranked for `query` (BM25 fused with
         vectors), each cut to a passage (a file's best paragraph, with its lines)."""
         request = validated(
-            params.PassageSearchRequest,
+            PassageSearchRequest,
             agent_id=agent_id,
             user_id=user_id,
             query=query,
@@ -694,7 +715,7 @@ class AsyncMemex(Session):
         self, query: str, agent_id: str, user_id: str, **arguments: Any
     ) -> ConsolidationRun | None:
         """One tenant's consolidation run (or plan); None when another runner holds it."""
-        validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
+        validated(TenantQuery, agent_id=agent_id, user_id=user_id)
         rows: list[ConsolidationRun] = await self.fetch(
             ConsolidationRun, query, {"agent_id": agent_id, "user_id": user_id, **arguments}
         )
@@ -717,7 +738,7 @@ class AsyncMemex(Session):
     ) -> list[DreamPlan]:
         """The files the next dream reads: of the due tenants (admin), or of one."""
         if agent_id is not None or user_id is not None:
-            validated(params.TenantQuery, agent_id=agent_id, user_id=user_id)
+            validated(TenantQuery, agent_id=agent_id, user_id=user_id)
         return await self.fetch(
             DreamPlan,
             queries.DREAM_PLAN,
@@ -726,44 +747,46 @@ class AsyncMemex(Session):
 
     async def restore_consolidation(self, run_id: int) -> ConsolidationRun:
         """Undo a condense run: its sources live again, its summary archived."""
-        return await self.call(dreaming.RESTORE_CONSOLIDATION, **_given(locals()))
+        return await self.call(consolidation.RESTORE_CONSOLIDATION, **_given(locals()))
 
-    async def dream_config(self) -> params.DreamConfigOut:
+    async def dream_config(self) -> DreamConfigOut:
         """The consolidation settings (memex.dream_config). Any caller may read them
         here (the scheduler, the console of an agent's admin); GET /v1/admin/dream/config
-        (dreaming.DREAM_CONFIG) is for admins of every agent."""
-        return await dreaming.read_config(self)
+        (consolidation.DREAM_CONFIG) is for admins of every agent."""
+        return await consolidation.read_config(self)
 
-    async def set_dream_config(self, /, **changes: Any) -> params.DreamConfigOut:
+    async def set_dream_config(self, /, **changes: Any) -> DreamConfigOut:
         """Change consolidation settings (admin); the whole configuration after."""
-        return await self.call(dreaming.SET_DREAM_CONFIG, **changes)
+        return await self.call(consolidation.SET_DREAM_CONFIG, **changes)
 
     async def consolidation_runs(
         self,
         agent_id: str | None = None,
         user_id: str | None = None,
         *,
-        limit: int = params.DEFAULT_RUNS_LIMIT,
+        limit: int = DEFAULT_RUNS_LIMIT,
         before: int | None = None,
     ) -> list[ConsolidationRun]:
         """Consolidation runs, newest first: of a tenant, an agent, or every tenant."""
-        return await self.call(dreaming.CONSOLIDATION_RUNS, **_given(locals()))
+        return await self.call(consolidation.CONSOLIDATION_RUNS, **_given(locals()))
 
     async def dream_users(
         self,
         agent_id: str | None = None,
         *,
-        limit: int = params.DEFAULT_RUNS_LIMIT,
+        limit: int = DEFAULT_RUNS_LIMIT,
         after: tuple[str, str] | None = None,
     ) -> list[DreamUser]:
         """Each tenant's consolidation status (admin), in (agent_id, user_id) order after
         `after`."""
-        cursor = params.encode_tenant_cursor(*after) if after is not None else None
-        return await self.call(dreaming.DREAM_USERS, agent_id=agent_id, limit=limit, after=cursor)
+        cursor = encode_tenant_cursor(*after) if after is not None else None
+        return await self.call(
+            consolidation.DREAM_USERS, agent_id=agent_id, limit=limit, after=cursor
+        )
 
     async def set_dream_paused(self, agent_id: str, user_id: str, paused: bool) -> bool:
         """Pause or resume consolidation of one tenant (admin, audited)."""
-        return await self.call(dreaming.SET_DREAM_PAUSED, **_given(locals()))
+        return await self.call(consolidation.SET_DREAM_PAUSED, **_given(locals()))
 
     # --- Tenants at a glance (the admin console): memex.agent_stats, memex.user_stats ---
 
@@ -771,7 +794,7 @@ class AsyncMemex(Session):
         self,
         agent_id: str | None = None,
         *,
-        limit: int = params.DEFAULT_RUNS_LIMIT,
+        limit: int = DEFAULT_RUNS_LIMIT,
         after: str | None = None,
     ) -> list[AgentStats]:
         """Agents in agent_id order after `after` (admin; `agent_id`: that one only), each
@@ -781,7 +804,7 @@ class AsyncMemex(Session):
         )
 
     async def user_stats(
-        self, agent_id: str, *, limit: int = params.DEFAULT_RUNS_LIMIT, after: str | None = None
+        self, agent_id: str, *, limit: int = DEFAULT_RUNS_LIMIT, after: str | None = None
     ) -> list[UserStats]:
         """The users of an agent in user_id order after `after` (admin of the agent), each
         with its memories by type, archived, expired, files and consolidation pause."""
@@ -889,7 +912,7 @@ class Memex:
         user_id: str | None = None,
         *,
         embeddings: bool = False,
-        batch_size: int = params.DEFAULT_EXPORT_BATCH,
+        batch_size: int = DEFAULT_EXPORT_BATCH,
     ) -> Iterator[dict[str, Any]]:
         """AsyncMemex.export for synchronous code: an iterator of JSON-ready dicts."""
         records = moving.export_records(

@@ -4,7 +4,7 @@ AsyncMemex.import_memories read.
 
 Line 1 is a header ({"record": "header", "format": "memexdb-export", "version": 2, ...});
 then one line per record, each naming what it holds in "record": the memories
-(`memory`, memexdb.params.ExportedMemory: files are memories with a path), then the file
+(`memory`, ExportedMemory: files are memories with a path), then the file
 revisions (`file_revision`), the access log (`access`) and the consolidation runs
 (`consolidation_run`), each as stored. A file of version 1 (memexdb before the header)
 holds memory lines without "record" and no header: it is read as memories.
@@ -18,7 +18,8 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from memexdb.params import AgentId, ExportedMemory, Metadata, UserId, no_nul
+from memexdb.fields import AgentId, Metadata, UserId, no_nul
+from memexdb.memories.models import ExportedMemory
 
 FORMAT = "memexdb-export"
 VERSION = 2

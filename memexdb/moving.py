@@ -21,9 +21,11 @@ import numpy as np
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel, ValidationError
 
-from memexdb import export_format, metrics, params, queries
+from memexdb import export_format, metrics, queries
+from memexdb.error_models import invalid_argument
 from memexdb.errors import InvalidArgument
 from memexdb.memories import operations as memories
+from memexdb.memories.models import ExportedMemory
 from memexdb.paging import next_key
 from memexdb.session import jsonb_or_none
 from memexdb.types import HistoryRow, ImportResult, Memory
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 
 HistoryCursor = tuple[str, int] | None
 MODELS: dict[str, type[BaseModel]] = {
-    "memory": params.ExportedMemory,
+    "memory": ExportedMemory,
     **export_format.HISTORY_MODELS,
 }
 _IMPORT_HISTORY = {
@@ -111,9 +113,7 @@ def check_record(n: int, record: Any) -> tuple[str, BaseModel] | None:
                 raise InvalidArgument(f"records[{n}].record", "a header is the first line")
             export_format.check_header(record)
             return None
-        model = (
-            params.ExportedMemory if kind == "memory" else export_format.HISTORY_MODELS.get(kind)
-        )
+        model = ExportedMemory if kind == "memory" else export_format.HISTORY_MODELS.get(kind)
         if model is None:
             raise InvalidArgument(
                 f"records[{n}].record",
@@ -121,7 +121,7 @@ def check_record(n: int, record: Any) -> tuple[str, BaseModel] | None:
             )
         return kind, model.model_validate(record)
     except ValidationError as exc:
-        error = params.invalid_argument(exc)
+        error = invalid_argument(exc)
         raise InvalidArgument(f"records[{n}].{error.field}", error.message) from None
     except ValueError as exc:
         raise InvalidArgument(f"records[{n}].version", str(exc)) from None
@@ -184,7 +184,7 @@ class Importer:
                 None, queries.MISSING_MEMORY_IDS, {"ids": [item.id for _, item in numbered]}
             )
         )
-        new = [(n, cast(params.ExportedMemory, item)) for n, item in numbered if item.id in missing]
+        new = [(n, cast(ExportedMemory, item)) for n, item in numbered if item.id in missing]
         if not new:
             return 0
         batch = [item for _, item in new]
@@ -200,7 +200,7 @@ class Importer:
         self.reembedded += again
         return rows
 
-    async def _insert(self, batch: list[params.ExportedMemory]) -> tuple[int, int]:
+    async def _insert(self, batch: list[ExportedMemory]) -> tuple[int, int]:
         memex = self.memex
         stale = [
             i

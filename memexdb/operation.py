@@ -8,8 +8,8 @@ gets back (`response` and `answer`), the access it needs, and how it pages. From
 - `AsyncMemex.call(op, **arguments)` / `AsyncMemex.run(op, request)`: the typed methods of
   memexdb.client are one line each over these (a test checks each method's parameters
   against its request model);
-- the REST endpoint and its OpenAPI entry (memexdb.rest.operations, from `rest`);
-- the MCP tool and its input and output schemas (memexdb.mcp.operations, from `tool`);
+- the REST endpoint and its OpenAPI entry (memexdb.rest.operation_routes, from `rest`);
+- the MCP tool and its input and output schemas (memexdb.mcp.operation_tools, from `tool`);
 - the CLI command where there is one (`cli` names it; memexdb.cli).
 
 The HTTP clients (Python and TypeScript) are generated from the OpenAPI document, which
@@ -24,7 +24,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from memexdb.params import invalid_argument
+from memexdb.error_models import invalid_argument
 from memexdb.session import Session
 
 Req = TypeVar("Req", bound=BaseModel)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from memexdb.agentic import operations as agentic
-from memexdb.dreaming import operations as dreaming
-from memexdb.embedding import operations as embedding
+from memexdb.consolidation import operations as consolidation
+from memexdb.embeddings import operations as embeddings
 from memexdb.files import operations as files
 from memexdb.keys import operations as keys
 from memexdb.memories import operations as memories
@@ -17,7 +17,7 @@ OPERATIONS: tuple[Operation[Any, Any], ...] = (
     *memories.OPERATIONS,
     *files.OPERATIONS,
     *agentic.OPERATIONS,
-    *embedding.OPERATIONS,
+    *embeddings.OPERATIONS,
     *keys.OPERATIONS,
-    *dreaming.OPERATIONS,
+    *consolidation.OPERATIONS,
 )

@@ -21,11 +21,11 @@ import pytest
 
 import memexdb
 from memexdb import AsyncMemex, agentic
+from memexdb.agentic.models import MEMORIZE_MAX_PROPOSALS, MEMORIZE_PROPOSAL_MAX_CHARS
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import BatchingEmbedder
 from memexdb.errors import Forbidden, RateLimited
 from memexdb.llm import ChatModel
-from memexdb.params import MEMORIZE_MAX_PROPOSALS, MEMORIZE_PROPOSAL_MAX_CHARS
 from tests.conftest import drop_database, new_database
 from tests.live_service import free_port
 from tests.scripted_llm import ScriptedLLM, answer, scripted_llm, tool_calls

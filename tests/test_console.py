@@ -18,7 +18,7 @@ from memexdb import AsyncMemex
 from memexdb.console.web import CSRF_COOKIE, KEY_COOKIE, is_loopback, safe_next
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.errors import Forbidden, InvalidArgument
-from memexdb.params import MemoryCreate
+from memexdb.memories.models import MemoryCreate
 from tests.live_service import Service, client, service_on_new_database
 
 A, B = "console-a", "console-b"

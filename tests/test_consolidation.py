@@ -23,7 +23,7 @@ from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import BatchingEmbedder
 from memexdb.errors import Forbidden, NotFound
 from memexdb.llm import ChatModel, ToolCall
-from memexdb.params import MemoryCreate
+from memexdb.memories.models import MemoryCreate
 from memexdb.rest.app import create_app
 from tests.conftest import drop_database, new_database, scratch_dir
 from tests.live_service import (

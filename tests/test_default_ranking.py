@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from memexdb import Memex
-from memexdb.params import NewMemory
+from memexdb.memories.models import NewMemory
 from tests.sqlapi import search, store, unit
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)

@@ -29,7 +29,7 @@ from memexdb_client import MemexClient, NotFound
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import Embedder
 from memexdb.embedding.long_text import embed_in_full, plan, window_of
-from memexdb.params import (
+from memexdb.embeddings.models import (
     EMBEDDING_INPUT_MAX_CHARS,
     EMBEDDINGS_MAX_INPUTS,
     EMBEDDINGS_MAX_TOTAL_CHARS,

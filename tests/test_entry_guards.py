@@ -30,7 +30,7 @@ from memexdb.console.pages import routes as console_routes
 from memexdb.console.web import CSRF_COOKIE, KEY_COOKIE
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.errors import InvalidArgument
-from memexdb.params import METADATA_MAX_DEPTH
+from memexdb.fields import METADATA_MAX_DEPTH
 from memexdb.rest.app import ENDPOINTS
 from tests.conftest import drop_database, new_database, scratch_dir
 from tests.live_service import Service, free_port, service_env, uvicorn_args

@@ -28,7 +28,7 @@ from memexdb import AsyncMemex
 from memexdb.embedding import BatchingEmbedder
 from memexdb.errors import Conflict, Forbidden, NotFound
 from memexdb.export_format import LINE_MAX_BYTES
-from memexdb.params import MemoryCreate, NewMemory
+from memexdb.memories.models import MemoryCreate, NewMemory
 from memexdb.rest.app import create_app
 from tests.conftest import scratch_dir
 from tests.live_service import Service, free_port, run_cli, service_env, uvicorn_args

@@ -10,9 +10,10 @@ import pytest
 from openapi_spec_validator import validate
 from pydantic import ValidationError
 
+from memexdb.fields import METADATA_MAX_BYTES, METADATA_MAX_DEPTH
+from memexdb.memories.models import MemoryCreate
 from memexdb.operation import Domain
 from memexdb.operation_table import OPERATIONS
-from memexdb.params import METADATA_MAX_BYTES, METADATA_MAX_DEPTH, MemoryCreate
 from memexdb.rest.app import ENDPOINTS
 from memexdb.rest.docs import TAGS, _reply, openapi_document, served_document
 from memexdb.rest.endpoint import Endpoint, Reply
@@ -236,7 +237,7 @@ def _nested(levels: int) -> dict[str, Any]:
 )
 def test_metadata_is_checked_as_before(metadata: dict[str, Any]) -> None:
     """The document describes metadata as any JSON object (no recursive schema); the
-    service still refuses what its description rules out (memexdb.params.Metadata)."""
+    service still refuses what its description rules out (Metadata)."""
     with pytest.raises(ValidationError):
         MemoryCreate.model_validate({**_TENANT, "content": "x", "metadata": metadata})
     assert MemoryCreate.model_validate(

@@ -1,10 +1,12 @@
-"""The API's defaults and bounds are defined once in Python (memexdb.params) and once in
+"""The API's defaults and bounds are defined once in Python (memexdb.fields and the domain
+models) and once in
 SQL (the memex.* functions' argument defaults and checks): these tests hold the two
 together, so neither layer can drift. Each bound is tried on both sides of its edge, in
 SQL (as a non-Python caller would) and against the pydantic models the frontends use."""
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -16,17 +18,47 @@ from pgvector.psycopg import register_vector
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel, ValidationError
 
-from memexdb import params
-from memexdb.params import (
-    DreamConfig,
+import memexdb
+from memexdb.consolidation.models import DREAM_BOUNDS, DreamConfig
+from memexdb.fields import (
+    CONTENT_MAX_CHARS,
+    DEFAULT_ALPHA,
+    DEFAULT_EXPORT_BATCH,
+    DEFAULT_HALF_LIFE_DAYS,
+    DEFAULT_IMPORTANCE,
+    DEFAULT_LIST_LIMIT,
+    DEFAULT_MEMORY_TYPE,
+    DEFAULT_MODE,
+    DEFAULT_TOP_K,
+    HALF_LIFE_DAYS_DEFAULT,
+    HALF_LIFE_DAYS_MEMEX,
+    HALF_LIFE_MAX_DAYS,
+    HALF_LIFE_MIN_DAYS,
+    IMPORTANCE_MAX,
+    IMPORTANCE_MIN_POSITIVE,
+    LIST_LIMIT_MAX,
+    METADATA_MAX_BYTES,
+    METADATA_MAX_DEPTH,
+    QUERY_MAX_CHARS,
+    RECENCY_BOOST,
+    TENANT_ID_MAX_CHARS,
+    TOP_K_MAX,
+)
+from memexdb.files.models import (
+    LINE_MAX,
+    PASSAGE_MAX_CHARS,
+    PASSAGE_MIN_CHARS,
+    PASSAGES_TOP_K_MAX,
+    PATH_MAX_SEGMENTS,
+    PATH_SEGMENT_MAX_CHARS,
+    SMART_READ_MAX_BUDGET,
+    SMART_READ_MIN_BUDGET,
     FileReadQuery,
     FileWrite,
-    ListQuery,
-    MemoryCreate,
-    MemorySearchRequest,
     PassageSearchRequest,
     SmartReadRequest,
 )
+from memexdb.memories.models import ListQuery, MemoryCreate, MemorySearchRequest
 from tests.sqlapi import unit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,61 +94,61 @@ def _read_line(conn: psycopg.Connection, line: int) -> None:
 
 def test_search_defaults_match(conn: psycopg.Connection) -> None:
     declared = _defaults(conn, "memex.search")
-    assert float(_sql_literal(declared["top_k"])) == params.DEFAULT_TOP_K
+    assert float(_sql_literal(declared["top_k"])) == DEFAULT_TOP_K
     # alpha and mode default to null on both sides: no alpha means the default formula
     # (memex._score with RECENCY_BOOST), no mode means hybrid when there is a query text
-    assert params.DEFAULT_ALPHA is None
+    assert DEFAULT_ALPHA is None
     assert declared["alpha"] == "NULL::double precision"
-    assert params.DEFAULT_HALF_LIFE_DAYS is None
+    assert DEFAULT_HALF_LIFE_DAYS is None
     assert declared["half_life_days"] == "NULL::double precision"
     body = conn.execute("select prosrc from pg_proc where oid = 'memex.search'::regproc")
     search_source = body.fetchone()
     assert search_source is not None
     assert (
         "coalesce(p_half_life_days, case when p_alpha is null"
-        f" then {params.HALF_LIFE_DAYS_DEFAULT:g} else {params.HALF_LIFE_DAYS_MEMEX:g} end)"
+        f" then {HALF_LIFE_DAYS_DEFAULT:g} else {HALF_LIFE_DAYS_MEMEX:g} end)"
     ) in search_source[0]
-    assert params.DEFAULT_MODE is None
+    assert DEFAULT_MODE is None
     assert declared["mode"] == "NULL::text"
     assert declared["context_weight"] == "NULL::double precision"
     body = conn.execute("select prosrc from pg_proc where oid = 'memex._score'::regproc")
     source = body.fetchone()
     assert source is not None
-    assert f"p_relevance + {params.RECENCY_BOOST} * p_recency" in source[0]
+    assert f"p_relevance + {RECENCY_BOOST} * p_recency" in source[0]
     request = MemorySearchRequest(**WHO, query="q")
     assert (request.top_k, request.alpha, request.half_life_days, request.mode) == (
-        params.DEFAULT_TOP_K,
-        params.DEFAULT_ALPHA,
-        params.DEFAULT_HALF_LIFE_DAYS,
-        params.DEFAULT_MODE,
+        DEFAULT_TOP_K,
+        DEFAULT_ALPHA,
+        DEFAULT_HALF_LIFE_DAYS,
+        DEFAULT_MODE,
     )
 
 
 def test_store_defaults_match(conn: psycopg.Connection) -> None:
     declared = _defaults(conn, "memex.store")
-    assert _sql_literal(declared["memory_type"]) == params.DEFAULT_MEMORY_TYPE.value
-    assert float(_sql_literal(declared["importance"])) == params.DEFAULT_IMPORTANCE
+    assert _sql_literal(declared["memory_type"]) == DEFAULT_MEMORY_TYPE.value
+    assert float(_sql_literal(declared["importance"])) == DEFAULT_IMPORTANCE
     assert _sql_literal(declared["metadata"]) == "{}"
     # store_many's items (inserted by memex.import_memories) default the same way
     body = conn.execute("select prosrc from pg_proc where oid = 'memex.import_memories'::regproc")
     source = body.fetchone()
     assert source is not None
-    assert f"coalesce(p_memory_types[it.ord], '{params.DEFAULT_MEMORY_TYPE.value}')" in source[0]
-    assert f"coalesce(p_importances[it.ord], {params.DEFAULT_IMPORTANCE})" in source[0]
+    assert f"coalesce(p_memory_types[it.ord], '{DEFAULT_MEMORY_TYPE.value}')" in source[0]
+    assert f"coalesce(p_importances[it.ord], {DEFAULT_IMPORTANCE})" in source[0]
     item = MemoryCreate(**WHO, content="x")
     assert (item.memory_type, item.importance) == (
-        params.DEFAULT_MEMORY_TYPE,
-        params.DEFAULT_IMPORTANCE,
+        DEFAULT_MEMORY_TYPE,
+        DEFAULT_IMPORTANCE,
     )
 
 
 def test_list_and_export_defaults_match(conn: psycopg.Connection) -> None:
     declared = _defaults(conn, "memex.list_memories")
-    assert int(declared["limit"]) == params.DEFAULT_LIST_LIMIT
-    assert ListQuery(**WHO).limit == params.DEFAULT_LIST_LIMIT
+    assert int(declared["limit"]) == DEFAULT_LIST_LIMIT
+    assert ListQuery(**WHO).limit == DEFAULT_LIST_LIMIT
     declared = _defaults(conn, "memex.export_memories")
-    assert int(declared["limit"]) == params.DEFAULT_EXPORT_BATCH
-    assert params.DEFAULT_EXPORT_BATCH <= params.LIST_LIMIT_MAX
+    assert int(declared["limit"]) == DEFAULT_EXPORT_BATCH
+    assert DEFAULT_EXPORT_BATCH <= LIST_LIMIT_MAX
 
 
 # --- bounds: each value is tried in SQL and against the frontends' model -------------------
@@ -177,7 +209,7 @@ CASES: list[Case] = [
             ok,
         )
         for field in ("agent_id", "user_id")
-        for n, ok in ((params.TENANT_ID_MAX_CHARS, True), (params.TENANT_ID_MAX_CHARS + 1, False))
+        for n, ok in ((TENANT_ID_MAX_CHARS, True), (TENANT_ID_MAX_CHARS + 1, False))
     ],
     *[
         (
@@ -187,7 +219,7 @@ CASES: list[Case] = [
             {**WHO, "content": "a" * n},
             ok,
         )
-        for n, ok in ((params.CONTENT_MAX_CHARS, True), (params.CONTENT_MAX_CHARS + 1, False))
+        for n, ok in ((CONTENT_MAX_CHARS, True), (CONTENT_MAX_CHARS + 1, False))
     ],
     *[
         (
@@ -209,11 +241,11 @@ CASES: list[Case] = [
         )
         for value, ok in (
             (0.0, True),
-            (params.IMPORTANCE_MIN_POSITIVE, True),
-            (params.IMPORTANCE_MIN_POSITIVE / 2, False),
+            (IMPORTANCE_MIN_POSITIVE, True),
+            (IMPORTANCE_MIN_POSITIVE / 2, False),
             (1e-155, False),
-            (params.IMPORTANCE_MAX, True),
-            (params.IMPORTANCE_MAX + 1e-9, False),
+            (IMPORTANCE_MAX, True),
+            (IMPORTANCE_MAX + 1e-9, False),
             (-1e-9, False),
         )
     ],
@@ -225,7 +257,7 @@ CASES: list[Case] = [
             {**WHO, "content": "x", "metadata": _metadata_of_size(size)},
             ok,
         )
-        for size, ok in ((params.METADATA_MAX_BYTES, True), (params.METADATA_MAX_BYTES + 1, False))
+        for size, ok in ((METADATA_MAX_BYTES, True), (METADATA_MAX_BYTES + 1, False))
     ],
     *[
         (
@@ -238,8 +270,8 @@ CASES: list[Case] = [
         for k, ok in (
             (1, True),
             (0, False),
-            (params.TOP_K_MAX, True),
-            (params.TOP_K_MAX + 1, False),
+            (TOP_K_MAX, True),
+            (TOP_K_MAX + 1, False),
         )
     ],
     *[
@@ -251,11 +283,11 @@ CASES: list[Case] = [
             ok,
         )
         for days, ok in (
-            (params.HALF_LIFE_MIN_DAYS, True),
-            (params.HALF_LIFE_MIN_DAYS / 2, False),
+            (HALF_LIFE_MIN_DAYS, True),
+            (HALF_LIFE_MIN_DAYS / 2, False),
             (5e-324, False),
-            (params.HALF_LIFE_MAX_DAYS, True),
-            (params.HALF_LIFE_MAX_DAYS * 1.001, False),
+            (HALF_LIFE_MAX_DAYS, True),
+            (HALF_LIFE_MAX_DAYS * 1.001, False),
         )
     ],
     *[
@@ -266,7 +298,7 @@ CASES: list[Case] = [
             {**WHO, "query": "a" * n},
             ok,
         )
-        for n, ok in ((params.QUERY_MAX_CHARS, True), (params.QUERY_MAX_CHARS + 1, False))
+        for n, ok in ((QUERY_MAX_CHARS, True), (QUERY_MAX_CHARS + 1, False))
     ],
     *[
         (
@@ -279,8 +311,8 @@ CASES: list[Case] = [
         for n, ok in (
             (1, True),
             (0, False),
-            (params.LIST_LIMIT_MAX, True),
-            (params.LIST_LIMIT_MAX + 1, False),
+            (LIST_LIMIT_MAX, True),
+            (LIST_LIMIT_MAX + 1, False),
         )
     ],
     *[
@@ -296,10 +328,10 @@ CASES: list[Case] = [
         for path, ok in (
             ("user/x", True),
             ("agent/x", True),
-            ("user/" + "/".join(["d"] * (params.PATH_MAX_SEGMENTS - 1)), True),
-            ("user/" + "/".join(["d"] * params.PATH_MAX_SEGMENTS), False),
-            ("user/" + "s" * params.PATH_SEGMENT_MAX_CHARS, True),
-            ("user/" + "s" * (params.PATH_SEGMENT_MAX_CHARS + 1), False),
+            ("user/" + "/".join(["d"] * (PATH_MAX_SEGMENTS - 1)), True),
+            ("user/" + "/".join(["d"] * PATH_MAX_SEGMENTS), False),
+            ("user/" + "s" * PATH_SEGMENT_MAX_CHARS, True),
+            ("user/" + "s" * (PATH_SEGMENT_MAX_CHARS + 1), False),
             ("user/" + "/".join(["s" * 100] * 5) + "/" + "t" * 2, True),  # 512 chars
             ("user/" + "/".join(["s" * 100] * 5) + "/" + "t" * 3, False),  # 513 chars
             ("user", False),
@@ -324,10 +356,10 @@ CASES: list[Case] = [
             ok,
         )
         for n, ok in (
-            (params.SMART_READ_MIN_BUDGET, True),
-            (params.SMART_READ_MIN_BUDGET - 1, False),
-            (params.SMART_READ_MAX_BUDGET, True),
-            (params.SMART_READ_MAX_BUDGET + 1, False),
+            (SMART_READ_MIN_BUDGET, True),
+            (SMART_READ_MIN_BUDGET - 1, False),
+            (SMART_READ_MAX_BUDGET, True),
+            (SMART_READ_MAX_BUDGET + 1, False),
         )
     ],
     *[
@@ -341,8 +373,8 @@ CASES: list[Case] = [
             ok,
         )
         for field, low, high in (
-            ("top_k", 1, params.PASSAGES_TOP_K_MAX),
-            ("passage_chars", params.PASSAGE_MIN_CHARS, params.PASSAGE_MAX_CHARS),
+            ("top_k", 1, PASSAGES_TOP_K_MAX),
+            ("passage_chars", PASSAGE_MIN_CHARS, PASSAGE_MAX_CHARS),
         )
         for n, ok in ((low, True), (low - 1, False), (high, True), (high + 1, False))
     ],
@@ -356,7 +388,7 @@ CASES: list[Case] = [
             {key: n},
             ok,
         )
-        for key, (low, high) in params.DREAM_BOUNDS.items()
+        for key, (low, high) in DREAM_BOUNDS.items()
         for n, ok in ((low, True), (low - 1, False), (high, True), (high + 1, False))
     ],
     *[
@@ -367,7 +399,7 @@ CASES: list[Case] = [
             {**WHO, "path": "user/x", "from_line": n},
             ok,
         )
-        for n, ok in ((1, True), (0, False), (params.LINE_MAX, True), (params.LINE_MAX + 1, False))
+        for n, ok in ((1, True), (0, False), (LINE_MAX, True), (LINE_MAX + 1, False))
     ],
 ]
 
@@ -407,7 +439,7 @@ def test_python_refuses_what_postgres_text_cannot_hold() -> None:
         with pytest.raises(ValidationError, match="NUL"):
             MemoryCreate.model_validate(fields)
     deep: Any = "leaf"
-    for _ in range(params.METADATA_MAX_DEPTH + 1):
+    for _ in range(METADATA_MAX_DEPTH + 1):
         deep = {"k": deep}
     with pytest.raises(ValidationError, match="nest deeper"):
         MemoryCreate.model_validate({**WHO, "content": "x", "metadata": deep})
@@ -419,6 +451,21 @@ _SQL_BOUND = re.compile(
     r"perform memex\._invalid\(\s*(?:'(\w+)'|(p_field))",
     re.S,
 )
+
+
+def _model_modules() -> list[Any]:
+    """Every module of request and response models: memexdb.fields, memexdb.error_models
+    and each domain's models.py."""
+    root = Path(memexdb.__file__).parent
+    names = ["memexdb.fields", "memexdb.error_models"]
+    names += [f"memexdb.{path.parent.name}.models" for path in sorted(root.glob("*/models.py"))]
+    return [importlib.import_module(name) for name in names]
+
+
+MODELS: dict[str, Any] = {
+    name: value for module in _model_modules() for name, value in vars(module).items()
+}
+
 # bounds SQL alone checks: the operator's ivfflat `lists` (memex.configure_vector_index
 # has no Python or REST caller; pgvector's own limit), and the days of
 # memex.overview_stats and how many tenants it charts (the console asks for fixed
@@ -429,7 +476,7 @@ _SQL_ONLY = {("lists", 1, 32768), ("days", 1, 90), ("tenants", 1, 50)}
 
 def _python_bounds(field: str, length: bool) -> set[tuple[object, object]]:
     found = set()
-    for model in vars(params).values():
+    for model in MODELS.values():
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             continue
         info = model.model_fields.get(field)
@@ -449,7 +496,7 @@ def _python_bounds(field: str, length: bool) -> set[tuple[object, object]]:
 
 def test_every_range_sql_checks_is_the_same_in_a_python_model() -> None:
     """Each `not between` bound of the SQL functions (read from sql/) is the bound of a
-    field of the same name in memexdb.params: a bound changed on one side only fails."""
+    field of the same name in the request models: a bound changed on one side only fails."""
     checked = 0
     for path in sorted((ROOT / "sql").rglob("*.sql")):
         for match in _SQL_BOUND.finditer(path.read_text()):

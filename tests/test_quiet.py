@@ -26,8 +26,8 @@ from pgvector.psycopg import register_vector
 
 from memexdb import AsyncMemex, Memex, NotFound
 from memexdb.embedded import EmbeddedPostgres
+from memexdb.memories.models import MemoryCreate
 from memexdb.migrations import head_revision
-from memexdb.params import MemoryCreate
 from tests.conftest import scratch_dir
 from tests.live_service import (
     Service,

@@ -29,7 +29,7 @@ from memexdb_client import AsyncMemexClient
 from memexdb import AsyncMemex
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import Embedder
-from memexdb.params import MemoryOut
+from memexdb.memories.models import MemoryOut
 from tests.conftest import drop_database, new_database
 from tests.live_service import Service, client
 from tests.test_mcp_support import call, connected, serve

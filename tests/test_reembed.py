@@ -17,9 +17,9 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 
-from memexdb import params
 from memexdb.embedding import Embedder
 from memexdb.embedding.long_text import embed_in_full
+from memexdb.embeddings.models import DEFAULT_REEMBED_BATCH, REEMBED_BATCH_MAX
 from tests.json_http import JsonHandler, serving
 from tests.live_service import REPO, cli_args, run_cli, service_env, wait_until
 from tests.sqlapi import unit
@@ -165,8 +165,8 @@ def test_the_page_size_is_defined_once(conn: psycopg.Connection) -> None:
     row = conn.execute(
         "select pg_get_function_arguments('memex.stale_embeddings'::regproc)"
     ).fetchone()
-    assert row is not None and f"p_limit integer DEFAULT {params.DEFAULT_REEMBED_BATCH}" in row[0]
-    for limit, ok in ((1, True), (params.REEMBED_BATCH_MAX, True), (0, False)):
+    assert row is not None and f"p_limit integer DEFAULT {DEFAULT_REEMBED_BATCH}" in row[0]
+    for limit, ok in ((1, True), (REEMBED_BATCH_MAX, True), (0, False)):
         args = ("m", None, limit)
         if ok:
             conn.execute("select * from memex.stale_embeddings(%s, %s, %s)", args)
@@ -176,6 +176,6 @@ def test_the_page_size_is_defined_once(conn: psycopg.Connection) -> None:
             assert info.value.diag.column_name == "limit"
     with pytest.raises(psycopg.Error) as info:
         conn.execute(
-            "select * from memex.stale_embeddings('m', null, %s)", (params.REEMBED_BATCH_MAX + 1,)
+            "select * from memex.stale_embeddings('m', null, %s)", (REEMBED_BATCH_MAX + 1,)
         )
     assert info.value.diag.column_name == "limit"

@@ -12,23 +12,41 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import importlib
 import inspect
 import re
 import typing
+from pathlib import Path
 
 import psycopg
 import pytest
 
-from memexdb import client, moving, params, queries
+import memexdb
+from memexdb import client, moving, queries
 from memexdb import types as row_types
-from memexdb.dreaming import operations as dreaming
-from memexdb.embedding import operations as embedding_ops
+from memexdb.consolidation import operations as consolidation
+from memexdb.embeddings import operations as embeddings
 from memexdb.files import operations as files
 from memexdb.keys import operations as keys
 from memexdb.memories import operations as memories
 
+
+def _model_modules() -> list[typing.Any]:
+    """Every module of request and response models: memexdb.fields, memexdb.error_models
+    and each domain's models.py."""
+    root = Path(memexdb.__file__).parent
+    names = ["memexdb.fields", "memexdb.error_models"]
+    names += [f"memexdb.{path.parent.name}.models" for path in sorted(root.glob("*/models.py"))]
+    return [importlib.import_module(name) for name in names]
+
+
+MODELS: dict[str, typing.Any] = {
+    name: value for module in _model_modules() for name, value in vars(module).items()
+}
+
+
 # the modules whose statements read rows
-SOURCES = (client, moving, memories, files, keys, dreaming, embedding_ops)
+SOURCES = (client, moving, memories, files, keys, consolidation, embeddings)
 
 # fetch(RowType, queries.NAME, ...) as written in the client and the operations,
 # over one or several lines
@@ -39,7 +57,8 @@ FETCHES = sorted(
             r"fetch\(\s*([A-Z][A-Za-z]+),\s*queries\.([A-Z_]+)",
             "".join(inspect.getsource(module) for module in SOURCES),
         )
-        if row_type != "None"  # scalar rows
+        # scalar rows, and rows read straight into an answer model
+        if row_type != "None" and row_type not in MODELS
     }
     # read through a helper or a cursor of their own
     | {("Memory", "FORGET"), ("Memory", "GET_MEMORY"), ("QueuedMemory", "EMBED_QUEUE_TAKE")}
@@ -83,6 +102,7 @@ def test_every_fetch_is_found() -> None:
 def test_the_row_type_follows_the_sql_result(
     conn: psycopg.Connection, row_type: str, query: str
 ) -> None:
+
     cls = getattr(row_types, row_type)
     sql = _prepared(getattr(queries, query))
     name = f"shape_{query.lower()}".encode()
@@ -112,7 +132,7 @@ def test_the_row_type_follows_the_sql_result(
         assert expected in annotation, f"{query}.{column}: {typname} but {annotation}"
 
 
-# Each answer model of REST and MCP (memexdb.params) and the row type it is built from
+# Each answer model of REST and MCP (the domain models) and the row type it is built from
 # (memexdb.types, itself checked against SQL above): the SQL result is the one shape, and
 # an answer model may only leave columns out (never rename or retype one).
 WIRE_MODELS = [
@@ -150,7 +170,7 @@ def _plain(annotation: object) -> object:
 
 @pytest.mark.parametrize(("wire", "row"), WIRE_MODELS, ids=[w for w, _ in WIRE_MODELS])
 def test_each_answer_model_is_its_row_type_s_columns(wire: str, row: str) -> None:
-    model = getattr(params, wire)
+    model = MODELS[wire]
     columns = typing.get_type_hints(getattr(row_types, row))
     for name, info in model.model_fields.items():
         if (wire, name) in NOT_COLUMNS:

@@ -10,12 +10,8 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from memexdb.params import (
-    decode_cursor,
-    decode_tenant_cursor,
-    encode_cursor,
-    encode_tenant_cursor,
-)
+from memexdb.consolidation.models import decode_tenant_cursor, encode_tenant_cursor
+from memexdb.fields import decode_cursor, encode_cursor
 
 TIMES = [
     datetime(2026, 1, 31, 12, 30, 45, 123456, tzinfo=UTC),

@@ -23,7 +23,7 @@ from memexdb.agentic import consolidation
 from memexdb.client import AsyncMemex
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import Embedder
-from memexdb.params import MemoryCreate
+from memexdb.memories.models import MemoryCreate
 from tests.conftest import drop_database, new_database, scratch_dir
 from tests.live_service import Service, client, free_port, service_env, uvicorn_args
 

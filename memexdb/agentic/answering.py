@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from memexdb.files.models import PassageOut, PassageSearchOut, PassageSearchRequest
 from memexdb.files.passages import ranked_passages
 from memexdb.llm import ChatModel, LLMError
-from memexdb.params import PassageOut, PassageSearchOut, PassageSearchRequest
 from memexdb.session import Session
 
 ANSWER_SYSTEM = """\

@@ -33,12 +33,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memexdb import params
 from memexdb.agentic import dream_changes
+from memexdb.agentic.models import DREAM_LLM_CONTEXT_CHARS, DREAM_MAX_EDITS, ProposedEdit
 from memexdb.client import AsyncMemex
+from memexdb.error_models import field_errors
 from memexdb.errors import Conflict
+from memexdb.fields import CONTENT_MAX_CHARS
 from memexdb.llm import ChatModel, LLMError, ToolCall, function_tool
-from memexdb.params import ProposedEdit, field_errors
 from memexdb.types import ConsolidationRun, DreamPlan
 
 log = logging.getLogger("memexdb.jobs")
@@ -66,7 +67,7 @@ readable for the next conversation. Change only what needs it, with these tools:
 - rewrite_section: a section whose facts are scattered in fragments: old_text copied
   exactly, new_text the same facts in fewer, clearer lines (every name, date and number
   kept), no longer than old_text.
-Give each call a short reason. Add no facts. At most {params.DREAM_MAX_EDITS} calls in
+Give each call a short reason. Add no facts. At most {DREAM_MAX_EDITS} calls in
 all; none when the files are fine."""
 
 
@@ -241,7 +242,7 @@ async def _abstract(llm: ChatModel, sources: list[dict[str, Any]]) -> str | None
         log.warning("consolidation: the LLM failed (%s); extractive summary", exc)
         return None
     text = (reply.content or "").strip()
-    if not text or len(text) > params.CONTENT_MAX_CHARS:
+    if not text or len(text) > CONTENT_MAX_CHARS:
         log.warning("consolidation: the LLM's summary is empty or too long; extractive summary")
         return None
     return text
@@ -269,7 +270,7 @@ async def _resolutions(memex: AsyncMemex, plan: DreamPlan) -> tuple[list[dict[st
     used = 0
     # the files written since the last dream first, then the others they may contradict
     for file in sorted(plan.files, key=lambda f: not f["new"]):
-        if used + len(file["content"]) > params.DREAM_LLM_CONTEXT_CHARS:
+        if used + len(file["content"]) > DREAM_LLM_CONTEXT_CHARS:
             continue
         used += len(file["content"])
         shown[file["path"]] = dream_changes.Shown(file["revision"], file["content"])
@@ -297,7 +298,7 @@ async def _resolutions(memex: AsyncMemex, plan: DreamPlan) -> tuple[list[dict[st
     edits: list[dict[str, Any]] = []
     applied = False
     for index, call in enumerate(reply.tool_calls):
-        over_limit = index >= params.DREAM_MAX_EDITS
+        over_limit = index >= DREAM_MAX_EDITS
         if call.name in dream_changes.TOOLS and not over_limit:
             try:
                 await dream_changes.apply(memex, tenant, shown, call)
@@ -336,7 +337,7 @@ def _checked_edit(
         return refused("", str(exc))
     path = str(arguments.get("path", ""))[:300]
     if over_limit:
-        return refused(path, f"over {params.DREAM_MAX_EDITS} edits")
+        return refused(path, f"over {DREAM_MAX_EDITS} edits")
     if call.name != "resolve_contradiction":
         return refused(path, f"unknown tool {call.name[:100]!r}")
     try:

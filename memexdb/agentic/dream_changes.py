@@ -6,7 +6,7 @@ Each proposal is untrusted input, checked like the contradiction edits
 (memexdb.agentic.consolidation): validated like a request (extra fields, such as a
 tenant, refused; paths follow the file rule), against a file the model was shown and the
 content it was shown, bounded in size (a merge or a rewrite never makes the text longer)
-and in number (params.DREAM_MAX_EDITS with the other edits). A change that would drop a
+and in number (DREAM_MAX_EDITS with the other edits). A change that would drop a
 name or a number of the text it replaces is refused: the model may reword, not forget.
 
 Each applied change is one revision by dream-agent on behalf of the caller, written
@@ -26,10 +26,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from memexdb.agentic.models import ProposedMerge, ProposedRewrite
 from memexdb.client import AsyncMemex
+from memexdb.error_models import field_errors
 from memexdb.errors import Conflict, InvalidArgument, NotFound
 from memexdb.llm import ToolCall, function_tool
-from memexdb.params import ProposedMerge, ProposedRewrite, field_errors
 
 log = logging.getLogger("memexdb.jobs")
 

@@ -20,19 +20,23 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memexdb import params
-from memexdb.client import AsyncMemex
-from memexdb.errors import Conflict, InvalidArgument, NotFound
-from memexdb.llm import LLMError, ToolCall, function_tool
-from memexdb.params import (
+from memexdb.agentic.models import (
+    MEMORIZE_CONTEXT_CHARS,
+    MEMORIZE_FILE_LIST,
+    MEMORIZE_MAX_PROPOSALS,
+    MEMORIZE_PROPOSAL_MAX_CHARS,
     MemorizeChange,
     MemorizeOut,
     MemorizeRefusal,
     MemorizeRequest,
     ProposedPatch,
     ProposedWrite,
-    field_errors,
 )
+from memexdb.client import AsyncMemex
+from memexdb.error_models import field_errors
+from memexdb.errors import Conflict, InvalidArgument, NotFound
+from memexdb.fields import QUERY_MAX_CHARS
+from memexdb.llm import LLMError, ToolCall, function_tool
 
 MEMORIZE_ACTOR = "memorize-agent"
 
@@ -50,7 +54,7 @@ Record it with tool calls:
 - memory_write to create a new file with its whole content.
 Paths are relative: user/... for what concerns the user (user/profile.md,
 user/projects/<name>.md), agent/... for your own notes. Use at most
-{params.MEMORIZE_MAX_PROPOSALS} calls, each under {params.MEMORIZE_PROPOSAL_MAX_CHARS}
+{MEMORIZE_MAX_PROPOSALS} calls, each under {MEMORIZE_PROPOSAL_MAX_CHARS}
 characters. Make no call when nothing is worth keeping."""
 
 
@@ -97,8 +101,8 @@ async def memorize(
     applied: list[MemorizeChange] = []
     refused: list[MemorizeRefusal] = []
     for index, call in enumerate(reply.tool_calls):
-        if index >= params.MEMORIZE_MAX_PROPOSALS:
-            refused.append(_refusal(call, f"over {params.MEMORIZE_MAX_PROPOSALS} proposals"))
+        if index >= MEMORIZE_MAX_PROPOSALS:
+            refused.append(_refusal(call, f"over {MEMORIZE_MAX_PROPOSALS} proposals"))
             continue
         try:
             applied.append(await _apply(agent, request, call))
@@ -146,15 +150,13 @@ async def _apply(agent: AsyncMemex, request: MemorizeRequest, call: ToolCall) ->
 async def _memorize_messages(
     agent: AsyncMemex, request: MemorizeRequest, now: datetime
 ) -> list[dict[str, Any]]:
-    files, _ = await agent.list_files(
-        request.agent_id, request.user_id, limit=params.MEMORIZE_FILE_LIST
-    )
+    files, _ = await agent.list_files(request.agent_id, request.user_id, limit=MEMORIZE_FILE_LIST)
     names = "\n".join(f"- {f.path} ({f.size} chars)" for f in files) or "(none yet)"
     context = await agent.smart_read(
         request.agent_id,
         request.user_id,
-        request.text[: params.QUERY_MAX_CHARS],
-        budget=params.MEMORIZE_CONTEXT_CHARS,
+        request.text[:QUERY_MAX_CHARS],
+        budget=MEMORIZE_CONTEXT_CHARS,
     )
     user = (
         f"Now: {now:%Y-%m-%d %H:%M} UTC\n\nFiles:\n{names}\n\n"

@@ -14,20 +14,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memexdb import params
 from memexdb.agentic import answering, consolidation, memorizing
+from memexdb.agentic.models import MemorizeOut, MemorizeRequest
 from memexdb.client import AsyncMemex
-from memexdb.operation import Operation, Route, Tool
-from memexdb.params import (
-    DreamRunRequest,
-    MemorizeOut,
-    MemorizeRequest,
+from memexdb.consolidation.models import DreamRunRequest, RunNowOut, RunOut, SkippedStep
+from memexdb.files.models import (
+    DEFAULT_PASSAGE_CHARS,
+    DEFAULT_PASSAGES_TOP_K,
     PassageSearchOut,
     PassageSearchRequest,
-    RunNowOut,
-    RunOut,
-    SkippedStep,
 )
+from memexdb.operation import Operation, Route, Tool
 from memexdb.session import Session
 from memexdb.types import ConsolidationRun
 
@@ -164,8 +161,8 @@ async def search_passages(
     user_id: str,
     query: str,
     *,
-    top_k: int = params.DEFAULT_PASSAGES_TOP_K,
-    passage_chars: int = params.DEFAULT_PASSAGE_CHARS,
+    top_k: int = DEFAULT_PASSAGES_TOP_K,
+    passage_chars: int = DEFAULT_PASSAGE_CHARS,
     answer: bool = False,
 ) -> PassageSearchOut:
     """memory_search: the passages for `query`, and with `answer` (and an LLM) an answer

@@ -83,7 +83,7 @@ def read_totals(at: float, queue_depth: int | None) -> Sample:
     )
 
 
-# How the embed queue depth is read (memexdb.rest.ops: as GET /metrics reads it, bounded
+# How the embed queue depth is read (memexdb.rest.health: as GET /metrics reads it, bounded
 # in time; None when the database does not answer).
 DepthReader = Callable[[AsyncMemex], Awaitable[int | None]]
 

@@ -1,5 +1,5 @@
 """The console's pages: each one validates its query string or form with the models of
-memexdb.params, makes AsyncMemex calls as the cookie's key, and renders a template."""
+the domains' models, makes AsyncMemex calls as the cookie's key, and renders a template."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from memexdb import agentic, params
+from memexdb import agentic
 from memexdb.console.overview import overview_values
 from memexdb.console.web import (
     PREFIX,
@@ -30,8 +30,31 @@ from memexdb.console.web import (
     set_key_cookie,
     validated,
 )
-from memexdb.dreaming.operations import SET_DREAM_CONFIG
+from memexdb.consolidation.models import DREAM_BOUNDS, DreamConfig, DreamUsersQuery, RunsQuery
+from memexdb.consolidation.operations import SET_DREAM_CONFIG
 from memexdb.errors import Conflict, Forbidden, NotFound, Unauthenticated
+from memexdb.fields import (
+    DEFAULT_ALPHA,
+    DEFAULT_HALF_LIFE_DAYS,
+    DEFAULT_MODE,
+    DEFAULT_TOP_K,
+    HALF_LIFE_DAYS_DEFAULT,
+    HALF_LIFE_DAYS_MEMEX,
+    RECENCY_BOOST,
+    AgentId,
+    TenantQuery,
+    UserId,
+)
+from memexdb.files.models import (
+    AccessLogQuery,
+    DiffQuery,
+    FileListQuery,
+    RestoreRequest,
+    RevisionListQuery,
+    RevisionQuery,
+)
+from memexdb.keys.models import AuditQuery, KeyCreate, KeysQuery
+from memexdb.memories.models import EraseUserRequest, ListQuery
 from memexdb.memories.operations import SEARCH as MEMORY_SEARCH
 from memexdb.paging import next_key
 from memexdb.types import Access, MemoryType, SearchMode
@@ -46,8 +69,8 @@ class AgentsQuery(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    agent_id: params.AgentId | None = None
-    after: params.AgentId | None = None
+    agent_id: AgentId | None = None
+    after: AgentId | None = None
 
 
 class UsersQuery(BaseModel):
@@ -55,12 +78,12 @@ class UsersQuery(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    agent_id: params.AgentId
-    after: params.UserId | None = None
+    agent_id: AgentId
+    after: UserId | None = None
 
 
-def _tenant(values: Any) -> params.TenantQuery:
-    return validated(params.TenantQuery, values)
+def _tenant(values: Any) -> TenantQuery:
+    return validated(TenantQuery, values)
 
 
 def _number(value: str | None) -> Any:
@@ -173,7 +196,7 @@ def _here(request: Request) -> str:
 
 
 async def memories(ctx: Ctx) -> Response:
-    query = validated(params.ListQuery, ctx.request.query_params)
+    query = validated(ListQuery, ctx.request.query_params)
     page_ = await ctx.memex.list_memories(**query.model_dump())
     return _memories_page(ctx, query, rows=page_.memories, next_cursor=page_.next_cursor)
 
@@ -187,9 +210,9 @@ def _memories_page(ctx: Ctx, tenant: Any, **values: Any) -> Response:
         types=[t.value for t in MemoryType],
         modes=[m.value for m in SearchMode],
         # the defaults a search without options gets (params: one definition)
-        boost=params.RECENCY_BOOST,
-        half_life_default=params.HALF_LIFE_DAYS_DEFAULT,
-        half_life_memex=params.HALF_LIFE_DAYS_MEMEX,
+        boost=RECENCY_BOOST,
+        half_life_default=HALF_LIFE_DAYS_DEFAULT,
+        half_life_memex=HALF_LIFE_DAYS_MEMEX,
         **shown,
     )
 
@@ -201,10 +224,10 @@ async def search(ctx: Ctx) -> Response:
         "agent_id": q.get("agent_id", ""),
         "user_id": q.get("user_id", ""),
         "query": q.get("query", ""),
-        "top_k": _given(q, "top_k", params.DEFAULT_TOP_K),
-        "alpha": _given(q, "alpha", params.DEFAULT_ALPHA),
-        "half_life_days": _given(q, "half_life_days", params.DEFAULT_HALF_LIFE_DAYS),
-        "mode": q.get("mode") or params.DEFAULT_MODE,
+        "top_k": _given(q, "top_k", DEFAULT_TOP_K),
+        "alpha": _given(q, "alpha", DEFAULT_ALPHA),
+        "half_life_days": _given(q, "half_life_days", DEFAULT_HALF_LIFE_DAYS),
+        "mode": q.get("mode") or DEFAULT_MODE,
         "memory_types": [memory_type] if memory_type else None,
         "include_archived": q.get("include_archived") == "true",
     }
@@ -221,7 +244,7 @@ async def search(ctx: Ctx) -> Response:
 async def memory(ctx: Ctx) -> Response:
     q = ctx.request.query_params
     problems = Problems()
-    tenant = problems.validated(params.TenantQuery, q)
+    tenant = problems.validated(TenantQuery, q)
     try:
         memory_id = UUID(q.get("id", ""))
     except ValueError:
@@ -236,13 +259,13 @@ async def memory(ctx: Ctx) -> Response:
 
 
 async def files(ctx: Ctx) -> Response:
-    query = validated(params.FileListQuery, ctx.request.query_params)
+    query = validated(FileListQuery, ctx.request.query_params)
     rows, after = await ctx.memex.list_files(**query.model_dump())
     return ctx.render("files.html", tenant=query, rows=rows, next_after=after)
 
 
 async def file(ctx: Ctx) -> Response:
-    query = validated(params.RevisionListQuery, ctx.request.query_params)
+    query = validated(RevisionListQuery, ctx.request.query_params)
     revisions = await ctx.memex.list_revisions(**query.model_dump())
     if not revisions and query.before is None:
         raise NotFound(f"file {query.path} not found")
@@ -257,20 +280,20 @@ async def file(ctx: Ctx) -> Response:
 
 
 async def revision(ctx: Ctx) -> Response:
-    query = validated(params.RevisionQuery, ctx.request.query_params)
+    query = validated(RevisionQuery, ctx.request.query_params)
     row = await ctx.memex.get_revision(**query.model_dump())
     return ctx.render("revision.html", tenant=query, r=row)
 
 
 async def diff(ctx: Ctx) -> Response:
-    query = validated(params.DiffQuery, ctx.request.query_params)
+    query = validated(DiffQuery, ctx.request.query_params)
     text = await ctx.memex.diff_revisions(**query.model_dump())
     return ctx.render("diff.html", tenant=query, lines=text.splitlines())
 
 
 async def restore_revision(ctx: Ctx) -> Response:
     form = await form_of(ctx)
-    request = validated(params.RestoreRequest, {**form, "revision": _number(form.get("revision"))})
+    request = validated(RestoreRequest, {**form, "revision": _number(form.get("revision"))})
     await ctx.memex.restore_revision(**request.model_dump())
     return ctx.redirect(
         "file",
@@ -285,13 +308,13 @@ async def erase_user(ctx: Ctx) -> Response:
     """Erase a user (memex.erase_user): the form names the user twice, the second time
     typed by the admin (`confirm`), which SQL checks."""
     form = await form_of(ctx)
-    request = validated(params.EraseUserRequest, form)
+    request = validated(EraseUserRequest, form)
     await ctx.memex.erase_user(**request.model_dump())
     return ctx.redirect("agent", agent_id=request.agent_id, notice="erased")
 
 
 async def access_log(ctx: Ctx) -> Response:
-    query = validated(params.AccessLogQuery, ctx.request.query_params)
+    query = validated(AccessLogQuery, ctx.request.query_params)
     events = await ctx.memex.access_log(**query.model_dump())
     more = next_key(events, query.limit, lambda event: event.id)
     return ctx.render("access_log.html", tenant=query, events=events, next_before=more)
@@ -302,8 +325,8 @@ async def access_log(ctx: Ctx) -> Response:
 
 async def dream(ctx: Ctx) -> Response:
     problems = Problems()
-    runs_query = problems.validated(params.RunsQuery, ctx.request.query_params)
-    users_query = problems.validated(params.DreamUsersQuery, ctx.request.query_params)
+    runs_query = problems.validated(RunsQuery, ctx.request.query_params)
+    users_query = problems.validated(DreamUsersQuery, ctx.request.query_params)
     problems.check()
     assert runs_query is not None and users_query is not None
     runs = await ctx.memex.consolidation_runs(**runs_query.model_dump())
@@ -318,7 +341,7 @@ async def dream(ctx: Ctx) -> Response:
         runs=runs,
         users=users,
         config=config.model_dump(),
-        bounds=params.DREAM_BOUNDS,
+        bounds=DREAM_BOUNDS,
         next_before=more,
         here=_here(ctx.request),
     )
@@ -327,7 +350,7 @@ async def dream(ctx: Ctx) -> Response:
 async def dream_config(ctx: Ctx) -> Response:
     form = await form_of(ctx)
     changes: dict[str, Any] = {}
-    for name in params.DreamConfig.model_fields:
+    for name in DreamConfig.model_fields:
         value = form.get(name, "")
         if name == "enabled":
             if value:
@@ -383,7 +406,7 @@ async def dream_run(ctx: Ctx) -> Response:
 
 
 async def keys(ctx: Ctx) -> Response:
-    query = validated(params.KeysQuery, ctx.request.query_params)
+    query = validated(KeysQuery, ctx.request.query_params)
     rows = await ctx.memex.list_keys(query.agent_id)
     # created_by names a key by id (key:<uuid>): shown by its prefix, as keys are listed
     prefixes = {f"key:{k.id}": f"key {k.prefix}" for k in rows}
@@ -396,7 +419,7 @@ async def keys(ctx: Ctx) -> Response:
     )
 
 
-def _key_request(form: dict[str, str]) -> params.KeyCreate:
+def _key_request(form: dict[str, str]) -> KeyCreate:
     users = [u.strip() for u in form.get("user_ids", "").split(",") if u.strip()]
     values: dict[str, Any] = {
         "access": form.get("access", ""),
@@ -410,7 +433,7 @@ def _key_request(form: dict[str, str]) -> params.KeyCreate:
             values["expires_at"] = datetime.fromisoformat(form["expires_at"])
         except ValueError:
             problems.add("expires_at", "a date and time such as 2030-01-31T12:00")
-    request = problems.parse(params.KeyCreate, values)
+    request = problems.parse(KeyCreate, values)
     problems.check()
     assert request is not None
     return request
@@ -436,7 +459,7 @@ async def revoke_key(ctx: Ctx) -> Response:
 
 
 async def audit(ctx: Ctx) -> Response:
-    query = validated(params.AuditQuery, ctx.request.query_params)
+    query = validated(AuditQuery, ctx.request.query_params)
     events = await ctx.memex.audit_events(query.limit, query.before)
     more = next_key(events, query.limit, lambda event: event.id)
     return ctx.render("audit.html", events=events, next_before=more)

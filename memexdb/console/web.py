@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from memexdb.client import AsyncMemex
+from memexdb.error_models import field_errors
 from memexdb.errors import (
     Conflict,
     DatabaseUnavailable,
@@ -33,7 +34,6 @@ from memexdb.errors import (
     RateLimited,
     Unauthenticated,
 )
-from memexdb.params import field_errors
 
 log = logging.getLogger("memexdb.console")
 

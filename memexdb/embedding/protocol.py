@@ -49,7 +49,7 @@ def validate_texts(texts: Sequence[str]) -> list[str]:
     return checked
 
 
-# The whitespace a blank text is made of, for the request models (memexdb.params, whose
+# The whitespace a blank text is made of, for the request models (memexdb.fields, whose
 # JSON Schema pattern says the same) and the embedders alike: ASCII's. A text of other
 # Unicode spaces (U+0085, U+3000, ...) is not blank; it is embedded as any other.
 BLANK = " \t\n\r\f\v"

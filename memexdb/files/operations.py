@@ -16,16 +16,14 @@ from time import monotonic
 from typing import Any
 
 from memexdb import metrics, queries
+from memexdb.error_models import ErrorResponse
 from memexdb.errors import Conflict
-from memexdb.operation import Operation, Paging, Reply, Route, Tool
-from memexdb.paging import next_key
-from memexdb.params import (
+from memexdb.files.models import (
     AccessEventOut,
     AccessLog,
     AccessLogQuery,
     DiffOut,
     DiffQuery,
-    ErrorResponse,
     FileDeleteQuery,
     FileEntryOut,
     FileList,
@@ -42,6 +40,8 @@ from memexdb.params import (
     SmartReadOut,
     SmartReadRequest,
 )
+from memexdb.operation import Operation, Paging, Reply, Route, Tool
+from memexdb.paging import next_key
 from memexdb.session import Session
 from memexdb.types import AccessEvent, File, FileEntry, FileRevision, PatchPreview, SmartRead
 

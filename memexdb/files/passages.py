@@ -6,7 +6,7 @@ lines). One embedding, one statement: `AsyncMemex.passages` and memory_search
 from __future__ import annotations
 
 from memexdb import queries
-from memexdb.params import PassageSearchRequest
+from memexdb.files.models import PassageSearchRequest
 from memexdb.session import Session
 from memexdb.types import Passage
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from memexdb import queries
-from memexdb.operation import Operation, Paging, Reply, Route
-from memexdb.paging import next_key
-from memexdb.params import (
+from memexdb.keys.models import (
     AuditEventOut,
     AuditList,
     AuditQuery,
@@ -27,6 +25,8 @@ from memexdb.params import (
     KeyRevokeQuery,
     KeysQuery,
 )
+from memexdb.operation import Operation, Paging, Reply, Route
+from memexdb.paging import next_key
 from memexdb.session import Session
 from memexdb.types import ApiKey, AuditEvent, CreatedKey, RevokedKey
 

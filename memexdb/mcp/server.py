@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from memexdb import __version__
 from memexdb.bearer import bearer_key
 from memexdb.client import AsyncMemex
+from memexdb.error_models import field_errors, not_found_message
 from memexdb.errors import (
     Busy,
     Conflict,
@@ -35,13 +36,9 @@ from memexdb.errors import (
     RateLimited,
     Unauthenticated,
 )
-from memexdb.mcp.operations import BoundTool, bind, caller_of, tool_annotations
+from memexdb.mcp.operation_tools import BoundTool, bind, caller_of, tool_annotations
 from memexdb.mcp.tenant import ArgumentTenant, Caller, Tenant, TenantResolver
 from memexdb.operation_table import OPERATIONS
-from memexdb.params import (
-    field_errors,
-    not_found_message,
-)
 
 log = logging.getLogger("memexdb.mcp")
 _Fn = TypeVar("_Fn", bound=Callable[..., Any])
@@ -72,7 +69,7 @@ class MemexMCP(MCPServer[Any]):
     # build_mcp_server; the legacy SSE transport uses it too (memexdb.mcp.http).
     authenticate: Callable[[Mapping[str, str] | None], Awaitable[None]] | None = None
 
-    # The tools built from the operation table (memexdb.mcp.operations), by name, the
+    # The tools built from the operation table (memexdb.mcp.operation_tools), by name, the
     # tenant resolver and the client a call acts with (set by build_mcp_server).
     operation_tools: dict[str, BoundTool]
     resolver: TenantResolver

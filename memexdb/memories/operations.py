@@ -14,15 +14,14 @@ import numpy as np
 from psycopg.types.json import Jsonb
 
 from memexdb import metrics, queries
-from memexdb.operation import Operation, Paging, Reply, Route, Tool
-from memexdb.paging import next_key
-from memexdb.params import (
+from memexdb.error_models import ErrorResponse
+from memexdb.fields import TenantQuery, decode_cursor, encode_cursor
+from memexdb.memories.models import (
     CountQuery,
     CountResponse,
     Deleted,
     ErasedResponse,
     EraseUserRequest,
-    ErrorResponse,
     ExportedMemory,
     ForgetQuery,
     ListQuery,
@@ -39,10 +38,9 @@ from memexdb.params import (
     MemoryUpdate,
     SearchResponse,
     SearchResult,
-    TenantQuery,
-    decode_cursor,
-    encode_cursor,
 )
+from memexdb.operation import Operation, Paging, Reply, Route, Tool
+from memexdb.paging import next_key
 from memexdb.session import Session, jsonb_or_none
 from memexdb.types import ErasedRows, Memory, SearchHit, SearchMode
 from memexdb.types import MemoryPage as Page

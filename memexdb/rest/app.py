@@ -2,12 +2,11 @@
 
 Each operation is declared once in ENDPOINTS (memexdb.rest.endpoint): the routes and the
 OpenAPI document (memexdb.rest.docs) are both built from that table, and bodies and
-answers are the models of memexdb.params.
+answers are the domains' models (memexdb.<domain>.models).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -19,22 +18,17 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from memexdb import __version__, console
+from memexdb import console
 from memexdb.client import AsyncMemex
 from memexdb.console.history import SAMPLE_INTERVAL_S, History
-from memexdb.errors import DatabaseUnavailable
+from memexdb.error_models import ErrorResponse
 from memexdb.export_format import IMPORT_LINES_MAX, LINE_MAX_BYTES, ImportResponse
+from memexdb.memories.models import ExportedMemory, ExportQuery
 from memexdb.operation_table import OPERATIONS
-from memexdb.params import (
-    ErrorResponse,
-    ExportedMemory,
-    ExportQuery,
-    HealthResponse,
-)
-from memexdb.rest import docs, importing, operations, ops
+from memexdb.rest import docs, health, importing, operation_routes
 from memexdb.rest.endpoint import Endpoint, Reply
 from memexdb.rest.errors import HANDLERS, CatchAll, OpenAIErrors
-from memexdb.rest.parsing import json_of, memex_of, query_of
+from memexdb.rest.parsing import memex_of, query_of
 from memexdb.rest.routing import with_slash_router
 
 log = logging.getLogger("memexdb.rest")
@@ -56,19 +50,8 @@ async def export_memories(request: Request) -> Response:
     return StreamingResponse(lines(), media_type="application/x-ndjson")
 
 
-async def health(request: Request) -> Response:
-    try:
-        async with asyncio.timeout(2.0):
-            await request.app.state.memex.ping()
-    except (DatabaseUnavailable, TimeoutError):
-        return json_of(
-            HealthResponse(status="unavailable", db="unreachable", version=__version__), 503
-        )
-    return json_of(HealthResponse(status="ok", db="ok", version=__version__))
-
-
 ENDPOINTS = (
-    *operations.endpoints(OPERATIONS),
+    *operation_routes.endpoints(OPERATIONS),
     Endpoint(
         "GET",
         "/v1/export",
@@ -105,18 +88,7 @@ ENDPOINTS = (
         operation_id="import_memories",
         tag="memories",
     ),
-    Endpoint(
-        "GET",
-        "/health",
-        health,
-        "200 when the database answers, 503 otherwise",
-        Reply(200, "Healthy", HealthResponse),
-        errors=(Reply(503, "Database unreachable", HealthResponse),),
-        open=True,
-        operation_id="health",
-        tag="operations",
-    ),
-    *ops.ENDPOINTS,
+    *health.ENDPOINTS,
 )
 
 
@@ -159,9 +131,9 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        app.state.scrapes = ops.ScrapeAccess(metrics_token)
+        app.state.scrapes = health.ScrapeAccess(metrics_token)
         app.state.import_lines_max = import_lines_max
-        app.state.history = History(ops.embed_queue_depth, interval=metrics_history_seconds)
+        app.state.history = History(health.embed_queue_depth, interval=metrics_history_seconds)
         async with connect() as memex, app.state.history.sampling(memex):
             app.state.memex = memex
             yield

@@ -14,8 +14,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from memexdb import __version__
+from memexdb.embeddings.models import served_model
+from memexdb.error_models import ErrorResponse, OpenAIErrorResponse
 from memexdb.operation import Domain
-from memexdb.params import ErrorResponse, OpenAIErrorResponse, served_model
 from memexdb.rest import ui
 from memexdb.rest.endpoint import Endpoint, Reply
 from memexdb.rest.errors import OPENAI_PATHS
@@ -69,7 +70,7 @@ _MISSING = object()
 
 def example(schema: dict[str, Any]) -> Any:
     """An example value of a field's JSON schema: its first `examples` entry (the
-    pydantic field's, memexdb.params), else its default, else the first of an enum, else
+    pydantic field's, memexdb.fields), else its default, else the first of an enum, else
     false for a boolean; in a union, the first branch that has one. _MISSING if none: the
     field needs an example (tests/test_openapi.py fails)."""
     if schema.get("examples"):
@@ -189,7 +190,7 @@ def _references(value: Any) -> set[str]:
 def _drop_unreferenced(definitions: dict[str, Any], paths: dict[str, Any]) -> None:
     """Keep only the schemas the operations reach. pydantic also writes the definitions
     of types whose schema a model overrides (the recursive MetadataValue, validated but
-    described as a plain JSON object: memexdb.params.Metadata), which no operation uses."""
+    described as a plain JSON object: Metadata), which no operation uses."""
     reached: set[str] = set()
     todo = _references(paths)
     while todo:

@@ -17,6 +17,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memexdb.bearer import BEARER_CHALLENGE
+from memexdb.error_models import (
+    ErrorBody,
+    ErrorResponse,
+    FieldError,
+    field_errors,
+    not_found_message,
+)
 from memexdb.errors import (
     Busy,
     Conflict,
@@ -28,7 +35,6 @@ from memexdb.errors import (
     RateLimited,
     Unauthenticated,
 )
-from memexdb.params import ErrorBody, ErrorResponse, FieldError, field_errors, not_found_message
 from memexdb.rest.parsing import memex_of
 
 log = logging.getLogger("memexdb.rest")

@@ -1,5 +1,6 @@
 """Reading requests and writing answers, for every REST module: the caller's client,
-bodies and query strings validated by the models of memexdb.params, JSON answers."""
+bodies and query strings validated by the domains' models (memexdb.<domain>.models),
+JSON answers."""
 
 from __future__ import annotations
 

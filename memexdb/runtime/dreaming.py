@@ -22,7 +22,7 @@ from memexdb import pg_cron
 from memexdb.agentic import consolidation
 from memexdb.client import AsyncMemex
 from memexdb.config import Settings
-from memexdb.params import ConsolidationJob
+from memexdb.consolidation.models import ConsolidationJob
 from memexdb.runtime.jobs import Job
 from memexdb.types import ConsolidationRun
 

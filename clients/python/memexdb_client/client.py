@@ -56,7 +56,7 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 _T = TypeVar("_T")
 
-# The server's defaults (memexdb.params), which the in-process methods take too.
+# The server's defaults (memexdb.fields, the domain models), the in-process methods' too.
 DEFAULT_TOP_K = 10
 DEFAULT_MEMORY_TYPE = MemoryType.EPISODIC
 DEFAULT_IMPORTANCE = 1.0
@@ -692,7 +692,7 @@ class AsyncMemexClient:
 
 
 def _tenant_cursor(agent_id: str, user_id: str) -> str:
-    """memexdb.params.encode_tenant_cursor: the `after` of GET /v1/admin/dream/users."""
+    """memexdb.consolidation.models.encode_tenant_cursor: `after` of GET /v1/admin/dream/users."""
     return f"{agent_id.encode().hex()}.{user_id.encode().hex()}"
 
 

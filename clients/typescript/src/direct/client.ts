@@ -40,7 +40,7 @@ const CONFLICT_ATTEMPTS = 3;
 
 /** The defaults of the request fields direct mode must fill in itself (a page's limit
  * tells it whether there is a next page; SQL takes no null for these). They are the REST
- * API's (memexdb/params.py): test/direct.test.mjs compares them with the service's OpenAPI
+ * API's (memexdb/fields.py and memexdb/<domain>/models.py): test/direct.test.mjs compares them with the service's OpenAPI
  * document, so they cannot drift. */
 export const DEFAULTS = {
   searchTopK: 10,

@@ -15,15 +15,10 @@ from typing import Any
 import numpy as np
 
 from memexdb import queries
+from memexdb.embeddings.models import EmbeddingOut, EmbeddingRequest, EmbeddingsOut, EmbeddingUsage
+from memexdb.error_models import OpenAIErrorResponse
 from memexdb.errors import InvalidArgument, ModelNotFound
 from memexdb.operation import Operation, Reply, Route
-from memexdb.params import (
-    EmbeddingOut,
-    EmbeddingRequest,
-    EmbeddingsOut,
-    EmbeddingUsage,
-    OpenAIErrorResponse,
-)
 from memexdb.session import Session
 from memexdb.types import Embeddings
 

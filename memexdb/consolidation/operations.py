@@ -17,17 +17,13 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from memexdb import pg_cron, queries
-from memexdb.operation import Operation, Paging, Reply, Route
-from memexdb.paging import next_key
-from memexdb.params import (
+from memexdb.consolidation.models import (
     DreamConfig,
     DreamConfigOut,
     DreamUserList,
     DreamUserOut,
     DreamUsersQuery,
-    ErrorResponse,
     JobSchedule,
-    NoArguments,
     PausedOut,
     PauseRequest,
     RunList,
@@ -37,6 +33,10 @@ from memexdb.params import (
     TenantPause,
     encode_tenant_cursor,
 )
+from memexdb.error_models import ErrorResponse
+from memexdb.fields import NoArguments
+from memexdb.operation import Operation, Paging, Reply, Route
+from memexdb.paging import next_key
 from memexdb.session import Session
 from memexdb.types import ConsolidationRun, DreamUser
 

@@ -1,4 +1,5 @@
-"""Operations endpoints: liveness, readiness and Prometheus metrics.
+"""The health routes (the `operations` tag of the REST API): health, liveness, readiness
+and Prometheus metrics.
 
 `GET /health/live` answers while the process serves requests; `GET /health/ready` only
 while it should get traffic (the database answers, no migration runs, the schema is this
@@ -22,8 +23,8 @@ from memexdb import __version__, metrics
 from memexdb.bearer import bearer_key
 from memexdb.client import AsyncMemex
 from memexdb.errors import DatabaseUnavailable, MemexError
+from memexdb.health.models import BlockedLock, HealthResponse, LiveResponse, NotReady, ReadyResponse
 from memexdb.migrations import older_revisions
-from memexdb.params import BlockedLock, LiveResponse, NotReady, ReadyResponse
 from memexdb.rest.endpoint import Endpoint, Reply
 from memexdb.rest.parsing import json_of
 
@@ -154,7 +155,29 @@ async def scrape(request: Request) -> Response:
     return Response(metrics.exposition(figures), media_type=METRICS_MEDIA_TYPE)
 
 
+async def health(request: Request) -> Response:
+    try:
+        async with asyncio.timeout(2.0):
+            await request.app.state.memex.ping()
+    except (DatabaseUnavailable, TimeoutError):
+        return json_of(
+            HealthResponse(status="unavailable", db="unreachable", version=__version__), 503
+        )
+    return json_of(HealthResponse(status="ok", db="ok", version=__version__))
+
+
 ENDPOINTS = (
+    Endpoint(
+        "GET",
+        "/health",
+        health,
+        "200 when the database answers, 503 otherwise",
+        Reply(200, "Healthy", HealthResponse),
+        errors=(Reply(503, "Database unreachable", HealthResponse),),
+        open=True,
+        operation_id="health",
+        tag="operations",
+    ),
     Endpoint(
         "GET",
         "/health/live",

@@ -1,0 +1,146 @@
+"""The agentic domain's models: memory_search (memex.search_passages) and
+memory_memorize, and the edits a model may propose when dreaming."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from uuid import UUID
+
+from pydantic import (
+    BaseModel,
+    Field,
+)
+
+from memexdb.fields import (
+    AgentId,
+    NotBlank,
+    RequestModel,
+    UserId,
+    text_field,
+)
+from memexdb.files.models import HEADING_MAX_CHARS, FilePath
+
+# --- Agentic tools: memory_memorize (memory_search's models are memexdb.files.models') ---
+# memorize: the text taken (the fallback stores it as one memory), and what the inner
+# model may propose per call.
+MEMORIZE_TEXT_MAX_CHARS = 16_000
+MEMORIZE_MAX_PROPOSALS = 8
+MEMORIZE_PROPOSAL_MAX_CHARS = 8000
+# what the inner model is shown: the most relevant files and memories, and file names
+MEMORIZE_CONTEXT_CHARS = 6000
+MEMORIZE_FILE_LIST = 100
+# dreaming with an LLM: the files shown to the model per tenant (in path order, while they
+# fit), and the edits taken from its answer (sql/129 takes at most 200 per call)
+DREAM_LLM_CONTEXT_CHARS = 24_000
+DREAM_MAX_EDITS = 8  # every change a model proposes in one dream, of every kind
+# merging duplicate or paraphrased facts, rewriting a fragmented section (with an LLM)
+DREAM_MERGE_MAX_FACTS = 8
+DREAM_REWRITE_MAX_CHARS = 4000
+
+
+MemorizeText = Annotated[
+    str,
+    text_field(
+        MEMORIZE_TEXT_MAX_CHARS,
+        f"The raw text to memorize (1 to {MEMORIZE_TEXT_MAX_CHARS} characters, not blank).",
+        "Alice: I switched from coffee to green tea last month, and I take it without sugar.",
+    ),
+    NotBlank,
+]
+
+
+class MemorizeRequest(RequestModel):
+    """memory_memorize: raw text (a conversation turn, a note) to keep what is durable."""
+
+    agent_id: AgentId
+    user_id: UserId
+    text: MemorizeText
+
+
+ProposalText = Annotated[
+    str,
+    Field(min_length=1, max_length=MEMORIZE_PROPOSAL_MAX_CHARS),
+    NotBlank,
+]
+
+
+class ProposedWrite(RequestModel):
+    """A memory_write the inner model proposes (the tenant is the caller's, never its)."""
+
+    path: FilePath
+    content: ProposalText
+
+
+class ProposedPatch(RequestModel):
+    """A memory_patch the inner model proposes: append under a heading, or replace."""
+
+    path: FilePath
+    heading: Annotated[str, Field(max_length=HEADING_MAX_CHARS)] | None = None
+    append: ProposalText | None = None
+    old_text: ProposalText | None = None
+    new_text: Annotated[str, Field(max_length=MEMORIZE_PROPOSAL_MAX_CHARS)] | None = None
+
+
+class ProposedEdit(RequestModel):
+    """An edit the dreaming model proposes to resolve a contradiction in a file it was
+    shown: the one occurrence of old_text becomes new_text (empty: removed)."""
+
+    path: FilePath
+    old_text: ProposalText
+    new_text: Annotated[str, Field(max_length=MEMORIZE_PROPOSAL_MAX_CHARS)]
+    reason: Annotated[str, Field(max_length=300)] = ""
+
+
+class ProposedMerge(RequestModel):
+    """Facts the dreaming model proposes to merge in a file it was shown: each fact (an
+    exact text occurring once in the file) goes, and `merged` takes the place of the last
+    of them; never longer than the facts together, keeping every name and number."""
+
+    path: FilePath
+    facts: Annotated[
+        list[ProposalText],
+        Field(
+            min_length=2,
+            max_length=DREAM_MERGE_MAX_FACTS,
+            description="The duplicate or paraphrased facts, each copied exactly.",
+        ),
+    ]
+    merged: ProposalText
+    reason: Annotated[str, Field(max_length=300)] = ""
+
+
+class ProposedRewrite(RequestModel):
+    """A fragmented section the dreaming model proposes to rewrite in a file it was shown:
+    old_text (exact, once in the file) becomes new_text, no longer than it, keeping every
+    name and number."""
+
+    path: FilePath
+    old_text: Annotated[str, Field(min_length=1, max_length=DREAM_REWRITE_MAX_CHARS), NotBlank]
+    new_text: Annotated[str, Field(min_length=1, max_length=DREAM_REWRITE_MAX_CHARS), NotBlank]
+    reason: Annotated[str, Field(max_length=300)] = ""
+
+
+class MemorizeChange(BaseModel):
+    tool: str = Field(description="memory_write, memory_patch or store_memory")
+    path: str | None
+    memory_id: UUID
+    revision: int | None
+
+
+class MemorizeRefusal(BaseModel):
+    tool: str
+    arguments: str = Field(description="The proposal as the model sent it (first 500 chars).")
+    reason: str
+
+
+class MemorizeOut(BaseModel):
+    """What memorize did: which path ran, what it wrote, what it refused."""
+
+    mode: Literal["llm", "fallback"] = Field(
+        description="llm: the configured model proposed the changes; fallback: no LLM (or it"
+        " failed): the text was stored as one episodic memory (its one home: a search"
+        " finds it once)."
+    )
+    applied: list[MemorizeChange]
+    refused: list[MemorizeRefusal]
+    llm_error: str | None = None

@@ -1,0 +1,394 @@
+"""The consolidation domain's models (sql/consolidation/: memex.consolidate_*,
+memex.dream_*): its settings, runs, tenants and pause flags. Condense and dream are its
+two steps."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    model_validator,
+)
+from pydantic.config import JsonDict
+
+from memexdb.fields import (
+    EXAMPLE_AGENT,
+    EXAMPLE_USER,
+    AgentId,
+    OutModel,
+    RequestModel,
+    UserId,
+    integral,
+    query_integer,
+)
+
+# --- Consolidation ("dreaming"): memex.consolidate_*, memex.dream_* ---
+
+# memex.set_dream_config checks the same bounds (tests/test_params.py keeps them in step).
+DREAM_BOUNDS: dict[str, tuple[int, int]] = {
+    "interval_seconds": (10, 86400),
+    "grace_minutes": (0, 10080),
+    "threshold": (10, 100_000),
+    "batch_size": (2, 1000),
+    "summary_chars": (200, 32000),
+    "write_budget": (1, 1000),
+    "concurrency": (1, 64),
+}
+RUNS_LIMIT_MAX = 1000
+DEFAULT_RUNS_LIMIT = 100
+
+
+class DreamConfig(RequestModel):
+    """Consolidation settings to change (PUT /v1/admin/dream/config): any of them."""
+
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"grace_minutes": 60}]}
+    )
+
+    enabled: Annotated[
+        bool | None,
+        Field(
+            description="Master switch of every consolidation job (pg_cron's and the service's)."
+        ),
+        Strict(),
+    ] = None
+    interval_seconds: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["interval_seconds"][0],
+            le=DREAM_BOUNDS["interval_seconds"][1],
+            description="Seconds between the service's ticks ({} to {}).".format(
+                *DREAM_BOUNDS["interval_seconds"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(integral),
+    ] = None
+    grace_minutes: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["grace_minutes"][0],
+            le=DREAM_BOUNDS["grace_minutes"][1],
+            description="Minutes a batch must be old to be condensed, and a tenant quiet"
+            " before its files are dreamed over ({} to {}).".format(*DREAM_BOUNDS["grace_minutes"]),
+        ),
+        Strict(),
+        BeforeValidator(integral),
+    ] = None
+    threshold: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["threshold"][0],
+            le=DREAM_BOUNDS["threshold"][1],
+            description="Live episodic memories a tenant must exceed ({} to {}).".format(
+                *DREAM_BOUNDS["threshold"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(integral),
+    ] = None
+    batch_size: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["batch_size"][0],
+            le=DREAM_BOUNDS["batch_size"][1],
+            description="Oldest episodic memories per summary ({} to {}).".format(
+                *DREAM_BOUNDS["batch_size"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(integral),
+    ] = None
+    summary_chars: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["summary_chars"][0],
+            le=DREAM_BOUNDS["summary_chars"][1],
+            description="Longest extractive summary ({} to {}).".format(
+                *DREAM_BOUNDS["summary_chars"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(integral),
+    ] = None
+    write_budget: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["write_budget"][0],
+            le=DREAM_BOUNDS["write_budget"][1],
+            description="Most summaries and file rewrites per tick ({} to {}).".format(
+                *DREAM_BOUNDS["write_budget"]
+            ),
+        ),
+        Strict(),
+        BeforeValidator(integral),
+    ] = None
+    concurrency: Annotated[
+        int | None,
+        Field(
+            ge=DREAM_BOUNDS["concurrency"][0],
+            le=DREAM_BOUNDS["concurrency"][1],
+            description="Most tenants per tick ({} to {}).".format(*DREAM_BOUNDS["concurrency"]),
+        ),
+        Strict(),
+        BeforeValidator(integral),
+    ] = None
+
+    def changes(self) -> dict[str, Any]:
+        """The settings given (null: left as they are)."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+# The two consolidation jobs: condensing old episodic memories, dreaming over files.
+ConsolidationJob = Literal["condense", "dream"]
+# Who runs a consolidation job in this database, as the process answering sees it:
+# pg_cron (its job is active here), the service (this process's settings offer it; one
+# process per database runs it), nobody here (neither), or nobody because
+# dream_config.enabled is false.
+JobSchedule = Literal["pg_cron", "service", "not scheduled", "disabled"]
+
+
+class DreamConfigOut(BaseModel):
+    enabled: Annotated[
+        bool, Field(description="Master switch of every consolidation job (the database's).")
+    ]
+    interval_seconds: int
+    grace_minutes: int
+    threshold: int
+    batch_size: int
+    summary_chars: int
+    write_budget: int
+    concurrency: int
+    condense: Annotated[
+        JobSchedule,
+        Field(
+            description="Who condenses old episodic memories: pg_cron, the service"
+            " (MEMEX_CONDENSE_ENABLED, on by default), not scheduled, or disabled"
+            " (enabled is false)."
+        ),
+    ]
+    dream: Annotated[
+        JobSchedule,
+        Field(
+            description="Who dreams over files: pg_cron, the service (MEMEX_DREAM_ENABLED,"
+            " off by default), not scheduled, or disabled (enabled is false)."
+        ),
+    ]
+
+
+class RunsQuery(RequestModel):
+    """Query string of GET /v1/admin/dream/runs."""
+
+    agent_id: Annotated[AgentId | None, Field(description="Only this agent's runs.")] = None
+    user_id: Annotated[
+        UserId | None,
+        Field(description="Only this user's runs (of agent_id; without it, of every agent)."),
+    ] = None
+    limit: Annotated[
+        int,
+        Field(ge=1, le=RUNS_LIMIT_MAX, description=f"Runs per page (1 to {RUNS_LIMIT_MAX})."),
+        Strict(),
+        BeforeValidator(query_integer),
+    ] = DEFAULT_RUNS_LIMIT
+    before: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            le=2**63 - 1,
+            description="Runs older than this id (the next page).",
+            examples=[2**63 - 1],  # older than every run: the first page
+        ),
+        Strict(),
+        BeforeValidator(query_integer),
+    ] = None
+
+
+class DreamUsersQuery(RequestModel):
+    """Query string of GET /v1/admin/dream/users."""
+
+    agent_id: Annotated[AgentId | None, Field(description="Only this agent's users.")] = None
+    limit: Annotated[
+        int,
+        Field(ge=1, le=RUNS_LIMIT_MAX, description=f"Users per page (1 to {RUNS_LIMIT_MAX})."),
+        Strict(),
+        BeforeValidator(query_integer),
+    ] = DEFAULT_RUNS_LIMIT
+    after: Annotated[
+        str | None,
+        Field(
+            max_length=4100,
+            pattern=TENANT_CURSOR,
+            description="next_after of the last page (opaque).",
+            examples=["01.01"],  # before every tenant: the first page
+        ),
+    ] = None
+
+    def after_tenant(self) -> tuple[str, str] | None:
+        """The (agent_id, user_id) the page starts after."""
+        return None if self.after is None else decode_tenant_cursor(self.after)
+
+
+class PauseRequest(RequestModel):
+    """PUT /v1/admin/dream/users/{user_id}/paused."""
+
+    agent_id: AgentId
+    paused: Annotated[bool, Strict()]
+
+
+class TenantPause(PauseRequest):
+    """Pause or resume one tenant: PauseRequest (the body) and the path's user_id."""
+
+    user_id: UserId
+
+
+class RunRef(RequestModel):
+    """A run to undo (POST /v1/admin/dream/runs/{run_id}/restore)."""
+
+    run_id: Annotated[
+        int,
+        Field(ge=-(2**63), le=2**63 - 1, description="The condense run's id.", examples=[1]),
+        Strict(),
+        BeforeValidator(query_integer),
+    ]
+
+
+# one tenant (both ids) or a tick (neither); force is for one tenant: said in the schema
+_STRING: JsonDict = {"type": "string"}
+_DREAM_RUN_RULES: JsonDict = {
+    "allOf": [
+        {
+            "if": {"required": ["agent_id"], "properties": {"agent_id": _STRING}},
+            "then": {"required": ["user_id"], "properties": {"user_id": _STRING}},
+        },
+        {
+            "if": {"required": ["user_id"], "properties": {"user_id": _STRING}},
+            "then": {"required": ["agent_id"], "properties": {"agent_id": _STRING}},
+        },
+        {
+            "if": {"required": ["force"], "properties": {"force": {"const": True}}},
+            "then": {"required": ["agent_id"], "properties": {"agent_id": _STRING}},
+        },
+    ],
+    # the plan of one tenant: "Try it out" shows what would run and writes nothing
+    "examples": [{"agent_id": EXAMPLE_AGENT, "user_id": EXAMPLE_USER, "dry_run": True}],
+}
+
+
+class DreamRunRequest(RequestModel):
+    """POST /v1/admin/dream/run: a tick now (no tenant), or one tenant's run."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_DREAM_RUN_RULES)
+
+    agent_id: Annotated[AgentId | None, Field(description="With user_id: run this tenant.")] = None
+    user_id: Annotated[UserId | None, Field(description="With agent_id: run this tenant.")] = None
+    dry_run: Annotated[bool, Field(description="Return the plan; write nothing."), Strict()] = False
+    force: Annotated[
+        bool,
+        Field(description="A tenant's run: skip the threshold, grace and pause checks."),
+        Strict(),
+    ] = False
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> DreamRunRequest:
+        if (self.agent_id is None) != (self.user_id is None):
+            raise ValueError("give both agent_id and user_id (one tenant) or neither (a tick)")
+        if self.force and self.agent_id is None:
+            raise ValueError("force is for one tenant's run")
+        return self
+
+
+class RunOut(OutModel):
+    id: int | None = Field(description="null for a plan (dry run) or a tenant not due")
+    agent_id: str
+    user_id: str
+    kind: str = Field(description="condense | dream | restore")
+    status: str = Field(description="done | dry_run | nothing | failed | restored | running")
+    actor: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    memories_in: int | None
+    memories_out: int | None
+    files_in: int | None
+    files_out: int | None
+    files_touched: int | None
+    summary_id: UUID | None
+    restored_by: int | None
+    error: str | None
+    details: dict[str, Any]
+
+
+class RunList(BaseModel):
+    runs: list[RunOut]
+    next_before: int | None
+
+
+class SkippedStep(BaseModel):
+    step: str = Field(description="condense | dream")
+    reason: str = Field(description="Why it did not run (e.g. another runner held the tenant).")
+
+
+class RunNowOut(RunList):
+    """POST /v1/admin/dream/run: the runs, and a tenant's steps that did not run."""
+
+    skipped: list[SkippedStep] = Field(
+        description="A tenant's steps that did not run, and why: while the scheduler (or"
+        " another run) holds the tenant's consolidation lock, its condense or dream step"
+        " is skipped, not waited for. Empty for a tick."
+    )
+
+
+class DreamUserOut(OutModel):
+    agent_id: str
+    user_id: str
+    paused: bool
+    memory_count: int
+    last_dreamed_at: datetime | None
+    last_run_id: int | None
+    last_run_at: datetime | None
+    last_run_kind: str | None
+    last_run_status: str | None
+    last_error: str | None
+    runs_done: int
+    runs_failed: int
+    runs_restored: int
+
+
+class DreamUserList(BaseModel):
+    """A page of tenants; pass next_after as `after` for the next (null: the last page)."""
+
+    users: list[DreamUserOut]
+    next_after: str | None
+
+
+# a tenant cursor: the UTF-8 bytes of agent_id and user_id in hex, without NUL bytes (ids
+# hold none). Any string of this shape is a position in (agent_id, user_id) order, so the
+# schema's pattern says exactly what is accepted.
+_HEX_TEXT = r"(?:[1-9a-f][0-9a-f]|0[1-9a-f]){1,1024}"
+TENANT_CURSOR = rf"^{_HEX_TEXT}\.{_HEX_TEXT}$"
+
+
+def encode_tenant_cursor(agent_id: str, user_id: str) -> str:
+    """An opaque cursor for a page that starts after tenant (agent_id, user_id)."""
+    return f"{agent_id.encode().hex()}.{user_id.encode().hex()}"
+
+
+def decode_tenant_cursor(cursor: str) -> tuple[str, str]:
+    agent, user = cursor.split(".")
+    # bytes that are not UTF-8 still name a position in the order
+    return (
+        bytes.fromhex(agent).decode(errors="replace"),
+        bytes.fromhex(user).decode(errors="replace"),
+    )
+
+
+class PausedOut(BaseModel):
+    agent_id: str
+    user_id: str
+    paused: bool

@@ -1,0 +1,445 @@
+"""The memories domain's request and response models (sql/memories/: memex.store,
+search, forget, count, list, update, erase, export)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, ClassVar, Literal
+from uuid import UUID
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+    model_validator,
+)
+
+from memexdb.error_models import invalid_argument
+from memexdb.fields import (
+    BATCH_MAX_ITEMS,
+    DEFAULT_ALPHA,
+    DEFAULT_HALF_LIFE_DAYS,
+    DEFAULT_IMPORTANCE,
+    DEFAULT_LIST_LIMIT,
+    DEFAULT_MEMORY_TYPE,
+    DEFAULT_MODE,
+    DEFAULT_TOP_K,
+    EXAMPLE_AGENT,
+    EXAMPLE_CONTENT,
+    EXAMPLE_USER,
+    TENANT_ID_MAX_CHARS,
+    AgentId,
+    Alpha,
+    Content,
+    ContextWeight,
+    Cursor,
+    FutureTimestamp,
+    HalfLifeDays,
+    Importance,
+    Kind,
+    ListLimit,
+    MemoryId,
+    MemoryTypeFilter,
+    MemoryTypes,
+    Metadata,
+    MetadataFilter,
+    MetadataQuery,
+    Mode,
+    NoNul,
+    Query,
+    QueryTimestamp,
+    RequestModel,
+    TenantQuery,
+    Timestamp,
+    TopK,
+    UserId,
+    no_nul,
+    type_filter,
+)
+from memexdb.types import MemoryType
+
+
+class MemoryCreate(RequestModel):
+    """A memory to store for tenant (agent_id, user_id)."""
+
+    agent_id: AgentId
+    user_id: UserId
+    content: Content
+    memory_type: Kind = DEFAULT_MEMORY_TYPE
+    importance: Importance = DEFAULT_IMPORTANCE
+    metadata: Metadata = None
+    expires_at: Annotated[
+        FutureTimestamp,
+        Field(
+            description="The memory disappears from search and count after this (UTC if"
+            " naive); it must be in the future."
+        ),
+    ] = None
+    created_at: Annotated[
+        Timestamp, Field(description="Back-date an imported memory (default: now; UTC if naive).")
+    ] = None
+
+
+class MemoryStore(MemoryCreate):
+    """A memory to store, optionally with the id it gets (POST /v1/memories, and each
+    memory of a batch)."""
+
+    id: Annotated[
+        UUID | None,
+        Field(
+            description="The new memory's id (default: the service makes one). A client"
+            " that may retry sends its own: a repeat of the same memory with that id is"
+            " answered with the memory stored the first time, another memory with it is a"
+            " 409 conflict."
+        ),
+    ] = None
+
+
+class NewMemory(MemoryStore):
+    """One item of AsyncMemex.store_many, built by hand: a bad field raises the Python
+    API's InvalidArgument, as the client's methods do."""
+
+    def __init__(self, **values: Any) -> None:
+        # (pydantic's model_validate calls an overridden __init__ too: hence a subclass,
+        # so that the frontends' bodies keep their full list of bad fields)
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise invalid_argument(exc) from None
+
+
+class MemoryBatchCreate(RequestModel):
+    """Many memories in one request, for imports (one statement, all or nothing)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "memories": [
+                        {"agent_id": EXAMPLE_AGENT, "user_id": EXAMPLE_USER, "content": text}
+                        for text in (EXAMPLE_CONTENT, "Alice is allergic to peanuts.")
+                    ]
+                }
+            ]
+        },
+    )
+
+    memories: list[MemoryStore] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
+
+
+_INCLUDE_ARCHIVED = Field(
+    description="Also the memories consolidation archived (by default their summary"
+    " stands in for them); each says which summary replaced it (superseded_by)."
+)
+IncludeArchived = Annotated[bool, _INCLUDE_ARCHIVED, Strict()]
+# in a query string: true / false
+IncludeArchivedQuery = Annotated[bool, _INCLUDE_ARCHIVED]
+
+
+class MemorySearchRequest(RequestModel):
+    """Search a tenant's memories: score = relevance * (1 + 0.25 * recency) * importance, or
+    (alpha*relevance + (1-alpha)*recency)*importance when alpha is sent."""
+
+    agent_id: AgentId
+    user_id: UserId
+    query: Query
+    top_k: TopK = DEFAULT_TOP_K
+    alpha: Alpha = DEFAULT_ALPHA
+    half_life_days: HalfLifeDays = DEFAULT_HALF_LIFE_DAYS
+    memory_type: MemoryTypeFilter = None
+    memory_types: MemoryTypes = None
+    mode: Mode = DEFAULT_MODE
+    context_weight: ContextWeight = None
+    metadata: MetadataFilter = None
+    include_archived: IncludeArchived = False
+    now: Annotated[
+        Timestamp,
+        Field(
+            description="Rank as of this time: recency is measured back from it (default:"
+            " the database's now; UTC if naive). For evaluations that ask at a past date."
+        ),
+    ] = None
+
+    def types(self) -> list[MemoryType] | None:
+        return type_filter(self.memory_type, self.memory_types)
+
+
+class EraseUserRequest(TenantQuery):
+    """Body of POST /v1/users/erase: the tenant to erase, and `confirm` repeating its
+    user_id (memex.erase_user refuses the erasure otherwise)."""
+
+    confirm: Annotated[
+        str,
+        Field(
+            max_length=TENANT_ID_MAX_CHARS,
+            description="The user_id again: every memory, file, revision and access-log row"
+            " of the user is deleted, for good, only when it repeats user_id (otherwise a"
+            " 422 naming `confirm`).",
+            examples=[EXAMPLE_USER],
+        ),
+        NoNul,
+    ]
+
+
+class MemoryRef(TenantQuery):
+    """One memory of a tenant, by id (in REST: the tenant in the query, the id in the path)."""
+
+    memory_id: MemoryId
+
+
+AnyUserOfAgent = Annotated[
+    UserId | None,
+    Field(
+        description="The memory's user; left out (memex's call): any user of agent_id this"
+        " caller may act for."
+    ),
+]
+
+
+class ForgetQuery(RequestModel):
+    """Query string of DELETE /v1/memories/{memory_id}: the tenant, or only the agent."""
+
+    agent_id: AgentId
+    user_id: AnyUserOfAgent = None
+
+
+class MemoryForget(ForgetQuery):
+    """One memory to delete, by id: of tenant (agent_id, user_id), or without user_id
+    (memex's call) of whichever user of the agent it is, if the caller may see it."""
+
+    memory_id: MemoryId
+
+
+class _JsonQuery(TenantQuery):
+    # Query parameters whose value is JSON text (the OpenAPI document says so).
+    json_fields: ClassVar[frozenset[str]] = frozenset({"metadata"})
+
+
+class CountQuery(_JsonQuery):
+    """Query string of GET /v1/memories/count."""
+
+    memory_type: MemoryTypeFilter = None
+    metadata: MetadataQuery = None
+
+
+class ListQuery(_JsonQuery):
+    """Query string of GET /v1/memories: a page of a tenant's memories, newest first."""
+
+    limit: ListLimit = DEFAULT_LIST_LIMIT
+    cursor: Cursor = None
+    memory_type: MemoryTypeFilter = None
+    created_after: Annotated[
+        QueryTimestamp,
+        Field(
+            description="Only memories created at or after this (ISO 8601).",
+            examples=["2000-01-01T00:00:00Z"],
+        ),
+    ] = None
+    created_before: Annotated[
+        QueryTimestamp,
+        Field(
+            description="Only memories created before this (ISO 8601).",
+            examples=["2100-01-01T00:00:00Z"],
+        ),
+    ] = None
+    metadata: MetadataQuery = None
+    include_archived: IncludeArchivedQuery = False
+
+
+class ExportQuery(RequestModel):
+    """Query string of GET /v1/export: an agent's memories, or one user's."""
+
+    agent_id: AgentId
+    user_id: Annotated[
+        UserId | None, Field(description="Only this user's memories (default: every user's).")
+    ] = None
+    embeddings: Annotated[
+        bool, Field(description="Include each memory's embedding (384 numbers by default).")
+    ] = False
+
+
+_PATCH_FIELDS = ("content", "importance", "metadata", "memory_type", "expires_at")
+
+
+def _patch_schema(schema: dict[str, Any]) -> None:
+    # At least one field to change; only expires_at may be null (null removes the expiry).
+    schema["anyOf"] = [{"required": [f]} for f in _PATCH_FIELDS]
+    schema["examples"] = [{"agent_id": EXAMPLE_AGENT, "user_id": EXAMPLE_USER, "importance": 1.5}]
+    for name in _PATCH_FIELDS[:-1]:
+        prop = schema["properties"][name]
+        options = [o for o in prop.pop("anyOf") if o != {"type": "null"}]
+        prop.pop("default", None)
+        prop.update(options[0])
+
+
+class MemoryPatch(RequestModel):
+    """The fields of a memory to change: at least one; a field left out keeps its value.
+    `expires_at: null` removes the expiry; a new `content` is embedded again."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_patch_schema)
+
+    agent_id: AgentId
+    user_id: UserId
+    content: Content | None = None
+    importance: Importance | None = None
+    metadata: Annotated[
+        Metadata, Field(description="Replaces the whole metadata object (at most 64 KiB as JSON).")
+    ] = None
+    memory_type: Kind | None = None
+    expires_at: Annotated[
+        FutureTimestamp,
+        Field(description="A new expiry, in the future (UTC if naive); null removes it."),
+    ] = None
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> MemoryPatch:
+        given = self.model_fields_set & set(_PATCH_FIELDS)
+        if not given:
+            raise ValueError(f"must change at least one of {', '.join(_PATCH_FIELDS)}")
+        for name in given - {"expires_at"}:
+            if getattr(self, name) is None:
+                raise ValueError(f"{name} may not be null (leave it out to keep it)")
+        return self
+
+    @property
+    def clear_expires_at(self) -> bool:
+        return "expires_at" in self.model_fields_set and self.expires_at is None
+
+
+class MemoryUpdate(MemoryPatch):
+    """A MemoryPatch of one memory, by id (in REST: the patch in the body, the id in the
+    path)."""
+
+    memory_id: MemoryId
+
+
+class MemoryOut(BaseModel):
+    """A stored memory."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: UUID
+    agent_id: str
+    user_id: str
+    content: str
+    memory_type: MemoryType
+    importance: float
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime | None = Field(default=None, description="last change")
+    expires_at: datetime | None = None
+    embedding_model: str | None = Field(
+        default=None, description="the model of its embedding (null: not embedded yet)"
+    )
+    score: float | None = Field(default=None, description="null here; set in search results")
+    source_ids: list[UUID] = Field(
+        default_factory=list, description="a summary's sources (consolidation); else empty"
+    )
+    superseded_by: UUID | None = Field(
+        default=None, description="the summary that replaced this archived memory"
+    )
+    archived_at: datetime | None = Field(
+        default=None, description="when consolidation archived it (null: live)"
+    )
+
+
+class MemoryBatchResponse(BaseModel):
+    memories: list[MemoryOut]
+    total: int
+
+
+class SearchResult(MemoryOut):
+    """A ranked memory with the parts of its score: score = relevance * (1 + 0.25 *
+    recency) * importance, or (alpha * relevance + (1 - alpha) * recency) * importance
+    when alpha is sent."""
+
+    score: float
+    similarity: float | None = Field(description="cosine similarity of query and memory")
+    text_rank: float | None = Field(description="BM25 score (text and hybrid modes)")
+    relevance: float = Field(description="what the mode ranks by, with context from neighbours")
+    recency: float = Field(description="exp(-ln 2 * age_days / half_life_days)")
+
+
+class SearchResponse(BaseModel):
+    """Ranked memories of one tenant, best first."""
+
+    agent_id: str
+    user_id: str
+    query: str
+    total: int
+    results: list[SearchResult]
+
+
+class CountResponse(BaseModel):
+    """Number of live memories of a tenant (of one type, if given)."""
+
+    agent_id: str
+    user_id: str
+    memory_type: MemoryType | None = None
+    count: int
+
+
+class MemoryPage(BaseModel):
+    """A page of memories, newest first; pass next_cursor as `cursor` for the next one
+    (null: this page is the last; a full page may be followed by an empty one)."""
+
+    memories: list[MemoryOut]
+    next_cursor: str | None
+
+
+class ErasedResponse(BaseModel):
+    """Everything of tenant (agent_id, user_id) deleted: rows per table."""
+
+    agent_id: str
+    user_id: str
+    deleted: dict[str, int]
+
+
+class ExportedMemory(BaseModel):
+    """One line of an export (JSON Lines): every field of a memory, the embedding optional."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # what the line holds (memexdb.export_format); exports before version 2 leave it out
+    record: Literal["memory"] = "memory"
+    id: UUID
+    agent_id: AgentId
+    user_id: UserId
+    memory_type: Kind = DEFAULT_MEMORY_TYPE
+    content: Content
+    importance: Importance = DEFAULT_IMPORTANCE
+    metadata: Metadata = None
+    created_at: QueryTimestamp = None
+    updated_at: QueryTimestamp = None
+    expires_at: QueryTimestamp = None
+    embedding_model: str | None = None
+    embedding: list[float] | None = None
+    # consolidation's lineage (memex.consolidate_tenant): a summary's sources; an archived
+    # memory's summary and archive time
+    source_ids: list[UUID] = Field(default_factory=list, max_length=1000)
+    superseded_by: UUID | None = None
+    archived_at: QueryTimestamp = None
+    # a file: its virtual path (memex._check_path checks it); who wrote the memory. Both
+    # are history: importing them needs admin access to the tenant.
+    path: Annotated[str | None, Field(min_length=1, max_length=512), AfterValidator(no_nul)] = None
+    actor: Annotated[str | None, Field(min_length=1, max_length=200), AfterValidator(no_nul)] = None
+
+    def lineage(self) -> dict[str, Any] | None:
+        """What memex.import_memories takes as this memory's p_lineage item."""
+        if not self.source_ids and self.archived_at is None:
+            return None
+        return {
+            "source_ids": [str(i) for i in self.source_ids],
+            "superseded_by": str(self.superseded_by) if self.superseded_by else None,
+            "archived_at": self.archived_at.isoformat() if self.archived_at else None,
+        }
+
+
+class Deleted(BaseModel):
+    """The memory that was deleted."""
+
+    deleted: MemoryOut
