@@ -29,13 +29,15 @@ from memexdb import (
     logs,
     metrics,
     moving,
-    queries,
 )
 from memexdb.client import Memex
 from memexdb.config import Settings, SettingsError, env_name, listens_on_loopback_only
 from memexdb.embedded import EmbeddedPostgresError
+from memexdb.embeddings import sql as embeddings_sql
 from memexdb.embeddings.models import DEFAULT_REEMBED_BATCH, REEMBED_BATCH_MAX
 from memexdb.errors import InvalidArgument, MemexError
+from memexdb.health import sql as health_sql
+from memexdb.keys import sql as keys_sql
 from memexdb.migrations import head_revision
 from memexdb.port_check import port_in_use
 from memexdb.runtime import Attach, Database, open_database
@@ -123,7 +125,7 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
 
 def _has_live_keys(dsn: str) -> bool:
     with psycopg.connect(dsn) as conn:
-        row = conn.execute(queries.LIVE_KEYS).fetchone()
+        row = conn.execute(keys_sql.LIVE_KEYS).fetchone()
     return bool(row and row[0])
 
 
@@ -159,9 +161,9 @@ def _print_status(database: Database) -> int:
         return 1
     try:
         with psycopg.connect(database.dsn, connect_timeout=3) as conn:
-            version = conn.execute(queries.SERVER_VERSION).fetchone()
+            version = conn.execute(health_sql.SERVER_VERSION).fetchone()
             print(f"server: PostgreSQL {version[0] if version else '?'}")
-            row = conn.execute(queries.SCHEMA_REVISION).fetchone()
+            row = conn.execute(health_sql.SCHEMA_REVISION).fetchone()
             revision = row[0] if row else None
             print(
                 f"schema revision: {revision or 'not migrated'} (this release: {head_revision()})"
@@ -171,7 +173,7 @@ def _print_status(database: Database) -> int:
                 print("the schema differs from this release's: `memexdb migrate` upgrades it")
                 return 1
             if revision:
-                stats = conn.execute(queries.TENANT_STATS).fetchone()
+                stats = conn.execute(health_sql.TENANT_STATS).fetchone()
                 assert stats is not None
                 tenants, memories, indexed, waiting = stats
                 print(f"tenants: {tenants}, memories: {memories}")
@@ -179,7 +181,7 @@ def _print_status(database: Database) -> int:
                     f"ANN index: {indexed} tenant(s) in it, {waiting} grown past"
                     " exact_scan_max_rows and waiting for memex.maintenance()"
                 )
-                depth = conn.execute(queries.EMBED_QUEUE_DEPTH).fetchone()
+                depth = conn.execute(embeddings_sql.EMBED_QUEUE_DEPTH).fetchone()
                 assert depth is not None
                 queued, due, failing, oldest, _ = depth
                 print(

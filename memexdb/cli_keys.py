@@ -22,9 +22,10 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from memexdb import queries
+from memexdb.core import sql as core_sql
 from memexdb.error_models import validated
 from memexdb.errors import Conflict, InvalidArgument, SetupError, translate
+from memexdb.keys import sql as keys_sql
 from memexdb.keys.models import CONFIRM_LAST_KEY, KeyCreate, KeyRef
 from memexdb.types import Access
 
@@ -44,7 +45,7 @@ def _expiry(text: str | None) -> datetime | None:
 def _call(dsn: str, sql: str, values: dict[str, Any]) -> list[dict[str, Any]]:
     try:
         with psycopg.connect(dsn) as conn, conn.transaction():
-            conn.execute(queries.ENTER_OPERATOR, {"actor": "cli"})
+            conn.execute(core_sql.ENTER_OPERATOR, {"actor": "cli"})
             return conn.cursor(row_factory=dict_row).execute(sql, values).fetchall()
     except psycopg.Error as exc:
         raise translate(exc) from exc
@@ -67,14 +68,14 @@ def _confirmed(question: str) -> bool:
 def _revoke(args: argparse.Namespace, dsn: str) -> int:
     ref = validated(KeyRef, key=args.key, confirm_last=args.last_key)
     try:
-        (revoked,) = _call(dsn, queries.REVOKE_KEY, ref.model_dump())
+        (revoked,) = _call(dsn, keys_sql.REVOKE_KEY, ref.model_dump())
     except Conflict as exc:
         print(f"memexdb: {exc}", file=sys.stderr)
         if not _confirmed("Revoke it anyway?"):
             print("memexdb: not revoked (--last-key revokes it without asking)", file=sys.stderr)
             return 2
         last = ref.model_copy(update={"confirm_last": True})
-        (revoked,) = _call(dsn, queries.REVOKE_KEY, last.model_dump())
+        (revoked,) = _call(dsn, keys_sql.REVOKE_KEY, last.model_dump())
     print(f"revoked key {revoked['prefix']} at {_show(revoked['revoked_at'])}")
     return 0
 
@@ -124,12 +125,12 @@ def _bootstrap(args: argparse.Namespace, dsn: str) -> int:
     path = Path(args.token_file)
     try:
         with psycopg.connect(dsn) as conn, conn.transaction():
-            conn.execute(queries.ENTER_OPERATOR, {"actor": "cli"})
+            conn.execute(core_sql.ENTER_OPERATOR, {"actor": "cli"})
             rows = conn.cursor(row_factory=dict_row)
-            if not rows.execute(queries.LIST_KEYS, {"agent_id": None}).fetchall():
-                conn.execute(queries.BOOTSTRAP_LOCK_TIMEOUT)
-                conn.execute(queries.BOOTSTRAP_KEY_LOCK)
-            if rows.execute(queries.LIST_KEYS, {"agent_id": None}).fetchall():
+            if not rows.execute(keys_sql.LIST_KEYS, {"agent_id": None}).fetchall():
+                conn.execute(keys_sql.BOOTSTRAP_LOCK_TIMEOUT)
+                conn.execute(keys_sql.BOOTSTRAP_KEY_LOCK)
+            if rows.execute(keys_sql.LIST_KEYS, {"agent_id": None}).fetchall():
                 print(
                     "memexdb: the database has API keys already: no key created",
                     file=sys.stderr,
@@ -137,7 +138,7 @@ def _bootstrap(args: argparse.Namespace, dsn: str) -> int:
                 return 0
             request = validated(KeyCreate, access="admin", name=args.name)
             values = {**request.model_dump(), "access": "admin"}
-            key = rows.execute(queries.CREATE_KEY, values).fetchone()
+            key = rows.execute(keys_sql.CREATE_KEY, values).fetchone()
             assert key is not None
             _write_private(path, key["token"] + "\n")
     except psycopg.Error as exc:
@@ -158,7 +159,7 @@ def _allow_keyless(args: argparse.Namespace, dsn: str) -> int:
             file=sys.stderr,
         )
         return 2
-    (row,) = _call(dsn, queries.ALLOW_KEYLESS, {})
+    (row,) = _call(dsn, keys_sql.ALLOW_KEYLESS, {})
     print(
         f"requests without an API key are let in since {_show(row['allow_keyless'])} (loopback"
         " service only; creating a key closes the database again)"
@@ -186,7 +187,7 @@ def run(args: argparse.Namespace, dsn: str) -> int:
             name=args.name,
             expires_at=_expiry(args.expires_in),
         )
-        (key,) = _call(dsn, queries.CREATE_KEY, {**request.model_dump(), "access": args.access})
+        (key,) = _call(dsn, keys_sql.CREATE_KEY, {**request.model_dump(), "access": args.access})
         scope = key["agent_id"] or "every agent"
         if key["user_ids"]:
             scope += f" (users {','.join(key['user_ids'])})"
@@ -197,7 +198,7 @@ def run(args: argparse.Namespace, dsn: str) -> int:
             file=sys.stderr,
         )
     elif args.keys_command == "list":
-        rows = _call(dsn, queries.LIST_KEYS, {"agent_id": args.agent_id})
+        rows = _call(dsn, keys_sql.LIST_KEYS, {"agent_id": args.agent_id})
         if args.json:
             print(json.dumps(rows, default=_iso, indent=2))
             return 0

@@ -26,11 +26,14 @@ from memexdb_client._sync import LoopThread, blocking
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
-from memexdb import metrics, moving, queries
+from memexdb import metrics, moving
 from memexdb.consolidation import operations as consolidation
+from memexdb.consolidation import sql as consolidation_sql
 from memexdb.consolidation.models import DEFAULT_RUNS_LIMIT, DreamConfigOut, encode_tenant_cursor
+from memexdb.core import sql as core_sql
 from memexdb.embedding import BatchingEmbedder, Embedder
 from memexdb.embeddings import operations as embeddings
+from memexdb.embeddings import sql as embeddings_sql
 from memexdb.embeddings.models import DEFAULT_REEMBED_BATCH, REEMBED_BATCH_MAX
 from memexdb.error_models import validated
 from memexdb.errors import InvalidArgument
@@ -55,11 +58,13 @@ from memexdb.files.models import (
     PassageSearchRequest,
 )
 from memexdb.files.passages import ranked_passages
+from memexdb.health import sql as health_sql
 from memexdb.health.models import BlockedLock
 from memexdb.keys import operations as keys
 from memexdb.keys.models import DEFAULT_AUDIT_LIMIT
 from memexdb.llm import ChatModel
 from memexdb.memories import operations as memories
+from memexdb.memories import sql as memories_sql
 from memexdb.memories.models import MemoryBatchCreate, MemoryCreate, MemoryStore
 from memexdb.operation import Operation
 from memexdb.paging import next_key
@@ -272,7 +277,7 @@ class AsyncMemex(Session):
         validated(TenantQuery, agent_id=agent_id, user_id=user_id or "-")
         rows: list[ExportRow] = await self.fetch(
             ExportRow,
-            queries.EXPORT_MEMORIES,
+            memories_sql.EXPORT_MEMORIES,
             {
                 "agent_id": agent_id,
                 "user_id": user_id,
@@ -321,27 +326,29 @@ class AsyncMemex(Session):
 
     async def ping(self) -> None:
         """Raise DatabaseUnavailable unless the database answers."""
-        await self.fetch(None, queries.PING, enter=False)
+        await self.fetch(None, core_sql.PING, enter=False)
 
     async def metrics_snapshot(self) -> list[MetricFigure]:
         """The database's figures for GET /metrics (memex.metrics_snapshot; operator)."""
-        return await self.fetch(MetricFigure, queries.METRICS_SNAPSHOT)
+        return await self.fetch(MetricFigure, health_sql.METRICS_SNAPSHOT)
 
     async def schema_state(self) -> SchemaState:
         """The schema's revision and whether a migration runs now (readiness; no caller
         needed)."""
-        rows: list[SchemaState] = await self.fetch(SchemaState, queries.SCHEMA_STATE, enter=False)
+        rows: list[SchemaState] = await self.fetch(
+            SchemaState, health_sql.SCHEMA_STATE, enter=False
+        )
         return rows[0]
 
     async def lock_waits(self) -> list[BlockedLock]:
         """The sessions waiting now for a lock on a memex table and who blocks them
         (memex.lock_waits; readiness, no caller needed)."""
-        return await self.fetch(BlockedLock, queries.LOCK_WAITS, enter=False)
+        return await self.fetch(BlockedLock, health_sql.LOCK_WAITS, enter=False)
 
     async def maintenance(self) -> MaintenanceResult:
         """Run memex.maintenance(): delete expired memories and stale rate-limit rows, and
         move tenants grown past exact_scan_max_rows into the ANN index."""
-        rows: list[MaintenanceResult] = await self.fetch(MaintenanceResult, queries.MAINTENANCE)
+        rows: list[MaintenanceResult] = await self.fetch(MaintenanceResult, health_sql.MAINTENANCE)
         return rows[0]
 
     async def embed_queued(self) -> EmbedBatch:
@@ -353,16 +360,16 @@ class AsyncMemex(Session):
         process dies first, the transaction is rolled back: every entry stays queued."""
         async with self.connection() as conn:
             cur = conn.cursor(row_factory=class_row(QueuedMemory))
-            with metrics.sql_call(queries.EMBED_QUEUE_TAKE):
-                rows = await (await cur.execute(queries.EMBED_QUEUE_TAKE)).fetchall()
+            with metrics.sql_call(embeddings_sql.EMBED_QUEUE_TAKE):
+                rows = await (await cur.execute(embeddings_sql.EMBED_QUEUE_TAKE)).fetchall()
             if not rows:
                 return EmbedBatch(0, 0, 0)
             done, failed = await self._embed_each(rows)
             written = 0
             if done:
-                with metrics.sql_call(queries.SET_EMBEDDINGS):
+                with metrics.sql_call(embeddings_sql.SET_EMBEDDINGS):
                     result = await conn.execute(
-                        queries.SET_EMBEDDINGS,
+                        embeddings_sql.SET_EMBEDDINGS,
                         {
                             "ids": [row.memory_id for row, _ in done],
                             "contents": [row.content for row, _ in done],
@@ -372,9 +379,9 @@ class AsyncMemex(Session):
                     )
                     written = int((await result.fetchone() or (0,))[0])
             if failed:
-                with metrics.sql_call(queries.EMBED_QUEUE_FAILED):
+                with metrics.sql_call(embeddings_sql.EMBED_QUEUE_FAILED):
                     await conn.execute(
-                        queries.EMBED_QUEUE_FAILED,
+                        embeddings_sql.EMBED_QUEUE_FAILED,
                         {
                             "ids": [row.memory_id for row, _ in failed],
                             "errors": [e for _, e in failed],
@@ -416,12 +423,14 @@ class AsyncMemex(Session):
 
     async def embedding_models(self) -> dict[str, int]:
         """How many memories carry vectors of each embedding model, most first (operator)."""
-        rows: list[ModelCount] = await self.fetch(ModelCount, queries.EMBEDDING_MODELS)
+        rows: list[ModelCount] = await self.fetch(ModelCount, embeddings_sql.EMBEDDING_MODELS)
         return {row.embedding_model: row.memories for row in rows}
 
     async def embed_queue_depth(self) -> EmbedQueueDepth:
         """The embed queue: entries queued, due, failing; oldest and next due (operator)."""
-        rows: list[EmbedQueueDepth] = await self.fetch(EmbedQueueDepth, queries.EMBED_QUEUE_DEPTH)
+        rows: list[EmbedQueueDepth] = await self.fetch(
+            EmbedQueueDepth, embeddings_sql.EMBED_QUEUE_DEPTH
+        )
         return rows[0]
 
     async def reembed_page(
@@ -436,7 +445,7 @@ class AsyncMemex(Session):
             raise InvalidArgument("limit", f"must be 1 to {REEMBED_BATCH_MAX}")
         rows: list[StaleEmbedding] = await self.fetch(
             StaleEmbedding,
-            queries.STALE_EMBEDDINGS,
+            embeddings_sql.STALE_EMBEDDINGS,
             {"embedding_model": self.model_id, "after": after, "limit": limit},
         )
         if not rows:
@@ -444,7 +453,7 @@ class AsyncMemex(Session):
         vectors = await self.embedder.embed_in_full([r.content for r in rows])
         written = await self.fetch(
             None,
-            queries.SET_EMBEDDINGS,
+            embeddings_sql.SET_EMBEDDINGS,
             {
                 "ids": [r.memory_id for r in rows],
                 "contents": [r.content for r in rows],
@@ -458,7 +467,7 @@ class AsyncMemex(Session):
 
     async def set_setting(self, name: str, value: Any) -> None:
         """Write an operator setting (memex.settings), e.g. rate_limit_store_per_minute."""
-        await self.fetch(None, queries.SET_SETTING, {"name": name, "value": Jsonb(value)})
+        await self.fetch(None, health_sql.SET_SETTING, {"name": name, "value": Jsonb(value)})
 
     async def create_key(
         self,
@@ -630,13 +639,13 @@ class AsyncMemex(Session):
         """Raise Unauthenticated unless the caller's credentials are valid (memex._enter,
         the check every call makes, in one round trip); with `admin`, also Forbidden
         unless the caller is an admin of its whole scope (the admin console's rule)."""
-        await self.fetch(None, queries.ADMIN_CALLER if admin else queries.PING)
+        await self.fetch(None, core_sql.ADMIN_CALLER if admin else core_sql.PING)
 
     async def authorize(self, agent_id: str | None, user_id: str | None, need: str) -> None:
         """Raise Unauthenticated or Forbidden unless the caller may act on the tenant with
         `need` access (read, write or admin); None: every agent / every user."""
         await self.fetch(
-            None, queries.AUTHORIZE, {"agent_id": agent_id, "user_id": user_id, "need": need}
+            None, core_sql.AUTHORIZE, {"agent_id": agent_id, "user_id": user_id, "need": need}
         )
 
     async def passages(
@@ -676,7 +685,7 @@ class AsyncMemex(Session):
         not); see memex.consolidate_tenant. None when another runner holds the tenant.
         `summary` (with the `source_ids` it summarizes) replaces the extractive summary."""
         return await self._tenant_run(
-            queries.CONSOLIDATE_TENANT,
+            consolidation_sql.CONSOLIDATE_TENANT,
             agent_id,
             user_id,
             dry_run=dry_run,
@@ -687,7 +696,9 @@ class AsyncMemex(Session):
 
     async def consolidate_due(self, *, dry_run: bool = False) -> list[ConsolidationRun]:
         """One consolidation tick over every tenant (admin); the runs (plans if dry_run)."""
-        return await self.fetch(ConsolidationRun, queries.CONSOLIDATE_DUE, {"dry_run": dry_run})
+        return await self.fetch(
+            ConsolidationRun, consolidation_sql.CONSOLIDATE_DUE, {"dry_run": dry_run}
+        )
 
     async def dream(
         self,
@@ -703,7 +714,7 @@ class AsyncMemex(Session):
         and repeated headings merged, as dream-agent; see memex.dream_tenant. None when
         another runner holds the tenant."""
         return await self._tenant_run(
-            queries.DREAM_TENANT,
+            consolidation_sql.DREAM_TENANT,
             agent_id,
             user_id,
             dry_run=dry_run,
@@ -729,7 +740,7 @@ class AsyncMemex(Session):
         for dream, each with its tenant's agent_id and user_id."""
         return await self.fetch(
             ConsolidationRun,
-            queries.DREAM_DUE,
+            consolidation_sql.DREAM_DUE,
             {"dry_run": dry_run, "edits": Jsonb(list(edits)) if edits is not None else None},
         )
 
@@ -741,7 +752,7 @@ class AsyncMemex(Session):
             validated(TenantQuery, agent_id=agent_id, user_id=user_id)
         return await self.fetch(
             DreamPlan,
-            queries.DREAM_PLAN,
+            consolidation_sql.DREAM_PLAN,
             {"agent_id": agent_id, "user_id": user_id, "force": force},
         )
 
@@ -800,7 +811,9 @@ class AsyncMemex(Session):
         """Agents in agent_id order after `after` (admin; `agent_id`: that one only), each
         with its users and its memories by type, archived, expired and files."""
         return await self.fetch(
-            AgentStats, queries.AGENT_STATS, {"agent_id": agent_id, "limit": limit, "after": after}
+            AgentStats,
+            health_sql.AGENT_STATS,
+            {"agent_id": agent_id, "limit": limit, "after": after},
         )
 
     async def user_stats(
@@ -809,7 +822,7 @@ class AsyncMemex(Session):
         """The users of an agent in user_id order after `after` (admin of the agent), each
         with its memories by type, archived, expired, files and consolidation pause."""
         return await self.fetch(
-            UserStats, queries.USER_STATS, {"agent_id": agent_id, "limit": limit, "after": after}
+            UserStats, health_sql.USER_STATS, {"agent_id": agent_id, "limit": limit, "after": after}
         )
 
 

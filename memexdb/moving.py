@@ -21,10 +21,13 @@ import numpy as np
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel, ValidationError
 
-from memexdb import export_format, metrics, queries
+from memexdb import export_format, metrics
+from memexdb.consolidation import sql as consolidation_sql
 from memexdb.error_models import invalid_argument
 from memexdb.errors import InvalidArgument
+from memexdb.files import sql as files_sql
 from memexdb.memories import operations as memories
+from memexdb.memories import sql as memories_sql
 from memexdb.memories.models import ExportedMemory
 from memexdb.paging import next_key
 from memexdb.session import jsonb_or_none
@@ -39,9 +42,9 @@ MODELS: dict[str, type[BaseModel]] = {
     **export_format.HISTORY_MODELS,
 }
 _IMPORT_HISTORY = {
-    "file_revision": queries.IMPORT_FILE_REVISIONS,
-    "access": queries.IMPORT_ACCESS_LOG,
-    "consolidation_run": queries.IMPORT_CONSOLIDATION_RUNS,
+    "file_revision": files_sql.IMPORT_FILE_REVISIONS,
+    "access": files_sql.IMPORT_ACCESS_LOG,
+    "consolidation_run": consolidation_sql.IMPORT_CONSOLIDATION_RUNS,
 }
 
 
@@ -51,7 +54,7 @@ async def history_page(
     """One page of memex.export_history and the cursor of the next (None: the last)."""
     rows: list[HistoryRow] = await memex.fetch(
         HistoryRow,
-        queries.EXPORT_HISTORY,
+        memories_sql.EXPORT_HISTORY,
         {
             "agent_id": agent_id,
             "user_id": user_id,
@@ -181,7 +184,7 @@ class Importer:
         """Insert the batch's memories that do not exist yet; the number inserted."""
         missing = set(
             await self.memex.fetch(
-                None, queries.MISSING_MEMORY_IDS, {"ids": [item.id for _, item in numbered]}
+                None, memories_sql.MISSING_MEMORY_IDS, {"ids": [item.id for _, item in numbered]}
             )
         )
         new = [(n, cast(ExportedMemory, item)) for n, item in numbered if item.id in missing]
@@ -216,7 +219,7 @@ class Importer:
                 vectors[i] = vector
         rows: list[Memory] = await memex.fetch(
             Memory,
-            queries.IMPORT_MEMORIES,
+            memories_sql.IMPORT_MEMORIES,
             {
                 **memories.store_params(batch, vectors, memex.model_id),
                 "ids": [m.id for m in batch],

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.rows import class_row
 
-from memexdb import queries
 from memexdb.config import Settings
+from memexdb.consolidation import sql as consolidation_sql
 from memexdb.errors import InvalidArgument, SetupError
 
 
@@ -137,7 +137,7 @@ def require(conn: psycopg.Connection) -> str:
     scheduler runs here; SetupError with the setup steps otherwise."""
     row = conn.execute("select current_database()").fetchone()
     database = str(row[0]) if row else "?"
-    found = conn.cursor(row_factory=class_row(PgCron)).execute(queries.PG_CRON).fetchone()
+    found = conn.cursor(row_factory=class_row(PgCron)).execute(consolidation_sql.PG_CRON).fetchone()
     if found is None:
         raise SetupError(
             f'pg_cron is not installed in database "{database}".\n' + _setup_steps(database)
@@ -160,7 +160,7 @@ def require(conn: psycopg.Connection) -> str:
 def registered(conn: psycopg.Connection) -> list[Registered]:
     """Our jobs in cron.job for this database (those the role may see)."""
     cur = conn.cursor(row_factory=class_row(Registered))
-    return cur.execute(queries.CRON_JOBS, {"names": NAMES}).fetchall()
+    return cur.execute(consolidation_sql.CRON_JOBS, {"names": NAMES}).fetchall()
 
 
 def schedule(
@@ -179,12 +179,12 @@ def schedule(
     skipped: dict[str, str] = {}
     with conn.transaction():
         if leave:
-            conn.execute(queries.CRON_UNSCHEDULE, {"names": list(leave)}).fetchall()
+            conn.execute(consolidation_sql.CRON_UNSCHEDULE, {"names": list(leave)}).fetchall()
         for job in JOBS:
             if job.name in leave:
                 skipped[job.name] = leave[job.name]
                 continue
-            exists = conn.execute(queries.FUNCTION_EXISTS, {"function": job.proc})
+            exists = conn.execute(consolidation_sql.FUNCTION_EXISTS, {"function": job.proc})
             if not (row := exists.fetchone()) or not row[0]:
                 skipped[job.name] = (
                     f"{job.function} does not exist in this database (`memexdb migrate`"
@@ -194,7 +194,7 @@ def schedule(
             when = schedules.get(job.name) or job.schedule
             try:
                 conn.execute(
-                    queries.CRON_SCHEDULE,
+                    consolidation_sql.CRON_SCHEDULE,
                     {"name": job.name, "schedule": when, "command": job.command},
                 )
             except psycopg.errors.InvalidParameterValue as exc:
@@ -209,7 +209,7 @@ def schedule(
 def unschedule(conn: psycopg.Connection) -> list[str]:
     """Remove our jobs from this database's cron.job; returns the names removed."""
     require(conn)
-    rows = conn.execute(queries.CRON_UNSCHEDULE, {"names": NAMES}).fetchall()
+    rows = conn.execute(consolidation_sql.CRON_UNSCHEDULE, {"names": NAMES}).fetchall()
     return [str(row[0]) for row in rows]
 
 
@@ -217,9 +217,11 @@ async def runs(conn: psycopg.AsyncConnection, names: Sequence[str]) -> set[str]:
     """Which of `names` pg_cron runs in this database now: active in cron.job, with
     pg_cron's scheduler running here. Empty where pg_cron is not installed, or this role
     may not read its jobs (then the service runs them too: they may run concurrently)."""
-    cur = await conn.cursor(row_factory=class_row(PgCron)).execute(queries.PG_CRON)
+    cur = await conn.cursor(row_factory=class_row(PgCron)).execute(consolidation_sql.PG_CRON)
     found = await cur.fetchone()
     if found is None or not found.usable or found.running is False:
         return set()
-    rows = await (await conn.execute(queries.CRON_ACTIVE, {"names": list(names)})).fetchall()
+    rows = await (
+        await conn.execute(consolidation_sql.CRON_ACTIVE, {"names": list(names)})
+    ).fetchall()
     return {str(row[0]) for row in rows}

@@ -24,9 +24,11 @@ from psycopg.rows import class_row, scalar_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from memexdb import metrics, queries
+from memexdb import metrics
+from memexdb.core import sql as core_sql
 from memexdb.db import async_pool
 from memexdb.embedding import BatchingEmbedder, Embedder, build_embedder
+from memexdb.embeddings import sql as embeddings_sql
 from memexdb.errors import LOST_CONFLICTS, RateLimited, SetupError, Unauthenticated, translate
 from memexdb.llm import ChatModel
 
@@ -233,10 +235,10 @@ class Session:
             async with pool.connection() as conn:
                 cur = conn.cursor(row_factory=scalar_row)
                 try:
-                    dims = await (await cur.execute(queries.EMBEDDING_DIMS)).fetchone()
+                    dims = await (await cur.execute(embeddings_sql.EMBEDDING_DIMS)).fetchone()
                 except psycopg.errors.UndefinedFunction:
                     dims = None
-                enters = bool(await (await cur.execute(queries.ENTERS_CALLER)).fetchone())
+                enters = bool(await (await cur.execute(core_sql.ENTERS_CALLER)).fetchone())
             _check_dims(dims, batching.embedder)
         except BaseException as exc:
             await pool.close()
@@ -334,13 +336,13 @@ class Session:
                         await conn.execute(*self._entry())
                     if entering and self.credentials.delegate is not None:
                         await conn.execute(
-                            queries.DELEGATE, {"delegate": self.credentials.delegate}
+                            core_sql.DELEGATE, {"delegate": self.credentials.delegate}
                         )
                     if entering and batch is not None:
-                        await conn.execute(queries.BATCH_BUDGET, {"items": batch})
+                        await conn.execute(core_sql.BATCH_BUDGET, {"items": batch})
                     if reservation is not None:
                         await conn.execute(
-                            queries.USE_RESERVATION, {"reservation": str(reservation)}
+                            core_sql.USE_RESERVATION, {"reservation": str(reservation)}
                         )
                     await cur.execute(sql, values)
                     await conn.execute("commit")
@@ -377,10 +379,10 @@ class Session:
             async with conn.transaction():
                 with metrics.sql_call(sql):
                     if batch is not None:  # (for the rest of the caller's transaction)
-                        await conn.execute(queries.BATCH_BUDGET, {"items": batch})
+                        await conn.execute(core_sql.BATCH_BUDGET, {"items": batch})
                     if reservation is not None:
                         await conn.execute(
-                            queries.USE_RESERVATION, {"reservation": str(reservation)}
+                            core_sql.USE_RESERVATION, {"reservation": str(reservation)}
                         )
                     cur = conn.cursor(row_factory=factory)
                     return await (await cur.execute(sql, values)).fetchall()
@@ -409,7 +411,7 @@ class Session:
         RateLimited and nothing is embedded. None when the operation has no limit."""
         if monotonic() - self._limits.read_at > LIMITS_TRUSTED_FOR_S:
             limited: list[list[str]] = await self.fetch(
-                None, queries.LIMITED_OPERATIONS, enter=False
+                None, core_sql.LIMITED_OPERATIONS, enter=False
             )
             self._limits.operations = frozenset(limited[0])
             self._limits.read_at = monotonic()
@@ -417,7 +419,7 @@ class Session:
             return None
         rows: list[UUID | None] = await self.fetch(
             None,
-            queries.RESERVE_RATE_LIMIT,
+            core_sql.RESERVE_RATE_LIMIT,
             {
                 "operation": operation,
                 "agent_ids": [agent for agent, _ in tenants],
@@ -429,8 +431,8 @@ class Session:
     def _entry(self) -> tuple[str, dict[str, Any]]:
         who = self.credentials
         if who.operator is not None:
-            return queries.ENTER_OPERATOR, {"actor": who.operator}
-        return queries.ENTER, {"key": who.key, "require_key": who.require_key}
+            return core_sql.ENTER_OPERATOR, {"actor": who.operator}
+        return core_sql.ENTER, {"key": who.key, "require_key": who.require_key}
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
@@ -444,7 +446,7 @@ class Session:
                     await conn.execute(*self._entry())
                     if self.credentials.delegate is not None:
                         await conn.execute(
-                            queries.DELEGATE, {"delegate": self.credentials.delegate}
+                            core_sql.DELEGATE, {"delegate": self.credentials.delegate}
                         )
                 yield conn
         except Exception as exc:

@@ -22,7 +22,7 @@ import psycopg
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from memexdb import AsyncMemex, Memex, metrics, migrate, queries
+from memexdb import AsyncMemex, Memex, metrics, migrate
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.errors import Forbidden
 from memexdb.metrics import LATENCY_BUCKETS
@@ -35,6 +35,7 @@ from tests.live_service import (
     service_env,
     wait_until,
 )
+from tests.slices import STATEMENTS
 from tests.test_mcp_support import serve
 from tests.test_recovery import kill_postmaster, start_blocked
 from tests.test_rest import Live
@@ -457,7 +458,7 @@ def test_keys_protect_metrics_and_a_dead_database_leaves_scrapes_fast() -> None:
 def test_every_memex_function_call_of_the_client_has_its_label() -> None:
     labels = {
         name: metrics.sql_function(sql)
-        for name, sql in vars(queries).items()
+        for name, sql in STATEMENTS.items()
         if name.isupper() and isinstance(sql, str)
     }
     assert labels["SEARCH"] == "memex.search"
@@ -468,7 +469,7 @@ def test_every_memex_function_call_of_the_client_has_its_label() -> None:
     assert labels["TENANT_STATS"] == "memex.tenant_stats"
     assert labels["PING"] is None
     # every statement that selects from a memex.* function is labelled with it
-    for name, sql in vars(queries).items():
+    for name, sql in STATEMENTS.items():
         if (
             name.isupper()
             and isinstance(sql, str)

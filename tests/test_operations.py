@@ -11,12 +11,13 @@ import psycopg
 import pytest
 from pydantic import BaseModel
 
-from memexdb import agentic, queries
+from memexdb import agentic
 from memexdb.client import AsyncMemex, Memex
 from memexdb.mcp.server import build_mcp_server
 from memexdb.operation import Operation
 from memexdb.operation_table import OPERATIONS
 from memexdb.rest.app import ENDPOINTS
+from tests.slices import STATEMENT_REFERENCE, STATEMENTS
 
 IDS = [op.name for op in OPERATIONS]
 
@@ -105,13 +106,13 @@ def test_the_declared_fields_exist(op: Operation[Any, Any]) -> None:
 def test_the_sql_functions_are_the_ones_called_with_the_declared_access(
     conn: psycopg.Connection, op: Operation[Any, Any]
 ) -> None:
-    statements = [v for k, v in vars(queries).items() if k.isupper() and isinstance(v, str)]
+    statements = list(STATEMENTS.values())
     # the statements of the operation's module (the agentic layer calls the client instead)
-    own = re.findall(r"queries\.([A-Z_]+)", inspect.getsource(inspect.getmodule(op.run)))
+    own = re.findall(STATEMENT_REFERENCE, inspect.getsource(inspect.getmodule(op.run)))
     for function in op.sql:
         assert any(function + "(" in text for text in statements), f"nothing calls {function}"
         if own:
-            assert any(function + "(" in getattr(queries, name) for name in own), function
+            assert any(function + "(" in STATEMENTS[name] for name in own), function
         schema, name = function.split(".")
         row = conn.execute(
             "select bool_or(has_function_privilege('memex_app', p.oid, 'EXECUTE')),"

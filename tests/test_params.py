@@ -6,7 +6,6 @@ SQL (as a non-Python caller would) and against the pydantic models the frontends
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +17,6 @@ from pgvector.psycopg import register_vector
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel, ValidationError
 
-import memexdb
 from memexdb.consolidation.models import DREAM_BOUNDS, DreamConfig
 from memexdb.fields import (
     CONTENT_MAX_CHARS,
@@ -59,6 +57,7 @@ from memexdb.files.models import (
     SmartReadRequest,
 )
 from memexdb.memories.models import ListQuery, MemoryCreate, MemorySearchRequest
+from tests.slices import MODELS
 from tests.sqlapi import unit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -452,19 +451,6 @@ _SQL_BOUND = re.compile(
     re.S,
 )
 
-
-def _model_modules() -> list[Any]:
-    """Every module of request and response models: memexdb.fields, memexdb.error_models
-    and each domain's models.py."""
-    root = Path(memexdb.__file__).parent
-    names = ["memexdb.fields", "memexdb.error_models"]
-    names += [f"memexdb.{path.parent.name}.models" for path in sorted(root.glob("*/models.py"))]
-    return [importlib.import_module(name) for name in names]
-
-
-MODELS: dict[str, Any] = {
-    name: value for module in _model_modules() for name, value in vars(module).items()
-}
 
 # bounds SQL alone checks: the operator's ivfflat `lists` (memex.configure_vector_index
 # has no Python or REST caller; pgvector's own limit), and the days of

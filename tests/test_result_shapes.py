@@ -1,6 +1,6 @@
 """Result shapes: the SQL function's result is the truth, the Python row type follows it.
 
-Every statement AsyncMemex reads into a row type (`fetch(RowType, queries.X, ...)`)
+Every statement AsyncMemex reads into a row type (`fetch(RowType, <domain>_sql.X, ...)`)
 is prepared on a migrated database and its result columns, as PostgreSQL describes them,
 are compared with the dataclass psycopg's `class_row` builds from them: every column is a
 field, every field without a default is a column, and each column's type is the one the
@@ -12,49 +12,32 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import importlib
 import inspect
 import re
 import typing
-from pathlib import Path
 
 import psycopg
 import pytest
 
-import memexdb
-from memexdb import client, moving, queries
+from memexdb import client, moving
 from memexdb import types as row_types
 from memexdb.consolidation import operations as consolidation
 from memexdb.embeddings import operations as embeddings
 from memexdb.files import operations as files
 from memexdb.keys import operations as keys
 from memexdb.memories import operations as memories
-
-
-def _model_modules() -> list[typing.Any]:
-    """Every module of request and response models: memexdb.fields, memexdb.error_models
-    and each domain's models.py."""
-    root = Path(memexdb.__file__).parent
-    names = ["memexdb.fields", "memexdb.error_models"]
-    names += [f"memexdb.{path.parent.name}.models" for path in sorted(root.glob("*/models.py"))]
-    return [importlib.import_module(name) for name in names]
-
-
-MODELS: dict[str, typing.Any] = {
-    name: value for module in _model_modules() for name, value in vars(module).items()
-}
-
+from tests.slices import MODELS, STATEMENT_REFERENCE, STATEMENTS
 
 # the modules whose statements read rows
 SOURCES = (client, moving, memories, files, keys, consolidation, embeddings)
 
-# fetch(RowType, queries.NAME, ...) as written in the client and the operations,
+# fetch(RowType, <domain>_sql.NAME, ...) as written in the client and the operations,
 # over one or several lines
 FETCHES = sorted(
     {
         (row_type, query)
         for row_type, query in re.findall(
-            r"fetch\(\s*([A-Z][A-Za-z]+),\s*queries\.([A-Z_]+)",
+            r"fetch\(\s*([A-Z][A-Za-z]+),\s*" + STATEMENT_REFERENCE,
             "".join(inspect.getsource(module) for module in SOURCES),
         )
         # scalar rows, and rows read straight into an answer model
@@ -104,7 +87,7 @@ def test_the_row_type_follows_the_sql_result(
 ) -> None:
 
     cls = getattr(row_types, row_type)
-    sql = _prepared(getattr(queries, query))
+    sql = _prepared(STATEMENTS[query])
     name = f"shape_{query.lower()}".encode()
     prepared = conn.pgconn.prepare(name, sql.encode())
     assert prepared.status == psycopg.pq.ExecStatus.COMMAND_OK, prepared.error_message

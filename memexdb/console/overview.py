@@ -15,7 +15,6 @@ from typing import Any
 
 from markupsafe import Markup
 
-from memexdb import queries
 from memexdb.client import AsyncMemex
 from memexdb.console import charts
 from memexdb.console.charts import Bars, Line
@@ -28,6 +27,7 @@ from memexdb.console.history import (
     latency_ms,
     per_minute,
 )
+from memexdb.health import sql as health_sql
 
 OVERVIEW_DAYS = 14
 OVERVIEW_TENANTS = 8  # the largest tenants ranked
@@ -181,7 +181,7 @@ def headline(samples: list[Sample], figures: list[Figure]) -> list[tuple[str, st
 async def overview_figures(memex: AsyncMemex) -> list[Figure]:
     """memex.overview_stats as the caller (operator keys only)."""
     values = {"days": OVERVIEW_DAYS, "tenants": OVERVIEW_TENANTS}
-    rows: list[Figure] = await memex.fetch(Figure, queries.OVERVIEW_STATS, values)
+    rows: list[Figure] = await memex.fetch(Figure, health_sql.OVERVIEW_STATS, values)
     return rows
 
 

@@ -16,7 +16,8 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from memexdb import pg_cron, queries
+from memexdb import pg_cron
+from memexdb.consolidation import sql
 from memexdb.consolidation.models import (
     DreamConfig,
     DreamConfigOut,
@@ -33,6 +34,7 @@ from memexdb.consolidation.models import (
     TenantPause,
     encode_tenant_cursor,
 )
+from memexdb.core import sql as core_sql
 from memexdb.error_models import ErrorResponse
 from memexdb.fields import NoArguments
 from memexdb.operation import Operation, Paging, Reply, Route
@@ -44,7 +46,7 @@ from memexdb.types import ConsolidationRun, DreamUser
 async def read_config(session: Session) -> DreamConfigOut:
     """The settings as memex.dream_config gives them to any caller (the scheduler, the
     console), with who runs each job here."""
-    rows = await session.fetch(None, queries.DREAM_CONFIG)
+    rows = await session.fetch(None, sql.DREAM_CONFIG)
     return await _with_schedules(session, rows[0])
 
 
@@ -77,24 +79,24 @@ async def dream_config(session: Session, _: NoArguments) -> DreamConfigOut:
     # memex.dream_config itself asks for no access: the endpoint is for admins of every
     # agent, as the other settings
     await session.fetch(
-        None, queries.AUTHORIZE, {"agent_id": None, "user_id": None, "need": "admin"}
+        None, core_sql.AUTHORIZE, {"agent_id": None, "user_id": None, "need": "admin"}
     )
     return await read_config(session)
 
 
 async def set_dream_config(session: Session, request: DreamConfig) -> DreamConfigOut:
     changes = {"changes": Jsonb(request.changes())}
-    rows = await session.fetch(None, queries.SET_DREAM_CONFIG, changes)
+    rows = await session.fetch(None, sql.SET_DREAM_CONFIG, changes)
     return await _with_schedules(session, rows[0])
 
 
 async def consolidation_runs(session: Session, query: RunsQuery) -> list[ConsolidationRun]:
-    return await session.fetch(ConsolidationRun, queries.CONSOLIDATION_HISTORY, query.model_dump())
+    return await session.fetch(ConsolidationRun, sql.CONSOLIDATION_HISTORY, query.model_dump())
 
 
 async def restore_consolidation(session: Session, ref: RunRef) -> ConsolidationRun:
     rows: list[ConsolidationRun] = await session.fetch(
-        ConsolidationRun, queries.RESTORE_CONSOLIDATION, ref.model_dump()
+        ConsolidationRun, sql.RESTORE_CONSOLIDATION, ref.model_dump()
     )
     return rows[0]
 
@@ -103,7 +105,7 @@ async def dream_users(session: Session, query: DreamUsersQuery) -> list[DreamUse
     after = query.after_tenant()
     return await session.fetch(
         DreamUser,
-        queries.DREAM_USERS,
+        sql.DREAM_USERS,
         {
             **query.model_dump(exclude={"after"}),
             "after_agent_id": after[0] if after else None,
@@ -113,7 +115,7 @@ async def dream_users(session: Session, query: DreamUsersQuery) -> list[DreamUse
 
 
 async def set_dream_paused(session: Session, request: TenantPause) -> bool:
-    rows = await session.fetch(None, queries.SET_DREAM_PAUSED, request.model_dump())
+    rows = await session.fetch(None, sql.SET_DREAM_PAUSED, request.model_dump())
     return bool(rows[0])
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from memexdb import queries
+from memexdb.embeddings import sql
 from memexdb.embeddings.models import EmbeddingOut, EmbeddingRequest, EmbeddingsOut, EmbeddingUsage
 from memexdb.error_models import OpenAIErrorResponse
 from memexdb.errors import InvalidArgument, ModelNotFound
@@ -38,7 +38,7 @@ async def embed(session: Session, request: EmbeddingRequest) -> Embeddings:
             f"{session.model_id!r} makes {dim}-dimensional vectors and they are not"
             f" shortened: send {dim} or leave it out",
         )
-    await session.fetch(None, queries.AUTHORIZE_EMBEDDING)
+    await session.fetch(None, sql.AUTHORIZE_EMBEDDING)
     cut = await session.embedder.plan_in_full(request.input)
     vectors = cut.combine(await session.embedder.embed_many(cut.pieces))
     return Embeddings(vectors, session.model_id, cut.total_tokens)

@@ -15,9 +15,10 @@ import random
 from time import monotonic
 from typing import Any
 
-from memexdb import metrics, queries
+from memexdb import metrics
 from memexdb.error_models import ErrorResponse
 from memexdb.errors import Conflict
+from memexdb.files import sql
 from memexdb.files.models import (
     AccessEventOut,
     AccessLog,
@@ -56,20 +57,18 @@ async def write_file(session: Session, request: FileWrite) -> File:
     reservation = await session.reserve("store", [(request.agent_id, request.user_id)])
     embedding = await session.embedder.embed_one(request.content)
     values = {**request.model_dump(), "embedding": embedding, "embedding_model": session.model_id}
-    rows: list[File] = await session.fetch(
-        File, queries.WRITE_FILE, values, reservation=reservation
-    )
+    rows: list[File] = await session.fetch(File, sql.WRITE_FILE, values, reservation=reservation)
     metrics.FILE_WRITES.labels("write").inc()
     return rows[0]
 
 
 async def read_file(session: Session, query: FileReadQuery) -> File:
-    rows: list[File] = await session.fetch(File, queries.READ_FILE, query.model_dump())
+    rows: list[File] = await session.fetch(File, sql.READ_FILE, query.model_dump())
     return rows[0]
 
 
 async def list_files(session: Session, query: FileListQuery) -> tuple[list[FileEntry], str | None]:
-    rows: list[FileEntry] = await session.fetch(FileEntry, queries.LIST_FILES, query.model_dump())
+    rows: list[FileEntry] = await session.fetch(FileEntry, sql.LIST_FILES, query.model_dump())
     return rows, next_key(rows, query.limit, lambda row: row.path)
 
 
@@ -84,16 +83,14 @@ async def patch_file(session: Session, request: FilePatch) -> File:
     # its use of the reservation, so the next try spends it
     reservation = await session.reserve("store", [(request.agent_id, request.user_id)])
     for attempt in range(UNCONDITIONAL_PATCH_TRIES):
-        previews: list[PatchPreview] = await session.fetch(
-            PatchPreview, queries.PREVIEW_PATCH, values
-        )
+        previews: list[PatchPreview] = await session.fetch(PatchPreview, sql.PREVIEW_PATCH, values)
         preview = previews[0]
         embedding = await session.embedder.embed_one(preview.content)
         base = request.base_revision if request.base_revision is not None else preview.revision
         try:
             rows: list[File] = await session.fetch(
                 File,
-                queries.PATCH_FILE,
+                sql.PATCH_FILE,
                 {
                     **values,
                     "base_revision": base,
@@ -117,27 +114,27 @@ async def patch_file(session: Session, request: FilePatch) -> File:
 
 
 async def delete_file(session: Session, query: FileDeleteQuery) -> File:
-    rows: list[File] = await session.fetch(File, queries.DELETE_FILE, query.model_dump())
+    rows: list[File] = await session.fetch(File, sql.DELETE_FILE, query.model_dump())
     metrics.FILE_WRITES.labels("delete").inc()
     return rows[0]
 
 
 async def list_revisions(session: Session, query: RevisionListQuery) -> list[FileRevision]:
     rows: list[FileRevision] = await session.fetch(
-        FileRevision, queries.LIST_REVISIONS, query.model_dump()
+        FileRevision, sql.LIST_REVISIONS, query.model_dump()
     )
     return rows
 
 
 async def get_revision(session: Session, query: RevisionQuery) -> FileRevision:
     rows: list[FileRevision] = await session.fetch(
-        FileRevision, queries.GET_REVISION, query.model_dump()
+        FileRevision, sql.GET_REVISION, query.model_dump()
     )
     return rows[0]
 
 
 async def diff_revisions(session: Session, query: DiffQuery) -> str:
-    rows = await session.fetch(None, queries.DIFF_REVISIONS, query.model_dump())
+    rows = await session.fetch(None, sql.DIFF_REVISIONS, query.model_dump())
     return str(rows[0])
 
 
@@ -150,7 +147,7 @@ async def restore_revision(session: Session, request: RestoreRequest) -> File:
     embedding = await session.embedder.embed_one(old.content) if old.content else None
     values = {**request.model_dump(), "embedding": embedding, "embedding_model": session.model_id}
     rows: list[File] = await session.fetch(
-        File, queries.RESTORE_REVISION, values, reservation=reservation
+        File, sql.RESTORE_REVISION, values, reservation=reservation
     )
     metrics.FILE_WRITES.labels("restore").inc()
     return rows[0]
@@ -166,14 +163,14 @@ async def smart_read(session: Session, request: SmartReadRequest) -> SmartRead:
         "embedding_model": session.model_id,
     }
     rows: list[SmartRead] = await session.fetch(
-        SmartRead, queries.SMART_READ, values, reservation=reservation
+        SmartRead, sql.SMART_READ, values, reservation=reservation
     )
     return rows[0]
 
 
 async def access_log(session: Session, query: AccessLogQuery) -> list[AccessEvent]:
     rows: list[AccessEvent] = await session.fetch(
-        AccessEvent, queries.ACCESS_EVENTS, query.model_dump()
+        AccessEvent, sql.ACCESS_EVENTS, query.model_dump()
     )
     return rows
 

@@ -5,7 +5,7 @@ lines). One embedding, one statement: `AsyncMemex.passages` and memory_search
 
 from __future__ import annotations
 
-from memexdb import queries
+from memexdb.files import sql
 from memexdb.files.models import PassageSearchRequest
 from memexdb.session import Session
 from memexdb.types import Passage
@@ -21,6 +21,6 @@ async def ranked_passages(session: Session, request: PassageSearchRequest) -> li
         "embedding_model": session.model_id,
     }
     rows: list[Passage] = await session.fetch(
-        Passage, queries.SEARCH_PASSAGES, values, reservation=reservation
+        Passage, sql.SEARCH_PASSAGES, values, reservation=reservation
     )
     return rows

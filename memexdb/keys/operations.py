@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memexdb import queries
+from memexdb.keys import sql
 from memexdb.keys.models import (
     AuditEventOut,
     AuditList,
@@ -33,21 +33,21 @@ from memexdb.types import ApiKey, AuditEvent, CreatedKey, RevokedKey
 
 async def create_key(session: Session, request: KeyCreate) -> CreatedKey:
     values = {**request.model_dump(), "access": str(request.access)}
-    rows: list[CreatedKey] = await session.fetch(CreatedKey, queries.CREATE_KEY, values)
+    rows: list[CreatedKey] = await session.fetch(CreatedKey, sql.CREATE_KEY, values)
     return rows[0]
 
 
 async def list_keys(session: Session, query: KeysQuery) -> list[ApiKey]:
-    return await session.fetch(ApiKey, queries.LIST_KEYS, query.model_dump())
+    return await session.fetch(ApiKey, sql.LIST_KEYS, query.model_dump())
 
 
 async def revoke_key(session: Session, ref: KeyRef) -> RevokedKey:
-    rows: list[RevokedKey] = await session.fetch(RevokedKey, queries.REVOKE_KEY, ref.model_dump())
+    rows: list[RevokedKey] = await session.fetch(RevokedKey, sql.REVOKE_KEY, ref.model_dump())
     return rows[0]
 
 
 async def audit_events(session: Session, query: AuditQuery) -> list[AuditEvent]:
-    return await session.fetch(AuditEvent, queries.AUDIT_EVENTS, query.model_dump())
+    return await session.fetch(AuditEvent, sql.AUDIT_EVENTS, query.model_dump())
 
 
 def _audit_page(query: AuditQuery, events: list[AuditEvent]) -> AuditList:

@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 from psycopg.types.json import Jsonb
 
-from memexdb import metrics, queries
+from memexdb import metrics
 from memexdb.error_models import ErrorResponse
 from memexdb.fields import TenantQuery, decode_cursor, encode_cursor
+from memexdb.memories import sql
 from memexdb.memories.models import (
     CountQuery,
     CountResponse,
@@ -85,7 +86,7 @@ async def store(session: Session, item: MemoryStore | MemoryCreate) -> Memory:
         "embedding_model": session.model_id,
         "id": getattr(item, "id", None),  # a MemoryCreate (memorize's fallback) has none
     }
-    rows: list[Memory] = await session.fetch(Memory, queries.STORE, values, reservation=reservation)
+    rows: list[Memory] = await session.fetch(Memory, sql.STORE, values, reservation=reservation)
     metrics.count_by_type(metrics.MEMORIES_STORED, rows)
     return rows[0]
 
@@ -98,7 +99,7 @@ async def store_many(session: Session, batch: MemoryBatchCreate) -> list[Memory]
     ids = [getattr(i, "id", None) for i in items]  # (a MemoryCreate has none)
     stored: list[Memory] = await session.fetch(
         Memory,
-        queries.STORE_MANY,
+        sql.STORE_MANY,
         {
             **store_params(items, embeddings, session.model_id),
             "ids": ids if any(i is not None for i in ids) else None,
@@ -118,7 +119,7 @@ async def search(session: Session, request: MemorySearchRequest) -> list[SearchH
     types = request.types()
     hits: list[SearchHit] = await session.fetch(
         SearchHit,
-        queries.SEARCH,
+        sql.SEARCH,
         {
             **request.model_dump(include={"agent_id", "user_id", "top_k", "alpha"}),
             "half_life_days": request.half_life_days,
@@ -146,13 +147,13 @@ async def _by_id(session: Session, sql: str, ref: MemoryRef) -> Memory:
 
 
 async def get(session: Session, ref: MemoryRef) -> Memory:
-    return await _by_id(session, queries.GET_MEMORY, ref)
+    return await _by_id(session, sql.GET_MEMORY, ref)
 
 
 async def forget(session: Session, ref: MemoryForget) -> Memory:
     rows: list[Memory] = await session.fetch(
         Memory,
-        queries.FORGET,
+        sql.FORGET,
         {"agent_id": ref.agent_id, "user_id": ref.user_id, "id": ref.memory_id},
     )
     deleted = rows[0]
@@ -167,14 +168,14 @@ async def count(session: Session, query: CountQuery) -> int:
         "embedding_model": session.model_id,
         "metadata": jsonb_or_none(query.metadata),
     }
-    return int((await session.fetch(None, queries.COUNT, values))[0])
+    return int((await session.fetch(None, sql.COUNT, values))[0])
 
 
 async def list_memories(session: Session, query: ListQuery) -> Page:
     after = decode_cursor(query.cursor) if query.cursor else (None, None)
     rows: list[Memory] = await session.fetch(
         Memory,
-        queries.LIST_MEMORIES,
+        sql.LIST_MEMORIES,
         {
             **query.model_dump(include={"agent_id", "user_id", "limit"}),
             "cursor_created_at": after[0],
@@ -197,7 +198,7 @@ async def update(session: Session, patch: MemoryUpdate) -> Memory:
         embedding = await session.embedder.embed_one(patch.content)
     rows: list[Memory] = await session.fetch(
         Memory,
-        queries.UPDATE_MEMORY,
+        sql.UPDATE_MEMORY,
         {
             **patch.model_dump(include={"agent_id", "user_id", "content", "importance"}),
             "id": patch.memory_id,
@@ -214,9 +215,7 @@ async def update(session: Session, patch: MemoryUpdate) -> Memory:
 
 
 async def erase_user(session: Session, request: EraseUserRequest) -> dict[str, int]:
-    rows: list[ErasedRows] = await session.fetch(
-        ErasedRows, queries.ERASE_USER, request.model_dump()
-    )
+    rows: list[ErasedRows] = await session.fetch(ErasedRows, sql.ERASE_USER, request.model_dump())
     return {row.table_name: row.deleted for row in rows}
 
 

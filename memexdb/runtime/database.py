@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.types.json import Jsonb
 
-from memexdb import queries
 from memexdb.config import Settings
 from memexdb.embedded import (
     DataDirInUseError,
@@ -33,6 +32,7 @@ from memexdb.embedded import (
     install_signal_handlers,
 )
 from memexdb.errors import DatabaseUnavailable
+from memexdb.health import sql as health_sql
 from memexdb.migrations import migrate as migrate_schema
 
 log = logging.getLogger("memexdb")
@@ -81,7 +81,7 @@ def apply_settings(dsn: str, settings: Settings) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         for name, value in values.items():
             if value is not None:
-                conn.execute(queries.SET_SETTING, {"name": name, "value": Jsonb(value)})
+                conn.execute(health_sql.SET_SETTING, {"name": name, "value": Jsonb(value)})
 
 
 def wait_until_accepting(dsn: str, timeout: float) -> None:
