@@ -64,7 +64,6 @@ from memexdb.keys import operations as keys
 from memexdb.keys.models import DEFAULT_AUDIT_LIMIT
 from memexdb.llm import ChatModel
 from memexdb.memories import operations as memories
-from memexdb.memories import sql as memories_sql
 from memexdb.memories.models import MemoryBatchCreate, MemoryCreate, MemoryStore
 from memexdb.operation import Operation
 from memexdb.paging import next_key
@@ -107,8 +106,6 @@ from memexdb.types import (
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
-
-_ExportCursor = tuple[str, datetime, UUID] | None
 
 
 def _given(arguments: dict[str, Any]) -> dict[str, Any]:
@@ -269,26 +266,14 @@ class AsyncMemex(Session):
         user_id: str | None = None,
         *,
         embeddings: bool = False,
-        after: _ExportCursor = None,
+        after: moving.ExportCursor = None,
         limit: int = DEFAULT_EXPORT_BATCH,
-    ) -> tuple[list[ExportRow], _ExportCursor]:
+    ) -> tuple[list[ExportRow], moving.ExportCursor]:
         """One page of an export (see `export`) and the `after` of the next page (None:
         this was the last)."""
-        validated(TenantQuery, agent_id=agent_id, user_id=user_id or "-")
-        rows: list[ExportRow] = await self.fetch(
-            ExportRow,
-            memories_sql.EXPORT_MEMORIES,
-            {
-                "agent_id": agent_id,
-                "user_id": user_id,
-                "embeddings": embeddings,
-                "after_user_id": after[0] if after else None,
-                "after_created_at": after[1] if after else None,
-                "after_id": after[2] if after else None,
-                "limit": limit,
-            },
+        return await moving.export_page(
+            self, agent_id, user_id, embeddings=embeddings, after=after, limit=limit
         )
-        return rows, next_key(rows, limit, lambda row: (row.user_id, row.created_at, row.id))
 
     async def export(
         self,

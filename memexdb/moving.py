@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
+from uuid import UUID
 
 import numpy as np
 from psycopg.types.json import Jsonb
@@ -23,18 +24,16 @@ from pydantic import BaseModel, ValidationError
 
 from memexdb import export_format, metrics
 from memexdb.consolidation import sql as consolidation_sql
-from memexdb.error_models import invalid_argument
+from memexdb.error_models import invalid_argument, validated
 from memexdb.errors import InvalidArgument
+from memexdb.fields import TenantQuery
 from memexdb.files import sql as files_sql
 from memexdb.memories import operations as memories
 from memexdb.memories import sql as memories_sql
 from memexdb.memories.models import ExportedMemory
 from memexdb.paging import next_key
-from memexdb.session import jsonb_or_none
-from memexdb.types import HistoryRow, ImportResult, Memory
-
-if TYPE_CHECKING:
-    from memexdb.client import AsyncMemex
+from memexdb.session import Session, jsonb_or_none
+from memexdb.types import ExportRow, HistoryRow, ImportResult, Memory
 
 HistoryCursor = tuple[str, int] | None
 MODELS: dict[str, type[BaseModel]] = {
@@ -48,8 +47,40 @@ _IMPORT_HISTORY = {
 }
 
 
+# where the next page of an export starts: (user_id, created_at, id) of the last row
+ExportCursor = tuple[str, datetime, UUID] | None
+
+
+async def export_page(
+    session: Session,
+    agent_id: str,
+    user_id: str | None,
+    *,
+    embeddings: bool,
+    after: ExportCursor,
+    limit: int,
+) -> tuple[list[ExportRow], ExportCursor]:
+    """One page of an export (AsyncMemex.export_page) and the `after` of the next page
+    (None: this was the last)."""
+    validated(TenantQuery, agent_id=agent_id, user_id=user_id or "-")
+    rows: list[ExportRow] = await session.fetch(
+        ExportRow,
+        memories_sql.EXPORT_MEMORIES,
+        {
+            "agent_id": agent_id,
+            "user_id": user_id,
+            "embeddings": embeddings,
+            "after_user_id": after[0] if after else None,
+            "after_created_at": after[1] if after else None,
+            "after_id": after[2] if after else None,
+            "limit": limit,
+        },
+    )
+    return rows, next_key(rows, limit, lambda row: (row.user_id, row.created_at, row.id))
+
+
 async def history_page(
-    memex: AsyncMemex, agent_id: str, user_id: str | None, after: HistoryCursor, limit: int
+    memex: Session, agent_id: str, user_id: str | None, after: HistoryCursor, limit: int
 ) -> tuple[list[HistoryRow], HistoryCursor]:
     """One page of memex.export_history and the cursor of the next (None: the last)."""
     rows: list[HistoryRow] = await memex.fetch(
@@ -67,12 +98,12 @@ async def history_page(
 
 
 async def export_records(
-    memex: AsyncMemex, agent_id: str, user_id: str | None, *, embeddings: bool, batch_size: int
+    memex: Session, agent_id: str, user_id: str | None, *, embeddings: bool, batch_size: int
 ) -> AsyncGenerator[dict[str, Any]]:
     """The lines of an export: the header, the memories, then the history."""
     # the first page is read before the header, so that a refused export yields nothing
-    rows, after = await memex.export_page(
-        agent_id, user_id, embeddings=embeddings, limit=batch_size
+    rows, after = await export_page(
+        memex, agent_id, user_id, embeddings=embeddings, after=None, limit=batch_size
     )
     yield export_format.header(agent_id, user_id, datetime.now(UTC), memex.model_id)
     while True:
@@ -80,8 +111,8 @@ async def export_records(
             yield row.to_json()
         if after is None:
             break
-        rows, after = await memex.export_page(
-            agent_id, user_id, embeddings=embeddings, after=after, limit=batch_size
+        rows, after = await export_page(
+            memex, agent_id, user_id, embeddings=embeddings, after=after, limit=batch_size
         )
     cursor: HistoryCursor = None
     while True:
@@ -136,7 +167,7 @@ class Importer:
     inserted, and running it again skips that. A bad record raises InvalidArgument
     naming it, `records[n]` (n from 0, the header included)."""
 
-    def __init__(self, memex: AsyncMemex, batch_size: int) -> None:
+    def __init__(self, memex: Session, batch_size: int) -> None:
         self.memex = memex
         self.batch_size = batch_size
         self.kind: str | None = None

@@ -28,7 +28,6 @@ from memexdb import metrics
 from memexdb.core import sql as core_sql
 from memexdb.db import async_pool
 from memexdb.embedding import BatchingEmbedder, Embedder, build_embedder
-from memexdb.embeddings import sql as embeddings_sql
 from memexdb.errors import LOST_CONFLICTS, RateLimited, SetupError, Unauthenticated, translate
 from memexdb.llm import ChatModel
 
@@ -235,7 +234,7 @@ class Session:
             async with pool.connection() as conn:
                 cur = conn.cursor(row_factory=scalar_row)
                 try:
-                    dims = await (await cur.execute(embeddings_sql.EMBEDDING_DIMS)).fetchone()
+                    dims = await (await cur.execute(core_sql.EMBEDDING_DIMS)).fetchone()
                 except psycopg.errors.UndefinedFunction:
                     dims = None
                 enters = bool(await (await cur.execute(core_sql.ENTERS_CALLER)).fetchone())

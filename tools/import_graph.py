@@ -36,7 +36,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "memexdb.port_check",
         "memexdb.paging",
         "memexdb.metrics",
-        "memexdb.export_format",
     ),
     # 1. the database session, the pool, migrations and the operation type
     (
@@ -54,16 +53,18 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "memexdb.keys",
         "memexdb.consolidation",
         "memexdb.embeddings",
-        "memexdb.agentic",
         "memexdb.health",
         "memexdb.pg_cron",
-        "memexdb.operation_table",
+        "memexdb.export_format",
+        "memexdb.moving",
     ),
-    # 3. the clients over the table
-    ("memexdb.client", "memexdb.moving", "memexdb.langgraph_store"),
-    # 4. what runs them: the service's runtime
+    # 3. the clients: one typed method per operation (AsyncMemex, Memex)
+    ("memexdb.client", "memexdb.langgraph_store"),
+    # 4. the LLM orchestration over the client, and the table of every operation
+    ("memexdb.agentic", "memexdb.operation_table"),
+    # 5. what runs them: the service's runtime
     ("memexdb.runtime", "memexdb.supervisor", "memexdb.bearer"),
-    # 5. the frontends
+    # 6. the frontends
     (
         "memexdb.rest",
         "memexdb.mcp",
@@ -74,7 +75,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "memexdb.cli_consolidate",
         "memexdb.cli_schedule",
     ),
-    # 6. the package's front door (re-exports of the client)
+    # 7. the package's front door (re-exports of the client)
     ("memexdb",),
 )
 
@@ -104,9 +105,10 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
                 anchor = package.split(".")
                 anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join([*anchor, base] if base else anchor)
-            # `from pkg import mod` imports pkg.mod when that is a module
-            targets = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in known]
-            targets = targets or [base]
+            # `from pkg import mod` imports pkg.mod when that is a module, else pkg
+            targets = [
+                f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names
+            ]
         for target in targets:
             while target and target not in known:
                 target = target.rpartition(".")[0]
@@ -169,7 +171,9 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 
 def is_package_of(name: str, other: str) -> bool:
-    """A package's __init__ may import its own modules (and they their package)."""
+    """A package's __init__ may import its own modules, and they their package: Python
+    runs a package's __init__ before any of its modules, so this adds no order. (So the
+    root package's `__version__` may be read anywhere.)"""
     return other.startswith(name + ".") or name.startswith(other + ".")
 
 

@@ -42,3 +42,7 @@ ADMIN_CALLER = "select memex._authorize(memex._caller() ->> 'agent', null, 'admi
 # Raise 28000/42501 unless the caller may act on the tenant with that access.
 AUTHORIZE = "select memex._authorize(%(agent_id)s, %(user_id)s, %(need)s)"
 DELEGATE = "select memex._delegate(p_actor => %(delegate)s)"
+
+# The vector size of the schema (sql/embeddings/005_embedding_dims.sql): the session checks
+# its embedder against it on connect.
+EMBEDDING_DIMS = "select memex.embedding_dims()"

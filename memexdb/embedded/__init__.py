@@ -15,9 +15,9 @@ from memexdb.embedded.accounts import service_account as _service_account
 from memexdb.embedded.binaries import bundled_pginstall as _bundled_pginstall
 from memexdb.embedded.binaries import can_use_bundle as _can_use_bundle
 from memexdb.embedded.binaries import pginstall_for as _pginstall_for
-from memexdb.embedded.errors import DataDirInUseError, EmbeddedPostgresError
+from memexdb.embedded.errors import EmbeddedPostgresError
 from memexdb.embedded.keeper import ServerKeeper
-from memexdb.embedded.ownership import ServerOwner
+from memexdb.embedded.ownership import DataDirInUseError, ServerOwner
 from memexdb.embedded.server import EmbeddedPostgres, default_data_dir
 from memexdb.embedded.signals import install_signal_handlers
 

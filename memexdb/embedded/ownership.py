@@ -108,3 +108,15 @@ class DataDirLock:
                 if self._depth == 0:
                     os.close(self._fd)  # closing releases the flock
                     self._fd = -1
+
+
+class DataDirInUseError(EmbeddedPostgresError):
+    """Another live process owns the server running on this data dir."""
+
+    def __init__(self, data_dir: Path, owner: ServerOwner) -> None:
+        super().__init__(
+            f"data dir {data_dir} in use by pid {owner.pid}; stop that memexdb process or "
+            "choose another MEMEX_DATA_DIR"
+        )
+        self.owner = owner
+        self.pid = owner.pid

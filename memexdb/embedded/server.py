@@ -47,8 +47,8 @@ from memexdb.embedded.accounts import (
     service_account,
 )
 from memexdb.embedded.binaries import bundled_pginstall, pginstall_for
-from memexdb.embedded.errors import DataDirInUseError, EmbeddedPostgresError
-from memexdb.embedded.ownership import DataDirLock, OwnerFile, ServerOwner
+from memexdb.embedded.errors import EmbeddedPostgresError
+from memexdb.embedded.ownership import DataDirInUseError, DataDirLock, OwnerFile, ServerOwner
 from memexdb.embedded.processes import postmaster, terminate
 from memexdb.embedded.sizing import shared_buffers_mb, usable_memory_bytes
 

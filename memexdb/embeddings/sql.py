@@ -26,5 +26,3 @@ select * from memex.stale_embeddings(
 """
 EMBEDDING_MODELS = "select embedding_model, memories from memex.embedding_models()"
 AUTHORIZE_EMBEDDING = "select memex._authorize_embedding()"
-
-EMBEDDING_DIMS = "select memex.embedding_dims()"
