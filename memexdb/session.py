@@ -154,7 +154,7 @@ class Session:
     ) -> None:
         self.pool = pool
         # the consolidation jobs this process's runtime offers to run ("condense",
-        # "dream"; memexdb.runtime.dreaming), which dream_config reports; none for a
+        # "dream"; memexdb.runtime.consolidation), which dream_config reports; none for a
         # client outside a service
         self.scheduled = scheduled
         # the optional chat model of memorize and search_passages' answers (memexdb.llm)

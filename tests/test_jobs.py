@@ -18,7 +18,7 @@ from memexdb import AsyncMemex, pg_cron
 from memexdb.config import Settings
 from memexdb.errors import DatabaseUnavailable
 from memexdb.runtime import Job, JobRunner, default_jobs
-from memexdb.runtime.dreaming import consolidation_job
+from memexdb.runtime.consolidation import consolidation_job
 from memexdb.runtime.maintenance import maintenance_job
 from tests.sqlapi import store_expired, unit
 

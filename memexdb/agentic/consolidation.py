@@ -1,5 +1,5 @@
 """Consolidation with an LLM, over AsyncMemex: the ticks of the service's scheduler (where
-pg_cron does not run them; memexdb.runtime.dreaming) and "run now" (`run_now`, whoever
+pg_cron does not run them; memexdb.runtime.consolidation) and "run now" (`run_now`, whoever
 asks: REST's POST /v1/admin/dream/run and the console, through
 memexdb.agentic.operations.RUN_NOW): old memories condensed (memex.consolidate_due),
 then files tidied (memex.dream_due).

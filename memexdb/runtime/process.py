@@ -14,7 +14,7 @@ from memexdb.client import AsyncMemex
 from memexdb.config import Settings
 from memexdb.db import FailFastAsyncPool
 from memexdb.llm import ChatModel
-from memexdb.runtime.dreaming import consolidation_job, scheduled_consolidation
+from memexdb.runtime.consolidation import consolidation_job, scheduled_consolidation
 from memexdb.runtime.embed_worker import embed_job
 from memexdb.runtime.embedder import embedder_for
 from memexdb.runtime.jobs import Job, JobRunner
