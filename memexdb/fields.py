@@ -293,6 +293,22 @@ def query_integer(value: Any) -> Any:
     return integral(value)
 
 
+# An integer of a query string: a JSON body's integer, or a query string's digits.
+QueryInt = Annotated[int, Strict(), BeforeValidator(query_integer)]
+QueryIntOrNone = Annotated[int | None, Strict(), BeforeValidator(query_integer)]
+
+
+def per_page(maximum: int, what: str, default: int) -> Any:
+    """The field of a page size: 1 to `maximum` `what` per page (a QueryInt)."""
+    return Field(default, ge=1, le=maximum, description=f"{what} per page (1 to {maximum}).")
+
+
+def older_than(description: str, maximum: int = 2**63 - 1) -> Any:
+    """The field of a page's cursor (a QueryIntOrNone): the rows below it; its maximum,
+    older than every row, asks for the first page."""
+    return Field(None, ge=1, le=maximum, description=description, examples=[maximum])
+
+
 def integral(value: Any) -> Any:
     # JSON Schema counts 3.0 as an integer; strict mode (below) would refuse it.
     return int(value) if isinstance(value, float) and value.is_integer() else value

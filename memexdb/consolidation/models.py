@@ -23,9 +23,13 @@ from memexdb.fields import (
     EXAMPLE_USER,
     AgentId,
     OutModel,
+    QueryInt,
+    QueryIntOrNone,
     RequestModel,
     UserId,
     integral,
+    older_than,
+    per_page,
     query_integer,
 )
 
@@ -191,35 +195,15 @@ class RunsQuery(RequestModel):
         UserId | None,
         Field(description="Only this user's runs (of agent_id; without it, of every agent)."),
     ] = None
-    limit: Annotated[
-        int,
-        Field(ge=1, le=RUNS_LIMIT_MAX, description=f"Runs per page (1 to {RUNS_LIMIT_MAX})."),
-        Strict(),
-        BeforeValidator(query_integer),
-    ] = DEFAULT_RUNS_LIMIT
-    before: Annotated[
-        int | None,
-        Field(
-            ge=1,
-            le=2**63 - 1,
-            description="Runs older than this id (the next page).",
-            examples=[2**63 - 1],  # older than every run: the first page
-        ),
-        Strict(),
-        BeforeValidator(query_integer),
-    ] = None
+    limit: QueryInt = per_page(RUNS_LIMIT_MAX, "Runs", DEFAULT_RUNS_LIMIT)
+    before: QueryIntOrNone = older_than("Runs older than this id (the next page).")
 
 
 class DreamUsersQuery(RequestModel):
     """Query string of GET /v1/admin/dream/users."""
 
     agent_id: Annotated[AgentId | None, Field(description="Only this agent's users.")] = None
-    limit: Annotated[
-        int,
-        Field(ge=1, le=RUNS_LIMIT_MAX, description=f"Users per page (1 to {RUNS_LIMIT_MAX})."),
-        Strict(),
-        BeforeValidator(query_integer),
-    ] = DEFAULT_RUNS_LIMIT
+    limit: QueryInt = per_page(RUNS_LIMIT_MAX, "Users", DEFAULT_RUNS_LIMIT)
     after: Annotated[
         str | None,
         Field(

@@ -32,11 +32,13 @@ from memexdb.fields import (
     NotBlank,
     OutModel,
     Query,
+    QueryIntOrNone,
     QueryTimestamp,
     RequestModel,
     TenantQuery,
     UserId,
     integral,
+    older_than,
     query_integer,
     text_field,
 )
@@ -327,17 +329,7 @@ class RevisionListQuery(FileQuery):
     """Query string of GET /v1/files/revisions."""
 
     limit: PageLimit = DEFAULT_FILE_LIST_LIMIT
-    before: Annotated[
-        int | None,
-        Field(
-            ge=1,
-            le=2**31 - 1,
-            description="Revisions older than this one (the next page).",
-            examples=[2**31 - 1],  # older than every revision: the first page
-        ),
-        Strict(),
-        BeforeValidator(query_integer),
-    ] = None
+    before: QueryIntOrNone = older_than("Revisions older than this one (the next page).", 2**31 - 1)
 
 
 class RevisionQuery(FileQuery):
@@ -386,17 +378,7 @@ class AccessLogQuery(TenantQuery):
         Field(description="Entries before this time.", examples=["2100-01-01T00:00:00Z"]),
     ] = None
     limit: PageLimit = DEFAULT_ACCESS_LOG_LIMIT
-    before: Annotated[
-        int | None,
-        Field(
-            ge=1,
-            le=2**63 - 1,
-            description="Entries older than this id (the next page).",
-            examples=[2**63 - 1],  # older than every entry: the first page
-        ),
-        Strict(),
-        BeforeValidator(query_integer),
-    ] = None
+    before: QueryIntOrNone = older_than("Entries older than this id (the next page).")
 
 
 class FileOut(OutModel):

@@ -9,10 +9,8 @@ from uuid import UUID
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
-    Strict,
     ValidationInfo,
     field_validator,
 )
@@ -24,11 +22,14 @@ from memexdb.fields import (
     AgentId,
     NoNul,
     OutModel,
+    QueryInt,
+    QueryIntOrNone,
     RequestModel,
     Timestamp,
     UserId,
     enum_field,
-    query_integer,
+    older_than,
+    per_page,
 )
 from memexdb.types import Access
 
@@ -131,23 +132,8 @@ class KeyRevokeQuery(RequestModel):
 class AuditQuery(RequestModel):
     """Query string of GET /v1/admin/audit."""
 
-    limit: Annotated[
-        int,
-        Field(ge=1, le=AUDIT_LIMIT_MAX, description=f"Entries per page (1 to {AUDIT_LIMIT_MAX})."),
-        Strict(),
-        BeforeValidator(query_integer),
-    ] = DEFAULT_AUDIT_LIMIT
-    before: Annotated[
-        int | None,
-        Field(
-            ge=1,
-            le=2**63 - 1,
-            description="Entries older than this id (the next page).",
-            examples=[2**63 - 1],  # older than every entry: the first page
-        ),
-        Strict(),
-        BeforeValidator(query_integer),
-    ] = None
+    limit: QueryInt = per_page(AUDIT_LIMIT_MAX, "Entries", DEFAULT_AUDIT_LIMIT)
+    before: QueryIntOrNone = older_than("Entries older than this id (the next page).")
 
 
 class _KeyScopeOut(OutModel):
