@@ -9,8 +9,9 @@ gets back (`response` and `answer`), the access it needs, and how it pages. From
   memexdb.client are one line each over these (a test checks each method's parameters
   against its request model);
 - the REST endpoint and its OpenAPI entry (memexdb.rest.operation_routes, from `rest`);
-- the MCP tool and its input and output schemas (memexdb.mcp.operation_tools, from `tool`);
-- the CLI command where there is one (`cli` names it; memexdb.cli).
+- the MCP tool and its input and output schemas (memexdb.mcp.operation_tools, from `tool`).
+
+The CLI's commands (memexdb.cli) call the typed methods, so they run these too.
 
 The HTTP clients (Python and TypeScript) are generated from the OpenAPI document, which
 comes from here too.
@@ -122,7 +123,6 @@ class Operation(Generic[Req, Res]):
     pages: Paging | None = None
     rest: Route | None = None
     tool: Tool | None = None
-    cli: str | None = None
 
     def validate(self, values: Mapping[str, Any]) -> Req:
         """The request from Python values; the first bad field as InvalidArgument."""

@@ -502,7 +502,6 @@ ERASE_USER = Operation(
             ),
         ),
     ),
-    cli="erase",
 )
 
 OPERATIONS: tuple[Operation[Any, Any], ...] = (

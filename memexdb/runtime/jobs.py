@@ -83,6 +83,15 @@ async def _left_to_pg_cron(job: Job, conn: psycopg.AsyncConnection, before: bool
     return now
 
 
+async def cancel_all(tasks: Sequence[asyncio.Task[None]]) -> None:
+    """Cancel every task, then wait for each to finish."""
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 async def _pause(delay: float, wake: asyncio.Event | None) -> None:
     """Sleep `delay` seconds, or until `wake` is set (then clear it: a notification that
     arrives during the run that follows sets it again)."""
@@ -211,8 +220,4 @@ class JobRunner:
                 async with asyncio.timeout(CHECK_TIMEOUT_SECONDS):
                     await conn.execute("select 1")
         finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel_all(tasks)

@@ -17,7 +17,7 @@ from memexdb.llm import ChatModel
 from memexdb.runtime.consolidation import consolidation_job, scheduled_consolidation
 from memexdb.runtime.embed_worker import embed_job
 from memexdb.runtime.embedder import embedder_for
-from memexdb.runtime.jobs import Job, JobRunner
+from memexdb.runtime.jobs import Job, JobRunner, cancel_all
 from memexdb.runtime.maintenance import maintenance_job
 from memexdb.runtime.startup import when_database_is_up
 from memexdb.runtime.watch import DatabaseWatch
@@ -104,8 +104,4 @@ class Runtime:
             try:
                 yield runtime
             finally:
-                for task in tasks:
-                    task.cancel()
-                for task in tasks:
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+                await cancel_all(tasks)
