@@ -159,7 +159,7 @@ _CALLED = re.compile(r"^\s*select\b(?:.*?\bfrom)?\s+(memex\.\w+)\s*\(", re.DOTAL
 
 @functools.lru_cache(maxsize=512)
 def sql_function(sql: str) -> str | None:
-    """The memex.* function a statement of memexdb.queries calls (None: none)."""
+    """The memex.* function a statement of a memexdb/<domain>/sql.py calls (None: none)."""
     found = _CALLED.search(sql)
     return found.group(1) if found else None
 

@@ -1,6 +1,6 @@
 -- privileges: tenant-helper
 -- memex._content_max_chars: the most characters a memory's (and a file's) content may
--- hold, defined once for SQL; memexdb.params.CONTENT_MAX_CHARS is Python's, and
+-- hold, defined once for SQL; memexdb.fields.CONTENT_MAX_CHARS is Python's, and
 -- tests/test_params.py checks the two agree at the bound.
 create or replace function memex._content_max_chars()
 returns integer

@@ -6,7 +6,7 @@
 -- `.`, `..` or hidden segments), separated by single slashes; at most 512 characters.
 -- Both prefixes are stored per tenant (agent_id, user_id): the virtual path is the
 -- physical key within the tenant, and row-level security isolates it like any memory.
--- memexdb.params holds the same bounds (tests/test_params.py checks both sides).
+-- memexdb.files.models holds the same bounds (tests/test_params.py checks both sides).
 create or replace function memex._check_path(p_path text, p_field text default 'path')
 returns void
 language plpgsql
