@@ -479,11 +479,15 @@ class RequestModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class TenantQuery(RequestModel):
-    """The tenant in a URL's query string."""
+class TenantRequest(RequestModel):
+    """A request of one tenant (agent_id, user_id): its first two fields."""
 
     agent_id: AgentId
     user_id: UserId
+
+
+class TenantQuery(TenantRequest):
+    """The tenant in a URL's query string."""
 
 
 class OutModel(BaseModel):

@@ -12,10 +12,9 @@ from pydantic import (
 )
 
 from memexdb.fields import (
-    AgentId,
     NotBlank,
     RequestModel,
-    UserId,
+    TenantRequest,
     text_field,
 )
 from memexdb.files.models import HEADING_MAX_CHARS, FilePath
@@ -49,11 +48,9 @@ MemorizeText = Annotated[
 ]
 
 
-class MemorizeRequest(RequestModel):
+class MemorizeRequest(TenantRequest):
     """memory_memorize: raw text (a conversation turn, a note) to keep what is durable."""
 
-    agent_id: AgentId
-    user_id: UserId
     text: MemorizeText
 
 

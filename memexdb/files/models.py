@@ -36,6 +36,7 @@ from memexdb.fields import (
     QueryTimestamp,
     RequestModel,
     TenantQuery,
+    TenantRequest,
     UserId,
     integral,
     older_than,
@@ -185,11 +186,9 @@ def _one_patch(model: FilePatch) -> FilePatch:
     return model
 
 
-class FileWrite(RequestModel):
+class FileWrite(TenantRequest):
     """Create or overwrite a file (its content is embedded, so search ranks it)."""
 
-    agent_id: AgentId
-    user_id: UserId
     path: FilePath
     content: FileContent
     base_revision: BaseRevision = None
@@ -345,11 +344,9 @@ class DiffQuery(FileQuery):
     to_revision: Revision
 
 
-class RestoreRequest(RequestModel):
+class RestoreRequest(TenantRequest):
     """Make an earlier revision current again (a new revision)."""
 
-    agent_id: AgentId
-    user_id: UserId
     path: FilePath
     revision: Annotated[
         int, Field(ge=1, le=2**31 - 1, examples=[1]), Strict(), BeforeValidator(integral)
@@ -357,11 +354,9 @@ class RestoreRequest(RequestModel):
     base_revision: BaseRevision = None
 
 
-class SmartReadRequest(RequestModel):
+class SmartReadRequest(TenantRequest):
     """One bounded context block from the most relevant files and memories."""
 
-    agent_id: AgentId
-    user_id: UserId
     query: Query
     budget: Budget = DEFAULT_SMART_READ_BUDGET
 
@@ -507,11 +502,9 @@ AnswerWanted = Annotated[
 ]
 
 
-class PassageSearchRequest(RequestModel):
+class PassageSearchRequest(TenantRequest):
     """memory_search: passages of files and memories for a query, optionally answered."""
 
-    agent_id: AgentId
-    user_id: UserId
     query: Query
     top_k: PassageTopK = DEFAULT_PASSAGES_TOP_K
     passage_chars: PassageChars = DEFAULT_PASSAGE_CHARS

@@ -53,6 +53,7 @@ from memexdb.fields import (
     QueryTimestamp,
     RequestModel,
     TenantQuery,
+    TenantRequest,
     Timestamp,
     TopK,
     UserId,
@@ -62,11 +63,9 @@ from memexdb.fields import (
 from memexdb.types import MemoryType
 
 
-class MemoryCreate(RequestModel):
+class MemoryCreate(TenantRequest):
     """A memory to store for tenant (agent_id, user_id)."""
 
-    agent_id: AgentId
-    user_id: UserId
     content: Content
     memory_type: Kind = DEFAULT_MEMORY_TYPE
     importance: Importance = DEFAULT_IMPORTANCE
@@ -140,12 +139,10 @@ IncludeArchived = Annotated[bool, _INCLUDE_ARCHIVED, Strict()]
 IncludeArchivedQuery = Annotated[bool, _INCLUDE_ARCHIVED]
 
 
-class MemorySearchRequest(RequestModel):
+class MemorySearchRequest(TenantRequest):
     """Search a tenant's memories: score = relevance * (1 + 0.25 * recency) * importance, or
     (alpha*relevance + (1-alpha)*recency)*importance when alpha is sent."""
 
-    agent_id: AgentId
-    user_id: UserId
     query: Query
     top_k: TopK = DEFAULT_TOP_K
     alpha: Alpha = DEFAULT_ALPHA
