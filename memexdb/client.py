@@ -37,17 +37,7 @@ from memexdb.embeddings import sql as embeddings_sql
 from memexdb.embeddings.models import DEFAULT_REEMBED_BATCH, REEMBED_BATCH_MAX
 from memexdb.error_models import validated
 from memexdb.errors import InvalidArgument
-from memexdb.fields import (
-    DEFAULT_ALPHA,
-    DEFAULT_EXPORT_BATCH,
-    DEFAULT_HALF_LIFE_DAYS,
-    DEFAULT_IMPORTANCE,
-    DEFAULT_LIST_LIMIT,
-    DEFAULT_MEMORY_TYPE,
-    DEFAULT_MODE,
-    DEFAULT_TOP_K,
-    TenantQuery,
-)
+from memexdb.fields import TenantQuery
 from memexdb.files import operations as files
 from memexdb.files.models import (
     DEFAULT_ACCESS_LOG_LIMIT,
@@ -64,7 +54,19 @@ from memexdb.keys import operations as keys
 from memexdb.keys.models import DEFAULT_AUDIT_LIMIT
 from memexdb.llm import ChatModel
 from memexdb.memories import operations as memories
-from memexdb.memories.models import MemoryBatchCreate, MemoryCreate, MemoryStore
+from memexdb.memories.models import (
+    DEFAULT_ALPHA,
+    DEFAULT_EXPORT_BATCH,
+    DEFAULT_HALF_LIFE_DAYS,
+    DEFAULT_IMPORTANCE,
+    DEFAULT_LIST_LIMIT,
+    DEFAULT_MEMORY_TYPE,
+    DEFAULT_MODE,
+    DEFAULT_TOP_K,
+    MemoryBatchCreate,
+    MemoryCreate,
+    MemoryStore,
+)
 from memexdb.operation import Operation
 from memexdb.paging import next_key
 from memexdb.session import Session

@@ -20,27 +20,11 @@ from pydantic import BaseModel, ValidationError
 from memexdb.consolidation.models import DREAM_BOUNDS, DreamConfig
 from memexdb.fields import (
     CONTENT_MAX_CHARS,
-    DEFAULT_ALPHA,
-    DEFAULT_EXPORT_BATCH,
-    DEFAULT_HALF_LIFE_DAYS,
-    DEFAULT_IMPORTANCE,
-    DEFAULT_LIST_LIMIT,
-    DEFAULT_MEMORY_TYPE,
-    DEFAULT_MODE,
-    DEFAULT_TOP_K,
-    HALF_LIFE_DAYS_DEFAULT,
-    HALF_LIFE_DAYS_MEMEX,
-    HALF_LIFE_MAX_DAYS,
-    HALF_LIFE_MIN_DAYS,
-    IMPORTANCE_MAX,
-    IMPORTANCE_MIN_POSITIVE,
     LIST_LIMIT_MAX,
     METADATA_MAX_BYTES,
     METADATA_MAX_DEPTH,
     QUERY_MAX_CHARS,
-    RECENCY_BOOST,
     TENANT_ID_MAX_CHARS,
-    TOP_K_MAX,
 )
 from memexdb.files.models import (
     LINE_MAX,
@@ -56,7 +40,27 @@ from memexdb.files.models import (
     PassageSearchRequest,
     SmartReadRequest,
 )
-from memexdb.memories.models import ListQuery, MemoryCreate, MemorySearchRequest
+from memexdb.memories.models import (
+    DEFAULT_ALPHA,
+    DEFAULT_EXPORT_BATCH,
+    DEFAULT_HALF_LIFE_DAYS,
+    DEFAULT_IMPORTANCE,
+    DEFAULT_LIST_LIMIT,
+    DEFAULT_MEMORY_TYPE,
+    DEFAULT_MODE,
+    DEFAULT_TOP_K,
+    HALF_LIFE_DAYS_DEFAULT,
+    HALF_LIFE_DAYS_MEMEX,
+    HALF_LIFE_MAX_DAYS,
+    HALF_LIFE_MIN_DAYS,
+    IMPORTANCE_MAX,
+    IMPORTANCE_MIN_POSITIVE,
+    RECENCY_BOOST,
+    TOP_K_MAX,
+    ListQuery,
+    MemoryCreate,
+    MemorySearchRequest,
+)
 from tests.slices import MODELS
 from tests.sqlapi import unit
 

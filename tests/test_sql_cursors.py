@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from memexdb.consolidation.models import decode_tenant_cursor, encode_tenant_cursor
-from memexdb.fields import decode_cursor, encode_cursor
+from memexdb.memories.models import decode_cursor, encode_cursor
 
 TIMES = [
     datetime(2026, 1, 31, 12, 30, 45, 123456, tzinfo=UTC),

@@ -33,18 +33,7 @@ from memexdb.console.web import (
 from memexdb.consolidation.models import DREAM_BOUNDS, DreamConfig, DreamUsersQuery, RunsQuery
 from memexdb.consolidation.operations import SET_DREAM_CONFIG
 from memexdb.errors import Conflict, Forbidden, NotFound, Unauthenticated
-from memexdb.fields import (
-    DEFAULT_ALPHA,
-    DEFAULT_HALF_LIFE_DAYS,
-    DEFAULT_MODE,
-    DEFAULT_TOP_K,
-    HALF_LIFE_DAYS_DEFAULT,
-    HALF_LIFE_DAYS_MEMEX,
-    RECENCY_BOOST,
-    AgentId,
-    TenantQuery,
-    UserId,
-)
+from memexdb.fields import AgentId, TenantQuery, UserId
 from memexdb.files.models import (
     AccessLogQuery,
     DiffQuery,
@@ -54,7 +43,17 @@ from memexdb.files.models import (
     RevisionQuery,
 )
 from memexdb.keys.models import AuditQuery, KeyCreate, KeysQuery
-from memexdb.memories.models import EraseUserRequest, ListQuery
+from memexdb.memories.models import (
+    DEFAULT_ALPHA,
+    DEFAULT_HALF_LIFE_DAYS,
+    DEFAULT_MODE,
+    DEFAULT_TOP_K,
+    HALF_LIFE_DAYS_DEFAULT,
+    HALF_LIFE_DAYS_MEMEX,
+    RECENCY_BOOST,
+    EraseUserRequest,
+    ListQuery,
+)
 from memexdb.memories.operations import SEARCH as MEMORY_SEARCH
 from memexdb.paging import next_key
 from memexdb.types import Access, MemoryType, SearchMode

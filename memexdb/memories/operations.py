@@ -15,7 +15,7 @@ from psycopg.types.json import Jsonb
 
 from memexdb import metrics
 from memexdb.error_models import ErrorResponse
-from memexdb.fields import TenantQuery, decode_cursor, encode_cursor
+from memexdb.fields import TenantQuery
 from memexdb.memories import sql
 from memexdb.memories.models import (
     CountQuery,
@@ -39,6 +39,8 @@ from memexdb.memories.models import (
     MemoryUpdate,
     SearchResponse,
     SearchResult,
+    decode_cursor,
+    encode_cursor,
 )
 from memexdb.operation import Operation, Paging, Reply, Route, Tool
 from memexdb.paging import next_key

@@ -35,7 +35,7 @@ begin
     if p_embedding_model is null or p_embedding_model = '' then
         perform memex._invalid('embedding_model', 'is required');
     end if;
-    -- a positive importance below 1e-6 is refused (memexdb.fields.IMPORTANCE_MIN_POSITIVE):
+    -- a positive importance below 1e-6 is refused (memexdb.memories.models.IMPORTANCE_MIN_POSITIVE):
     -- times a tiny relevance it would underflow the score (Postgres raises, not rounds)
     if p_importance is null or p_importance not between 0 and 2
        or (p_importance > 0 and p_importance < 1e-6) then

@@ -6,7 +6,7 @@
 --     a memory by at most 25 %, so relevant memories of any age stay findable; with
 --     |relevance| the newer of two equally poor matches also comes first.
 --   alpha given: the memex formula alpha * relevance + (1 - alpha) * recency.
--- Both times importance. The 0.25 is memexdb.fields.RECENCY_BOOST (tests/test_params.py).
+-- Both times importance. The 0.25 is memexdb.memories.models.RECENCY_BOOST (tests/test_params.py).
 -- No SET search_path here on purpose (as memex._recency): a SET clause stops the planner
 -- from inlining the function, and it runs once per candidate row.
 create or replace function memex._score(
