@@ -3,7 +3,7 @@ error table (`memexdb_client.errors.ERRORS`, which every surface reads):
 
 <!-- errors:begin (written from ERRORS by clients/typescript/scripts/generate_errors.py) -->
 | SQLSTATE | exception | code | HTTP |
-|---|---|---|---|
+| --- | --- | --- | --- |
 | MX422, class 22 | InvalidArgument | invalid_argument | 422 |
 | MX404 | NotFound | not_found | 404 |
 | MX409 | Conflict | conflict | 409 |

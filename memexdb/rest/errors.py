@@ -9,7 +9,7 @@ import math
 import re
 from typing import Any
 
-from memexdb_client.errors import INTERNAL, kind_of, render
+from memexdb_client.errors import BY_STATUS, INTERNAL, kind_of, render
 from pydantic import ValidationError
 from starlette.convertors import UUIDConvertor
 from starlette.exceptions import HTTPException
@@ -123,12 +123,6 @@ _EXAMPLE_UUID = "3fa85f64-5717-4562-b3fc-2c963f66afa6"
 
 async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    codes = {
-        404: "not_found",
-        405: "method_not_allowed",
-        413: "payload_too_large",
-        415: "unsupported_media_type",
-    }
     detail = str(exc.detail)
     if exc.status_code == 404:
         detail = _not_a_uuid(request) or detail
@@ -137,7 +131,7 @@ async def on_http_error(request: Request, exc: Exception) -> Response:
     # exc.headers carries e.g. the Allow header of a 405
     return error_response(
         exc.status_code,
-        codes.get(exc.status_code, "http_error"),
+        kind.code if (kind := BY_STATUS.get(exc.status_code)) else "http_error",
         detail,
         headers=dict(exc.headers or {}),
     )

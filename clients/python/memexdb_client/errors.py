@@ -10,7 +10,7 @@ clients/typescript/scripts/generate_errors.py writes it for TypeScript
 
 <!-- errors:begin (written from ERRORS by clients/typescript/scripts/generate_errors.py) -->
 | SQLSTATE | exception | code | HTTP |
-|---|---|---|---|
+| --- | --- | --- | --- |
 | MX422, class 22 | InvalidArgument | invalid_argument | 422 |
 | MX404 | NotFound | not_found | 404 |
 | MX409 | Conflict | conflict | 409 |
@@ -281,6 +281,13 @@ ERRORS: tuple[ErrorKind, ...] = (
     ),
     ErrorKind("method_not_allowed", "MethodNotAllowed", None, 405, "no such method on this path"),
     ErrorKind(
+        "unsupported_media_type",
+        "UnsupportedMediaType",
+        None,
+        415,
+        "a body of another media type than the endpoint reads (POST /v1/import)",
+    ),
+    ErrorKind(
         "host_not_allowed", "HostNotAllowed", None, 421, "the service does not answer this Host"
     ),
     ErrorKind(
@@ -303,6 +310,8 @@ ERRORS: tuple[ErrorKind, ...] = (
 )
 
 BY_CODE: Mapping[str, ErrorKind] = {kind.code: kind for kind in ERRORS}
+# the code of a bare answer with a status (no error body): the first row of the status
+BY_STATUS: Mapping[int, ErrorKind] = {k.status: k for k in reversed(ERRORS)}
 INTERNAL = BY_CODE["internal_error"]
 
 

@@ -51,49 +51,58 @@ def sqlstates(kind: ErrorKind) -> str:
     return ", ".join(f"class {s}" if len(s) == 2 else s for s in kind.sqlstates)
 
 
+def markdown(columns: list[str], rows: list[list[str]]) -> str:
+    lines = [columns, ["---"] * len(columns), *rows]
+    return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
+
+
 def code_table() -> str:
     """Every error SQL raises: SQLSTATE, Python class, code, HTTP status (the meanings
     are the rows' own, and docs/rest.md's table)."""
-    rows = ["| SQLSTATE | exception | code | HTTP |", "|---|---|---|---|"]
-    for kind in ERRORS:
-        if kind.sqlstates and kind.exception is not None:
-            rows.append(
-                f"| {sqlstates(kind)} | {kind.exception.__name__} | {kind.code} | {kind.status} |"
-            )
-    return "\n".join(rows)
+    return markdown(
+        ["SQLSTATE", "exception", "code", "HTTP"],
+        [
+            [sqlstates(k), k.exception.__name__, k.code, str(k.status)]
+            for k in ERRORS
+            if k.sqlstates and k.exception is not None
+        ],
+    )
 
 
 def sql_table() -> str:
     """The SQLSTATEs memexdb's SQL functions raise themselves, with their details."""
-    rows = [
-        "| SQLSTATE | meaning | where the details are | error code (HTTP) |",
-        "|---|---|---|---|",
-    ]
-    for kind in ERRORS:
-        own = [s for s in kind.sqlstates if s.startswith("MX") or s in ("28000", "42501")]
-        for state in own:
-            rows.append(
-                f"| `{state}` | {kind.meaning} | {kind.sql_detail} |"
-                f" `{kind.code}` ({kind.status}) |"
-            )
-    return "\n".join(rows)
+    return markdown(
+        ["SQLSTATE", "meaning", "where the details are", "error code (HTTP)"],
+        [
+            [f"`{state}`", k.meaning, k.sql_detail, f"`{k.code}` ({k.status})"]
+            for k in ERRORS
+            for state in k.sqlstates
+            if state.startswith("MX") or state in ("28000", "42501")
+        ],
+    )
+
+
+def retry_after(kind: ErrorKind) -> str:
+    if kind.code == "rate_limited":
+        return "the error's"
+    return f"{kind.retry_after} s" if kind.retry_after else ""
 
 
 def rest_table() -> str:
     """Every `error.code` of the REST API: status, Retry-After, meaning, MCP tool error."""
-    rows = [
-        "| code | HTTP | Retry-After | meaning | MCP tool error |",
-        "|---|---|---|---|---|",
-    ]
-    for kind in ERRORS:
-        retry = (
-            "the error's"
-            if kind.code == "rate_limited"
-            else (f"{kind.retry_after} s" if kind.retry_after else "")
-        )
-        mcp = f"`{kind.mcp}`" if kind.exception is not None or kind.mcp != "{message}" else ""
-        rows.append(f"| `{kind.code}` | {kind.status} | {retry} | {kind.meaning} | {mcp} |")
-    return "\n".join(rows)
+    return markdown(
+        ["code", "HTTP", "Retry-After", "meaning", "MCP tool error"],
+        [
+            [
+                f"`{k.code}`",
+                str(k.status),
+                retry_after(k),
+                k.meaning,
+                f"`{k.mcp}`" if k.exception is not None or k.mcp != "{message}" else "",
+            ]
+            for k in ERRORS
+        ],
+    )
 
 
 RENDER = {"errors": code_table, "sql-errors": sql_table, "rest-errors": rest_table}

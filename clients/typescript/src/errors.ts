@@ -69,6 +69,8 @@ export class DatabaseUnavailableError extends MemexError {}
 export class PayloadTooLargeError extends MemexError {}
 /** 405: no such method on this path. */
 export class MethodNotAllowedError extends MemexError {}
+/** 415: a body of another media type than the endpoint reads. */
+export class UnsupportedMediaTypeError extends MemexError {}
 /** 421: the service does not answer this Host. */
 export class HostNotAllowedError extends MemexError {}
 /** 403 `origin_not_allowed`: a browser Origin the service does not allow. */
@@ -94,6 +96,7 @@ const CLASSES: Readonly<Record<ErrorName, ErrorClass>> = {
   DatabaseUnavailable: DatabaseUnavailableError,
   PayloadTooLarge: PayloadTooLargeError,
   MethodNotAllowed: MethodNotAllowedError,
+  UnsupportedMediaType: UnsupportedMediaTypeError,
   HostNotAllowed: HostNotAllowedError,
   OriginNotAllowed: OriginNotAllowedError,
   Internal: InternalError,

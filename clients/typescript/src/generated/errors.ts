@@ -118,6 +118,13 @@ export const ERRORS = [
     "retryAfter": null
   },
   {
+    "code": "unsupported_media_type",
+    "name": "UnsupportedMediaType",
+    "status": 415,
+    "sqlstates": {},
+    "retryAfter": null
+  },
+  {
     "code": "host_not_allowed",
     "name": "HostNotAllowed",
     "status": 421,
