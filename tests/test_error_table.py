@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import typing
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,14 +18,17 @@ from types import ModuleType
 import httpx
 import psycopg
 import pytest
+from markupsafe import escape
 from mcp.server.mcpserver.exceptions import ToolError
 from memexdb_client import AsyncMemexClient
 from memexdb_client import errors as client_errors
 from memexdb_client._transport import error_of
 from memexdb_client.errors import BY_CODE, BY_STATUS, ERRORS, INTERNAL, ErrorKind, kind_of, render
 from psycopg import sql
+from starlette.requests import Request
 
 from memexdb import AsyncMemex
+from memexdb.console.web import Ctx, _error_page
 from memexdb.errors import MemexError, ModelNotFound, translate
 from memexdb.mcp.server import _tool_errors
 from memexdb.params import ErrorBody
@@ -33,6 +37,14 @@ from memexdb.rest.errors import memex_error_response
 
 REPO = Path(__file__).resolve().parents[1]
 GENERATOR = REPO / "clients" / "typescript" / "scripts" / "generate_errors.py"
+
+CONSOLE_SCOPE = {
+    "type": "http",
+    "method": "GET",
+    "path": "/admin/",
+    "query_string": b"",
+    "headers": [],
+}
 
 # a SQLSTATE of each class the table names by its class alone
 OF_CLASS = {"22": "22P02", "08": "08006"}
@@ -159,6 +171,15 @@ async def test_each_sqlstate_on_every_surface(
             raise error
     assert str(tool_error.value) == render(kind.mcp, error)
     assert kind.mcp.split("{")[0] in str(tool_error.value)
+
+    # the console: the row's page, status and title
+    ctx = Ctx(Request(CONSOLE_SCOPE), typing.cast(AsyncMemex, None), "k", "c" * 32, False)
+    page = _error_page(ctx, error)
+    assert page.status_code == kind.status
+    title, message = kind.console
+    html = bytes(page.body).decode()
+    assert f'<h1 class="error-title">{escape(title)}</h1>' in html, html
+    assert escape(render(message, error)) in html
 
 
 @contextlib.asynccontextmanager
