@@ -194,8 +194,8 @@ ERRORS: tuple[ErrorKind, ...] = (
         409,
         "the file moved past the base revision, a patch does not apply, an id is taken",
         {"MX409": None},
-        sql_detail='for a stale revision DETAIL is JSON `{"current_revision": 3}`;'
-        " otherwise the message names the field (`old_text: …`)",
+        sql_detail="also restoring a delete; for a stale revision DETAIL is JSON"
+        ' `{"current_revision": 3}`; otherwise the message names the field (`old_text: …`)',
         mcp="conflict: {message} (read the file again and retry)",
         console=("Conflict", "{message}"),
     ),
@@ -220,7 +220,8 @@ ERRORS: tuple[ErrorKind, ...] = (
         "no API key where one is needed, or one that is malformed, unknown, revoked or"
         " expired (the message says which)",
         {"28000": None},
-        sql_detail="the message says which",
+        sql_detail="also no caller at all (memex_app before `memex._enter`, an unbound member"
+        " of memex_tenant); the message says which",
         mcp="not authenticated: {message}",
         console=("Not logged in", "{message}"),
     ),
@@ -231,7 +232,8 @@ ERRORS: tuple[ErrorKind, ...] = (
         403,
         "the key may not do this: another agent or user than its scope, or too little access",
         {"42501": None},
-        sql_detail="the message names the agent/user or the access needed",
+        sql_detail="too little access is e.g. read writing, write managing keys; the message"
+        " names the agent/user or the access needed",
         mcp="permission denied: {message}",
         console=(
             "Not allowed",
