@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from memexdb_client.errors import ERRORS
 from pydantic import (
     BaseModel,
     Field,
@@ -20,12 +21,8 @@ class FieldError(BaseModel):
 
 
 class ErrorBody(BaseModel):
-    code: str = Field(
-        description="invalid_argument | unauthenticated | forbidden | not_found | conflict"
-        " | rate_limited | database_unavailable | busy | payload_too_large"
-        " | method_not_allowed | host_not_allowed | origin_not_allowed | internal_error"
-        " | model_not_found (POST /v1/embeddings)"
-    )
+    # every code of the error table (memexdb_client.errors.ERRORS), in its order
+    code: str = Field(description=" | ".join(kind.code for kind in ERRORS))
     message: str
     fields: list[FieldError] = Field(default_factory=list)
     retry_after_seconds: float | None = None
@@ -52,24 +49,6 @@ class OpenAIErrorBody(ErrorBody):
 
 class OpenAIErrorResponse(BaseModel):
     error: OpenAIErrorBody
-
-
-# What a NotFound names, by the start of its message (sql/: MX404). A memory's message is
-# never echoed (it holds the id); a file's names the path the caller gave.
-_NOT_FOUND = (
-    ("memory ", "memory not found for this agent_id and user_id"),
-    ("API key ", "key not found"),
-    ("consolidation run ", "run not found"),
-)
-
-
-def not_found_message(message: str) -> str:
-    """The message a 404 (REST) or tool error (MCP) says for a NotFound: what was not
-    found, not which id."""
-    for start, said in _NOT_FOUND:
-        if message.startswith(start):
-            return said
-    return message
 
 
 def field_name(loc: tuple[int | str, ...]) -> str:

@@ -1,16 +1,20 @@
-"""Typed errors. SQL raises them with SQLSTATE codes; Python maps them here, once.
+"""Typed errors. SQL raises them with SQLSTATE codes; Python maps them here, once, by the
+error table (`memexdb_client.errors.ERRORS`, which every surface reads):
 
-| SQLSTATE | exception          | HTTP | meaning                                   |
-|----------|--------------------|------|-------------------------------------------|
-| MX422    | InvalidArgument    | 422  | a field is out of range; `field` names it |
-| MX404    | NotFound           | 404  | no such id for this tenant                |
-| MX409    | Conflict           | 409  | the file moved past the base revision     |
-| MX429    | RateLimited        | 429  | over the configured per-minute limit      |
-| 28000    | Unauthenticated    | 401  | no API key, or not a valid one            |
-| 42501    | Forbidden          | 403  | the key may not do this (tenant, access)  |
-| class 08, 57P0x, pool timeout | DatabaseUnavailable | 503 | database unreachable |
-| 55P03, 57014       | Busy               | 503  | a lock or statement timeout of a request  |
-| 40P01, 40001       | Busy               | 503  | lost a deadlock or serialization conflict |
+<!-- errors:begin (written from ERRORS by clients/typescript/scripts/generate_errors.py) -->
+| SQLSTATE | exception | code | HTTP |
+| --- | --- | --- | --- |
+| MX422, class 22 | InvalidArgument | invalid_argument | 422 |
+| MX404 | NotFound | not_found | 404 |
+| MX409 | Conflict | conflict | 409 |
+| MX429 | RateLimited | rate_limited | 429 |
+| 28000 | Unauthenticated | unauthenticated | 401 |
+| 42501 | Forbidden | forbidden | 403 |
+| class 08, 57P01, 57P02, 57P03 | DatabaseUnavailable | database_unavailable | 503 |
+| 55P03, 57014, 40P01, 40001 | Busy | busy | 503 |
+<!-- errors:end -->
+
+A pool that hands out no connection in time is DatabaseUnavailable too.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from memexdb_client.errors import (
     RateLimited,
     SetupError,
     Unauthenticated,
+    kind_of_sqlstate,
 )
 
 __all__ = [
@@ -61,53 +66,41 @@ class ModelNotFound(NotFound):
 LOST_CONFLICTS = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
 
 
-def _field_of(message: str, column: str | None) -> str:
+def _field_of(message: str, column: str | None, sqlstate: str) -> str:
     if column:
         return column
+    if sqlstate != "MX422":  # PostgreSQL's own check of a value (class 22)
+        return "embedding" if "dimensions" in message else "request"
     return message.split(":", 1)[0] if ":" in message else "request"
 
 
 def translate(exc: BaseException) -> BaseException:
-    """Map a driver exception to a MemexError; other exceptions come back unchanged."""
+    """Map a driver exception to a MemexError by its SQLSTATE, as the error table
+    (memexdb_client.errors.ERRORS) says; other exceptions come back unchanged."""
     if isinstance(exc, MemexError):
         return exc
     if isinstance(exc, psycopg_pool.PoolTimeout):
         return DatabaseUnavailable("database connection pool timed out")
-    if isinstance(exc, psycopg.Error) and exc.sqlstate in ("28000", "42501"):
-        # SQL's refusals (memex._enter, memex._authorize); class 28 is an OperationalError
-        # to the driver, but the database is fine
-        message = exc.diag.message_primary or str(exc)
-        return (Unauthenticated if exc.sqlstate == "28000" else Forbidden)(message)
-    if isinstance(exc, psycopg.errors.LockNotAvailable):
-        return Busy("timed out waiting for a lock another request holds; nothing was applied")
-    if isinstance(exc, LOST_CONFLICTS):
-        return Busy(
-            "a concurrent request held what this one needed (a deadlock or serialization"
-            " conflict); nothing was applied"
-        )
-    if isinstance(exc, psycopg.errors.QueryCanceled):
-        return Busy("the request ran past its statement timeout; nothing was applied")
-    if isinstance(exc, psycopg.OperationalError):
-        return DatabaseUnavailable("database is unavailable")
     if not isinstance(exc, psycopg.Error):
         return exc
     state = exc.sqlstate or ""
+    kind = kind_of_sqlstate(state) if state else None
+    if kind is None or kind.exception is None:
+        # no SQLSTATE of the table: a failed connection (the driver's OperationalError
+        # without one, or class 53: out of connections) is the database's unavailability
+        if isinstance(exc, psycopg.OperationalError):
+            return DatabaseUnavailable("database is unavailable")
+        return exc
     diag = exc.diag
-    message = diag.message_primary or str(exc)
-    if state == "MX422":
-        field = _field_of(message, diag.column_name)
+    message = kind.sqlstates.get(state, kind.sqlstates.get(state[:2]))
+    if message is None:  # the SQL error's own message is the caller's
+        message = diag.message_primary or str(exc)
+    if kind.exception is InvalidArgument:
+        field = _field_of(message, diag.column_name, state)
         text = message.split(": ", 1)[1] if message.startswith(f"{field}: ") else message
         return InvalidArgument(field, text)
-    if state == "MX404":
-        return NotFound(message)
-    if state == "MX409":
-        return Conflict(message)
-    if state == "MX429":
+    if kind.exception is RateLimited:
         detail = json.loads(diag.message_detail) if diag.message_detail else {}
         retry = float(detail.get("retry_after_seconds", 1.0))
         return RateLimited(message, retry, detail.get("operation"))
-    if state.startswith("08") or state in {"57P01", "57P02", "57P03"}:
-        return DatabaseUnavailable("database is unavailable")
-    if state == "22000" and "dimensions" in message:
-        return InvalidArgument("embedding", message)
-    return exc
+    return kind.exception(message)

@@ -150,6 +150,18 @@ def test_every_rest_operation_has_a_method() -> None:
             assert f"\n  {camel(op.name)}(request" in generated, op.name
 
 
+def error_table_json() -> str:
+    """memexdb_client.errors.ERRORS as the TypeScript suite reads it."""
+    from memexdb_client.errors import ERRORS
+
+    return json.dumps(
+        [
+            {"code": k.code, "name": k.name, "status": k.status, "sqlstates": dict(k.sqlstates)}
+            for k in ERRORS
+        ]
+    )
+
+
 def test_node_suite_against_the_service(
     built: Path, service: tuple[Service, str], direct_roles: dict[str, str], npm: str
 ) -> None:
@@ -157,9 +169,16 @@ def test_node_suite_against_the_service(
     embeds what direct mode queues; its /v1/embeddings embeds direct mode's queries)."""
     running, token = service
     env = npm_env(MEMEX_URL=running.base_url, MEMEX_API_KEY=token, **direct_roles)
+    # test/errors.test.mjs checks each row of the Python package's error table
+    env["MEMEX_ERROR_TABLE"] = error_table_json()
     node = required(shutil.which("node"), "node is not installed")
     suites = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.glob("test/*.test.mjs"))
-    assert suites == ["test/direct.test.mjs", "test/retry.test.mjs", "test/service.test.mjs"]
+    assert suites == [
+        "test/direct.test.mjs",
+        "test/errors.test.mjs",
+        "test/retry.test.mjs",
+        "test/service.test.mjs",
+    ]
     output = run([node, "--test", *suites], PACKAGE, env)
     assert re.search(r"^# fail 0$", output, flags=re.M), output[-8000:]
     assert re.search(r"^# skipped 0$", output, flags=re.M), output[-8000:]

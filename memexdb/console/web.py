@@ -18,22 +18,14 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from memexdb_client.errors import INTERNAL, kind_of, render
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from memexdb.client import AsyncMemex
 from memexdb.error_models import field_errors
-from memexdb.errors import (
-    Conflict,
-    DatabaseUnavailable,
-    Forbidden,
-    InvalidArgument,
-    MemexError,
-    NotFound,
-    RateLimited,
-    Unauthenticated,
-)
+from memexdb.errors import Forbidden, InvalidArgument, MemexError, Unauthenticated
 
 log = logging.getLogger("memexdb.console")
 
@@ -258,23 +250,15 @@ def _error_page(ctx: Ctx, exc: Exception) -> Response:
         status, title = 422, "Invalid input"
         fields = [f"{e.field}: {e.message}" for e in field_errors(exc)]
         message = "Some fields are not valid:"
-    elif isinstance(exc, InvalidArgument):
-        status, title, message = 422, "Invalid input", "Some fields are not valid:"
-        fields = [f"{exc.field}: {exc.message}"]
-    elif isinstance(exc, NotFound):
-        status, title, message, fields = 404, "Not found", str(exc), []
-    elif isinstance(exc, Forbidden):
-        status, title, fields = 403, "Not allowed", []
-        message = f"Your key may not do this: {exc}. The console needs an admin key."
-    elif isinstance(exc, Conflict):
-        status, title, message, fields = 409, "Conflict", str(exc), []
-    elif isinstance(exc, RateLimited):
-        status, title, message, fields = 429, "Too many requests", "Rate limit exceeded.", []
-    elif isinstance(exc, DatabaseUnavailable):
-        status, title, fields = 503, "Database unavailable", []
-        message = "The database is unavailable; retry in a moment."
+    elif isinstance(exc, MemexError):  # as its row of the error table says
+        kind = kind_of(exc)
+        if kind is INTERNAL:
+            log.error("unexpected memexdb error: %r", exc)
+        title, template = kind.console
+        status, message = kind.status, render(template, exc)
+        fields = [f"{exc.field}: {exc.message}"] if isinstance(exc, InvalidArgument) else []
     else:
-        log.error("unexpected memexdb error: %r", exc)
+        log.error("unexpected error: %r", exc)
         status, title, message, fields = 500, "Internal error", "Internal server error.", []
     return ctx.render("error.html", status, title=title, message=message, fields=fields)
 

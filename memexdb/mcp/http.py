@@ -17,16 +17,16 @@ from uuid import UUID
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memexdb.bearer import BEARER_CHALLENGE, bearer_key
+from memexdb.bearer import bearer_key
 from memexdb.config import Settings
-from memexdb.errors import DatabaseUnavailable, Forbidden, MemexError, Unauthenticated
+from memexdb.errors import Forbidden, MemexError, Unauthenticated
 from memexdb.mcp.relay import SseMessageRelay
 from memexdb.mcp.server import MemexMCP
-from memexdb.rest.errors import error_response
+from memexdb.rest.errors import memex_error_response
 from memexdb.rest.host_guard import lowercase_host
 
 log = logging.getLogger("memexdb.mcp")
@@ -235,20 +235,6 @@ class _HostGuard:
         await self.app(scope, receive, send)
 
 
-def _refusal(exc: MemexError) -> Response:
-    """The JSON error answer (as the REST API's) of a refused MCP HTTP request."""
-    if isinstance(exc, Unauthenticated):
-        headers = {"WWW-Authenticate": BEARER_CHALLENGE}
-        return error_response(401, exc.code, str(exc), headers=headers)
-    if isinstance(exc, Forbidden):
-        return error_response(403, exc.code, str(exc))
-    if isinstance(exc, DatabaseUnavailable):
-        message = "database is unavailable, retry later"
-        return error_response(503, exc.code, message, headers={"Retry-After": "5"})
-    log.error("unexpected memexdb error: %r", exc)
-    return error_response(500, "internal_error", "internal server error")
-
-
 class _KeyRequired:
     """POST /mcp: the caller's credentials are checked as every call checks them before
     the SDK reads any JSON-RPC, so that a missing or invalid key (on a service that has
@@ -266,7 +252,7 @@ class _KeyRequired:
             try:
                 await self.server.authenticate(Request(scope).headers)
             except Unauthenticated as exc:
-                await _refusal(exc)(scope, receive, send)
+                await memex_error_response(exc)(scope, receive, send)
                 return
             except MemexError:  # the database cannot say now: each tool call reports it
                 pass
@@ -305,7 +291,7 @@ class _AuthenticatedStream:
             if self.server.authenticate is not None:
                 await self.server.authenticate(request.headers)
         except MemexError as exc:
-            await _refusal(exc)(scope, receive, send)
+            await memex_error_response(exc)(scope, receive, send)
             return
         sessions: list[str] = []
 
@@ -355,7 +341,7 @@ class _SessionOwnerOnly:
                     if self.server.authenticate is not None:
                         await self.server.authenticate(request.headers)
                 except MemexError as exc:
-                    await _refusal(exc)(scope, receive, send)
+                    await memex_error_response(exc)(scope, receive, send)
                     return
                 if not hmac.compare_digest(caller, owner):
                     refused: MemexError = (
@@ -365,7 +351,7 @@ class _SessionOwnerOnly:
                             "this SSE session was opened with an API key: send the same key"
                         )
                     )
-                    await _refusal(refused)(scope, receive, send)
+                    await memex_error_response(refused)(scope, receive, send)
                     return
         await self.app(scope, receive, send)
 

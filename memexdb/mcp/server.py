@@ -12,30 +12,20 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from memexdb_client.errors import INTERNAL, kind_of, render
 from pydantic import ValidationError
 
 from memexdb import __version__
 from memexdb.bearer import bearer_key
 from memexdb.client import AsyncMemex
-from memexdb.error_models import field_errors, not_found_message
-from memexdb.errors import (
-    Busy,
-    Conflict,
-    DatabaseUnavailable,
-    Forbidden,
-    InvalidArgument,
-    MemexError,
-    NotFound,
-    RateLimited,
-    Unauthenticated,
-)
+from memexdb.error_models import field_errors
+from memexdb.errors import MemexError
 from memexdb.mcp.operation_tools import BoundTool, bind, caller_of, tool_annotations
 from memexdb.mcp.tenant import ArgumentTenant, Caller, Tenant, TenantResolver
 from memexdb.operation_table import OPERATIONS
@@ -134,24 +124,11 @@ def _caller(ctx: Context[Any, Any]) -> Caller:
 
 
 def _message(exc: MemexError) -> str:
-    if isinstance(exc, InvalidArgument):
-        return f"invalid argument {exc.field}: {exc.message}"
-    if isinstance(exc, NotFound):
-        return not_found_message(str(exc))
-    if isinstance(exc, Conflict):
-        return f"conflict: {exc} (read the file again and retry)"
-    if isinstance(exc, Unauthenticated):
-        return f"not authenticated: {exc}"
-    if isinstance(exc, Forbidden):
-        return f"permission denied: {exc}"
-    if isinstance(exc, RateLimited):
-        return f"rate limit exceeded; retry in {max(1, math.ceil(exc.retry_after))} s"
-    if isinstance(exc, DatabaseUnavailable):
-        return "the memory database is unavailable; retry later"
-    if isinstance(exc, Busy):
-        return f"busy: {exc}; retry"
-    log.error("unexpected memexdb error: %r", exc)
-    return "internal error"
+    """The tool error of a typed error: its row of the error table's MCP text."""
+    kind = kind_of(exc)
+    if kind is INTERNAL:
+        log.error("unexpected memexdb error: %r", exc)
+    return render(kind.mcp, exc)
 
 
 @contextlib.asynccontextmanager

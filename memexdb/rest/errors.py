@@ -9,6 +9,7 @@ import math
 import re
 from typing import Any
 
+from memexdb_client.errors import BY_STATUS, INTERNAL, kind_of, render
 from pydantic import ValidationError
 from starlette.convertors import UUIDConvertor
 from starlette.exceptions import HTTPException
@@ -17,24 +18,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memexdb.bearer import BEARER_CHALLENGE
-from memexdb.error_models import (
-    ErrorBody,
-    ErrorResponse,
-    FieldError,
-    field_errors,
-    not_found_message,
-)
-from memexdb.errors import (
-    Busy,
-    Conflict,
-    DatabaseUnavailable,
-    Forbidden,
-    InvalidArgument,
-    MemexError,
-    NotFound,
-    RateLimited,
-    Unauthenticated,
-)
+from memexdb.error_models import ErrorBody, ErrorResponse, FieldError, field_errors
+from memexdb.errors import InvalidArgument, MemexError, RateLimited
 from memexdb.rest.parsing import memex_of
 
 log = logging.getLogger("memexdb.rest")
@@ -81,35 +66,27 @@ async def on_validation_error(request: Request, exc: Exception) -> Response:
     return error_response(422, "invalid_argument", f"{len(fields)} invalid field(s)", fields)
 
 
-async def on_memex_error(request: Request, exc: Exception) -> Response:
+def memex_error_response(exc: MemexError) -> JSONResponse:
+    """The JSON answer of a typed error, as its row of the error table says (status,
+    code, message, Retry-After); an error the table does not know is a logged 500."""
+    kind = kind_of(exc)
+    if kind is INTERNAL:
+        log.error("unexpected memexdb error: %r", exc)
+    fields = None
     if isinstance(exc, InvalidArgument):
-        return error_response(
-            422,
-            exc.code,
-            f"{exc.field}: {exc.message}",
-            [FieldError(field=exc.field, message=exc.message)],
-        )
-    if isinstance(exc, NotFound):
-        return error_response(404, exc.code, not_found_message(str(exc)))
-    if isinstance(exc, Conflict):
-        return error_response(409, exc.code, str(exc))
-    if isinstance(exc, Unauthenticated):
-        return error_response(
-            401, exc.code, str(exc), headers={"WWW-Authenticate": BEARER_CHALLENGE}
-        )
-    if isinstance(exc, Forbidden):
-        return error_response(403, exc.code, str(exc))
-    if isinstance(exc, RateLimited):
-        return error_response(429, exc.code, "rate limit exceeded", retry_after=exc.retry_after)
-    if isinstance(exc, DatabaseUnavailable):
-        return error_response(
-            503, exc.code, "database is unavailable, retry later", headers={"Retry-After": "5"}
-        )
-    if isinstance(exc, Busy):
-        return error_response(503, exc.code, str(exc), headers={"Retry-After": "1"})
+        fields = [FieldError(field=exc.field, message=exc.message)]
+    headers = {"WWW-Authenticate": BEARER_CHALLENGE} if kind.status == 401 else {}
+    if kind.retry_after is not None:
+        headers["Retry-After"] = str(kind.retry_after)
+    retry_after = exc.retry_after if isinstance(exc, RateLimited) else None
+    return error_response(
+        kind.status, kind.code, render(kind.rest, exc), fields, retry_after, headers=headers
+    )
+
+
+async def on_memex_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, MemexError)
-    log.error("unexpected memexdb error: %r", exc)
-    return error_response(500, "internal_error", "internal server error")
+    return memex_error_response(exc)
 
 
 def _not_a_uuid(request: Request) -> str | None:
@@ -146,12 +123,6 @@ _EXAMPLE_UUID = "3fa85f64-5717-4562-b3fc-2c963f66afa6"
 
 async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    codes = {
-        404: "not_found",
-        405: "method_not_allowed",
-        413: "payload_too_large",
-        415: "unsupported_media_type",
-    }
     detail = str(exc.detail)
     if exc.status_code == 404:
         detail = _not_a_uuid(request) or detail
@@ -160,7 +131,7 @@ async def on_http_error(request: Request, exc: Exception) -> Response:
     # exc.headers carries e.g. the Allow header of a 405
     return error_response(
         exc.status_code,
-        codes.get(exc.status_code, "http_error"),
+        kind.code if (kind := BY_STATUS.get(exc.status_code)) else "http_error",
         detail,
         headers=dict(exc.headers or {}),
     )

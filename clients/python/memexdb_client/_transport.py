@@ -15,15 +15,10 @@ from typing import Any
 import httpx
 
 from memexdb_client.errors import (
-    Busy,
-    Conflict,
-    DatabaseUnavailable,
-    Forbidden,
+    BY_CODE,
     InvalidArgument,
     MemexError,
-    NotFound,
     RateLimited,
-    Unauthenticated,
     Unavailable,
 )
 
@@ -63,27 +58,19 @@ def error_of(response: httpx.Response) -> MemexError:
         code, message = str(body["code"]), str(body["message"])
     except (ValueError, KeyError, TypeError):
         return HTTPError(response.status_code, response.text[:200])
-    if code == "invalid_argument":
+    kind = BY_CODE.get(code)  # the error table's row of the code
+    if kind is None or kind.exception is None:
+        return HTTPError(response.status_code, message)
+    if kind.exception is InvalidArgument:
         fields = body.get("fields") or []
         if fields:
             first = fields[0]
             return InvalidArgument(str(first.get("field")), str(first.get("message")))
         return InvalidArgument("request", message)
-    if code == "rate_limited":
+    if kind.exception is RateLimited:
         retry = body.get("retry_after_seconds") or _retry_after(response) or 1.0
         return RateLimited(message, float(retry))
-    simple: dict[str, type[MemexError]] = {
-        "not_found": NotFound,
-        "model_not_found": NotFound,  # POST /v1/embeddings: another model than the service's
-        "conflict": Conflict,
-        "unauthenticated": Unauthenticated,
-        "forbidden": Forbidden,
-        "database_unavailable": DatabaseUnavailable,
-        "busy": Busy,
-    }
-    if code in simple:
-        return simple[code](message)
-    return HTTPError(response.status_code, message)
+    return kind.exception(message)
 
 
 def _retry_after(response: httpx.Response) -> float | None:

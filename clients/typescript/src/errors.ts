@@ -1,5 +1,8 @@
 /** Typed errors: one class per `error.code` of the API's error body
- * (`{"error": {"code", "message", "fields", "retry_after_seconds"}}`, docs/rest.md). */
+ * (`{"error": {"code", "message", "fields", "retry_after_seconds"}}`, docs/rest.md); the
+ * codes, statuses and SQLSTATEs are the error table's (src/generated/errors.ts). */
+
+import { ERRORS, type ErrorName } from "./generated/errors.js";
 
 /** A bad field of an `invalid_argument` answer. */
 export interface FieldError {
@@ -66,6 +69,8 @@ export class DatabaseUnavailableError extends MemexError {}
 export class PayloadTooLargeError extends MemexError {}
 /** 405: no such method on this path. */
 export class MethodNotAllowedError extends MemexError {}
+/** 415: a body of another media type than the endpoint reads. */
+export class UnsupportedMediaTypeError extends MemexError {}
 /** 421: the service does not answer this Host. */
 export class HostNotAllowedError extends MemexError {}
 /** 403 `origin_not_allowed`: a browser Origin the service does not allow. */
@@ -79,37 +84,33 @@ export class ConnectionError extends MemexError {}
 
 type ErrorClass = new (message: string, options?: ConstructorParameters<typeof MemexError>[1]) => MemexError;
 
-/** The error class of each `error.code`. */
-export const ERROR_CLASSES: Readonly<Record<string, ErrorClass>> = {
-  invalid_argument: InvalidArgumentError,
-  not_found: NotFoundError,
-  model_not_found: NotFoundError, // POST /v1/embeddings: a model other than the service's
-  conflict: ConflictError,
-  unauthenticated: UnauthenticatedError,
-  forbidden: ForbiddenError,
-  rate_limited: RateLimitedError,
-  busy: BusyError,
-  database_unavailable: DatabaseUnavailableError,
-  payload_too_large: PayloadTooLargeError,
-  method_not_allowed: MethodNotAllowedError,
-  host_not_allowed: HostNotAllowedError,
-  origin_not_allowed: OriginNotAllowedError,
-  internal_error: InternalError,
+/** The class of each name of the error table (a row naming no class here fails to compile). */
+const CLASSES: Readonly<Record<ErrorName, ErrorClass>> = {
+  InvalidArgument: InvalidArgumentError,
+  NotFound: NotFoundError,
+  Conflict: ConflictError,
+  Unauthenticated: UnauthenticatedError,
+  Forbidden: ForbiddenError,
+  RateLimited: RateLimitedError,
+  Busy: BusyError,
+  DatabaseUnavailable: DatabaseUnavailableError,
+  PayloadTooLarge: PayloadTooLargeError,
+  MethodNotAllowed: MethodNotAllowedError,
+  UnsupportedMediaType: UnsupportedMediaTypeError,
+  HostNotAllowed: HostNotAllowedError,
+  OriginNotAllowed: OriginNotAllowedError,
+  Internal: InternalError,
 };
 
-const BY_STATUS: Readonly<Record<number, string>> = {
-  401: "unauthenticated",
-  403: "forbidden",
-  404: "not_found",
-  405: "method_not_allowed",
-  409: "conflict",
-  413: "payload_too_large",
-  421: "host_not_allowed",
-  422: "invalid_argument",
-  429: "rate_limited",
-  500: "internal_error",
-  503: "database_unavailable",
-};
+/** The error class of each `error.code` (the error table, src/generated/errors.ts). */
+export const ERROR_CLASSES: Readonly<Record<string, ErrorClass>> = Object.fromEntries(
+  ERRORS.map((kind) => [kind.code, CLASSES[kind.name]]),
+);
+
+/** The code a bare answer with a status stands for: the table's first row of it. */
+const BY_STATUS: Readonly<Record<number, string>> = Object.fromEntries(
+  [...ERRORS].reverse().map((kind) => [kind.status, kind.code]),
+);
 
 /** Seconds from a Retry-After header (delta-seconds or an HTTP date), if any. */
 export function parseRetryAfter(value: string | null, now: number = Date.now()): number | undefined {

@@ -985,7 +985,7 @@ export interface components {
         ErrorBody: {
             /**
              * Code
-             * @description invalid_argument | unauthenticated | forbidden | not_found | conflict | rate_limited | database_unavailable | busy | payload_too_large | method_not_allowed | host_not_allowed | origin_not_allowed | internal_error | model_not_found (POST /v1/embeddings)
+             * @description invalid_argument | not_found | model_not_found | conflict | rate_limited | unauthenticated | forbidden | database_unavailable | busy | payload_too_large | method_not_allowed | unsupported_media_type | host_not_allowed | origin_not_allowed | internal_error
              */
             code: string;
             /** Fields */
@@ -1868,7 +1868,7 @@ export interface components {
         OpenAIErrorBody: {
             /**
              * Code
-             * @description invalid_argument | unauthenticated | forbidden | not_found | conflict | rate_limited | database_unavailable | busy | payload_too_large | method_not_allowed | host_not_allowed | origin_not_allowed | internal_error | model_not_found (POST /v1/embeddings)
+             * @description invalid_argument | not_found | model_not_found | conflict | rate_limited | unauthenticated | forbidden | database_unavailable | busy | payload_too_large | method_not_allowed | unsupported_media_type | host_not_allowed | origin_not_allowed | internal_error
              */
             code: string;
             /** Fields */
