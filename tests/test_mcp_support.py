@@ -319,8 +319,13 @@ class NodeTools:
     def inspector(self, *args: str, timeout: float = NODE_TOOL_TIMEOUT) -> dict[str, Any]:
         """Run `inspector --cli ARGS --format json`; its JSON result. A tool error is
         `isError: true` in the JSON; Inspector 2.x also exits 5 then (1.x exited 0)."""
+        # a stdio server on a loaded machine may take longer than the Inspector's 15 s
+        # default to answer `initialize` (memexdb mcp imports the embedder first)
+        connect_ms = str(int(timeout * 1000 * 3 / 4))
         res = self.run(
-            [str(self.bin_dir / "inspector"), "--cli", *args, "--format", "json"], timeout
+            [str(self.bin_dir / "inspector"), "--cli", "--connect-timeout", connect_ms, *args]
+            + ["--format", "json"],
+            timeout,
         )
         assert res.stdout.strip(), f"no output (exit {res.returncode}):\n{res.stderr[-3000:]}"
         document: dict[str, Any] = json.loads(res.stdout)
