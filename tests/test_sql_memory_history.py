@@ -421,3 +421,99 @@ def test_a_restored_consolidation_is_not_condensed_again_until_something_new(
     assert source is not None
     operations = [r["operation"] for r in _revisions(conn, source[0])]
     assert operations[:3] == ["store", "archive", "restore"]
+
+
+# --- export and import -------------------------------------------------------------------
+
+
+def test_export_and_import_keep_history_supersession_and_validity(
+    conn: psycopg.Connection,
+) -> None:
+    now = datetime.now(UTC)
+    old = _store(conn, "Lives in Paris", valid_from=now - timedelta(days=300))
+    conn.execute("select memex.update_memory('agent', 'user', %s, p_importance => 1.5)", (old,))
+    new = _store(conn, "Moved to Berlin", supersedes=[old])
+    state = (
+        "select id, content, importance, valid_from, valid_to, supersedes, superseded_by,"
+        " superseded_at from memex.memories order by created_at"
+    )
+    before = conn.execute(state).fetchall()
+    history = "select * from memex.memory_revisions order by memory_id, revision"
+    revisions_before = [
+        {k: v for k, v in r.items() if k != "id"}
+        for r in conn.cursor(row_factory=dict_row).execute(history).fetchall()
+    ]
+    assert len(revisions_before) == 5  # old: store, update, superseded; new: store, supersede
+    # memexdb's export leaves the memory revisions out unless asked (its format lacks them)
+    kinds = "select distinct kind from memex.export_history('agent', 'user'{})"
+    assert conn.execute(kinds.format("")).fetchall() == []
+    records = [
+        row[0]
+        for row in conn.execute(
+            "select record from memex.export_history('agent', 'user',"
+            " p_include_memory_revisions => true) where kind = 'memory_revision'"
+        ).fetchall()
+    ]
+    assert len(records) == 5
+    memories = (
+        conn.cursor(row_factory=dict_row)
+        .execute("select * from memex.export_memories('agent', 'user', true) order by created_at")
+        .fetchall()
+    )
+    conn.execute("select memex.erase_user('agent', 'user', 'user')").fetchall()
+    assert conn.execute("select count(*) from memex.memory_revisions").fetchone() == (0,)
+
+    register_vector(conn)
+    conn.execute(
+        "select count(*) from memex.import_memories(%s, %s, %s, %s, %s, 'test-model',"
+        " %s::text[]::memex.memory_type[], %s, %s, %s, %s, %s, %s, null, %s, 'admin')",
+        (
+            [m["id"] for m in memories],
+            [m["agent_id"] for m in memories],
+            [m["user_id"] for m in memories],
+            [m["content"] for m in memories],
+            [m["embedding"] for m in memories],
+            [m["memory_type"] for m in memories],
+            [m["importance"] for m in memories],
+            [psycopg.types.json.Jsonb(m["metadata"]) for m in memories],
+            [m["created_at"] for m in memories],
+            [m["updated_at"] for m in memories],
+            [m["expires_at"] for m in memories],
+            [
+                psycopg.types.json.Jsonb(
+                    {
+                        "source_ids": [],
+                        "superseded_by": m["superseded_by"] and str(m["superseded_by"]),
+                    }
+                )
+                for m in memories
+            ],
+            [m["actor"] for m in memories],
+        ),
+    )
+    stand_ins = conn.execute("select operation, count(*) from memex.memory_revisions group by 1")
+    assert stand_ins.fetchall() == [("import", 2)]
+    # incoherent history is refused, nothing inserted: a gap, or a last revision that is
+    # not the memory as it is
+    gap = [r for r in records if not (r["memory_id"] == str(old) and r["revision"] == 2)]
+    stale = [r for r in records if not (r["memory_id"] == str(old) and r["revision"] > 1)]
+    for bad in (gap, stale):
+        with _raises("MX409"):
+            conn.execute(
+                "select memex.import_memory_revisions(%s)", (psycopg.types.json.Jsonb(bad),)
+            )
+    assert conn.execute(
+        "select memex.import_memory_revisions(%s)", (psycopg.types.json.Jsonb(records),)
+    ).fetchone() == (5,)
+    assert conn.execute(state).fetchall() == before
+    revisions_after = [
+        {k: v for k, v in r.items() if k != "id"}
+        for r in conn.cursor(row_factory=dict_row).execute(history).fetchall()
+    ]
+    assert revisions_after == revisions_before
+    # again: nothing more
+    assert conn.execute(
+        "select memex.import_memory_revisions(%s)", (psycopg.types.json.Jsonb(records),)
+    ).fetchone() == (0,)
+    # and search sees the supersession as before
+    assert [h["id"] for h in _search(conn)] == [new]

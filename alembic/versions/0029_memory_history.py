@@ -36,6 +36,7 @@ _OLD_SIGNATURES = (
     "memex.update_memory(text, text, uuid, text, vector, text, double precision, jsonb,"
     " memex.memory_type, timestamptz, boolean, timestamptz)",
     "memex.get_memory(text, text, uuid, timestamptz)",
+    "memex.export_history(text, text, text, bigint, integer)",
     "memex.search(text, text, vector, integer, double precision, double precision,"
     " memex.memory_type[], text, text, text, timestamptz, double precision, jsonb, boolean)",
     "memex._live_memories(text, text, memex.memory_type[], text, timestamptz, jsonb, boolean)",
@@ -104,7 +105,8 @@ def upgrade() -> None:
             (agent_id, user_id, memory_id, revision, operation, changed, actor, at, content,
              memory_type, importance, metadata, expires_at, supersedes, superseded_by,
              archived_at)
-        select m.agent_id, m.user_id, m.id, 1, 'store', '{content}', m.actor,
+        select m.agent_id, m.user_id, m.id, 1, 'store', '{content}',
+               coalesce(m.actor, 'unknown'),
                m.updated_at, m.content, m.memory_type, m.importance, m.metadata,
                m.expires_at, null, m.superseded_by, m.archived_at
         from memex.memories m

@@ -7,11 +7,11 @@
 -- update by the service's role), so no path can change a memory without a revision.
 -- Files (a path) keep their own revisions (memex.file_revisions) and are skipped here.
 -- An update that changes none of the recorded fields (re-embedding, memex.set_embeddings;
--- the actor) writes nothing. The operation is read from the change: insert -> 'store'
--- (or the session's memex.revision_operation, e.g. 'import'); superseded_at set ->
--- 'superseded'; archived_at set -> 'archive'; archived_at or superseded_at cleared ->
--- 'restore'; supersedes changed -> 'supersede'; otherwise memex.revision_operation
--- ('revert' from memex.revert_memory) or 'update'. A security definer (owned by
+-- the actor) writes nothing. The operation is read from the change: insert -> 'store';
+-- superseded_at set -> 'superseded'; archived_at set -> 'archive'; archived_at or
+-- superseded_at cleared -> 'restore'; supersedes changed -> 'supersede'; otherwise
+-- 'update' (memex.revert_memory and memex.import_memories relabel the revision they
+-- caused 'revert' and 'import': no session setting can steer it). A security definer (owned by
 -- memex_owner): tenants hold no privilege on the table and cannot forge or change a
 -- revision; row-level security still applies (forced).
 create or replace function memex._memory_revision()
@@ -24,14 +24,13 @@ as $$
 declare
     v_changed   text[];
     v_operation text;
-    v_hint      text := nullif(current_setting('memex.revision_operation', true), '');
 begin
     if new.path is not null then
         return null;
     end if;
     if tg_op = 'INSERT' then
         v_changed := '{content}';
-        v_operation := coalesce(v_hint, 'store');
+        v_operation := 'store';
     else
         select coalesce(array_agg(f.name order by f.ord), '{}') into v_changed
         from (values
@@ -57,7 +56,7 @@ begin
             when (old.archived_at is not null and new.archived_at is null)
                  or (old.superseded_at is not null and new.superseded_at is null) then 'restore'
             when new.supersedes is distinct from old.supersedes then 'supersede'
-            else coalesce(v_hint, 'update') end;
+            else 'update' end;
     end if;
     insert into memex.memory_revisions
         (agent_id, user_id, memory_id, revision, operation, changed, actor, content,

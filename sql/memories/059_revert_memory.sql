@@ -54,7 +54,6 @@ begin
             message = format('memory %s says what revision %s said already', p_id, p_revision);
     end if;
     perform memex._enforce_rate_limit('store', p_agent_id);
-    perform set_config('memex.revision_operation', 'revert', true);
     update memex.memories m
     set content = v_old.content,
         memory_type = v_old.memory_type,
@@ -67,7 +66,10 @@ begin
         updated_at = now()
     where m.id = p_id
     returning (memex._memory_record(m)).* into v_result;
-    perform set_config('memex.revision_operation', '', true);
+    update memex.memory_revisions r set operation = 'revert'
+    where r.memory_id = p_id
+      and r.revision = (select max(x.revision) from memex.memory_revisions x
+                        where x.memory_id = p_id);
     if v_old.content <> v_row.content then
         perform memex._queue_embedding(p_id);
     end if;
