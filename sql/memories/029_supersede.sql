@@ -26,6 +26,8 @@ declare
     v_ids     uuid[];
     v_missing uuid;
     v_from    timestamptz;
+    v_has_successor boolean;
+    v_found   integer := 0;
     v_row     record;
 begin
     if coalesce(cardinality(p_supersedes), 0) = 0 then
@@ -57,17 +59,23 @@ begin
             raise exception using errcode = 'MX409',
                 message = format('memory %s is archived by consolidation', v_row.id);
         end if;
+        v_found := v_found + 1;
     end loop;
-    select s.id into v_missing
-    from unnest(v_ids) s(id)
-    where not exists (select from memex.memories m
-                      where m.id = s.id and m.agent_id = p_agent_id and m.user_id = p_user_id)
-    order by s.id limit 1;
-    if v_missing is not null then
+    if v_found < cardinality(v_ids) then
+        select s.id into v_missing
+        from unnest(v_ids) s(id)
+        where not exists (select from memex.memories m
+                          where m.id = s.id and m.agent_id = p_agent_id
+                            and m.user_id = p_user_id)
+        order by s.id limit 1;
         raise exception 'memory % not found', v_missing using errcode = 'MX404';
     end if;
-    -- a cycle: one of them is p_id's successor, or its successor's, and so on
-    if exists (
+    select coalesce(m.valid_from, m.created_at), m.superseded_at is not null
+    into v_from, v_has_successor
+    from memex.memories m where m.id = p_id;
+    -- a cycle: one of them is p_id's successor, or its successor's, and so on (a memory
+    -- just stored has none: nothing to walk)
+    if v_has_successor and exists (
         with recursive successors as (
             select m.superseded_by as id, 1 as depth from memex.memories m
             where m.id = p_id and m.superseded_at is not null
@@ -81,18 +89,18 @@ begin
         perform memex._invalid('supersedes', 'would make a cycle: a memory it supersedes'
                                               ' supersedes it already');
     end if;
-    select coalesce(m.valid_from, m.created_at) into v_from
-    from memex.memories m where m.id = p_id;
     update memex.memories m
     set superseded_by = p_id,
         superseded_at = now(),
         valid_to = coalesce(m.valid_to,
                             greatest(v_from, coalesce(m.valid_from, m.created_at)))
     where m.id = any (v_ids) and m.agent_id = p_agent_id and m.user_id = p_user_id;
+    -- memex.store inserts the memory with them listed already: no second write then
     update memex.memories m
     set supersedes = (select array_agg(distinct s.id order by s.id)
                       from unnest(coalesce(m.supersedes, '{}') || v_ids) s(id))
-    where m.id = p_id;
+    where m.id = p_id
+      and not (coalesce(m.supersedes, '{}') @> v_ids);
 end
 $$;
 

@@ -17,7 +17,7 @@
 -- them out of the default search; unknown or other tenants' ids MX404, a cycle MX422);
 -- p_valid_from / p_valid_to say when the fact held (null valid_from: from created_at;
 -- null valid_to: open-ended; valid_to before the start is MX422). The insert leaves the
--- memory's revision 1 (memex._memory_revision). A retried store (p_id) supersedes nothing
+-- memory's revision 1 (memex._memory_revisions_stored). A retried store (p_id) supersedes nothing
 -- more.
 create or replace function memex.store(
     p_agent_id text,
@@ -42,8 +42,14 @@ security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_result memex.memory_record;
+    v_result     memex.memory_record;
+    -- listed on the new memory as it is inserted (memex._supersede checks and links them)
+    v_supersedes uuid[];
 begin
+    if p_supersedes is not null then
+        v_supersedes := (select array_agg(distinct s.id order by s.id)
+                         from unnest(p_supersedes) s(id) where s.id is not null);
+    end if;
     perform memex._check_memory(p_agent_id, p_user_id, p_content, p_embedding,
                                 p_embedding_model, p_importance, p_metadata);
     if p_expires_at <= now() then  -- it would never be found (memex.import_memories may)
@@ -58,11 +64,13 @@ begin
     if p_id is null then
         insert into memex.memories as m
             (agent_id, user_id, memory_type, content, embedding, embedding_model, importance,
-             metadata, expires_at, created_at, updated_at, valid_from, valid_to)
+             metadata, expires_at, created_at, updated_at, valid_from, valid_to,
+             supersedes)
         values
             (p_agent_id, p_user_id, coalesce(p_memory_type, 'episodic'), p_content,
              p_embedding, p_embedding_model, p_importance, coalesce(p_metadata, '{}'),
-             p_expires_at, coalesce(p_created_at, now()), now(), p_valid_from, p_valid_to)
+             p_expires_at, coalesce(p_created_at, now()), now(), p_valid_from, p_valid_to,
+             v_supersedes)
         returning (memex._memory_record(m)).* into v_result;
         perform memex._supersede(p_agent_id, p_user_id, v_result.id, p_supersedes);
         if memex._actor() = 'memorize-agent' then
@@ -73,11 +81,13 @@ begin
 
     insert into memex.memories as m
         (id, agent_id, user_id, memory_type, content, embedding, embedding_model, importance,
-         metadata, expires_at, created_at, updated_at, valid_from, valid_to)
+         metadata, expires_at, created_at, updated_at, valid_from, valid_to,
+             supersedes)
     values
         (p_id, p_agent_id, p_user_id, coalesce(p_memory_type, 'episodic'), p_content,
          p_embedding, p_embedding_model, p_importance, coalesce(p_metadata, '{}'),
-         p_expires_at, coalesce(p_created_at, now()), now(), p_valid_from, p_valid_to)
+         p_expires_at, coalesce(p_created_at, now()), now(), p_valid_from, p_valid_to,
+         v_supersedes)
     on conflict (id) do nothing
     returning (memex._memory_record(m)).* into v_result;
     if found then
