@@ -43,33 +43,6 @@ begin
     if p_id = any (v_ids) then
         perform memex._invalid('supersedes', 'a memory cannot supersede itself');
     end if;
-    -- locked in id order, so that two writers superseding the same memories do not deadlock
-    for v_row in
-        select m.id, m.path, m.archived_at
-        from memex.memories m
-        where m.id = any (v_ids) and m.agent_id = p_agent_id and m.user_id = p_user_id
-        order by m.id
-        for update
-    loop
-        if v_row.path is not null then
-            raise exception using errcode = 'MX409',
-                message = format('memory %s is a file: files are not superseded', v_row.id);
-        end if;
-        if v_row.archived_at is not null then
-            raise exception using errcode = 'MX409',
-                message = format('memory %s is archived by consolidation', v_row.id);
-        end if;
-        v_found := v_found + 1;
-    end loop;
-    if v_found < cardinality(v_ids) then
-        select s.id into v_missing
-        from unnest(v_ids) s(id)
-        where not exists (select from memex.memories m
-                          where m.id = s.id and m.agent_id = p_agent_id
-                            and m.user_id = p_user_id)
-        order by s.id limit 1;
-        raise exception 'memory % not found', v_missing using errcode = 'MX404';
-    end if;
     select coalesce(m.valid_from, m.created_at), m.superseded_at is not null
     into v_from, v_has_successor
     from memex.memories m where m.id = p_id;
@@ -89,12 +62,39 @@ begin
         perform memex._invalid('supersedes', 'would make a cycle: a memory it supersedes'
                                               ' supersedes it already');
     end if;
+    -- one statement (the primary-key scan takes the rows in id order, so two writers
+    -- superseding the same memories do not deadlock); what it could not take is refused
+    -- after it, and the error undoes it with the rest of the call
     update memex.memories m
     set superseded_by = p_id,
         superseded_at = now(),
         valid_to = coalesce(m.valid_to,
                             greatest(v_from, coalesce(m.valid_from, m.created_at)))
-    where m.id = any (v_ids) and m.agent_id = p_agent_id and m.user_id = p_user_id;
+    where m.id = any (v_ids) and m.agent_id = p_agent_id and m.user_id = p_user_id
+      and m.path is null and m.archived_at is null;
+    get diagnostics v_found = row_count;
+    if v_found < cardinality(v_ids) then
+        select m.id, m.path, m.archived_at into v_row
+        from memex.memories m
+        where m.id = any (v_ids) and m.agent_id = p_agent_id and m.user_id = p_user_id
+          and (m.path is not null or m.archived_at is not null)
+        order by m.id limit 1;
+        if v_row.path is not null then
+            raise exception using errcode = 'MX409',
+                message = format('memory %s is a file: files are not superseded', v_row.id);
+        end if;
+        if v_row.id is not null then
+            raise exception using errcode = 'MX409',
+                message = format('memory %s is archived by consolidation', v_row.id);
+        end if;
+        select s.id into v_missing
+        from unnest(v_ids) s(id)
+        where not exists (select from memex.memories m
+                          where m.id = s.id and m.agent_id = p_agent_id
+                            and m.user_id = p_user_id)
+        order by s.id limit 1;
+        raise exception 'memory % not found', v_missing using errcode = 'MX404';
+    end if;
     -- memex.store inserts the memory with them listed already: no second write then
     update memex.memories m
     set supersedes = (select array_agg(distinct s.id order by s.id)
