@@ -519,3 +519,16 @@ def test_export_and_import_keep_history_supersession_and_validity(
     ).fetchone() == (0,)
     # and search sees the supersession as before
     assert [h["id"] for h in _search(conn)] == [new]
+
+
+def test_as_of_reads_a_back_dated_memory_as_search_finds_it(conn: psycopg.Connection) -> None:
+    # created (p_created_at) long before it was recorded: as of a moment in between, search
+    # finds it, and get_memory reads its first revision
+    now = datetime.now(UTC)
+    memory = _store(conn, "Was born in Lisbon", created_at=now - timedelta(days=3000))
+    moment = now - timedelta(days=1000)
+    assert [h["id"] for h in _search(conn, as_of=moment)] == [memory]
+    assert conn.execute(
+        "select content from memex.get_memory('agent', 'user', %s, p_as_of => %s)",
+        (memory, moment),
+    ).fetchone() == ("Was born in Lisbon",)
