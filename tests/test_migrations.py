@@ -177,6 +177,7 @@ def test_sql_functions_follow_the_conventions(conn: psycopg.Connection) -> None:
         "_memory_record",
         "_ann_bounded",
         "_ann_nearest",
+        "_valid_importance",
     }
     for name, volatility, config, comment, _kind in rows:
         assert comment, f"memex.{name} has no comment"

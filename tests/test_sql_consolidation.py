@@ -172,6 +172,10 @@ def test_a_tenant_written_continuously_is_condensed_all_the_same(
     # the batch must be older than the grace period: a tenant whose 50 oldest memories
     # are all within the last hour waits
     conn.execute("select memex.restore_consolidation(id) from memex.consolidation_runs")
+    # a restore sticks until something new arrives for the tenant (issue 36): a write now
+    conn.execute(
+        "select memex.store(%s, %s, 'a new turn', %s, 'test-model')", (A, U, unit((1, 1.0)))
+    )
     early = start + 49 * every + timedelta(minutes=30)
     waiting = _consolidate(conn, now=early)
     assert waiting is not None and "grace period" in waiting["details"]["reason"]

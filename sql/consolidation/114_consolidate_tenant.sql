@@ -17,7 +17,12 @@
 --     the embed worker embeds its text (memex._queue_embedding);
 --   * the sources are archived (archived_at, superseded_by), never deleted: search skips
 --     them unless asked, memex.restore_consolidation brings them back;
---   * written as dream-agent (memex._delegate) and recorded in memex.consolidation_runs.
+--   * written as dream-agent (memex._delegate) and recorded in memex.consolidation_runs;
+--   * a restore sticks (issue 36): memories memex.restore_consolidation brought back
+--     (restored_at) are not condensed again until a memory newer than the restore arrives
+--     for the tenant (its newest created_at is after restored_at), or p_force;
+--   * memories superseded by a newer version (superseded_at) are never condensed: their
+--     superseded_by names their successor.
 -- A run never holds up a client's write: it waits for a lock (the batch's rows, the
 -- tenant's counters and term statistics a store is writing) at most 200 ms (its own
 -- lock_timeout), then gives up what it did and returns status nothing with details.reason
@@ -55,6 +60,7 @@ declare
     v_newest  timestamptz;  -- the newest memory of the batch it would condense
     v_summary text;
     v_id      uuid;
+    v_last_write timestamptz;  -- the tenant's newest memory: what arrived after a restore
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);
     if p_summary is not null
@@ -73,16 +79,22 @@ begin
     v_run.actor := 'dream-agent';
     v_run.started_at := clock_timestamp();
     v_run.details := '{}';
+    select max(m.created_at) into v_last_write
+    from memex.memories m where m.agent_id = p_agent_id and m.user_id = p_user_id;
     if not p_force then
         select count(*) into v_live
         from memex.memories m
         where m.agent_id = p_agent_id and m.user_id = p_user_id
           and m.memory_type = 'episodic' and m.path is null and m.archived_at is null
+          and m.superseded_at is null
+          and (m.restored_at is null or p_force or m.restored_at < v_last_write)
           and (m.expires_at is null or m.expires_at > v_now);
         select max(b.created_at) into v_newest
         from (select m.created_at from memex.memories m
               where m.agent_id = p_agent_id and m.user_id = p_user_id
                 and m.memory_type = 'episodic' and m.path is null and m.archived_at is null
+                and m.superseded_at is null
+                and (m.restored_at is null or p_force or m.restored_at < v_last_write)
                 and (m.expires_at is null or m.expires_at > v_now)
               order by m.created_at, m.id
               limit (v_config ->> 'batch_size')::integer) b;
@@ -109,6 +121,8 @@ begin
     from (select m.id, m.content, m.created_at from memex.memories m
           where m.agent_id = p_agent_id and m.user_id = p_user_id
             and m.memory_type = 'episodic' and m.path is null and m.archived_at is null
+            and m.superseded_at is null
+            and (m.restored_at is null or p_force or m.restored_at < v_last_write)
             and (m.expires_at is null or m.expires_at > v_now)
           order by m.created_at, m.id
           limit (v_config ->> 'batch_size')::integer

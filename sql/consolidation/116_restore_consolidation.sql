@@ -4,6 +4,9 @@
 -- everything consolidation touches). The run's status becomes restored, and the restore
 -- itself is a run (kind restore, details.run) that is returned. MX404 for no such run of
 -- a tenant the caller may write; MX409 if the run is not a completed condense run.
+-- The restore sticks (issue 36): the sources' restored_at is set, and memex.consolidate_tenant
+-- leaves them until a memory newer than the restore arrives for the tenant (or a forced
+-- run). Each source and the summary get a revision (memex._memory_revision).
 create or replace function memex.restore_consolidation(p_run_id bigint)
 returns memex.consolidation_runs
 language plpgsql
@@ -37,7 +40,8 @@ begin
                         p_run_id, v_run.kind, v_run.status
             using errcode = 'MX409';
     end if;
-    update memex.memories m set archived_at = null, superseded_by = null
+    update memex.memories m set archived_at = null, superseded_by = null,
+                                restored_at = clock_timestamp()
     where m.superseded_by = v_run.summary_id
       and m.agent_id = v_run.agent_id and m.user_id = v_run.user_id;
     get diagnostics v_restored = row_count;

@@ -112,6 +112,15 @@ begin
     select (ins.record).*
     from inserted ins join items it on it.id = ins.id
     order by it.ord;
+    if p_access = 'admin' then
+        -- memexdb's import: the revision 1 each new memory got (memex._memory_revision)
+        -- says so; memex.import_memory_revisions replaces it with the exported history
+        update memex.memory_revisions r set operation = 'import'
+        where r.memory_id = any (p_ids) and r.revision = 1 and r.operation = 'store'
+          and r.at >= now()  -- written by this transaction
+          and not exists (select from memex.memory_revisions x
+                          where x.memory_id = r.memory_id and x.revision = 2);
+    end if;
 end
 $$;
 

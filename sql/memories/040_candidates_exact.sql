@@ -9,7 +9,9 @@
 -- only theirs are read, and of each only the query terms are unnested (a 10k-memory
 -- tenant of paragraphs: bench/RESULTS.md "Paragraph-sized memories").
 -- p_metadata (null: any) keeps only memories whose metadata contains it, before scoring;
--- p_include_archived adds the memories consolidation archived.
+-- p_include_archived adds the memories consolidation archived; p_include_superseded,
+-- p_as_of, p_valid_at, p_created_after and p_created_before as memex._live_memories.
+-- A memory's importance is memex._valid_importance's (halved once its valid_to passed).
 -- Each row also carries best_text_rank, the tenant's highest BM25 score (the same on every
 -- row; null without a match), which memex.search divides by: taken from the few matching
 -- memories here, it spares the search a pass over every candidate (a window).
@@ -23,7 +25,12 @@ create or replace function memex._candidates_exact(
     p_embedding_model text,
     p_now timestamptz,
     p_metadata jsonb,
-    p_include_archived boolean default false
+    p_include_archived boolean default false,
+    p_include_superseded boolean default false,
+    p_as_of timestamptz default null,
+    p_valid_at timestamptz default null,
+    p_created_after timestamptz default null,
+    p_created_before timestamptz default null
 )
 returns table (id uuid, importance double precision, created_at timestamptz,
                similarity double precision, text_rank double precision,
@@ -33,10 +40,13 @@ stable
 set search_path = pg_catalog, public, pg_temp
 as $$
     with live as materialized (
-        select m.id, m.importance::double precision as importance, m.created_at,
+        select m.id, memex._valid_importance(m.importance, m.valid_to, p_now, p_valid_at)
+                   as importance, m.created_at,
                1 - (m.embedding <=> p_query_embedding) as similarity, m.tsv_length as dl
         from memex._live_memories(p_agent_id, p_user_id, p_memory_types, p_embedding_model,
-                                  p_now, p_metadata, p_include_archived) m
+                                  p_now, p_metadata, p_include_archived,
+                                  p_include_superseded, p_as_of, p_valid_at, p_created_after,
+                                  p_created_before) m
     ),
     any_term as (
         select memex._any_term_query(p_terms) as q where cardinality(p_terms) > 0
@@ -48,7 +58,9 @@ as $$
         -- tf counts every position of the term
         select m.id, t.lexeme, coalesce(cardinality(t.positions), 1) as tf, m.tsv_length as dl
         from memex._live_memories(p_agent_id, p_user_id, p_memory_types, p_embedding_model,
-                                  p_now, p_metadata, p_include_archived) m
+                                  p_now, p_metadata, p_include_archived,
+                                  p_include_superseded, p_as_of, p_valid_at, p_created_after,
+                                  p_created_before) m
              cross join any_term a
              cross join lateral unnest(ts_filter(setweight(m.tsv, 'A', p_terms), '{a}')) t
         where m.tsv @@ a.q and t.lexeme = any (p_terms)
@@ -71,5 +83,6 @@ $$;
 
 comment on function memex._candidates_exact(text, text, vector, text[],
                                             memex.memory_type[], text, timestamptz, jsonb,
-                                            boolean) is
+                                            boolean, boolean, timestamptz, timestamptz,
+                                            timestamptz, timestamptz) is
     'All live memories of a tenant with similarity and BM25 score (exact search).';

@@ -23,7 +23,10 @@
 -- longer one by a subquery over the memory's query terms.
 -- p_metadata (null: any) keeps only memories whose metadata contains it, inside
 -- each branch (the HNSW iterative scan goes on until it has p_depth that match);
--- p_include_archived adds the memories consolidation archived.
+-- p_include_archived adds the memories consolidation archived; p_include_superseded,
+-- p_as_of, p_valid_at, p_created_after and p_created_before as memex._live_memories. A
+-- memory's importance is memex._valid_importance's (halved once its valid_to passed; the
+-- pruning bound below reads the stored importance, an upper bound of it).
 --
 -- Recency candidates that cannot reach the top k are skipped unread. When p_top_k is
 -- given (memex.search's vector-only ranking, where the score is memex._score(similarity,
@@ -63,7 +66,12 @@ create or replace function memex._candidates_ann(
     p_top_k integer default null,
     p_alpha double precision default null,
     p_half_life_days double precision default null,
-    p_neighbours integer default 0
+    p_neighbours integer default 0,
+    p_include_superseded boolean default false,
+    p_as_of timestamptz default null,
+    p_valid_at timestamptz default null,
+    p_created_after timestamptz default null,
+    p_created_before timestamptz default null
 )
 returns setof memex._candidate
 language sql
@@ -77,7 +85,9 @@ as $$
     with live as not materialized (
         select m.* from memex._live_memories(p_agent_id, p_user_id, p_memory_types,
                                              p_embedding_model, p_now, p_metadata,
-                                             p_include_archived) m
+                                             p_include_archived, p_include_superseded,
+                                             p_as_of, p_valid_at, p_created_after,
+                                             p_created_before) m
     ),
     any_term as (
         select memex._any_term_query(p_terms) as q where cardinality(p_terms) > 0
@@ -127,7 +137,8 @@ as $$
         -- Each branch reads the columns the ranking needs (the tsvector for the BM25 score,
         -- computed once per candidate at the end) from the rows its index scan has
         -- already read, so no candidate is looked up twice.
-        select l.id, l.importance::double precision as importance, l.created_at,
+        select l.id, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at)
+                   as importance, l.created_at,
                1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
         from live l
         where l.ann  -- implies the ANN index's predicate, so the planner may use it
@@ -138,7 +149,8 @@ as $$
     newest as materialized (
         -- all p_recent newest without pruning; the p_depth newest (scored in full, to
         -- raise the k-th score before the bound is tested) with it and alpha given
-        select l.id, l.importance::double precision as importance, l.created_at,
+        select l.id, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at)
+                   as importance, l.created_at,
                1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
         from live l
         where p_alpha is not null
@@ -189,7 +201,8 @@ as $$
         -- array's order), so the budget cuts the commonest pair, not an arbitrary part of
         -- all of them: a memory holding three query terms is in its rarest pair
         -- (bench/RESULTS.md, "Big tenants").
-        select l.id, l.importance::double precision as importance, l.created_at,
+        select l.id, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at)
+                   as importance, l.created_at,
                1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length,
                case when coalesce(cardinality(p_terms), 0) = 0 then null  -- folds without terms
                     when w.held <= 8
@@ -247,7 +260,8 @@ as $$
         select n.*
         from hits h
         cross join lateral (
-            select l.id, l.importance::double precision as importance, l.created_at,
+            select l.id, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at)
+                   as importance, l.created_at,
                    1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
             from live l
             where p_neighbours > 0 and (l.created_at, l.id) < (h.created_at, h.id)
@@ -259,7 +273,8 @@ as $$
         select n.*
         from hits h
         cross join lateral (
-            select l.id, l.importance::double precision as importance, l.created_at,
+            select l.id, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at)
+                   as importance, l.created_at,
                    1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
             from live l
             where p_neighbours > 0 and (l.created_at, l.id) > (h.created_at, h.id)
@@ -289,7 +304,8 @@ as $$
         order by r.created_at desc limit p_recent
     ),
     reachable as (  -- the entries whose bound reaches the k-th score, read
-        select l.id, l.importance::double precision as importance, l.created_at,
+        select l.id, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at)
+                   as importance, l.created_at,
                1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
         from entries e cross join bar b join live l on l.id = e.id
         where b.score is null  -- fewer than k known: no bound
@@ -334,6 +350,7 @@ $$;
 comment on function memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
                                           text, timestamptz, integer, integer, jsonb,
                                           boolean, integer, double precision,
-                                          double precision, integer) is
+                                          double precision, integer, boolean, timestamptz,
+                                          timestamptz, timestamptz, timestamptz) is
     'Nearest, newest (those that can reach the top k) and best text-matching memories of a'
     ' large tenant, scored (ANN search).';

@@ -35,6 +35,20 @@
 -- (metadata @> p_metadata), before ranking: it filters the candidates, not the top k.
 -- Memories archived by consolidation are ranked too with p_include_archived (by default
 -- their summary stands in for them).
+--
+-- Time (issue 36). Memories superseded by a newer one (memex.store's p_supersedes) are left
+-- out unless p_include_superseded; included, each ranks after its successor when both are
+-- returned (memex._successors_first lowers its score just below its successor's). A
+-- memory whose valid_to has passed ranks with half its importance (memex._valid_importance:
+-- a fact valid now outranks one that no longer holds; not an exclusion). p_valid_at keeps
+-- only the facts valid at that moment (valid_from, or created_at when unset, <= p_valid_at
+-- < valid_to or open; then no halving); p_created_after (inclusive) and p_created_before
+-- (exclusive) bound created_at. p_as_of answers what the tenant's memory held at that
+-- moment: memories created by then and not yet superseded, archived or expired then,
+-- ranked with recency (and validity) from p_as_of (it replaces p_now). Limitation: a
+-- memory updated after p_as_of is ranked and returned with its current content and
+-- embedding (revisions keep no embedding; memex.get_memory's p_as_of reads the content
+-- it had). Forgotten and erased memories are gone, whatever p_as_of.
 create or replace function memex.search(
     p_agent_id text,
     p_user_id text,
@@ -49,7 +63,12 @@ create or replace function memex.search(
     p_now timestamptz default null,
     p_context_weight double precision default null,
     p_metadata jsonb default null,
-    p_include_archived boolean default false
+    p_include_archived boolean default false,
+    p_include_superseded boolean default false,
+    p_as_of timestamptz default null,
+    p_valid_at timestamptz default null,
+    p_created_after timestamptz default null,
+    p_created_before timestamptz default null
 )
 returns setof memex.search_hit
 language plpgsql
@@ -64,7 +83,7 @@ set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 declare
-    v_now      timestamptz := coalesce(p_now, now());
+    v_now      timestamptz := coalesce(p_as_of, p_now, now());
     v_terms    text[];
     v_context  double precision;
     v_weight   double precision := memex._setting('hybrid_vector_weight', '0.5')::double precision;
@@ -170,7 +189,8 @@ begin
         -- is the similarity itself, so the
         -- text statistics and the context window are skipped. Same formula and order as
         -- the general query below (bench/RESULTS.md, "Scale benchmark": 2.1 -> 0.8 ms).
-        return query
+        return query select * from memex._successors_first(array(
+        select h::memex.search_hit from (
         with top as (
             select r.*,
                    memex._score(r.similarity, r.recency, r.importance, p_alpha) as score
@@ -178,11 +198,16 @@ begin
                 select c.id, c.importance, c.created_at, c.similarity,
                        memex._recency(c.created_at, v_now, p_half_life_days) as recency
                 from (
-                    select m.id, m.importance::double precision as importance, m.created_at,
+                    select m.id,
+                           memex._valid_importance(m.importance, m.valid_to, v_now, p_valid_at)
+                               as importance,
+                           m.created_at,
                            1 - (m.embedding operator(public.<=>) p_query_embedding) as similarity
                     from memex._live_memories(p_agent_id, p_user_id, p_memory_types,
                                               p_embedding_model, v_now, p_metadata,
-                                              p_include_archived) m
+                                              p_include_archived, p_include_superseded,
+                                              p_as_of, p_valid_at, p_created_after,
+                                              p_created_before) m
                     where v_exact
                     union all
                     select a.id, a.importance, a.created_at, a.similarity
@@ -190,7 +215,9 @@ begin
                                                v_terms, p_memory_types, p_embedding_model,
                                                v_now, v_depth, v_recent, p_metadata,
                                                p_include_archived, p_top_k, p_alpha,
-                                               p_half_life_days) a
+                                               p_half_life_days, 0, p_include_superseded,
+                                               p_as_of, p_valid_at, p_created_after,
+                                               p_created_before) a
                     where not v_exact
                 ) c
                 offset 0  -- evaluate similarity and recency once per row
@@ -198,21 +225,25 @@ begin
             order by score desc, r.created_at desc, r.id
             limit p_top_k
         )
-        select m.id, m.agent_id, m.user_id, m.memory_type, m.content, t.importance,
+        select m.id, m.agent_id, m.user_id, m.memory_type, m.content,
+               m.importance::double precision as importance,
                m.metadata, m.created_at, m.expires_at, t.similarity, null::double precision,
                t.similarity, t.recency, t.score, m.source_ids, m.superseded_by, m.archived_at,
                m.updated_at, m.embedding_model
         from top t join memex.memories m on m.id = t.id
-        order by t.score desc, t.created_at desc, t.id;
+        order by t.score desc, t.created_at desc, t.id) h), p_include_superseded);
     else
-        return query
+        return query select * from memex._successors_first(array(
+        select h::memex.search_hit from (
         with candidates as (
             -- best_text_rank: the highest BM25 score among the candidates (the exact path
             -- has it from its matching memories; the ANN path takes it over its candidates)
             select c.* from memex._candidates_exact(p_agent_id, p_user_id, p_query_embedding,
                                                     v_terms, p_memory_types,
                                                     p_embedding_model, v_now, p_metadata,
-                                                    p_include_archived) c
+                                                    p_include_archived, p_include_superseded,
+                                                    p_as_of, p_valid_at, p_created_after,
+                                                    p_created_before) c
             where v_exact
             union all
             select c.*, max(c.text_rank) over () as best_text_rank
@@ -220,7 +251,11 @@ begin
                                        v_terms, p_memory_types, p_embedding_model,
                                        v_now, v_depth, v_recent, p_metadata,
                                        p_include_archived,
-                                       p_neighbours => case when v_context > 0 then 2 else 0 end) c
+                                       p_neighbours => case when v_context > 0 then 2 else 0 end,
+                                       p_include_superseded => p_include_superseded,
+                                       p_as_of => p_as_of, p_valid_at => p_valid_at,
+                                       p_created_after => p_created_after,
+                                       p_created_before => p_created_before) c
             where not v_exact
         ),
         normalised as (
@@ -252,7 +287,7 @@ begin
             order by score desc, s.created_at desc, s.id
             limit p_top_k
         )
-        select m.id, m.agent_id, m.user_id, m.memory_type, m.content, t.importance, m.metadata,
+        select m.id, m.agent_id, m.user_id, m.memory_type, m.content, m.importance, m.metadata,
                m.created_at, m.expires_at, t.similarity, t.text_rank, t.relevance, t.recency,
                t.score, m.source_ids, m.superseded_by, m.archived_at, m.updated_at,
                m.embedding_model
@@ -262,12 +297,13 @@ begin
              -- (a 1k-memory tenant: bench/RESULTS.md "Paragraph-sized memories"); offset 0
              -- keeps the lookup per row
              cross join lateral (
-                 select m.id, m.agent_id, m.user_id, m.memory_type, m.content, m.metadata,
+                 select m.id, m.agent_id, m.user_id, m.memory_type, m.content,
+                        m.importance::double precision as importance, m.metadata,
                         m.created_at, m.expires_at, m.source_ids, m.superseded_by,
                         m.archived_at, m.updated_at, m.embedding_model
                  from memex.memories m where m.id = t.id offset 0
              ) m
-        order by t.score desc, t.created_at desc, t.id;
+        order by t.score desc, t.created_at desc, t.id) h), p_include_superseded);
     end if;
 
     for i in 1 .. coalesce(cardinality(v_gucs), 0) loop
@@ -278,6 +314,7 @@ $$;
 
 comment on function memex.search(text, text, vector, integer, double precision,
                                  double precision, memex.memory_type[], text, text, text,
-                                 timestamptz, double precision, jsonb, boolean) is
+                                 timestamptz, double precision, jsonb, boolean, boolean,
+                                 timestamptz, timestamptz, timestamptz, timestamptz) is
     'Rank a tenant''s memories: relevance with recency as a bounded tiebreaker, or'
     ' (alpha*relevance + (1-alpha)*recency) when alpha is given; times importance.';

@@ -2,7 +2,10 @@
 -- memex.forget: delete one memory of a tenant and return it. Raises SQLSTATE MX404 when
 -- the id does not exist for this tenant (another tenant's id is indistinguishable from a
 -- missing one, so ids leak nothing across tenants). Forgetting a consolidation summary
--- brings its archived sources back (live again), so that nothing is lost with it.
+-- brings its archived sources back (live again), so that nothing is lost with it; so does
+-- forgetting a memory that superseded others (issue 36: they are no longer superseded;
+-- the valid_to supersession closed stays). A forgotten memory's revisions
+-- (memex.memory_revisions) go with it: forgotten means gone, its history included.
 -- p_user_id null (memex's DELETE /v1/memories/{id}?agent_id=..., which names no user):
 -- the memory is looked for among the agent's memories this caller may see (row-level
 -- security: a key limited to some users finds only theirs), then forgotten as its user's.
@@ -39,7 +42,7 @@ begin
             errcode = 'MX409',
             message = 'this memory is a file: delete it with memory_delete (by its path)';
     end if;
-    update memex.memories m set archived_at = null, superseded_by = null
+    update memex.memories m set archived_at = null, superseded_by = null, superseded_at = null
     where m.superseded_by = p_id and m.agent_id = p_agent_id and m.user_id = p_user_id;
     delete from memex.memories m
     where m.id = p_id and m.agent_id = p_agent_id and m.user_id = p_user_id

@@ -1,6 +1,6 @@
 -- privileges: tenant
 -- memex.count: number of live memories of a tenant (memex._live_memories: unarchived,
--- unexpired at p_now), optionally of one memory type and one embedding model (the
+-- not superseded, unexpired at p_now), optionally of one memory type and one embedding model (the
 -- memories a search with that model can find), optionally only those whose metadata
 -- contains p_metadata (a JSON object).
 create or replace function memex.count(

@@ -5,7 +5,8 @@
 -- the next one (both or neither). Filters: one memory type, a created_at range
 -- (p_created_after <= created_at < p_created_before) and metadata containment
 -- (metadata @> p_metadata, a JSON object). p_include_archived lists the memories
--- consolidation archived as well, each with its summary (superseded_by).
+-- consolidation archived as well, each with its summary (superseded_by), and the memories
+-- a newer one superseded (issue 36: superseded_by, their successor; left out otherwise).
 create or replace function memex.list_memories(
     p_agent_id text,
     p_user_id text,
@@ -41,7 +42,8 @@ begin
                               case when p_memory_type is null then null
                                    else array[p_memory_type] end,
                               null, coalesce(p_now, now()), p_metadata,
-                              p_include_archived) m
+                              p_include_archived,
+                              p_include_superseded => p_include_archived) m
     -- Bounds on created_at alone, with no "is null or": a generic plan keeps them as the
     -- range of the tenant index scan, so a deep page does not scan the pages before it.
     where m.created_at <= coalesce(p_cursor_created_at, 'infinity')

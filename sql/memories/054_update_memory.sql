@@ -7,6 +7,11 @@
 -- updated_at = now(); the result is checked like memex.store's input (MX422 naming the
 -- field; a new expires_at must be in the future). Changing nothing is MX422 (field "patch"); an id that is not a live memory of
 -- this tenant is MX404. Counts as a write against the agent's store rate limit.
+-- Time (issue 36): p_supersedes (memex._supersede, as memex.store's), p_valid_from,
+-- p_valid_to (p_clear_valid_to = true reopens it); a superseded memory may be updated
+-- too (e.g. to correct when it held). Every change leaves a revision
+-- (memex._memory_revision: one for the update, one per memory superseded, one for the
+-- links). A content change keeps the caller's new embedding, as before.
 create or replace function memex.update_memory(
     p_agent_id text,
     p_user_id text,
@@ -19,7 +24,11 @@ create or replace function memex.update_memory(
     p_memory_type memex.memory_type default null,
     p_expires_at timestamptz default null,
     p_clear_expires_at boolean default false,
-    p_now timestamptz default null
+    p_now timestamptz default null,
+    p_supersedes uuid[] default null,
+    p_valid_from timestamptz default null,
+    p_valid_to timestamptz default null,
+    p_clear_valid_to boolean default false
 )
 returns memex.memory_record
 language plpgsql
@@ -35,7 +44,9 @@ begin
     perform memex._authorize(p_agent_id, p_user_id, 'write');
     if p_content is null and p_embedding is null and p_importance is null
        and p_metadata is null and p_memory_type is null and p_expires_at is null
-       and not coalesce(p_clear_expires_at, false) then
+       and not coalesce(p_clear_expires_at, false) and p_supersedes is null
+       and p_valid_from is null and p_valid_to is null
+       and not coalesce(p_clear_valid_to, false) then
         perform memex._invalid('patch', 'must change at least one field');
     end if;
     if p_content is not null and p_embedding is null then
@@ -51,8 +62,13 @@ begin
         perform memex._invalid('expires_at', 'must be in the future');
     end if;
 
+    if p_valid_to is not null and coalesce(p_clear_valid_to, false) then
+        perform memex._invalid('valid_to', 'cannot be set and cleared at once');
+    end if;
+
     select m.* into v_row
-    from memex._live_memories(p_agent_id, p_user_id, null, null, coalesce(p_now, now())) m
+    from memex._live_memories(p_agent_id, p_user_id, null, null, coalesce(p_now, now()),
+                              p_include_superseded => true) m
     where m.id = p_id
     for update;
     if v_row.id is null then
@@ -72,6 +88,11 @@ begin
                                 coalesce(p_embedding_model, v_row.embedding_model),
                                 coalesce(p_importance, v_row.importance),
                                 coalesce(p_metadata, v_row.metadata));
+    if (case when coalesce(p_clear_valid_to, false) then null
+             else coalesce(p_valid_to, v_row.valid_to) end)
+       < coalesce(p_valid_from, v_row.valid_from, v_row.created_at) then
+        perform memex._invalid('valid_to', 'must not be before valid_from');
+    end if;
     perform memex._enforce_rate_limit('store', p_agent_id);
 
     update memex.memories m
@@ -84,15 +105,24 @@ begin
         memory_type = coalesce(p_memory_type, m.memory_type),
         expires_at = case when coalesce(p_clear_expires_at, false) then null
                           else coalesce(p_expires_at, m.expires_at) end,
+        valid_from = coalesce(p_valid_from, m.valid_from),
+        valid_to = case when coalesce(p_clear_valid_to, false) then null
+                        else coalesce(p_valid_to, m.valid_to) end,
         updated_at = now(),
         actor = memex._actor()
     where m.id = v_row.id
     returning (memex._memory_record(m)).* into v_result;
+    if p_supersedes is not null then
+        perform memex._supersede(p_agent_id, p_user_id, v_row.id, p_supersedes);
+        select (memex._memory_record(m)).* into v_result
+        from memex.memories m where m.id = v_row.id;
+    end if;
     return v_result;
 end
 $$;
 
 comment on function memex.update_memory(text, text, uuid, text, vector, text, double precision,
                                         jsonb, memex.memory_type, timestamptz, boolean,
-                                        timestamptz) is
+                                        timestamptz, uuid[], timestamptz, timestamptz,
+                                        boolean) is
     'Change the given fields of one live memory of a tenant (null: unchanged); returns it.';

@@ -9,12 +9,17 @@
 -- gives anew; a run's restored_by is left out too (memex.import_consolidation_runs links
 -- a restored run to its restore again by their summary). p_limit: 1 to 1000 (default 500).
 -- Read access, as for the tenant's other reads.
+-- p_include_memory_revisions (issue 36; default false until memexdb's export and import
+-- know the kind) adds, last, the memories' revisions (memex.memory_revisions, kind
+-- 'memory_revision'), which memex.import_memory_revisions restores: a memory's history,
+-- and through its newest revision its validity and supersession links.
 create or replace function memex.export_history(
     p_agent_id text,
     p_user_id text default null,
     p_after_kind text default null,
     p_after_id bigint default null,
-    p_limit integer default 500
+    p_limit integer default 500,
+    p_include_memory_revisions boolean default false
 )
 returns table (kind text, id bigint, record jsonb)
 language plpgsql
@@ -23,7 +28,8 @@ security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_kinds constant text[] := array['file_revision', 'access', 'consolidation_run'];
+    v_kinds constant text[] := array['file_revision', 'access', 'consolidation_run',
+                                     'memory_revision'];
     v_after integer := coalesce(array_position(v_kinds, p_after_kind), 0);
     v_left  integer := p_limit;
     v_rows  integer;
@@ -58,16 +64,26 @@ begin
         get diagnostics v_rows = row_count;
         v_left := v_left - v_rows;
     end if;
-    if v_left > 0 then
+    if v_after <= 3 and v_left > 0 then
         return query
         select 'consolidation_run', c.id, to_jsonb(c) - 'id' - 'restored_by'
         from memex.consolidation_runs c
         where c.agent_id = p_agent_id and (p_user_id is null or c.user_id = p_user_id)
           and (v_after < 3 or c.id > p_after_id)
         order by c.id limit v_left;
+        get diagnostics v_rows = row_count;
+        v_left := v_left - v_rows;
+    end if;
+    if p_include_memory_revisions and v_left > 0 then
+        return query
+        select 'memory_revision', r.id, to_jsonb(r) - 'id'
+        from memex.memory_revisions r
+        where r.agent_id = p_agent_id and (p_user_id is null or r.user_id = p_user_id)
+          and (v_after < 4 or r.id > p_after_id)
+        order by r.id limit v_left;
     end if;
 end
 $$;
 
-comment on function memex.export_history(text, text, text, bigint, integer) is
+comment on function memex.export_history(text, text, text, bigint, integer, boolean) is
     'A page of a tenant''s file revisions, access log and consolidation runs, for export.';

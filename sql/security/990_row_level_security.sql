@@ -22,7 +22,8 @@ declare
     v_policy  record;
 begin
     foreach v_table in array array['memories', 'tenants', 'term_stats', 'file_revisions',
-                                      'access_log', 'consolidation_runs'] loop
+                                      'access_log', 'consolidation_runs',
+                                      'memory_revisions'] loop
         if not (select c.relrowsecurity from pg_class c
                 where c.oid = format('memex.%I', v_table)::regclass) then
             execute format('alter table memex.%I enable row level security', v_table);

@@ -39,8 +39,8 @@ grant select, insert, update, delete on memex.memories to memex_app;
 -- service's operator functions (memex.index_tenant, maintenance) also write them.
 grant select, insert, update, delete on memex.tenants, memex.term_stats to memex_app;
 -- History: read only (see above).
-grant select on memex.file_revisions, memex.access_log, memex.consolidation_runs
-    to memex_app;
+grant select on memex.file_revisions, memex.access_log, memex.consolidation_runs,
+    memex.memory_revisions to memex_app;
 -- The embed queue is the service's alone (its embed worker).
 grant select, insert, update, delete on memex.embed_queue to memex_app;
 grant select, insert, update on memex.settings to memex_app;

@@ -1,0 +1,143 @@
+"""Memory that knows time (issue 36): a history for every memory, supersession, validity.
+
+- memex.memory_revisions: one row per change of a memory (store, update, supersede,
+  superseded, archive, restore, revert, import), numbered 1..n per memory, each a full
+  snapshot of what the memory said then (content, type, importance, metadata, expiry,
+  validity, supersession links, archive time) with the fields that changed, who (actor)
+  and when (at). Written only by the SQL layer's security definer functions; tenants read
+  their own (row-level security, added by the re-applied SQL layer) and never update or
+  delete one. Deleted with their memory (forget, erase_user: on delete cascade).
+- memex.memories gains valid_from / valid_to (when the fact held; null valid_from: from
+  created_at, null valid_to: open-ended), superseded_at (when a newer memory superseded it;
+  superseded_by already names the successor) and supersedes (the ids it superseded).
+- Every existing non-file memory gets its revision 1 (operation store) from its current
+  state, so that every memory has a history.
+- memex.memories gains restored_at, for restores that stick: memex.restore_consolidation
+  sets it on the sources it brings back, and consolidation leaves them until a memory
+  newer than the restore arrives for the tenant (or an operator forces a run).
+- The old signatures of the functions that gain parameters are dropped; the re-applied
+  SQL layer creates the new ones.
+
+Revision ID: 0029
+Revises: 0028
+Create Date: 2026-12-06
+"""
+
+from alembic import op
+
+revision = "0029"
+down_revision = "0028"
+branch_labels = None
+depends_on = None
+
+_OLD_SIGNATURES = (
+    "memex.store(text, text, text, vector, text, memex.memory_type, double precision, jsonb,"
+    " timestamptz, timestamptz, uuid)",
+    "memex.update_memory(text, text, uuid, text, vector, text, double precision, jsonb,"
+    " memex.memory_type, timestamptz, boolean, timestamptz)",
+    "memex.get_memory(text, text, uuid, timestamptz)",
+    "memex.export_history(text, text, text, bigint, integer)",
+    "memex.search(text, text, vector, integer, double precision, double precision,"
+    " memex.memory_type[], text, text, text, timestamptz, double precision, jsonb, boolean)",
+    "memex._live_memories(text, text, memex.memory_type[], text, timestamptz, jsonb, boolean)",
+    "memex._candidates_exact(text, text, vector, text[], memex.memory_type[], text,"
+    " timestamptz, jsonb, boolean)",
+    "memex._candidates_ann(text, text, vector, text[], memex.memory_type[], text, timestamptz,"
+    " integer, integer, jsonb, boolean, integer, double precision, double precision, integer)",
+)
+
+
+def upgrade() -> None:
+    for signature in _OLD_SIGNATURES:
+        op.execute(f"drop function if exists {signature}")
+    op.execute(
+        """
+        alter table memex.memories
+            add column valid_from   timestamptz,
+            add column valid_to     timestamptz,
+            add column superseded_at timestamptz,
+            add column supersedes   uuid[],
+            add column restored_at  timestamptz,
+            add constraint memories_valid_range_check
+                check (valid_to is null or valid_from is null or valid_to >= valid_from)
+        """
+    )
+    op.execute(
+        """
+        create table memex.memory_revisions (
+            id            bigint generated always as identity primary key,
+            agent_id      text not null,
+            user_id       text not null,
+            memory_id     uuid not null references memex.memories (id) on delete cascade,
+            revision      integer not null check (revision >= 1),
+            operation     text not null
+                check (operation in ('store', 'update', 'supersede', 'superseded', 'archive',
+                                     'restore', 'revert', 'import')),
+            changed       text[] not null default '{}',
+            actor         text not null,
+            at            timestamptz not null default clock_timestamp(),
+            content       text not null,
+            memory_type   memex.memory_type not null,
+            importance    double precision not null,
+            metadata      jsonb not null default '{}',
+            expires_at    timestamptz,
+            valid_from    timestamptz,
+            valid_to      timestamptz,
+            supersedes    uuid[],
+            superseded_by uuid,
+            superseded_at timestamptz,
+            archived_at   timestamptz,
+            details       jsonb not null default '{}',
+            unique (memory_id, revision)
+        )
+        """
+    )
+    op.execute(
+        "create index memory_revisions_tenant_idx on memex.memory_revisions (agent_id, user_id, at)"
+    )
+    op.execute(
+        "comment on table memex.memory_revisions is 'Every change of a memory, a full"
+        " snapshot each (issue 36); append-only for tenants, deleted with the memory.'"
+    )
+    op.execute(
+        """
+        insert into memex.memory_revisions
+            (agent_id, user_id, memory_id, revision, operation, changed, actor, at, content,
+             memory_type, importance, metadata, expires_at, supersedes, superseded_by,
+             archived_at)
+        select m.agent_id, m.user_id, m.id, 1, 'store', '{content}',
+               coalesce(m.actor, 'unknown'),
+               m.updated_at, m.content, m.memory_type, m.importance, m.metadata,
+               m.expires_at, null, m.superseded_by, m.archived_at
+        from memex.memories m
+        where m.path is null
+        """
+    )
+
+
+def downgrade() -> None:
+    op.execute(
+        """
+        do $$
+        declare p record;
+        begin
+            for p in select policyname from pg_policies
+                     where schemaname = 'memex' and tablename = 'memory_revisions' loop
+                execute format('drop policy %I on memex.memory_revisions', p.policyname);
+            end loop;
+        end
+        $$
+        """
+    )
+    op.execute("drop table memex.memory_revisions")
+    op.execute(
+        """
+        alter table memex.memories
+            drop constraint memories_valid_range_check,
+            drop column valid_from,
+            drop column valid_to,
+            drop column superseded_at,
+            drop column supersedes,
+            drop column restored_at
+        """
+    )
