@@ -67,7 +67,8 @@ def processes_allowed() -> Iterator[None]:
 # What starts a process, as the source of a test or of a fixture it uses says it, directly
 # or through the helpers of tests/ that it calls (followed by name).
 STARTS_PROCESS = re.compile(
-    r"\b(subprocess\.|Popen\(|EmbeddedPostgres\(|webdriver\.|create_subprocess_exec)"
+    r"\b(subprocess\.|Popen\(|EmbeddedPostgres\(|webdriver\.|create_subprocess_exec|"
+    r"stdio_client\()"
 )
 
 
