@@ -136,11 +136,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if not item.get_closest_marker(E2E) and _uses_processes(item):
             item.add_marker(E2E)
-    # Modules with end-to-end tests first (a stable sort: each module's order stays): when
-    # both tiers run, xdist hands out the long modules first and the short ones fill in
-    # at the end, instead of one worker finishing a build alone.
-    slow = {item.path for item in items if item.get_closest_marker(E2E)}
-    items.sort(key=lambda item: item.path not in slow)
 
 
 def pytest_configure(config: pytest.Config) -> None:
