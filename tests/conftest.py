@@ -1,13 +1,24 @@
 """Shared fixtures: one embedded PostgreSQL (real server, real pgvector) per test session,
 a migrated template database, a fresh database per test (both made and dropped by
-pytest-postgresql's DatabaseJanitor), and the real embedding model."""
+pytest-postgresql's DatabaseJanitor), and the real embedding model.
+
+Two tiers (docs/development.md, "Test tiers"): the default run is the fast tier; tests
+marked `e2e` (they boot processes: services, browsers, Node, other PostgreSQL servers,
+builds) run only when asked for (`-m e2e`, or everything with `-m "e2e or not e2e"`, as
+CI does). A fast-tier test that starts a subprocess fails, so a new end-to-end test
+cannot land in the fast tier unnoticed."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import inspect
+import re
 import shutil
+import subprocess
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +33,128 @@ from memexdb.embedding import BatchingEmbedder, Embedder, build_embedder
 
 TEMPLATE = "memex_template"
 
+# -- tiers ---------------------------------------------------------------------------------
+
+E2E = "e2e"
+HERE = Path(__file__).resolve()
+_guard = {"item": None, "allowed": 0}  # the fast-tier test running now; allowances open
+_popen_init = subprocess.Popen.__init__
+
+
+def _guarded_popen_init(self: subprocess.Popen[Any], *args: Any, **kwargs: Any) -> None:
+    item = _guard["item"]
+    if item is not None and not _guard["allowed"]:
+        command = args[0] if args else kwargs.get("args")
+        raise AssertionError(
+            f"{item} starts a process ({command!r}) but is not marked e2e: mark it (or its "
+            "module) with pytest.mark.e2e, or test the behaviour in process "
+            "(docs/development.md, 'Test tiers')"
+        )
+    _popen_init(self, *args, **kwargs)
+
+
+@contextlib.contextmanager
+def processes_allowed() -> Iterator[None]:
+    """Let shared infrastructure (the session's embedded PostgreSQL) start processes while
+    a fast-tier test sets it up."""
+    _guard["allowed"] += 1
+    try:
+        yield
+    finally:
+        _guard["allowed"] -= 1
+
+
+# What starts a process, as the source of a test or of a fixture it uses says it, directly
+# or through the helpers of tests/ that it calls (followed by name).
+STARTS_PROCESS = re.compile(
+    r"\b(subprocess\.|Popen\(|EmbeddedPostgres\(|webdriver\.|create_subprocess_exec|"
+    r"stdio_client\()"
+)
+
+
+def _code_names(code: Any) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            names |= _code_names(const)
+    return names
+
+
+_visiting: set[Any] = set()
+
+
+@functools.cache
+def _starts_process(target: Any) -> bool:
+    if inspect.isclass(target):
+        members = [m for m in vars(target).values() if inspect.isfunction(m)]
+        return any(_starts_process(m) for m in members)
+    function = inspect.unwrap(target)
+    code = getattr(function, "__code__", None)
+    if code is None or function in _visiting:
+        return False
+    where = Path(code.co_filename).resolve()
+    if where == HERE or where.parent != HERE.parent:
+        return False  # not a helper of tests/, or the session's shared server (see above)
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):
+        return False
+    if STARTS_PROCESS.search(source):
+        return True
+    names = sorted(_code_names(code))
+    scopes = [function.__globals__]  # and the modules of tests/ it names (live_service.x)
+    scopes += [vars(m) for m in function.__globals__.values() if inspect.ismodule(m)]
+    called = [scope[n] for scope in scopes for n in names if n in scope]
+    _visiting.add(function)
+    try:
+        return any(
+            _starts_process(target)
+            for target in called
+            if inspect.isfunction(target) or inspect.isclass(target)
+        )
+    finally:
+        _visiting.discard(function)
+
+
+def _uses_processes(item: pytest.Item) -> bool:
+    function = getattr(item, "function", None)
+    if function is not None and _starts_process(function):
+        return True
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(
+        _starts_process(definition.func)
+        for definitions in info.name2fixturedefs.values()
+        for definition in definitions
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that starts a process itself or through a fixture it uses is end-to-end;
+    tests marked by hand (`pytestmark = pytest.mark.e2e`) are too."""
+    for item in items:
+        if not item.get_closest_marker(E2E) and _uses_processes(item):
+            item.add_marker(E2E)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    subprocess.Popen.__init__ = _guarded_popen_init  # type: ignore[method-assign]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    subprocess.Popen.__init__ = _popen_init  # type: ignore[method-assign]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None]:
+    """While a fast-tier test runs (setup, call, teardown), no process may start."""
+    _guard["item"] = None if item.get_closest_marker(E2E) else item
+    try:
+        return (yield)
+    finally:
+        _guard["item"] = None
+
 
 def scratch_dir(prefix: str) -> Path:
     # /var/tmp is world-traversable, so the embedded server's service user can use it
@@ -35,11 +168,19 @@ def scratch_dir(prefix: str) -> Path:
 def pg_server() -> Iterator[EmbeddedPostgres]:
     root = scratch_dir("memexdb-test-")
     server = EmbeddedPostgres(root / "pg")
-    server.start()
+    with processes_allowed():
+        server.start()
+        # A scratch server: durability buys nothing here, and each test database is made
+        # and dropped (about 0.28 s a test with fsync, 0.1 s without)
+        with psycopg.connect(server.dsn, autocommit=True) as admin:
+            for setting in ("fsync", "full_page_writes", "synchronous_commit"):
+                admin.execute(f"alter system set {setting} = off")
+            admin.execute("select pg_reload_conf()")
     try:
         yield server
     finally:
-        server.stop()
+        with processes_allowed():
+            server.stop()
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -124,15 +124,19 @@ class Service:
         self.base_url = f"http://127.0.0.1:{port}"
         self.log_path = log
         self._log: IO[bytes] = log.open("wb")
-        self.proc = subprocess.Popen(
-            list(args),
-            env=env,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        try:
+            self.proc = subprocess.Popen(
+                list(args),
+                env=env,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except BaseException:
+            self._log.close()
+            raise
 
     def output(self) -> str:
         self._log.flush()
@@ -295,3 +299,31 @@ def required(found: T | None, message: str) -> T:
             pytest.fail(f"{message}, but CI needs it")
         pytest.skip(message)
     return found
+
+
+@contextlib.contextmanager
+def in_process_service(dsn: str, **env: str) -> Iterator[httpx.Client]:
+    """The service's app (`memexdb.service:app_from_env`, as each uvicorn worker builds it:
+    REST, MCP, middleware, lifespan) in this process on database `dsn` with settings `env`,
+    behind Starlette's TestClient: an httpx client with the leak check of `client()`. For
+    tests of behaviour, not of the process (those boot `Service` and are e2e). An
+    exception the app lets through (uvicorn would log its traceback) fails the test."""
+    from starlette.testclient import TestClient
+
+    from memexdb.service import app_from_env
+
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(service_env(MEMEX_DATABASE_URL=dsn, **env))
+    try:
+        app = app_from_env()
+        http = TestClient(app, base_url="http://127.0.0.1:8000", client=("127.0.0.1", 50000))
+        http.__enter__()  # the lifespan: the runtime opens its pool (and reads the settings)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    try:
+        http.event_hooks = {"response": [assert_no_leak]}
+        yield http
+    finally:
+        http.__exit__(None, None, None)

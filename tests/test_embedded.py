@@ -31,6 +31,8 @@ from memexdb.embedded import (
 )
 from memexdb.embedded.sizing import MAX_MB, MIN_MB, shared_buffers_mb, usable_memory_bytes
 
+pytestmark = pytest.mark.e2e  # docs/development.md, 'Test tiers'
+
 REPO = Path(__file__).resolve().parents[1]
 IS_ROOT = os.geteuid() == 0
 

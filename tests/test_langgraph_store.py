@@ -42,7 +42,7 @@ def live_url(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[tuple[st
         yield service.base_url, token
 
 
-@pytest.fixture(params=["in-process", "http"])
+@pytest.fixture(params=["in-process", pytest.param("http", marks=pytest.mark.e2e)])
 async def store(
     request: pytest.FixtureRequest, dsn: str, batching_embedder: BatchingEmbedder
 ) -> AsyncIterator[MemexStore]:

@@ -17,6 +17,8 @@ from tests.conftest import drop_database, new_database
 from tests.live_service import Service
 from tests.test_mcp_support import NodeTools, node_tools, serve
 
+pytestmark = pytest.mark.e2e  # docs/development.md, 'Test tiers'
+
 APPLICABLE = [
     "server-initialize",
     "ping",

@@ -16,6 +16,8 @@ from tests.conftest import drop_database, new_database
 from tests.live_service import Service, cli_args
 from tests.test_mcp_support import MEMORIES, QUERY, TOOLS, NodeTools, node_tools, serve
 
+pytestmark = pytest.mark.e2e  # docs/development.md, 'Test tiers'
+
 
 @pytest.fixture(scope="module")
 def tools() -> NodeTools:

@@ -24,6 +24,8 @@ from tests.conftest import scratch_dir
 from tests.live_service import Service, kill_postgres, wait_no_postgres
 from tests.test_mcp_support import call, connected, serve
 
+pytestmark = pytest.mark.e2e  # docs/development.md, 'Test tiers'
+
 CALLS = 20
 MAX_CALLS = 200  # bound on the wait for the second worker to get a connection
 

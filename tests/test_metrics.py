@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -38,7 +39,6 @@ from tests.live_service import (
 from tests.slices import STATEMENTS
 from tests.test_mcp_support import serve
 from tests.test_recovery import kill_postmaster, start_blocked
-from tests.test_rest import Live
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -92,6 +92,15 @@ def scrape(http: httpx.Client, **headers: str) -> Samples:
     assert r.status_code == 200, r.text
     assert r.headers["content-type"].startswith("text/plain"), r.headers
     return parse(r.text)
+
+
+@dataclass
+class Live:
+    """A service process (the metrics of a real process and its log lines)."""
+
+    service: Service
+    http: httpx.Client
+    dsn: str
 
 
 @pytest.fixture(scope="module")

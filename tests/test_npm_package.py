@@ -25,6 +25,8 @@ from tests.live_service import Service, required
 from tests.test_mcp_support import create_admin_key, serve
 from tests.test_typescript_client import npm_env
 
+pytestmark = pytest.mark.e2e  # docs/development.md, 'Test tiers'
+
 ENTRIES = ("index", "direct/index")  # the package's "." and "./direct"
 
 ESM = """\

@@ -1,6 +1,8 @@
-"""The REST service as its users meet it: a real uvicorn process on a real port, a real
-database, httpx as the client. Happy paths, the memex reference client's bodies, every
-error path (a JSON body naming each bad field, never a traceback) and database outages."""
+"""The REST service as its users meet it: the service's app in process (Starlette's
+TestClient), a real database, httpx as the client; and a real uvicorn process on a real
+port for what only a process shows (database outages, keep-alive after an error: e2e).
+Happy paths, the memex reference client's bodies, every error path (a JSON body naming
+each bad field, never a traceback)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from tests.live_service import (
     Service,
     client,
     free_port,
+    in_process_service,
     service_env,
     uvicorn_args,
     wait_until,
@@ -45,31 +48,20 @@ PASTA = "My favourite pasta recipe uses garlic, basil and fresh tomatoes."
 
 @dataclass
 class Live:
-    service: Service
     http: httpx.Client
     dsn: str
 
 
 @pytest.fixture(scope="module")
 def live(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[Live]:
-    """One service process on its own fresh database for this module."""
+    """The service's app in this process on its own fresh database for this module (the
+    process itself: test_database_outage_is_503_and_the_service_recovers)."""
     dsn = new_database(pg_server)
-    log = scratch_dir("memexdb-rest-log-") / "service.log"
-    port = free_port()
-    service = Service(uvicorn_args(port), service_env(MEMEX_DATABASE_URL=dsn), port, log)
     try:
-        service.wait_healthy()
-        with client(service.base_url) as http:
-            yield Live(service, http, dsn)
-        code = service.stop()
-        output = service.output()
-        assert "Traceback" not in output, output[-4000:]
-        # uvicorn re-raises the signal after its graceful shutdown
-        assert code in (0, -signal.SIGTERM), output[-4000:]
+        with in_process_service(dsn) as http:
+            yield Live(http, dsn)
     finally:
-        service.close()
         drop_database(pg_server, dsn)
-        shutil.rmtree(log.parent, ignore_errors=True)
 
 
 def _nested(levels: int) -> dict[str, Any]:
@@ -664,9 +656,8 @@ DEEP = '{"k": ' * 1000 + "1" + "}" * 1000
 def test_bad_input_is_422_and_the_connection_stays(
     live: Live, path: str, raw: str, field: str
 ) -> None:
-    with client(live.service.base_url) as http:  # one keep-alive connection
-        assert_invalid(http.post(path, content=raw.encode()), field)
-        assert http.get("/health").status_code == 200
+    assert_invalid(live.http.post(path, content=raw.encode()), field)
+    assert live.http.get("/health").status_code == 200  # over one keep-alive connection: below
 
 
 def test_bad_query_strings_are_422(live: Live) -> None:
@@ -772,8 +763,11 @@ def test_database_outage_is_503_and_the_service_recovers() -> None:
         )
         service.wait_healthy()
         who = tenant()
-        with client(service.base_url) as http:
+        with client(service.base_url) as http:  # one keep-alive connection
             store(http, who, DOG)
+            # a bad body is a 422 and the connection stays
+            assert_invalid(http.post(STORE, content=b'{"agent_id": "a"'), "body")
+            assert http.get("/health").status_code == 200
 
             pg.stop()
             r = http.get("/health")

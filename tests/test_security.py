@@ -35,6 +35,8 @@ from tests.conftest import drop_database, new_database, scratch_dir
 from tests.live_service import Service, free_port, service_env, uvicorn_args
 from tests.test_mcp_support import connected, stdio_client_of, stdio_params
 
+pytestmark = pytest.mark.e2e  # docs/development.md, 'Test tiers'
+
 # Three tenants; each memory carries a marker that must never reach another tenant's caller.
 TENANTS = {("A", "alice"), ("A", "bob"), ("B", "alice")}
 MINE = ("A", "alice")

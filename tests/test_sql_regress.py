@@ -22,6 +22,8 @@ import pytest
 
 from memexdb.embedded.binaries import bundled_pginstall
 
+pytestmark = pytest.mark.e2e  # docs/development.md, 'Test tiers'
+
 HERE = Path(__file__).parent / "sql"
 EXPECTED = HERE / "expected"
 UPDATE = os.environ.get("MEMEX_SQL_REGRESS_UPDATE") == "1"

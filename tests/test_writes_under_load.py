@@ -27,6 +27,8 @@ from memexdb.memories.models import MemoryCreate
 from tests.conftest import drop_database, new_database, scratch_dir
 from tests.live_service import Service, client, free_port, service_env, uvicorn_args
 
+pytestmark = pytest.mark.e2e  # docs/development.md, 'Test tiers'
+
 A, U = "loaded", "lena"
 START = datetime(2026, 1, 5, 9, tzinfo=UTC)  # months back: every memory is due at once
 BACKFILL = 500

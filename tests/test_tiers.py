@@ -1,0 +1,55 @@
+"""The two test tiers (tests/conftest.py; docs/development.md, "Test tiers"): a test that
+starts a process, itself or through a fixture or helper of tests/, is marked e2e at
+collection; one that starts a process unmarked fails, so it cannot slow the fast tier
+unnoticed."""
+
+from __future__ import annotations
+
+import subprocess as processes  # not spelled as the detector looks for: see the last test
+
+import pytest
+
+from tests import live_service
+from tests.conftest import E2E, _starts_process
+
+
+def _pure() -> int:
+    return sum(range(3))
+
+
+def _calls_a_service_helper() -> None:
+    with live_service.service_on_new_database(None, "x"):
+        pass
+
+
+def _memexdb_version() -> str:
+    code, out = live_service.run_cli(["--version"], live_service.service_env())
+    assert code == 0, out
+    return out
+
+
+@pytest.fixture
+def version() -> str:
+    return _memexdb_version()
+
+
+def test_helpers_that_start_processes_are_found_through_what_they_call() -> None:
+    assert _starts_process(live_service.Service)  # its __init__ calls subprocess.Popen
+    assert _starts_process(live_service.run_cli)
+    assert _starts_process(_calls_a_service_helper)  # through service_on_new_database
+    assert _starts_process(_memexdb_version)
+    assert not _starts_process(_pure)
+    assert not _starts_process(live_service.free_port)
+
+
+def test_a_test_using_a_process_fixture_is_marked_e2e(
+    request: pytest.FixtureRequest, version: str
+) -> None:
+    """Runs in the e2e tier only: its fixture starts a process."""
+    assert request.node.get_closest_marker(E2E) is not None
+    assert version.strip()
+
+
+def test_a_fast_test_that_starts_a_process_fails() -> None:
+    with pytest.raises(AssertionError, match="is not marked e2e"):
+        processes.run(["true"], check=True)
