@@ -322,11 +322,8 @@ class NodeTools:
         # a stdio server on a loaded machine may take longer than the Inspector's 15 s
         # default to answer `initialize` (memexdb mcp imports the embedder first)
         connect_ms = str(int(timeout * 1000 * 3 / 4))
-        res = self.run(
-            [str(self.bin_dir / "inspector"), "--cli", "--connect-timeout", connect_ms, *args]
-            + ["--format", "json"],
-            timeout,
-        )
+        command = [str(self.bin_dir / "inspector"), "--cli", "--connect-timeout", connect_ms]
+        res = self.run([*command, *args, "--format", "json"], timeout)
         assert res.stdout.strip(), f"no output (exit {res.returncode}):\n{res.stderr[-3000:]}"
         document: dict[str, Any] = json.loads(res.stdout)
         is_error = document.get("result", {}).get("isError") is True
