@@ -19,6 +19,7 @@ CLASSES: dict[str, type[Any]] = {
     "memexdb.Memex": Memex,
     "memexdb_client.AsyncMemexClient": memexdb_client.AsyncMemexClient,
     "memexdb_client.MemexClient": memexdb_client.MemexClient,
+    "memexdb_client.AsyncMemoryAPI": memexdb_client.AsyncMemoryAPI,
 }
 
 
