@@ -5,15 +5,17 @@ MCP tools are built from too: parameter names, types, defaults and which are pos
     .venv/bin/python tools/generate_signatures.py          # rewrite them in place
     .venv/bin/python tools/generate_signatures.py --check  # exit 1 if one is stale
 
-Two files are partially generated: memexdb/client.py (AsyncMemex; Memex wraps each method
-with `blocking`, so it has the same signature) and clients/python/memexdb_client/client.py
-(AsyncMemexClient; MemexClient wraps it the same way). In each, a method whose `def` line
-follows the marker comment `# signature: generated ...` gets its parameter list (from `def`
-to the `:` before its docstring) written here; its return annotation, docstring and body
-stay hand-written. A new optional field of a request model thus reaches both clients (and
-their bodies pass every parameter on: `self.call(op, **_given(locals()))`) without a hand
-edit; tests/test_signatures.py fails when a file is stale and checks the signatures against
-tests/method_signatures.json (the hand-written ones they replaced).
+Three files are partially generated: memexdb/client.py (AsyncMemex; Memex wraps each method
+with `blocking`, so it has the same signature), clients/python/memexdb_client/client.py
+(AsyncMemexClient; MemexClient wraps it the same way) and clients/python/memexdb_client/
+api.py (AsyncMemoryAPI, the Protocol both satisfy: stubs, defaults `...`). In each, a
+method whose `def` line follows the marker comment `# signature: generated ...` gets its
+parameter list (from `def` to the `:` before its docstring) written here; its return
+annotation, docstring and body stay hand-written. A new optional field of a request model
+thus reaches every Python client (their bodies pass every parameter on:
+`self.call(op, **_given(locals()))`) without a hand edit; tests/test_signatures.py fails
+when a file is stale and checks the signatures against tests/method_signatures.json (the
+hand-written ones they replaced).
 
 The HTTP client's methods are rendered from the request models rather than from the JSON
 Schema of the OpenAPI document that is made from them: the models keep the Python types
@@ -100,16 +102,23 @@ HTTP_CLIENT: dict[str, Method] = {
 }
 
 
+# memexdb_client.AsyncMemoryAPI: the Protocol both classes satisfy, its methods stubs
+# (`-> Result: ...`) whose defaults are `...`
+PROTOCOL = {name: _COMMON[name] for name in _COMMON if name != "forget"}
+
+
 @dataclass(frozen=True)
 class Target:
     path: Path
     cls: str
     methods: dict[str, Method]
+    stub: bool = False  # a Protocol's: defaults `...`, the body `...` after the colon
 
 
 TARGETS = (
     Target(ROOT / "memexdb/client.py", "AsyncMemex", ASYNC_MEMEX),
     Target(ROOT / "clients/python/memexdb_client/client.py", "AsyncMemexClient", HTTP_CLIENT),
+    Target(ROOT / "clients/python/memexdb_client/api.py", "AsyncMemoryAPI", PROTOCOL, stub=True),
 )
 
 
@@ -152,9 +161,9 @@ def _literal(value: Any) -> str:
     raise TypeError(f"no literal for the default {value!r}")
 
 
-def parameters(method: Method) -> list[str]:
+def parameters(method: Method, stub: bool = False) -> list[str]:
     """The method's parameters after `self`, as source: positional, then `*`, then
-    keyword-only (in the request model's order)."""
+    keyword-only (in the request model's order); `stub`: every default `...`."""
     from memexdb.operation_table import OPERATIONS
 
     (op,) = [o for o in OPERATIONS if o.name == method.op]
@@ -169,24 +178,27 @@ def parameters(method: Method) -> list[str]:
         if name in method.required:  # not None either
             annotation = annotation.removesuffix(" | None")
         text = f"{name}: {annotation}"
-        if name in method.defaults:
-            return f"{text} = {method.defaults[name]}"
         if info.is_required() or name in method.required:
             return text
+        if stub:
+            return f"{text} = ..."
+        if name in method.defaults:
+            return f"{text} = {method.defaults[name]}"
         return f"{text} = {_literal(info.get_default(call_default_factory=True))}"
 
+    extra = [e.split(" = ")[0] + " = ..." if stub else e for e in method.extra]
     out = [one(n) for n in positional]
-    keyword = [one(n) for n in fields if n not in positional] + list(method.extra)
+    keyword = [one(n) for n in fields if n not in positional] + extra
     if keyword:
         out.append("*")
         out.extend(keyword)
     return out
 
 
-def _def(name: str, params: list[str], returns: str) -> list[str]:
+def _def(name: str, params: list[str], returns: str, stub: bool = False) -> list[str]:
     """`async def` as ruff format writes it in a class body (one line; the parameters on
     one line of their own; or one parameter per line)."""
-    head, tail = f"    async def {name}(", f") -> {returns}:"
+    head, tail = f"    async def {name}(", f") -> {returns}:" + (" ..." if stub else "")
     inline = ", ".join(["self", *params])
     if len(head) + len(inline) + len(tail) <= LINE_LENGTH:
         return [head + inline + tail]
@@ -210,10 +222,12 @@ def render(target: Target, source: str) -> str:
         start = node.lineno - 1  # the def line (0-based)
         if lines[start - 1].strip() != MARKER:
             raise SystemExit(f"{target.path}: {target.cls}.{node.name} lacks the marker line")
-        end = node.body[0].lineno - 1  # the docstring's line: the signature ends before it
-        assert node.returns is not None, node.name
+        # the signature ends before the docstring's line (a stub's: with its `...`)
+        end = node.end_lineno if target.stub else node.body[0].lineno - 1
+        assert node.returns is not None and end is not None, node.name
         returns = ast.unparse(node.returns)
-        edits.append((start, end, _def(node.name, parameters(target.methods[node.name]), returns)))
+        params = parameters(target.methods[node.name], target.stub)
+        edits.append((start, end, _def(node.name, params, returns, target.stub)))
     for start, end, new in reversed(edits):
         lines[start:end] = new
     return "\n".join(lines)
