@@ -16,7 +16,6 @@ import re
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable
 from datetime import UTC, datetime
 from typing import Any, cast
-from uuid import UUID
 
 import numpy as np
 from psycopg.types.json import Jsonb
@@ -24,9 +23,8 @@ from pydantic import BaseModel, ValidationError
 
 from memexdb import export_format, metrics
 from memexdb.consolidation import sql as consolidation_sql
-from memexdb.error_models import invalid_argument, validated
+from memexdb.error_models import invalid_argument
 from memexdb.errors import InvalidArgument
-from memexdb.fields import TenantQuery
 from memexdb.files import sql as files_sql
 from memexdb.memories import operations as memories
 from memexdb.memories import sql as memories_sql
@@ -48,7 +46,7 @@ _IMPORT_HISTORY = {
 
 
 # where the next page of an export starts: (user_id, created_at, id) of the last row
-ExportCursor = tuple[str, datetime, UUID] | None
+ExportCursor = memories.ExportCursor
 
 
 async def export_page(
@@ -60,23 +58,17 @@ async def export_page(
     after: ExportCursor,
     limit: int,
 ) -> tuple[list[ExportRow], ExportCursor]:
-    """One page of an export (AsyncMemex.export_page) and the `after` of the next page
-    (None: this was the last)."""
-    validated(TenantQuery, agent_id=agent_id, user_id=user_id or "-")
-    rows: list[ExportRow] = await session.fetch(
-        ExportRow,
-        memories_sql.EXPORT_MEMORIES,
+    """One page of an export: the operation memories.EXPORT_PAGE."""
+    query = memories.EXPORT_PAGE.validate(
         {
             "agent_id": agent_id,
             "user_id": user_id,
             "embeddings": embeddings,
-            "after_user_id": after[0] if after else None,
-            "after_created_at": after[1] if after else None,
-            "after_id": after[2] if after else None,
+            "after": after,
             "limit": limit,
-        },
+        }
     )
-    return rows, next_key(rows, limit, lambda row: (row.user_id, row.created_at, row.id))
+    return await memories.EXPORT_PAGE.run(session, query)
 
 
 async def history_page(

@@ -27,6 +27,8 @@ ELSEWHERE: dict[str, Any] = {
     "memorize": agentic.memorize,
     "search_passages": agentic.search_passages,
     "run_now": None,
+    # AsyncMemex.dream_config (any caller; dream_config is the admin endpoint's)
+    "read_dream_config": None,
 }
 # Python parameters that are not request fields, and why
 PYTHON_ONLY = {
@@ -47,6 +49,8 @@ NOT_IN_PYTHON = {
     ("embed_texts", "user"),
     # OpenAI's option: only the model's own size is accepted, which Python always gets
     ("embed_texts", "dimensions"),
+    # memory_search's LLM answer: one layer above the client (memexdb.agentic)
+    ("passages", "answer"),
 }
 
 

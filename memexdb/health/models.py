@@ -3,12 +3,17 @@ GET /health, /health/live and /health/ready."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
     Field,
 )
+
+from memexdb.fields import RequestModel
+
+# agents or users per page of agent_stats / user_stats (the console's)
+DEFAULT_STATS_LIMIT = 100
 
 
 class HealthResponse(BaseModel):
@@ -52,3 +57,26 @@ class ReadyResponse(BaseModel):
     message: str | None = None
     version: str
     blocked: list[BlockedLock] = Field(default_factory=list)
+
+
+class SettingWrite(RequestModel):
+    """set_setting: one operator setting of memex.settings and its JSON value."""
+
+    name: str
+    value: Any
+
+
+class AgentStatsQuery(RequestModel):
+    """agent_stats: agents in agent_id order after `after` (`agent_id`: that one only)."""
+
+    agent_id: str | None = None
+    limit: int = DEFAULT_STATS_LIMIT
+    after: str | None = None
+
+
+class UserStatsQuery(RequestModel):
+    """user_stats: the users of an agent in user_id order after `after`."""
+
+    agent_id: str
+    limit: int = DEFAULT_STATS_LIMIT
+    after: str | None = None

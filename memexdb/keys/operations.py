@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from memexdb.core import sql as core_sql
 from memexdb.keys import sql
 from memexdb.keys.models import (
     AuditEventOut,
     AuditList,
     AuditQuery,
+    AuthenticateRequest,
+    AuthorizeRequest,
     KeyCreate,
     KeyCreatedOut,
     KeyList,
@@ -119,4 +122,45 @@ AUDIT_EVENTS = Operation(
     rest=Route("GET", "/v1/admin/audit", "Entries", source="query"),
 )
 
-OPERATIONS: tuple[Operation[Any, Any], ...] = (CREATE_KEY, LIST_KEYS, REVOKE_KEY, AUDIT_EVENTS)
+
+async def authenticate(session: Session, request: AuthenticateRequest) -> None:
+    # memex._enter, the check every call makes (with `admin`, memex._authorize too)
+    await session.fetch(None, core_sql.ADMIN_CALLER if request.admin else core_sql.PING)
+
+
+async def authorize(session: Session, request: AuthorizeRequest) -> None:
+    await session.fetch(None, core_sql.AUTHORIZE, request.model_dump())
+
+
+AUTHENTICATE = Operation(
+    name="authenticate",
+    summary="Whether the caller's credentials are valid (with admin: an admin of its scope)",
+    request=AuthenticateRequest,
+    run=authenticate,
+    response=None,
+    answer=lambda _, __: None,
+    sql=("memex._authorize",),
+    access="read",
+    domain="keys",
+)
+
+AUTHORIZE = Operation(
+    name="authorize",
+    summary="Whether the caller may act on a tenant with read, write or admin access",
+    request=AuthorizeRequest,
+    run=authorize,
+    response=None,
+    answer=lambda _, __: None,
+    sql=("memex._authorize",),
+    access="read",
+    domain="keys",
+)
+
+OPERATIONS: tuple[Operation[Any, Any], ...] = (
+    CREATE_KEY,
+    LIST_KEYS,
+    REVOKE_KEY,
+    AUDIT_EVENTS,
+    AUTHENTICATE,
+    AUTHORIZE,
+)

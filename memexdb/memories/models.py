@@ -661,3 +661,15 @@ class Deleted(BaseModel):
     """The memory that was deleted."""
 
     deleted: MemoryOut
+
+
+class ExportPageQuery(RequestModel):
+    """export_page: one page of an agent's user's (or all its users') memories, after
+    `after` ((user_id, created_at, id) of the previous page's last row); the agent and
+    user are checked by the operation as every tenant field is."""
+
+    agent_id: str
+    user_id: str | None = None
+    embeddings: bool = False
+    after: tuple[str, datetime, UUID] | None = None
+    limit: int = DEFAULT_EXPORT_BATCH

@@ -8,13 +8,15 @@ methods, the REST endpoints and the MCP tools are built.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 import numpy as np
 from psycopg.types.json import Jsonb
 
 from memexdb import metrics
-from memexdb.error_models import ErrorResponse
+from memexdb.error_models import ErrorResponse, validated
 from memexdb.fields import TenantQuery
 from memexdb.memories import sql
 from memexdb.memories.models import (
@@ -24,6 +26,7 @@ from memexdb.memories.models import (
     ErasedResponse,
     EraseUserRequest,
     ExportedMemory,
+    ExportPageQuery,
     ForgetQuery,
     ListQuery,
     MemoryBatchCreate,
@@ -45,8 +48,11 @@ from memexdb.memories.models import (
 from memexdb.operation import Operation, Paging, Reply, Route, Tool
 from memexdb.paging import next_key
 from memexdb.session import Session, jsonb_or_none
-from memexdb.types import ErasedRows, Memory, SearchHit, SearchMode
+from memexdb.types import ErasedRows, ExportRow, Memory, SearchHit, SearchMode
 from memexdb.types import MemoryPage as Page
+
+# where the next page of an export starts: (user_id, created_at, id) of the last row
+ExportCursor = tuple[str, datetime, UUID] | None
 
 _MEMORY_ID = {"memory_id": {"type": "string", "format": "uuid"}}
 _NOT_FOUND = Reply(404, "No such live memory for this tenant (or an id that is not a UUID)")
@@ -506,6 +512,42 @@ ERASE_USER = Operation(
     ),
 )
 
+
+async def export_page(
+    session: Session, query: ExportPageQuery
+) -> tuple[list[ExportRow], ExportCursor]:
+    """One page of an export (AsyncMemex.export_page) and the `after` of the next page
+    (None: this was the last)."""
+    validated(TenantQuery, agent_id=query.agent_id, user_id=query.user_id or "-")
+    after = query.after
+    rows: list[ExportRow] = await session.fetch(
+        ExportRow,
+        sql.EXPORT_MEMORIES,
+        {
+            "agent_id": query.agent_id,
+            "user_id": query.user_id,
+            "embeddings": query.embeddings,
+            "after_user_id": after[0] if after else None,
+            "after_created_at": after[1] if after else None,
+            "after_id": after[2] if after else None,
+            "limit": query.limit,
+        },
+    )
+    return rows, next_key(rows, query.limit, lambda row: (row.user_id, row.created_at, row.id))
+
+
+EXPORT_PAGE = Operation(
+    name="export_page",
+    summary="One page of an export of an agent's user's (or all its users') memories",
+    request=ExportPageQuery,
+    run=export_page,
+    response=None,
+    answer=lambda _, __: None,
+    sql=("memex.export_memories",),
+    access="read",
+    domain="memories",
+)
+
 OPERATIONS: tuple[Operation[Any, Any], ...] = (
     STORE,
     STORE_MANY,
@@ -516,4 +558,5 @@ OPERATIONS: tuple[Operation[Any, Any], ...] = (
     UPDATE,
     LIST,
     ERASE_USER,
+    EXPORT_PAGE,  # the Python API's (GET /v1/export streams pages of it)
 )
