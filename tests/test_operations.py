@@ -29,6 +29,13 @@ ELSEWHERE: dict[str, Any] = {
     "run_now": None,
     # AsyncMemex.dream_config (any caller; dream_config is the admin endpoint's)
     "read_dream_config": None,
+    # the console overview's (memexdb.console.overview.overview_figures runs it)
+    "overview_stats": None,
+    # an export's and an import's pages and batches (memexdb.moving runs them)
+    "export_history": None,
+    "missing_memory_ids": None,
+    "import_history": None,
+    "import_memory_batch": None,
 }
 # Python parameters that are not request fields, and why
 PYTHON_ONLY = {

@@ -3,6 +3,8 @@ GET /health, /health/live and /health/ready."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import date
 from typing import Any, Literal
 
 from pydantic import (
@@ -80,3 +82,23 @@ class UserStatsQuery(RequestModel):
     agent_id: str
     limit: int = DEFAULT_STATS_LIMIT
     after: str | None = None
+
+
+class OverviewQuery(RequestModel):
+    """overview_stats: the console's figures over the last `days` days, of the largest
+    `tenants` tenants."""
+
+    days: int
+    tenants: int
+
+
+@dataclass(frozen=True, slots=True)
+class OverviewFigure:
+    """A row of memex.overview_stats."""
+
+    metric: str
+    agent_id: str | None
+    user_id: str | None
+    day: date | None
+    kind: str | None
+    value: int

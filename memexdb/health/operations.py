@@ -16,7 +16,14 @@ from psycopg.types.json import Jsonb
 from memexdb.core import sql as core_sql
 from memexdb.fields import NoArguments
 from memexdb.health import sql
-from memexdb.health.models import AgentStatsQuery, BlockedLock, SettingWrite, UserStatsQuery
+from memexdb.health.models import (
+    AgentStatsQuery,
+    BlockedLock,
+    OverviewFigure,
+    OverviewQuery,
+    SettingWrite,
+    UserStatsQuery,
+)
 from memexdb.operation import Operation
 from memexdb.session import Session
 from memexdb.types import AgentStats, MaintenanceResult, MetricFigure, SchemaState, UserStats
@@ -61,6 +68,10 @@ async def agent_stats(session: Session, query: AgentStatsQuery) -> list[AgentSta
 
 async def user_stats(session: Session, query: UserStatsQuery) -> list[UserStats]:
     return await session.fetch(UserStats, sql.USER_STATS, query.model_dump())
+
+
+async def overview_stats(session: Session, query: OverviewQuery) -> list[OverviewFigure]:
+    return await session.fetch(OverviewFigure, sql.OVERVIEW_STATS, query.model_dump())
 
 
 PING = Operation(
@@ -159,6 +170,18 @@ USER_STATS = Operation(
     domain="operations",
 )
 
+OVERVIEW_STATS = Operation(
+    name="overview_stats",
+    summary="The console overview's figures: the largest tenants, growth, consolidation",
+    request=OverviewQuery,
+    run=overview_stats,
+    response=None,
+    answer=_nothing,
+    sql=("memex.overview_stats",),
+    access="operator",
+    domain="operations",
+)
+
 OPERATIONS: tuple[Operation[Any, Any], ...] = (
     PING,
     METRICS_SNAPSHOT,
@@ -168,4 +191,5 @@ OPERATIONS: tuple[Operation[Any, Any], ...] = (
     SET_SETTING,
     AGENT_STATS,
     USER_STATS,
+    OVERVIEW_STATS,  # the console's (memexdb.console.overview)
 )
