@@ -20,16 +20,22 @@ PACKAGE = Path(__file__).resolve().parent.parent / "memexdb"
 # Where SQL text may be sent from, and why. The domains' `sql.py` files hold the call
 # text; their `operations.py` files run it through a Session (one operation each).
 ALLOWED_SQL: dict[str, str] = {
-    "session.py": "the one session: BEGIN, memex._enter, the caller's reservation, COMMIT",
-    "db.py": "connection setup: the enum types and SET ROLE memex_app on every connection",
-    "migrations.py": "the migration runner (alembic, sql/*.sql, its advisory lock)",
-    "embedded/server.py": "creates the database of the embedded server before anything",
-    "runtime/jobs.py": "LISTEN/NOTIFY and the runtime's advisory lock (connection-level)",
-    "runtime/watch.py": "the keep-alive of a LISTEN connection (select 1)",
-    "pg_cron.py": "cron.* catalog: registration runs as the login role, not memex_app",
-    "cli.py": "`memexdb doctor`/`status`: read the server before the schema may exist",
-    "cli_keys.py": "the bootstrap key: one transaction holding memex's bootstrap lock",
-    "runtime/database.py": "settings written at startup on the migration's connection",
+    "session.py": "the one session: BEGIN, memex._enter or _enter_operator, the caller's"
+    " delegate, batch budget and rate-limit reservation (set_config), COMMIT",
+    "db.py": "connection setup: the enum types, SET ROLE memex_app on every connection",
+    "migrations.py": "the migration runner: alembic, sql/*.sql, its advisory lock",
+    "embedded/server.py": "CREATE DATABASE on the embedded server, before any schema",
+    "runtime/jobs.py": "LISTEN for the runtime's wake-ups and its advisory lock (held by"
+    " one connection for the process's life: no transaction of a Session can)",
+    "runtime/watch.py": "the keep-alive of that LISTEN connection (select 1)",
+    "runtime/database.py": "the rate limits of the environment written at startup, as the"
+    " login role, before the service's pool and embedder exist",
+    "pg_cron.py": "pg_cron's cron.* catalog, as the login role that owns the jobs (not"
+    " memex_app, which every Session connection is)",
+    "cli.py": "`memexdb status` and serve's live-key check: read the server before the"
+    " schema may exist, without loading the embedding model a Session needs",
+    "cli_keys.py": "`memexdb keys`: without the embedding model a Session needs (seconds"
+    " per command); bootstrap takes memex.api_keys' table lock, which memex_app may not",
 }
 
 
