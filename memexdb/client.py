@@ -389,6 +389,11 @@ class AsyncMemex(Session):
         """The audit log within this (admin) caller's scope, newest first."""
         return await self.call(keys.AUDIT_EVENTS, **_given(locals()))
 
+    async def allow_keyless(self) -> datetime:
+        """Let requests without an API key in again, on a database without a live key
+        (operator; memex.allow_keyless, audited): the time since when."""
+        return await self.call(keys.ALLOW_KEYLESS)
+
     # --- File memory: a file is a memory with a virtual path (memexdb.files) ---
 
     async def write_file(
@@ -803,6 +808,7 @@ class Memex:
     list_keys = blocking(AsyncMemex.list_keys)
     revoke_key = blocking(AsyncMemex.revoke_key)
     audit_events = blocking(AsyncMemex.audit_events)
+    allow_keyless = blocking(AsyncMemex.allow_keyless)
     write_file = blocking(AsyncMemex.write_file)
     read_file = blocking(AsyncMemex.read_file)
     list_files = blocking(AsyncMemex.list_files)

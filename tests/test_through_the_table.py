@@ -34,8 +34,8 @@ ALLOWED_SQL: dict[str, str] = {
     " memex_app, which every Session connection is)",
     "cli.py": "`memexdb status` and serve's live-key check: read the server before the"
     " schema may exist, without loading the embedding model a Session needs",
-    "cli_keys.py": "`memexdb keys`: without the embedding model a Session needs (seconds"
-    " per command); bootstrap takes memex.api_keys' table lock, which memex_app may not",
+    "cli_keys.py": "`memexdb keys bootstrap` alone (the other commands run operations):"
+    " memex.api_keys' table lock, as the login role, which memex_app may not take",
 }
 
 

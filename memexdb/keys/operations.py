@@ -9,9 +9,11 @@ scope (memex.create_key, ...).
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from memexdb.core import sql as core_sql
+from memexdb.fields import NoArguments
 from memexdb.keys import sql
 from memexdb.keys.models import (
     AuditEventOut,
@@ -132,6 +134,11 @@ async def authorize(session: Session, request: AuthorizeRequest) -> None:
     await session.fetch(None, core_sql.AUTHORIZE, request.model_dump())
 
 
+async def allow_keyless(session: Session, _: NoArguments) -> datetime:
+    rows: list[datetime] = await session.fetch(None, sql.ALLOW_KEYLESS)
+    return rows[0]
+
+
 AUTHENTICATE = Operation(
     name="authenticate",
     summary="Whether the caller's credentials are valid (with admin: an admin of its scope)",
@@ -156,6 +163,18 @@ AUTHORIZE = Operation(
     domain="keys",
 )
 
+ALLOW_KEYLESS = Operation(
+    name="allow_keyless",
+    summary="Let requests without a key in again (no live key left; audited)",
+    request=NoArguments,
+    run=allow_keyless,
+    response=None,
+    answer=lambda _, __: None,
+    sql=("memex.allow_keyless",),
+    access="operator",
+    domain="keys",
+)
+
 OPERATIONS: tuple[Operation[Any, Any], ...] = (
     CREATE_KEY,
     LIST_KEYS,
@@ -163,4 +182,5 @@ OPERATIONS: tuple[Operation[Any, Any], ...] = (
     AUDIT_EVENTS,
     AUTHENTICATE,
     AUTHORIZE,
+    ALLOW_KEYLESS,  # `memexdb keys allow-keyless`
 )
