@@ -5,6 +5,10 @@ agent, admin) through the same SQL functions the admin endpoints call; each acti
 the audit log as operator:cli. Revoking the last live key asks first (or needs
 --last-key); a database that has had keys stays closed to requests without one until
 `allow-keyless --yes` (memex.allow_keyless).
+
+create, list, revoke and allow-keyless run the key operations of the table
+(memexdb.keys.operations) through a Memex client as operator:cli, with no embedding
+model loaded (NoEmbedder); only `bootstrap` sends its own SQL (see _bootstrap).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,7 +27,9 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from memexdb.client import Memex
 from memexdb.core import sql as core_sql
+from memexdb.embedding.none import NoEmbedder
 from memexdb.error_models import validated
 from memexdb.errors import Conflict, InvalidArgument, SetupError, translate
 from memexdb.keys import sql as keys_sql
@@ -42,13 +49,29 @@ def _expiry(text: str | None) -> datetime | None:
     return datetime.now(UTC) + timedelta(seconds=int(number) * _DURATION_UNITS[unit])
 
 
-def _call(dsn: str, sql: str, values: dict[str, Any]) -> list[dict[str, Any]]:
-    try:
-        with psycopg.connect(dsn) as conn, conn.transaction():
-            conn.execute(core_sql.ENTER_OPERATOR, {"actor": "cli"})
-            return conn.cursor(row_factory=dict_row).execute(sql, values).fetchall()
-    except psycopg.Error as exc:
-        raise translate(exc) from exc
+# `keys list --json`: memex.list_keys' columns, in its order
+_LISTED = (
+    "id",
+    "prefix",
+    "name",
+    "agent_id",
+    "user_ids",
+    "access",
+    "created_at",
+    "created_by",
+    "expires_at",
+    "revoked_at",
+    "last_used_at",
+)
+
+
+@contextlib.contextmanager
+def _operator(dsn: str) -> Iterator[Memex]:
+    """The command line's client: the operator (it holds the database credentials), as
+    operator:cli in the audit log; the key operations embed nothing, so no model is
+    loaded (NoEmbedder)."""
+    with Memex.connect(dsn, embedder=NoEmbedder(), max_size=1) as memex:
+        yield memex.as_operator("cli")
 
 
 def _iso(value: Any) -> Any:
@@ -66,17 +89,20 @@ def _confirmed(question: str) -> bool:
 
 
 def _revoke(args: argparse.Namespace, dsn: str) -> int:
-    ref = validated(KeyRef, key=args.key, confirm_last=args.last_key)
-    try:
-        (revoked,) = _call(dsn, keys_sql.REVOKE_KEY, ref.model_dump())
-    except Conflict as exc:
-        print(f"memexdb: {exc}", file=sys.stderr)
-        if not _confirmed("Revoke it anyway?"):
-            print("memexdb: not revoked (--last-key revokes it without asking)", file=sys.stderr)
-            return 2
-        last = ref.model_copy(update={"confirm_last": True})
-        (revoked,) = _call(dsn, keys_sql.REVOKE_KEY, last.model_dump())
-    print(f"revoked key {revoked['prefix']} at {_show(revoked['revoked_at'])}")
+    validated(KeyRef, key=args.key, confirm_last=args.last_key)
+    with _operator(dsn) as memex:
+        try:
+            revoked = memex.revoke_key(args.key, args.last_key)
+        except Conflict as exc:
+            print(f"memexdb: {exc}", file=sys.stderr)
+            if not _confirmed("Revoke it anyway?"):
+                print(
+                    "memexdb: not revoked (--last-key revokes it without asking)",
+                    file=sys.stderr,
+                )
+                return 2
+            revoked = memex.revoke_key(args.key, True)
+    print(f"revoked key {revoked.prefix} at {_show(revoked.revoked_at)}")
     return 0
 
 
@@ -123,6 +149,9 @@ def _bootstrap(args: argparse.Namespace, dsn: str) -> int:
     memex.api_keys, which no tenant role (nor the service's memex_app) holds a privilege
     to take, waited on for at most BOOTSTRAP_LOCK_TIMEOUT."""
     path = Path(args.token_file)
+    # Not through the operation table: the lock is memex.api_keys' table lock, taken as
+    # the login role (memex_app, every Session connection's role, may not take it), and
+    # the key must be created and its token written inside that one transaction.
     try:
         with psycopg.connect(dsn) as conn, conn.transaction():
             conn.execute(core_sql.ENTER_OPERATOR, {"actor": "cli"})
@@ -159,9 +188,10 @@ def _allow_keyless(args: argparse.Namespace, dsn: str) -> int:
             file=sys.stderr,
         )
         return 2
-    (row,) = _call(dsn, keys_sql.ALLOW_KEYLESS, {})
+    with _operator(dsn) as memex:
+        since = memex.allow_keyless()
     print(
-        f"requests without an API key are let in since {_show(row['allow_keyless'])} (loopback"
+        f"requests without an API key are let in since {_show(since)} (loopback"
         " service only; creating a key closes the database again)"
     )
     return 0
@@ -187,18 +217,27 @@ def run(args: argparse.Namespace, dsn: str) -> int:
             name=args.name,
             expires_at=_expiry(args.expires_in),
         )
-        (key,) = _call(dsn, keys_sql.CREATE_KEY, {**request.model_dump(), "access": args.access})
-        scope = key["agent_id"] or "every agent"
-        if key["user_ids"]:
-            scope += f" (users {','.join(key['user_ids'])})"
-        print(key["token"])
+        with _operator(dsn) as memex:
+            key = memex.create_key(
+                args.access,
+                agent_id=request.agent_id,
+                user_ids=request.user_ids,
+                name=request.name,
+                expires_at=request.expires_at,
+            )
+        scope = key.agent_id or "every agent"
+        if key.user_ids:
+            scope += f" (users {','.join(key.user_ids)})"
+        print(key.token)
         print(
-            f"created key {key['prefix']} ({key['access']}, {scope}, expires "
-            f"{_show(key['expires_at'])}); the token above is shown only now: store it",
+            f"created key {key.prefix} ({key.access}, {scope}, expires "
+            f"{_show(key.expires_at)}); the token above is shown only now: store it",
             file=sys.stderr,
         )
     elif args.keys_command == "list":
-        rows = _call(dsn, keys_sql.LIST_KEYS, {"agent_id": args.agent_id})
+        with _operator(dsn) as memex:
+            keys = memex.list_keys(args.agent_id)
+        rows = [{column: getattr(key, column) for column in _LISTED} for key in keys]
         if args.json:
             print(json.dumps(rows, default=_iso, indent=2))
             return 0

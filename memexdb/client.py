@@ -27,29 +27,20 @@ from typing import Any, ParamSpec, TypeVar, cast
 from uuid import UUID
 
 from memexdb_client._sync import LoopThread, blocking
-from psycopg.rows import class_row
-from psycopg.types.json import Jsonb
 
-from memexdb import metrics, moving
+from memexdb import moving
 from memexdb.consolidation import operations as consolidation
-from memexdb.consolidation import sql as consolidation_sql
 from memexdb.consolidation.models import DEFAULT_RUNS_LIMIT, DreamConfigOut, encode_tenant_cursor
-from memexdb.core import sql as core_sql
 from memexdb.embedding import BatchingEmbedder, Embedder
 from memexdb.embeddings import operations as embeddings
-from memexdb.embeddings import sql as embeddings_sql
-from memexdb.embeddings.models import DEFAULT_REEMBED_BATCH, REEMBED_BATCH_MAX
-from memexdb.error_models import validated
+from memexdb.embeddings.models import DEFAULT_REEMBED_BATCH
 from memexdb.errors import InvalidArgument
-from memexdb.fields import TenantQuery
 from memexdb.files import operations as files
 from memexdb.files.models import (
     DEFAULT_PASSAGE_CHARS,
     DEFAULT_PASSAGES_TOP_K,
-    PassageSearchRequest,
 )
-from memexdb.files.passages import ranked_passages
-from memexdb.health import sql as health_sql
+from memexdb.health import operations as health
 from memexdb.health.models import BlockedLock
 from memexdb.keys import operations as keys
 from memexdb.llm import ChatModel
@@ -61,7 +52,6 @@ from memexdb.memories.models import (
     MemoryStore,
 )
 from memexdb.operation import Operation
-from memexdb.paging import next_key
 from memexdb.session import Session
 from memexdb.types import (
     Access,
@@ -86,16 +76,13 @@ from memexdb.types import (
     MemoryPage,
     MemoryType,
     MetricFigure,
-    ModelCount,
     Passage,
-    QueuedMemory,
     ReembedPage,
     RevokedKey,
     SchemaState,
     SearchHit,
     SearchMode,
     SmartRead,
-    StaleEmbedding,
     UserStats,
 )
 
@@ -274,9 +261,7 @@ class AsyncMemex(Session):
     ) -> tuple[list[ExportRow], moving.ExportCursor]:
         """One page of an export (see `export`) and the `after` of the next page (None:
         this was the last)."""
-        return await moving.export_page(
-            self, agent_id, user_id, embeddings=embeddings, after=after, limit=limit
-        )
+        return await self.call(memories.EXPORT_PAGE, **_given(locals()))
 
     async def export(
         self,
@@ -314,30 +299,26 @@ class AsyncMemex(Session):
 
     async def ping(self) -> None:
         """Raise DatabaseUnavailable unless the database answers."""
-        await self.fetch(None, core_sql.PING, enter=False)
+        await self.call(health.PING)
 
     async def metrics_snapshot(self) -> list[MetricFigure]:
         """The database's figures for GET /metrics (memex.metrics_snapshot; operator)."""
-        return await self.fetch(MetricFigure, health_sql.METRICS_SNAPSHOT)
+        return await self.call(health.METRICS_SNAPSHOT)
 
     async def schema_state(self) -> SchemaState:
         """The schema's revision and whether a migration runs now (readiness; no caller
         needed)."""
-        rows: list[SchemaState] = await self.fetch(
-            SchemaState, health_sql.SCHEMA_STATE, enter=False
-        )
-        return rows[0]
+        return await self.call(health.SCHEMA_STATE)
 
     async def lock_waits(self) -> list[BlockedLock]:
         """The sessions waiting now for a lock on a memex table and who blocks them
         (memex.lock_waits; readiness, no caller needed)."""
-        return await self.fetch(BlockedLock, health_sql.LOCK_WAITS, enter=False)
+        return await self.call(health.LOCK_WAITS)
 
     async def maintenance(self) -> MaintenanceResult:
         """Run memex.maintenance(): delete expired memories and stale rate-limit rows, and
         move tenants grown past exact_scan_max_rows into the ANN index."""
-        rows: list[MaintenanceResult] = await self.fetch(MaintenanceResult, health_sql.MAINTENANCE)
-        return rows[0]
+        return await self.call(health.MAINTENANCE)
 
     async def embed_queued(self) -> EmbedBatch:
         """Take, embed and store one batch of memex.embed_queue (operator; what the
@@ -346,57 +327,7 @@ class AsyncMemex(Session):
         stores each vector whose memory still has that content (and dequeues it), and
         memex.embed_queue_failed backs off the entries whose embedding failed. If the
         process dies first, the transaction is rolled back: every entry stays queued."""
-        async with self.connection() as conn:
-            cur = conn.cursor(row_factory=class_row(QueuedMemory))
-            with metrics.sql_call(embeddings_sql.EMBED_QUEUE_TAKE):
-                rows = await (await cur.execute(embeddings_sql.EMBED_QUEUE_TAKE)).fetchall()
-            if not rows:
-                return EmbedBatch(0, 0, 0)
-            done, failed = await self._embed_each(rows)
-            written = 0
-            if done:
-                with metrics.sql_call(embeddings_sql.SET_EMBEDDINGS):
-                    result = await conn.execute(
-                        embeddings_sql.SET_EMBEDDINGS,
-                        {
-                            "ids": [row.memory_id for row, _ in done],
-                            "contents": [row.content for row, _ in done],
-                            "embeddings": [vector for _, vector in done],
-                            "embedding_model": self.model_id,
-                        },
-                    )
-                    written = int((await result.fetchone() or (0,))[0])
-            if failed:
-                with metrics.sql_call(embeddings_sql.EMBED_QUEUE_FAILED):
-                    await conn.execute(
-                        embeddings_sql.EMBED_QUEUE_FAILED,
-                        {
-                            "ids": [row.memory_id for row, _ in failed],
-                            "errors": [e for _, e in failed],
-                        },
-                    )
-            errors = tuple(f"{r.memory_id} (attempt {r.attempts + 1}): {e}" for r, e in failed)
-            return EmbedBatch(len(rows), written, len(failed), errors)
-
-    async def _embed_each(
-        self, rows: list[QueuedMemory]
-    ) -> tuple[list[tuple[QueuedMemory, Any]], list[tuple[QueuedMemory, str]]]:
-        """Embed a batch; if that fails, each memory alone, so that one text the model
-        cannot take does not hold the others back."""
-        try:
-            vectors = await self.embedder.embed_in_full([r.content for r in rows])
-            return list(zip(rows, vectors, strict=True)), []
-        except Exception as exc:
-            if len(rows) == 1:
-                return [], [(rows[0], f"{type(exc).__name__}: {exc}")]
-        done: list[tuple[QueuedMemory, Any]] = []
-        failed: list[tuple[QueuedMemory, str]] = []
-        for row in rows:
-            try:
-                done.append((row, (await self.embedder.embed_in_full([row.content]))[0]))
-            except Exception as exc:
-                failed.append((row, f"{type(exc).__name__}: {exc}"))
-        return done, failed
+        return await self.call(embeddings.EMBED_QUEUED)
 
     async def embed_texts(
         self, texts: str | Sequence[str], *, model: str | None = None
@@ -411,15 +342,11 @@ class AsyncMemex(Session):
 
     async def embedding_models(self) -> dict[str, int]:
         """How many memories carry vectors of each embedding model, most first (operator)."""
-        rows: list[ModelCount] = await self.fetch(ModelCount, embeddings_sql.EMBEDDING_MODELS)
-        return {row.embedding_model: row.memories for row in rows}
+        return await self.call(embeddings.EMBEDDING_MODELS)
 
     async def embed_queue_depth(self) -> EmbedQueueDepth:
         """The embed queue: entries queued, due, failing; oldest and next due (operator)."""
-        rows: list[EmbedQueueDepth] = await self.fetch(
-            EmbedQueueDepth, embeddings_sql.EMBED_QUEUE_DEPTH
-        )
-        return rows[0]
+        return await self.call(embeddings.EMBED_QUEUE_DEPTH)
 
     async def reembed_page(
         self, after: UUID | None = None, *, limit: int = DEFAULT_REEMBED_BATCH
@@ -429,33 +356,11 @@ class AsyncMemex(Session):
         full and stored unless their content changed meanwhile. Start with None and pass
         `next_after` until it is None; starting over later resumes (only what is still
         stale is found)."""
-        if not 1 <= limit <= REEMBED_BATCH_MAX:
-            raise InvalidArgument("limit", f"must be 1 to {REEMBED_BATCH_MAX}")
-        rows: list[StaleEmbedding] = await self.fetch(
-            StaleEmbedding,
-            embeddings_sql.STALE_EMBEDDINGS,
-            {"embedding_model": self.model_id, "after": after, "limit": limit},
-        )
-        if not rows:
-            return ReembedPage(0, 0, None)
-        vectors = await self.embedder.embed_in_full([r.content for r in rows])
-        written = await self.fetch(
-            None,
-            embeddings_sql.SET_EMBEDDINGS,
-            {
-                "ids": [r.memory_id for r in rows],
-                "contents": [r.content for r in rows],
-                "embeddings": list(vectors),
-                "embedding_model": self.model_id,
-            },
-        )
-        return ReembedPage(
-            len(rows), int(written[0]), next_key(rows, limit, lambda row: row.memory_id)
-        )
+        return await self.call(embeddings.REEMBED_PAGE, **_given(locals()))
 
     async def set_setting(self, name: str, value: Any) -> None:
         """Write an operator setting (memex.settings), e.g. rate_limit_store_per_minute."""
-        await self.fetch(None, health_sql.SET_SETTING, {"name": name, "value": Jsonb(value)})
+        await self.call(health.SET_SETTING, **_given(locals()))
 
     # signature: generated by tools/generate_signatures.py (from the request model)
     async def create_key(
@@ -486,6 +391,11 @@ class AsyncMemex(Session):
     async def audit_events(self, limit: int = 100, before: int | None = None) -> list[AuditEvent]:
         """The audit log within this (admin) caller's scope, newest first."""
         return await self.call(keys.AUDIT_EVENTS, **_given(locals()))
+
+    async def allow_keyless(self) -> datetime:
+        """Let requests without an API key in again, on a database without a live key
+        (operator; memex.allow_keyless, audited): the time since when."""
+        return await self.call(keys.ALLOW_KEYLESS)
 
     # --- File memory: a file is a memory with a virtual path (memexdb.files) ---
 
@@ -629,14 +539,12 @@ class AsyncMemex(Session):
         """Raise Unauthenticated unless the caller's credentials are valid (memex._enter,
         the check every call makes, in one round trip); with `admin`, also Forbidden
         unless the caller is an admin of its whole scope (the admin console's rule)."""
-        await self.fetch(None, core_sql.ADMIN_CALLER if admin else core_sql.PING)
+        await self.call(keys.AUTHENTICATE, **_given(locals()))
 
     async def authorize(self, agent_id: str | None, user_id: str | None, need: str) -> None:
         """Raise Unauthenticated or Forbidden unless the caller may act on the tenant with
         `need` access (read, write or admin); None: every agent / every user."""
-        await self.fetch(
-            None, core_sql.AUTHORIZE, {"agent_id": agent_id, "user_id": user_id, "need": need}
-        )
+        await self.call(keys.AUTHORIZE, **_given(locals()))
 
     async def passages(
         self,
@@ -649,15 +557,7 @@ class AsyncMemex(Session):
     ) -> list[Passage]:
         """memex.search_passages: files and memories ranked for `query` (BM25 fused with
         vectors), each cut to a passage (a file's best paragraph, with its lines)."""
-        request = validated(
-            PassageSearchRequest,
-            agent_id=agent_id,
-            user_id=user_id,
-            query=query,
-            top_k=top_k,
-            passage_chars=passage_chars,
-        )
-        return await ranked_passages(self, request)
+        return await self.call(files.PASSAGES, **_given(locals()))
 
     # --- Consolidation ("dreaming"): memex.consolidate_*, memex.dream_* ---
 
@@ -674,21 +574,14 @@ class AsyncMemex(Session):
         """Condense the tenant's oldest episodic memories if it is due (`force`: even if
         not); see memex.consolidate_tenant. None when another runner holds the tenant.
         `summary` (with the `source_ids` it summarizes) replaces the extractive summary."""
-        return await self._tenant_run(
-            consolidation_sql.CONSOLIDATE_TENANT,
-            agent_id,
-            user_id,
-            dry_run=dry_run,
-            force=force,
-            summary=summary,
-            source_ids=[str(i) for i in source_ids] if source_ids is not None else None,
-        )
+        values = _given(locals())
+        if source_ids is not None:
+            values["source_ids"] = list(source_ids)
+        return await self.call(consolidation.CONSOLIDATE, **values)
 
     async def consolidate_due(self, *, dry_run: bool = False) -> list[ConsolidationRun]:
         """One consolidation tick over every tenant (admin); the runs (plans if dry_run)."""
-        return await self.fetch(
-            ConsolidationRun, consolidation_sql.CONSOLIDATE_DUE, {"dry_run": dry_run}
-        )
+        return await self.call(consolidation.CONSOLIDATE_DUE, **_given(locals()))
 
     async def dream(
         self,
@@ -703,48 +596,26 @@ class AsyncMemex(Session):
         dream_plan: path, revision, old_text, new_text, reason) applied, duplicate lines
         and repeated headings merged, as dream-agent; see memex.dream_tenant. None when
         another runner holds the tenant."""
-        return await self._tenant_run(
-            consolidation_sql.DREAM_TENANT,
-            agent_id,
-            user_id,
-            dry_run=dry_run,
-            force=force,
-            edits=Jsonb(list(edits)) if edits is not None else None,
-        )
-
-    async def _tenant_run(
-        self, query: str, agent_id: str, user_id: str, **arguments: Any
-    ) -> ConsolidationRun | None:
-        """One tenant's consolidation run (or plan); None when another runner holds it."""
-        validated(TenantQuery, agent_id=agent_id, user_id=user_id)
-        rows: list[ConsolidationRun] = await self.fetch(
-            ConsolidationRun, query, {"agent_id": agent_id, "user_id": user_id, **arguments}
-        )
-        run = rows[0] if rows else None
-        return run if run is not None and run.status is not None else None
+        values = _given(locals())
+        if edits is not None:
+            values["edits"] = list(edits)
+        return await self.call(consolidation.DREAM, **values)
 
     async def dream_due(
         self, *, dry_run: bool = False, edits: Sequence[Mapping[str, Any]] | None = None
     ) -> list[ConsolidationRun]:
         """One tick of dreaming over files, every tenant (admin); the runs. `edits` as
         for dream, each with its tenant's agent_id and user_id."""
-        return await self.fetch(
-            ConsolidationRun,
-            consolidation_sql.DREAM_DUE,
-            {"dry_run": dry_run, "edits": Jsonb(list(edits)) if edits is not None else None},
-        )
+        values = _given(locals())
+        if edits is not None:
+            values["edits"] = list(edits)
+        return await self.call(consolidation.DREAM_DUE, **values)
 
     async def dream_plan(
         self, agent_id: str | None = None, user_id: str | None = None, *, force: bool = False
     ) -> list[DreamPlan]:
         """The files the next dream reads: of the due tenants (admin), or of one."""
-        if agent_id is not None or user_id is not None:
-            validated(TenantQuery, agent_id=agent_id, user_id=user_id)
-        return await self.fetch(
-            DreamPlan,
-            consolidation_sql.DREAM_PLAN,
-            {"agent_id": agent_id, "user_id": user_id, "force": force},
-        )
+        return await self.call(consolidation.DREAM_PLAN, **_given(locals()))
 
     # signature: generated by tools/generate_signatures.py (from the request model)
     async def restore_consolidation(self, run_id: int) -> ConsolidationRun:
@@ -755,7 +626,7 @@ class AsyncMemex(Session):
         """The consolidation settings (memex.dream_config). Any caller may read them
         here (the scheduler, the console of an agent's admin); GET /v1/admin/dream/config
         (consolidation.DREAM_CONFIG) is for admins of every agent."""
-        return await consolidation.read_config(self)
+        return await self.call(consolidation.READ_DREAM_CONFIG)
 
     async def set_dream_config(self, /, **changes: Any) -> DreamConfigOut:
         """Change consolidation settings (admin); the whole configuration after."""
@@ -803,20 +674,14 @@ class AsyncMemex(Session):
     ) -> list[AgentStats]:
         """Agents in agent_id order after `after` (admin; `agent_id`: that one only), each
         with its users and its memories by type, archived, expired and files."""
-        return await self.fetch(
-            AgentStats,
-            health_sql.AGENT_STATS,
-            {"agent_id": agent_id, "limit": limit, "after": after},
-        )
+        return await self.call(health.AGENT_STATS, **_given(locals()))
 
     async def user_stats(
         self, agent_id: str, *, limit: int = DEFAULT_RUNS_LIMIT, after: str | None = None
     ) -> list[UserStats]:
         """The users of an agent in user_id order after `after` (admin of the agent), each
         with its memories by type, archived, expired, files and consolidation pause."""
-        return await self.fetch(
-            UserStats, health_sql.USER_STATS, {"agent_id": agent_id, "limit": limit, "after": after}
-        )
+        return await self.call(health.USER_STATS, **_given(locals()))
 
 
 class Memex:
@@ -949,6 +814,7 @@ class Memex:
     list_keys = blocking(AsyncMemex.list_keys)
     revoke_key = blocking(AsyncMemex.revoke_key)
     audit_events = blocking(AsyncMemex.audit_events)
+    allow_keyless = blocking(AsyncMemex.allow_keyless)
     write_file = blocking(AsyncMemex.write_file)
     read_file = blocking(AsyncMemex.read_file)
     list_files = blocking(AsyncMemex.list_files)

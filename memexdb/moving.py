@@ -8,6 +8,10 @@ nothing. A new memory keeps its exported vector when it has one of this client's
 and is embedded again otherwise (none exported, or another model's). History (file
 revisions, access log, consolidation runs) goes to SQL functions that authorize
 themselves: admin access to each tenant (the operator, or an admin key of the agent).
+
+This module sends no SQL itself: each page and batch is an operation of
+memexdb.memories.operations (EXPORT_PAGE, EXPORT_HISTORY, MISSING_MEMORY_IDS,
+IMPORT_HISTORY, IMPORT_MEMORY_BATCH).
 """
 
 from __future__ import annotations
@@ -16,39 +20,26 @@ import re
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable
 from datetime import UTC, datetime
 from typing import Any, cast
-from uuid import UUID
 
-import numpy as np
-from psycopg.types.json import Jsonb
 from pydantic import BaseModel, ValidationError
 
-from memexdb import export_format, metrics
-from memexdb.consolidation import sql as consolidation_sql
-from memexdb.error_models import invalid_argument, validated
+from memexdb import export_format
+from memexdb.error_models import invalid_argument
 from memexdb.errors import InvalidArgument
-from memexdb.fields import TenantQuery
-from memexdb.files import sql as files_sql
 from memexdb.memories import operations as memories
-from memexdb.memories import sql as memories_sql
-from memexdb.memories.models import ExportedMemory
-from memexdb.paging import next_key
-from memexdb.session import Session, jsonb_or_none
-from memexdb.types import ExportRow, HistoryRow, ImportResult, Memory
+from memexdb.memories.models import ExportedMemory, MemoryIds, MemoryImport
+from memexdb.session import Session
+from memexdb.types import ExportRow, HistoryRow, ImportResult
 
-HistoryCursor = tuple[str, int] | None
+HistoryCursor = memories.HistoryCursor
 MODELS: dict[str, type[BaseModel]] = {
     "memory": ExportedMemory,
     **export_format.HISTORY_MODELS,
 }
-_IMPORT_HISTORY = {
-    "file_revision": files_sql.IMPORT_FILE_REVISIONS,
-    "access": files_sql.IMPORT_ACCESS_LOG,
-    "consolidation_run": consolidation_sql.IMPORT_CONSOLIDATION_RUNS,
-}
 
 
 # where the next page of an export starts: (user_id, created_at, id) of the last row
-ExportCursor = tuple[str, datetime, UUID] | None
+ExportCursor = memories.ExportCursor
 
 
 async def export_page(
@@ -60,41 +51,27 @@ async def export_page(
     after: ExportCursor,
     limit: int,
 ) -> tuple[list[ExportRow], ExportCursor]:
-    """One page of an export (AsyncMemex.export_page) and the `after` of the next page
-    (None: this was the last)."""
-    validated(TenantQuery, agent_id=agent_id, user_id=user_id or "-")
-    rows: list[ExportRow] = await session.fetch(
-        ExportRow,
-        memories_sql.EXPORT_MEMORIES,
+    """One page of an export: the operation memories.EXPORT_PAGE."""
+    query = memories.EXPORT_PAGE.validate(
         {
             "agent_id": agent_id,
             "user_id": user_id,
             "embeddings": embeddings,
-            "after_user_id": after[0] if after else None,
-            "after_created_at": after[1] if after else None,
-            "after_id": after[2] if after else None,
+            "after": after,
             "limit": limit,
-        },
+        }
     )
-    return rows, next_key(rows, limit, lambda row: (row.user_id, row.created_at, row.id))
+    return await memories.EXPORT_PAGE.run(session, query)
 
 
 async def history_page(
     memex: Session, agent_id: str, user_id: str | None, after: HistoryCursor, limit: int
 ) -> tuple[list[HistoryRow], HistoryCursor]:
-    """One page of memex.export_history and the cursor of the next (None: the last)."""
-    rows: list[HistoryRow] = await memex.fetch(
-        HistoryRow,
-        memories_sql.EXPORT_HISTORY,
-        {
-            "agent_id": agent_id,
-            "user_id": user_id,
-            "after_kind": after[0] if after else None,
-            "after_id": after[1] if after else None,
-            "limit": limit,
-        },
+    """One page of an export's history: the operation memories.EXPORT_HISTORY."""
+    query = memories.EXPORT_HISTORY.validate(
+        {"agent_id": agent_id, "user_id": user_id, "after": after, "limit": limit}
     )
-    return rows, next_key(rows, limit, lambda row: (row.kind, row.id))
+    return await memories.EXPORT_HISTORY.run(memex, query)
 
 
 async def export_records(
@@ -204,26 +181,22 @@ class Importer:
             done = await self._memories(batch)
         else:
             records = [item.model_dump(mode="json", exclude={"record"}) for _, item in batch]
-            found = await self.memex.fetch(
-                None, _IMPORT_HISTORY[self.kind], {"records": Jsonb(records)}
-            )
-            done = int(found[0])
+            history = memories.IMPORT_HISTORY.validate({"kind": self.kind, "records": records})
+            done = await memories.IMPORT_HISTORY.run(self.memex, history)
         counts["imported"] += done
         counts["skipped"] += len(batch) - done
 
     async def _memories(self, numbered: list[tuple[int, Any]]) -> int:
         """Insert the batch's memories that do not exist yet; the number inserted."""
-        missing = set(
-            await self.memex.fetch(
-                None, memories_sql.MISSING_MEMORY_IDS, {"ids": [item.id for _, item in numbered]}
-            )
-        )
+        ids = MemoryIds.model_construct(ids=[item.id for _, item in numbered])
+        missing = set(await memories.MISSING_MEMORY_IDS.run(self.memex, ids))
         new = [(n, cast(ExportedMemory, item)) for n, item in numbered if item.id in missing]
         if not new:
             return 0
         batch = [item for _, item in new]
         try:
-            rows, again = await self._insert(batch)
+            new_memories = MemoryImport.model_construct(memories=batch)
+            rows, again = await memories.IMPORT_MEMORY_BATCH.run(self.memex, new_memories)
         except InvalidArgument as exc:  # memories[i] of the statement: name the record
             match = re.fullmatch(r"memories\[(\d+)\](.*)", exc.field)
             if match is None:
@@ -233,41 +206,6 @@ class Importer:
             ) from None
         self.reembedded += again
         return rows
-
-    async def _insert(self, batch: list[ExportedMemory]) -> tuple[int, int]:
-        memex = self.memex
-        stale = [
-            i
-            for i, m in enumerate(batch)
-            if m.embedding is None or m.embedding_model != memex.model_id
-        ]
-        vectors = [np.asarray(m.embedding or (), dtype=np.float32) for m in batch]
-        reservation = None
-        if stale:  # the batch's budget is paid before anything is embedded
-            reservation = await memex.reserve("store", [(m.agent_id, m.user_id) for m in batch])
-            fresh = await memex.embedder.embed_many([batch[i].content for i in stale])
-            for i, vector in zip(stale, fresh, strict=True):
-                vectors[i] = vector
-        rows: list[Memory] = await memex.fetch(
-            Memory,
-            memories_sql.IMPORT_MEMORIES,
-            {
-                **memories.store_params(batch, vectors, memex.model_id),
-                "ids": [m.id for m in batch],
-                "updated_at": [m.updated_at for m in batch],
-                "lineage": [jsonb_or_none(m.lineage()) for m in batch],
-                "paths": [m.path for m in batch],
-                "actors": [m.actor for m in batch],
-            },
-            reservation=reservation,
-        )
-        metrics.count_by_type(metrics.MEMORIES_STORED, rows)
-        # embedded again: the inserted ones only. An id another tenant holds is skipped by
-        # memex.import_memories (ids are one namespace) after it was embedded, since
-        # memex.missing_memory_ids cannot see it: counted as the caller's own existing id
-        # is, skipped and not embedded, so the answer does not tell them apart.
-        inserted = {row.id for row in rows}
-        return len(rows), sum(1 for i in stale if batch[i].id in inserted)
 
 
 def line_error(exc: InvalidArgument) -> InvalidArgument:

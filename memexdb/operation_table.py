@@ -9,6 +9,7 @@ from memexdb.agentic import operations as agentic
 from memexdb.consolidation import operations as consolidation
 from memexdb.embeddings import operations as embeddings
 from memexdb.files import operations as files
+from memexdb.health import operations as health
 from memexdb.keys import operations as keys
 from memexdb.memories import operations as memories
 from memexdb.operation import Operation
@@ -20,4 +21,5 @@ OPERATIONS: tuple[Operation[Any, Any], ...] = (
     *embeddings.OPERATIONS,
     *keys.OPERATIONS,
     *consolidation.OPERATIONS,
+    *health.OPERATIONS,
 )

@@ -28,6 +28,7 @@ from memexdb import metrics
 from memexdb.core import sql as core_sql
 from memexdb.db import async_pool
 from memexdb.embedding import BatchingEmbedder, Embedder, build_embedder
+from memexdb.embedding.none import NoEmbedder
 from memexdb.errors import LOST_CONFLICTS, RateLimited, SetupError, Unauthenticated, translate
 from memexdb.llm import ChatModel
 
@@ -238,6 +239,8 @@ class Session:
                 except psycopg.errors.UndefinedFunction:
                     dims = None
                 enters = bool(await (await cur.execute(core_sql.ENTERS_CALLER)).fetchone())
+            if isinstance(batching.embedder, NoEmbedder) and dims is not None:
+                batching.embedder.dim = dims  # a client that embeds nothing fits any schema
             _check_dims(dims, batching.embedder)
         except BaseException as exc:
             await pool.close()

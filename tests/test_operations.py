@@ -27,6 +27,15 @@ ELSEWHERE: dict[str, Any] = {
     "memorize": agentic.memorize,
     "search_passages": agentic.search_passages,
     "run_now": None,
+    # AsyncMemex.dream_config (any caller; dream_config is the admin endpoint's)
+    "read_dream_config": None,
+    # the console overview's (memexdb.console.overview.overview_figures runs it)
+    "overview_stats": None,
+    # an export's and an import's pages and batches (memexdb.moving runs them)
+    "export_history": None,
+    "missing_memory_ids": None,
+    "import_history": None,
+    "import_memory_batch": None,
 }
 # Python parameters that are not request fields, and why
 PYTHON_ONLY = {
@@ -47,6 +56,8 @@ NOT_IN_PYTHON = {
     ("embed_texts", "user"),
     # OpenAI's option: only the model's own size is accepted, which Python always gets
     ("embed_texts", "dimensions"),
+    # memory_search's LLM answer: one layer above the client (memexdb.agentic)
+    ("passages", "answer"),
 }
 
 

@@ -1,6 +1,7 @@
 """memory_search: memex.search_passages ranks files and memories (BM25 fused with
-vectors) and cuts each to a passage (memexdb.files.passages); with `answer` and an LLM, the
-model answers from the numbered passages and the ranks it cites come back with it."""
+vectors) and cuts each to a passage (memexdb.files.operations.ranked_passages); with
+`answer` and an LLM, the model answers from the numbered passages and the ranks it
+cites come back with it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 from collections.abc import Sequence
 
 from memexdb.files.models import PassageOut, PassageSearchOut, PassageSearchRequest
-from memexdb.files.passages import ranked_passages
+from memexdb.files.operations import ranked_passages
 from memexdb.llm import ChatModel, LLMError
 from memexdb.session import Session
 

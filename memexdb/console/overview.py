@@ -9,7 +9,6 @@ the memories they condensed. Operator keys only (the figures span every tenant).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -27,24 +26,13 @@ from memexdb.console.history import (
     latency_ms,
     per_minute,
 )
-from memexdb.health import sql as health_sql
+from memexdb.health import operations as health
+from memexdb.health.models import OverviewFigure as Figure
 
 OVERVIEW_DAYS = 14
 OVERVIEW_TENANTS = 8  # the largest tenants ranked
 GROWTH_TENANTS = 6  # of which the largest drawn growing (stacked per day)
 MIN_SPAN_SAMPLES = 12  # the time axis spans the samples kept, and at least this many
-
-
-@dataclass(frozen=True, slots=True)
-class Figure:
-    """A row of memex.overview_stats."""
-
-    metric: str
-    agent_id: str | None
-    user_id: str | None
-    day: date | None
-    kind: str | None
-    value: int
 
 
 def _line(name: str, points: list[Point]) -> Line:
@@ -180,9 +168,7 @@ def headline(samples: list[Sample], figures: list[Figure]) -> list[tuple[str, st
 
 async def overview_figures(memex: AsyncMemex) -> list[Figure]:
     """memex.overview_stats as the caller (operator keys only)."""
-    values = {"days": OVERVIEW_DAYS, "tenants": OVERVIEW_TENANTS}
-    rows: list[Figure] = await memex.fetch(Figure, health_sql.OVERVIEW_STATS, values)
-    return rows
+    return await memex.call(health.OVERVIEW_STATS, days=OVERVIEW_DAYS, tenants=OVERVIEW_TENANTS)
 
 
 async def overview_values(

@@ -376,3 +376,46 @@ class PausedOut(BaseModel):
     agent_id: str
     user_id: str
     paused: bool
+
+
+class ConsolidateRequest(RequestModel):
+    """consolidate: condense one tenant's oldest episodic memories (the tenant checked as
+    every tenant field is, by the operation)."""
+
+    agent_id: str
+    user_id: str
+    dry_run: bool = False
+    force: bool = False
+    summary: str | None = None
+    source_ids: list[UUID | str] | None = None
+
+
+class DreamTenantRequest(RequestModel):
+    """dream: tidy one tenant's files, with the LLM's `edits` over dream_plan."""
+
+    agent_id: str
+    user_id: str
+    dry_run: bool = False
+    force: bool = False
+    edits: list[dict[str, Any]] | None = None
+
+
+class ConsolidateDueRequest(RequestModel):
+    """consolidate_due: one consolidation tick over every tenant."""
+
+    dry_run: bool = False
+
+
+class DreamDueRequest(RequestModel):
+    """dream_due: one tick of dreaming over files, every tenant."""
+
+    dry_run: bool = False
+    edits: list[dict[str, Any]] | None = None
+
+
+class DreamPlanQuery(RequestModel):
+    """dream_plan: the files the next dream reads, of the due tenants or of one."""
+
+    agent_id: str | None = None
+    user_id: str | None = None
+    force: bool = False

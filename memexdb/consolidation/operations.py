@@ -19,8 +19,13 @@ from psycopg.types.json import Jsonb
 from memexdb import pg_cron
 from memexdb.consolidation import sql
 from memexdb.consolidation.models import (
+    ConsolidateDueRequest,
+    ConsolidateRequest,
     DreamConfig,
     DreamConfigOut,
+    DreamDueRequest,
+    DreamPlanQuery,
+    DreamTenantRequest,
     DreamUserList,
     DreamUserOut,
     DreamUsersQuery,
@@ -35,12 +40,12 @@ from memexdb.consolidation.models import (
     encode_tenant_cursor,
 )
 from memexdb.core import sql as core_sql
-from memexdb.error_models import ErrorResponse
-from memexdb.fields import NoArguments
+from memexdb.error_models import ErrorResponse, validated
+from memexdb.fields import NoArguments, TenantQuery
 from memexdb.operation import Operation, Paging, Reply, Route
 from memexdb.paging import next_key
 from memexdb.session import Session
-from memexdb.types import ConsolidationRun, DreamUser
+from memexdb.types import ConsolidationRun, DreamPlan, DreamUser
 
 
 async def read_config(session: Session) -> DreamConfigOut:
@@ -231,6 +236,147 @@ RESTORE_CONSOLIDATION = Operation(
     ),
 )
 
+
+async def read_dream_config(session: Session, _: NoArguments) -> DreamConfigOut:
+    return await read_config(session)
+
+
+async def _tenant_run(
+    session: Session, query: str, agent_id: str, user_id: str, **arguments: Any
+) -> ConsolidationRun | None:
+    """One tenant's consolidation run (or plan); None when another runner holds it."""
+    validated(TenantQuery, agent_id=agent_id, user_id=user_id)
+    rows: list[ConsolidationRun] = await session.fetch(
+        ConsolidationRun, query, {"agent_id": agent_id, "user_id": user_id, **arguments}
+    )
+    run = rows[0] if rows else None
+    return run if run is not None and run.status is not None else None
+
+
+async def consolidate(session: Session, request: ConsolidateRequest) -> ConsolidationRun | None:
+    ids = request.source_ids
+    return await _tenant_run(
+        session,
+        sql.CONSOLIDATE_TENANT,
+        request.agent_id,
+        request.user_id,
+        dry_run=request.dry_run,
+        force=request.force,
+        summary=request.summary,
+        source_ids=[str(i) for i in ids] if ids is not None else None,
+    )
+
+
+async def dream(session: Session, request: DreamTenantRequest) -> ConsolidationRun | None:
+    edits = request.edits
+    return await _tenant_run(
+        session,
+        sql.DREAM_TENANT,
+        request.agent_id,
+        request.user_id,
+        dry_run=request.dry_run,
+        force=request.force,
+        edits=Jsonb(edits) if edits is not None else None,
+    )
+
+
+async def consolidate_due(
+    session: Session, request: ConsolidateDueRequest
+) -> list[ConsolidationRun]:
+    return await session.fetch(ConsolidationRun, sql.CONSOLIDATE_DUE, request.model_dump())
+
+
+async def dream_due(session: Session, request: DreamDueRequest) -> list[ConsolidationRun]:
+    edits = request.edits
+    return await session.fetch(
+        ConsolidationRun,
+        sql.DREAM_DUE,
+        {"dry_run": request.dry_run, "edits": Jsonb(edits) if edits is not None else None},
+    )
+
+
+async def dream_plan(session: Session, query: DreamPlanQuery) -> list[DreamPlan]:
+    if query.agent_id is not None or query.user_id is not None:
+        validated(TenantQuery, agent_id=query.agent_id, user_id=query.user_id)
+    return await session.fetch(DreamPlan, sql.DREAM_PLAN, query.model_dump())
+
+
+def _nothing(_: object, __: object) -> None:
+    return None
+
+
+READ_DREAM_CONFIG = Operation(
+    name="read_dream_config",
+    summary="The consolidation settings as any caller reads them (AsyncMemex.dream_config)",
+    request=NoArguments,
+    run=read_dream_config,
+    response=None,
+    answer=_nothing,
+    sql=("memex.dream_config",),
+    access="read",
+    domain="consolidation",
+)
+
+CONSOLIDATE = Operation(
+    name="consolidate",
+    summary="Condense one tenant's oldest episodic memories if it is due (or forced)",
+    request=ConsolidateRequest,
+    run=consolidate,
+    response=None,
+    answer=_nothing,
+    sql=("memex.consolidate_tenant",),
+    access="write",
+    domain="consolidation",
+)
+
+DREAM = Operation(
+    name="dream",
+    summary="Tidy one tenant's files if it is due (or forced), with the LLM's edits",
+    request=DreamTenantRequest,
+    run=dream,
+    response=None,
+    answer=_nothing,
+    sql=("memex.dream_tenant",),
+    access="write",
+    domain="consolidation",
+)
+
+CONSOLIDATE_DUE = Operation(
+    name="consolidate_due",
+    summary="One consolidation tick over every tenant",
+    request=ConsolidateDueRequest,
+    run=consolidate_due,
+    response=None,
+    answer=_nothing,
+    sql=("memex.consolidate_due",),
+    access="admin",
+    domain="consolidation",
+)
+
+DREAM_DUE = Operation(
+    name="dream_due",
+    summary="One tick of dreaming over files, every tenant",
+    request=DreamDueRequest,
+    run=dream_due,
+    response=None,
+    answer=_nothing,
+    sql=("memex.dream_due",),
+    access="admin",
+    domain="consolidation",
+)
+
+DREAM_PLAN = Operation(
+    name="dream_plan",
+    summary="The files the next dream reads: of the due tenants, or of one",
+    request=DreamPlanQuery,
+    run=dream_plan,
+    response=None,
+    answer=_nothing,
+    sql=("memex.dream_plan",),
+    access="write",
+    domain="consolidation",
+)
+
 # (in the order of their paths' methods: GET before PUT, as a 405's Allow header lists them)
 OPERATIONS: tuple[Operation[Any, Any], ...] = (
     DREAM_CONFIG,
@@ -239,4 +385,11 @@ OPERATIONS: tuple[Operation[Any, Any], ...] = (
     SET_DREAM_PAUSED,
     CONSOLIDATION_RUNS,
     RESTORE_CONSOLIDATION,
+    # the Python API's alone (no REST or MCP surface here)
+    READ_DREAM_CONFIG,
+    CONSOLIDATE,
+    DREAM,
+    CONSOLIDATE_DUE,
+    DREAM_DUE,
+    DREAM_PLAN,
 )

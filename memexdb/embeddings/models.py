@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
+from uuid import UUID
 
 from pydantic import (
     AfterValidator,
@@ -166,3 +167,11 @@ class EmbeddingsOut(BaseModel):
     data: list[EmbeddingOut]
     model: str
     usage: EmbeddingUsage
+
+
+class ReembedQuery(RequestModel):
+    """reembed_page: the next `limit` memories after `after` (in id order) whose vector is
+    not from the caller's model (1 to REEMBED_BATCH_MAX, checked by the operation)."""
+
+    after: UUID | None = None
+    limit: int = DEFAULT_REEMBED_BATCH

@@ -33,6 +33,7 @@ from memexdb.files.models import (
     FilePatch,
     FileReadQuery,
     FileWrite,
+    PassageSearchRequest,
     RestoreRequest,
     RevisionList,
     RevisionListQuery,
@@ -44,7 +45,15 @@ from memexdb.files.models import (
 from memexdb.operation import Operation, Paging, Reply, Route, Tool
 from memexdb.paging import next_key
 from memexdb.session import Session
-from memexdb.types import AccessEvent, File, FileEntry, FileRevision, PatchPreview, SmartRead
+from memexdb.types import (
+    AccessEvent,
+    File,
+    FileEntry,
+    FileRevision,
+    Passage,
+    PatchPreview,
+    SmartRead,
+)
 
 # An unconditional patch (no base_revision) that loses a race is tried again: at most
 # this many tries, within this many seconds (then Conflict), each after a random pause
@@ -440,6 +449,39 @@ ACCESS_LOG = Operation(
 )
 
 # In the order of the MCP tools (tools/list) and the REST endpoints' paths.
+
+
+async def ranked_passages(session: Session, request: PassageSearchRequest) -> list[Passage]:
+    """memex.search_passages for a validated request: files and memories ranked for its
+    query (BM25 fused with vectors), each cut to a passage (a file's best paragraph, with
+    its lines). One embedding, one statement: AsyncMemex.passages and memory_search
+    (memexdb.agentic, which may add an LLM answer: `answer` is its) both run it."""
+    # paid for before the query is embedded: a caller over its limit embeds nothing
+    reservation = await session.reserve("search", [(request.agent_id, request.user_id)])
+    values = {
+        **request.model_dump(exclude={"answer"}),
+        "query_embedding": await session.embedder.embed_one(request.query),
+        "embedding_model": session.model_id,
+    }
+    rows: list[Passage] = await session.fetch(
+        Passage, sql.SEARCH_PASSAGES, values, reservation=reservation
+    )
+    return rows
+
+
+PASSAGES = Operation(
+    name="passages",
+    summary="Files and memories ranked for a query, each cut to a passage",
+    request=PassageSearchRequest,
+    run=ranked_passages,
+    response=None,
+    answer=lambda _, __: None,
+    sql=("memex.search_passages",),
+    access="read",
+    domain="files",
+    embeds="query",
+)
+
 OPERATIONS: tuple[Operation[Any, Any], ...] = (
     LIST,
     READ,
@@ -452,4 +494,5 @@ OPERATIONS: tuple[Operation[Any, Any], ...] = (
     DIFF,
     RESTORE,
     ACCESS_LOG,
+    PASSAGES,  # the Python API's (memory_search is memexdb.agentic's SEARCH_PASSAGES)
 )

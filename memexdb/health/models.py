@@ -3,12 +3,19 @@ GET /health, /health/live and /health/ready."""
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
     Field,
 )
+
+from memexdb.fields import RequestModel
+
+# agents or users per page of agent_stats / user_stats (the console's)
+DEFAULT_STATS_LIMIT = 100
 
 
 class HealthResponse(BaseModel):
@@ -52,3 +59,46 @@ class ReadyResponse(BaseModel):
     message: str | None = None
     version: str
     blocked: list[BlockedLock] = Field(default_factory=list)
+
+
+class SettingWrite(RequestModel):
+    """set_setting: one operator setting of memex.settings and its JSON value."""
+
+    name: str
+    value: Any
+
+
+class AgentStatsQuery(RequestModel):
+    """agent_stats: agents in agent_id order after `after` (`agent_id`: that one only)."""
+
+    agent_id: str | None = None
+    limit: int = DEFAULT_STATS_LIMIT
+    after: str | None = None
+
+
+class UserStatsQuery(RequestModel):
+    """user_stats: the users of an agent in user_id order after `after`."""
+
+    agent_id: str
+    limit: int = DEFAULT_STATS_LIMIT
+    after: str | None = None
+
+
+class OverviewQuery(RequestModel):
+    """overview_stats: the console's figures over the last `days` days, of the largest
+    `tenants` tenants."""
+
+    days: int
+    tenants: int
+
+
+@dataclass(frozen=True, slots=True)
+class OverviewFigure:
+    """A row of memex.overview_stats."""
+
+    metric: str
+    agent_id: str | None
+    user_id: str | None
+    day: date | None
+    kind: str | None
+    value: int

@@ -186,3 +186,19 @@ class AuditEventOut(OutModel):
 class AuditList(BaseModel):
     events: list[AuditEventOut]
     next_before: int | None = Field(description="Pass as `before` for older entries.")
+
+
+class AuthenticateRequest(RequestModel):
+    """authenticate: the caller's credentials valid (and, with `admin`, an admin of its
+    whole scope)."""
+
+    admin: bool = False
+
+
+class AuthorizeRequest(RequestModel):
+    """authorize: the caller may act on the tenant with `need` access (None: every agent
+    / every user)."""
+
+    agent_id: str | None
+    user_id: str | None
+    need: str

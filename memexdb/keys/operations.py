@@ -9,13 +9,18 @@ scope (memex.create_key, ...).
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from memexdb.core import sql as core_sql
+from memexdb.fields import NoArguments
 from memexdb.keys import sql
 from memexdb.keys.models import (
     AuditEventOut,
     AuditList,
     AuditQuery,
+    AuthenticateRequest,
+    AuthorizeRequest,
     KeyCreate,
     KeyCreatedOut,
     KeyList,
@@ -119,4 +124,63 @@ AUDIT_EVENTS = Operation(
     rest=Route("GET", "/v1/admin/audit", "Entries", source="query"),
 )
 
-OPERATIONS: tuple[Operation[Any, Any], ...] = (CREATE_KEY, LIST_KEYS, REVOKE_KEY, AUDIT_EVENTS)
+
+async def authenticate(session: Session, request: AuthenticateRequest) -> None:
+    # memex._enter, the check every call makes (with `admin`, memex._authorize too)
+    await session.fetch(None, core_sql.ADMIN_CALLER if request.admin else core_sql.PING)
+
+
+async def authorize(session: Session, request: AuthorizeRequest) -> None:
+    await session.fetch(None, core_sql.AUTHORIZE, request.model_dump())
+
+
+async def allow_keyless(session: Session, _: NoArguments) -> datetime:
+    rows: list[datetime] = await session.fetch(None, sql.ALLOW_KEYLESS)
+    return rows[0]
+
+
+AUTHENTICATE = Operation(
+    name="authenticate",
+    summary="Whether the caller's credentials are valid (with admin: an admin of its scope)",
+    request=AuthenticateRequest,
+    run=authenticate,
+    response=None,
+    answer=lambda _, __: None,
+    sql=("memex._authorize",),
+    access="read",
+    domain="keys",
+)
+
+AUTHORIZE = Operation(
+    name="authorize",
+    summary="Whether the caller may act on a tenant with read, write or admin access",
+    request=AuthorizeRequest,
+    run=authorize,
+    response=None,
+    answer=lambda _, __: None,
+    sql=("memex._authorize",),
+    access="read",
+    domain="keys",
+)
+
+ALLOW_KEYLESS = Operation(
+    name="allow_keyless",
+    summary="Let requests without a key in again (no live key left; audited)",
+    request=NoArguments,
+    run=allow_keyless,
+    response=None,
+    answer=lambda _, __: None,
+    sql=("memex.allow_keyless",),
+    access="operator",
+    domain="keys",
+)
+
+OPERATIONS: tuple[Operation[Any, Any], ...] = (
+    CREATE_KEY,
+    LIST_KEYS,
+    REVOKE_KEY,
+    AUDIT_EVENTS,
+    AUTHENTICATE,
+    AUTHORIZE,
+    ALLOW_KEYLESS,  # `memexdb keys allow-keyless`
+)

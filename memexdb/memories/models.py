@@ -661,3 +661,49 @@ class Deleted(BaseModel):
     """The memory that was deleted."""
 
     deleted: MemoryOut
+
+
+class ExportPageQuery(RequestModel):
+    """export_page: one page of an agent's user's (or all its users') memories, after
+    `after` ((user_id, created_at, id) of the previous page's last row); the agent and
+    user are checked by the operation as every tenant field is."""
+
+    agent_id: str
+    user_id: str | None = None
+    embeddings: bool = False
+    after: tuple[str, datetime, UUID] | None = None
+    limit: int = DEFAULT_EXPORT_BATCH
+
+
+class HistoryPageQuery(RequestModel):
+    """export_history: one page of the history of an export (file revisions, access log,
+    consolidation runs) after `after` ((kind, id) of the previous page's last row)."""
+
+    agent_id: str
+    user_id: str | None = None
+    after: tuple[str, int] | None = None
+    limit: int = DEFAULT_EXPORT_BATCH
+
+
+class MemoryIds(RequestModel):
+    """missing_memory_ids: which of these ids no memory has yet (an import's batch)."""
+
+    ids: list[UUID]
+
+
+ImportedHistory = Literal["file_revision", "access", "consolidation_run"]
+
+
+class HistoryImport(RequestModel):
+    """import_history: one batch of an import's history records of one kind, as
+    memexdb.export_format's models dump them."""
+
+    kind: ImportedHistory
+    records: list[dict[str, Any]]
+
+
+class MemoryImport(RequestModel):
+    """import_memory_batch: one batch of an import's new memories (ExportedMemory items,
+    validated as their records were read)."""
+
+    memories: list[ExportedMemory]

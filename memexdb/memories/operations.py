@@ -8,14 +8,18 @@ methods, the REST endpoints and the MCP tools are built.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 import numpy as np
 from psycopg.types.json import Jsonb
 
 from memexdb import metrics
-from memexdb.error_models import ErrorResponse
+from memexdb.consolidation import sql as consolidation_sql
+from memexdb.error_models import ErrorResponse, validated
 from memexdb.fields import TenantQuery
+from memexdb.files import sql as files_sql
 from memexdb.memories import sql
 from memexdb.memories.models import (
     CountQuery,
@@ -24,12 +28,17 @@ from memexdb.memories.models import (
     ErasedResponse,
     EraseUserRequest,
     ExportedMemory,
+    ExportPageQuery,
     ForgetQuery,
+    HistoryImport,
+    HistoryPageQuery,
     ListQuery,
     MemoryBatchCreate,
     MemoryBatchResponse,
     MemoryCreate,
     MemoryForget,
+    MemoryIds,
+    MemoryImport,
     MemoryOut,
     MemoryPage,
     MemoryPatch,
@@ -45,8 +54,11 @@ from memexdb.memories.models import (
 from memexdb.operation import Operation, Paging, Reply, Route, Tool
 from memexdb.paging import next_key
 from memexdb.session import Session, jsonb_or_none
-from memexdb.types import ErasedRows, Memory, SearchHit, SearchMode
+from memexdb.types import ErasedRows, ExportRow, HistoryRow, Memory, SearchHit, SearchMode
 from memexdb.types import MemoryPage as Page
+
+# where the next page of an export starts: (user_id, created_at, id) of the last row
+ExportCursor = tuple[str, datetime, UUID] | None
 
 _MEMORY_ID = {"memory_id": {"type": "string", "format": "uuid"}}
 _NOT_FOUND = Reply(404, "No such live memory for this tenant (or an id that is not a UUID)")
@@ -506,6 +518,176 @@ ERASE_USER = Operation(
     ),
 )
 
+
+async def export_page(
+    session: Session, query: ExportPageQuery
+) -> tuple[list[ExportRow], ExportCursor]:
+    """One page of an export (AsyncMemex.export_page) and the `after` of the next page
+    (None: this was the last)."""
+    validated(TenantQuery, agent_id=query.agent_id, user_id=query.user_id or "-")
+    after = query.after
+    rows: list[ExportRow] = await session.fetch(
+        ExportRow,
+        sql.EXPORT_MEMORIES,
+        {
+            "agent_id": query.agent_id,
+            "user_id": query.user_id,
+            "embeddings": query.embeddings,
+            "after_user_id": after[0] if after else None,
+            "after_created_at": after[1] if after else None,
+            "after_id": after[2] if after else None,
+            "limit": query.limit,
+        },
+    )
+    return rows, next_key(rows, query.limit, lambda row: (row.user_id, row.created_at, row.id))
+
+
+EXPORT_PAGE = Operation(
+    name="export_page",
+    summary="One page of an export of an agent's user's (or all its users') memories",
+    request=ExportPageQuery,
+    run=export_page,
+    response=None,
+    answer=lambda _, __: None,
+    sql=("memex.export_memories",),
+    access="read",
+    domain="memories",
+)
+
+# where the next page of an export's history starts: (kind, id) of the last row
+HistoryCursor = tuple[str, int] | None
+
+
+async def export_history(
+    session: Session, query: HistoryPageQuery
+) -> tuple[list[HistoryRow], HistoryCursor]:
+    """One page of memex.export_history and the cursor of the next (None: the last)."""
+    after = query.after
+    rows: list[HistoryRow] = await session.fetch(
+        HistoryRow,
+        sql.EXPORT_HISTORY,
+        {
+            "agent_id": query.agent_id,
+            "user_id": query.user_id,
+            "after_kind": after[0] if after else None,
+            "after_id": after[1] if after else None,
+            "limit": query.limit,
+        },
+    )
+    return rows, next_key(rows, query.limit, lambda row: (row.kind, row.id))
+
+
+async def missing_memory_ids(session: Session, query: MemoryIds) -> list[UUID]:
+    return await session.fetch(None, sql.MISSING_MEMORY_IDS, query.model_dump())
+
+
+# each kind of history record to the SQL function that imports it (and authorizes it)
+_IMPORT_HISTORY = {
+    "file_revision": files_sql.IMPORT_FILE_REVISIONS,
+    "access": files_sql.IMPORT_ACCESS_LOG,
+    "consolidation_run": consolidation_sql.IMPORT_CONSOLIDATION_RUNS,
+}
+
+
+async def import_history(session: Session, batch: HistoryImport) -> int:
+    """The number of the batch's records imported (those recorded already are skipped)."""
+    found = await session.fetch(
+        None, _IMPORT_HISTORY[batch.kind], {"records": Jsonb(batch.records)}
+    )
+    return int(found[0])
+
+
+async def import_memory_batch(session: Session, batch: MemoryImport) -> tuple[int, int]:
+    """Insert new memories keeping their ids, timestamps and lineage: the number inserted
+    and, of those, the number embedded again (no vector, or another model's)."""
+    memories = batch.memories
+    stale = [
+        i
+        for i, m in enumerate(memories)
+        if m.embedding is None or m.embedding_model != session.model_id
+    ]
+    vectors = [np.asarray(m.embedding or (), dtype=np.float32) for m in memories]
+    reservation = None
+    if stale:  # the batch's budget is paid before anything is embedded
+        reservation = await session.reserve("store", [(m.agent_id, m.user_id) for m in memories])
+        fresh = await session.embedder.embed_many([memories[i].content for i in stale])
+        for i, vector in zip(stale, fresh, strict=True):
+            vectors[i] = vector
+    rows: list[Memory] = await session.fetch(
+        Memory,
+        sql.IMPORT_MEMORIES,
+        {
+            **store_params(memories, vectors, session.model_id),
+            "ids": [m.id for m in memories],
+            "updated_at": [m.updated_at for m in memories],
+            "lineage": [jsonb_or_none(m.lineage()) for m in memories],
+            "paths": [m.path for m in memories],
+            "actors": [m.actor for m in memories],
+        },
+        reservation=reservation,
+    )
+    metrics.count_by_type(metrics.MEMORIES_STORED, rows)
+    # embedded again: the inserted ones only. An id another tenant holds is skipped by
+    # memex.import_memories (ids are one namespace) after it was embedded, since
+    # memex.missing_memory_ids cannot see it: counted as the caller's own existing id
+    # is, skipped and not embedded, so the answer does not tell them apart.
+    inserted = {row.id for row in rows}
+    return len(rows), sum(1 for i in stale if memories[i].id in inserted)
+
+
+EXPORT_HISTORY = Operation(
+    name="export_history",
+    summary="One page of an export's history: file revisions, access log, runs",
+    request=HistoryPageQuery,
+    run=export_history,
+    response=None,
+    answer=lambda _, __: None,
+    sql=("memex.export_history",),
+    access="read",
+    domain="memories",
+)
+
+MISSING_MEMORY_IDS = Operation(
+    name="missing_memory_ids",
+    summary="Which of these memory ids no memory has yet (an import skips the others)",
+    request=MemoryIds,
+    run=missing_memory_ids,
+    response=None,
+    answer=lambda _, __: None,
+    sql=("memex.missing_memory_ids",),
+    access="read",
+    domain="memories",
+)
+
+IMPORT_HISTORY = Operation(
+    name="import_history",
+    summary="Import one batch of history records of one kind (admin of each tenant)",
+    request=HistoryImport,
+    run=import_history,
+    response=None,
+    answer=lambda _, __: None,
+    sql=(
+        "memex.import_file_revisions",
+        "memex.import_access_log",
+        "memex.import_consolidation_runs",
+    ),
+    access="admin",
+    domain="memories",
+)
+
+IMPORT_MEMORY_BATCH = Operation(
+    name="import_memory_batch",
+    summary="Import one batch of new memories keeping their ids and history",
+    request=MemoryImport,
+    run=import_memory_batch,
+    response=None,
+    answer=lambda _, __: None,
+    sql=("memex.import_memories",),
+    access="write",
+    domain="memories",
+    embeds="(the memories without a vector of the caller's model)",
+)
+
 OPERATIONS: tuple[Operation[Any, Any], ...] = (
     STORE,
     STORE_MANY,
@@ -516,4 +698,10 @@ OPERATIONS: tuple[Operation[Any, Any], ...] = (
     UPDATE,
     LIST,
     ERASE_USER,
+    EXPORT_PAGE,  # the Python API's (GET /v1/export streams pages of it)
+    # export and import's own (memexdb.moving runs them, page after page, batch by batch)
+    EXPORT_HISTORY,
+    MISSING_MEMORY_IDS,
+    IMPORT_HISTORY,
+    IMPORT_MEMORY_BATCH,
 )

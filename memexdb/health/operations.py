@@ -1,0 +1,195 @@
+"""The operations of the operations domain (sql/operations/, the `operations` REST tag)
+that the Python API runs: ping, readiness (schema_state, lock_waits), maintenance,
+metrics, settings and the tenants' stats of the admin console.
+
+None is served over REST or MCP from this table (GET /health, /metrics and the console
+are hand-written pages over these methods): each is declared so that AsyncMemex runs it
+as it runs every other operation (`self.call`), validated once, one memex.* call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from memexdb.core import sql as core_sql
+from memexdb.fields import NoArguments
+from memexdb.health import sql
+from memexdb.health.models import (
+    AgentStatsQuery,
+    BlockedLock,
+    OverviewFigure,
+    OverviewQuery,
+    SettingWrite,
+    UserStatsQuery,
+)
+from memexdb.operation import Operation
+from memexdb.session import Session
+from memexdb.types import AgentStats, MaintenanceResult, MetricFigure, SchemaState, UserStats
+
+
+def _nothing(_: object, __: object) -> None:
+    return None
+
+
+async def ping(session: Session, _: NoArguments) -> None:
+    # no caller: whether the database answers at all
+    await session.fetch(None, core_sql.PING, enter=False)
+
+
+async def metrics_snapshot(session: Session, _: NoArguments) -> list[MetricFigure]:
+    return await session.fetch(MetricFigure, sql.METRICS_SNAPSHOT)
+
+
+async def schema_state(session: Session, _: NoArguments) -> SchemaState:
+    rows: list[SchemaState] = await session.fetch(SchemaState, sql.SCHEMA_STATE, enter=False)
+    return rows[0]
+
+
+async def lock_waits(session: Session, _: NoArguments) -> list[BlockedLock]:
+    return await session.fetch(BlockedLock, sql.LOCK_WAITS, enter=False)
+
+
+async def maintenance(session: Session, _: NoArguments) -> MaintenanceResult:
+    rows: list[MaintenanceResult] = await session.fetch(MaintenanceResult, sql.MAINTENANCE)
+    return rows[0]
+
+
+async def set_setting(session: Session, request: SettingWrite) -> None:
+    await session.fetch(
+        None, sql.SET_SETTING, {"name": request.name, "value": Jsonb(request.value)}
+    )
+
+
+async def agent_stats(session: Session, query: AgentStatsQuery) -> list[AgentStats]:
+    return await session.fetch(AgentStats, sql.AGENT_STATS, query.model_dump())
+
+
+async def user_stats(session: Session, query: UserStatsQuery) -> list[UserStats]:
+    return await session.fetch(UserStats, sql.USER_STATS, query.model_dump())
+
+
+async def overview_stats(session: Session, query: OverviewQuery) -> list[OverviewFigure]:
+    return await session.fetch(OverviewFigure, sql.OVERVIEW_STATS, query.model_dump())
+
+
+PING = Operation(
+    name="ping",
+    summary="Whether the database answers (no caller needed)",
+    request=NoArguments,
+    run=ping,
+    response=None,
+    answer=_nothing,
+    sql=(),
+    access="read",
+    domain="operations",
+)
+
+METRICS_SNAPSHOT = Operation(
+    name="metrics_snapshot",
+    summary="The database's figures for GET /metrics",
+    request=NoArguments,
+    run=metrics_snapshot,
+    response=None,
+    answer=_nothing,
+    sql=("memex.metrics_snapshot",),
+    access="operator",
+    domain="operations",
+)
+
+SCHEMA_STATE = Operation(
+    name="schema_state",
+    summary="The schema's revision and whether a migration runs now (no caller needed)",
+    request=NoArguments,
+    run=schema_state,
+    response=None,
+    answer=_nothing,
+    sql=("memex.schema_state",),
+    access="read",
+    domain="operations",
+)
+
+LOCK_WAITS = Operation(
+    name="lock_waits",
+    summary="Sessions waiting for a lock on a memex table, and who blocks them",
+    request=NoArguments,
+    run=lock_waits,
+    response=None,
+    answer=_nothing,
+    sql=("memex.lock_waits",),
+    access="read",
+    domain="operations",
+)
+
+MAINTENANCE = Operation(
+    name="maintenance",
+    summary="Delete expired memories and stale rate-limit rows; move grown tenants to ANN",
+    request=NoArguments,
+    run=maintenance,
+    response=None,
+    answer=_nothing,
+    sql=("memex.maintenance",),
+    access="operator",
+    domain="operations",
+)
+
+SET_SETTING = Operation(
+    name="set_setting",
+    summary="Write an operator setting (memex.settings)",
+    request=SettingWrite,
+    run=set_setting,
+    response=None,
+    answer=_nothing,
+    sql=("memex.set_setting",),
+    access="operator",
+    domain="operations",
+)
+
+AGENT_STATS = Operation(
+    name="agent_stats",
+    summary="Agents with their users and memories by type, archived, expired and files",
+    request=AgentStatsQuery,
+    run=agent_stats,
+    response=None,
+    answer=_nothing,
+    sql=("memex.agent_stats",),
+    access="admin",
+    domain="operations",
+)
+
+USER_STATS = Operation(
+    name="user_stats",
+    summary="The users of an agent with their memories, files and consolidation pause",
+    request=UserStatsQuery,
+    run=user_stats,
+    response=None,
+    answer=_nothing,
+    sql=("memex.user_stats",),
+    access="admin",
+    domain="operations",
+)
+
+OVERVIEW_STATS = Operation(
+    name="overview_stats",
+    summary="The console overview's figures: the largest tenants, growth, consolidation",
+    request=OverviewQuery,
+    run=overview_stats,
+    response=None,
+    answer=_nothing,
+    sql=("memex.overview_stats",),
+    access="operator",
+    domain="operations",
+)
+
+OPERATIONS: tuple[Operation[Any, Any], ...] = (
+    PING,
+    METRICS_SNAPSHOT,
+    SCHEMA_STATE,
+    LOCK_WAITS,
+    MAINTENANCE,
+    SET_SETTING,
+    AGENT_STATS,
+    USER_STATS,
+    OVERVIEW_STATS,  # the console's (memexdb.console.overview)
+)
