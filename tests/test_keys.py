@@ -473,6 +473,7 @@ def test_grants(conn: psycopg.Connection) -> None:
         ("embed_queue", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
         ("file_revisions", "memex_app", "SELECT"),
         ("memories", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
+        ("memory_revisions", "memex_app", "SELECT"),
         ("settings", "memex_app", "INSERT,SELECT,UPDATE"),
         ("tenants", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
         ("term_stats", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
@@ -486,6 +487,7 @@ def test_grants(conn: psycopg.Connection) -> None:
         ("consolidation_runs",),
         ("file_revisions",),
         ("memories",),
+        ("memory_revisions",),
         ("tenants",),
         ("term_stats",),
     ]
