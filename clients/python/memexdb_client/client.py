@@ -47,6 +47,7 @@ from memexdb_client.types import (
     MemoryPage,
     MemoryType,
     RevokedKey,
+    RunNowResult,
     SearchHit,
     SearchMode,
     SmartRead,
@@ -683,12 +684,14 @@ class AsyncMemexClient:
         *,
         dry_run: bool = False,
         force: bool = False,
-    ) -> list[ConsolidationRun]:
+    ) -> RunNowResult:
         """POST /v1/admin/dream/run: a consolidation tick now (no tenant) or one tenant's
-        run (memex.call(agentic.RUN_NOW, ...) in-process)."""
+        run (memex.call(agentic.RUN_NOW, ...) in-process): the runs, and the tenant's
+        steps that were skipped (`skipped`: step and reason) because another runner (the
+        scheduler) held the tenant's consolidation lock."""
         values = _given(locals())
         answer = await self._request("run_now", values)
-        return _as(list[ConsolidationRun], answer["runs"])
+        return _as(RunNowResult, {"runs": answer["runs"], "skipped": answer["skipped"]})
 
 
 def _tenant_cursor(agent_id: str, user_id: str) -> str:

@@ -448,6 +448,25 @@ class ConsolidationRun:
 
 
 @dataclass(frozen=True, slots=True)
+class SkippedStep:
+    """A step of a tenant's run-now that did not run, and why (e.g. the scheduler held
+    the tenant's consolidation lock)."""
+
+    step: str  # condense | dream
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunNowResult:
+    """POST /v1/admin/dream/run: the runs (plans when dry_run), and the steps of a
+    tenant's run that were skipped because another runner held the tenant (empty for a
+    tick). The in-process memexdb.agentic RUN_NOW answers the same two fields."""
+
+    runs: list[ConsolidationRun]
+    skipped: list[SkippedStep]
+
+
+@dataclass(frozen=True, slots=True)
 class DreamUser:
     """A row of memex.dream_users: one tenant's consolidation status."""
 
