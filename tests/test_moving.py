@@ -110,9 +110,13 @@ async def _snapshot(memex: AsyncMemex) -> dict[str, Any]:
 
 
 def _history_of(lines: list[dict[str, Any]], until: datetime) -> list[dict[str, Any]]:
-    """An export's history records, access-log entries written up to `until` only."""
+    """An export's history records, access-log entries written up to `until` only; a
+    restore run's details.run, the id of the run it restored (a number of the agent's
+    history, given anew by an import), left out."""
     return [
-        r
+        {**r, "details": {k: v for k, v in r["details"].items() if k != "run"}}
+        if r["record"] == "consolidation_run" and r["kind"] == "restore"
+        else r
         for r in lines
         if r["record"] in ("file_revision", "consolidation_run")
         or (r["record"] == "access" and datetime.fromisoformat(r["at"]) <= until)

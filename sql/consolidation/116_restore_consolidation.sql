@@ -4,6 +4,11 @@
 -- everything consolidation touches). The run's status becomes restored, and the restore
 -- itself is a run (kind restore, details.run) that is returned. MX404 for no such run of
 -- a tenant the caller may write; MX409 if the run is not a completed condense run.
+-- A run id is a number within its agent's history (memex._history_id): the run is the
+-- one of that number the caller sees (row-level security: an agent's key sees its own
+-- agent's runs only, so another agent's run of the same number is never it). A caller of
+-- every agent who sees runs of that number in several agents gets MX422 (field run_id):
+-- it restores with a key of the run's agent.
 create or replace function memex.restore_consolidation(p_run_id bigint)
 returns memex.consolidation_runs
 language plpgsql
@@ -15,7 +20,14 @@ declare
     v_run      memex.consolidation_runs;
     v_restore  memex.consolidation_runs;
     v_restored integer;
+    v_agents   integer;
 begin
+    select count(*) into v_agents from memex.consolidation_runs r where r.id = p_run_id;
+    if v_agents > 1 then
+        perform memex._invalid('run_id', format(
+            'runs numbered %s exist in %s agents: restore with an admin or write key of'
+            ' the run''s agent', p_run_id, v_agents));
+    end if;
     select * into v_run from memex.consolidation_runs r where r.id = p_run_id;
     -- another tenant's run looks like no run at all (ids leak nothing across tenants)
     begin
@@ -31,7 +43,8 @@ begin
     perform memex._authorize(v_run.agent_id, v_run.user_id, 'write');
     perform pg_advisory_xact_lock(memex._lock_key(
         'consolidate', jsonb_build_array(v_run.agent_id, v_run.user_id)::text));
-    select * into v_run from memex.consolidation_runs r where r.id = p_run_id for update;
+    select * into v_run from memex.consolidation_runs r
+    where r.agent_id = v_run.agent_id and r.id = p_run_id for update;
     if v_run.kind <> 'condense' or v_run.status <> 'done' then
         raise exception 'run % is a % run with status %: only done condense runs restore',
                         p_run_id, v_run.kind, v_run.status
@@ -50,7 +63,7 @@ begin
             jsonb_build_object('run', v_run.id))
     returning * into v_restore;
     update memex.consolidation_runs r set status = 'restored', restored_by = v_restore.id
-    where r.id = v_run.id;
+    where r.agent_id = v_run.agent_id and r.id = v_run.id;
     return v_restore;
 end
 $$;

@@ -1,0 +1,151 @@
+"""History ids that count only the agent's own history.
+
+The ids of memex.access_log, file_revisions, consolidation_runs and audit_log were one
+database-wide identity each, so the gap between two of a tenant's ids counted what other
+tenants did in between (issue 34: B's next access-log id jumped 97 -> 105 across A's seven
+reads). Each id is now a number per agent (the audit log's entries without an agent, the
+operator's, are numbered among themselves): 1, 2, 3... in the order the agent's history
+was written, taken from memex.history_ids (one counter row per agent and table, locked by
+the inserting transaction until it ends, so two writers of one agent get consecutive
+numbers and writers of different agents never wait for each other). The SQL layer's
+memex._history_id trigger fills it on every insert.
+
+Existing rows are numbered per agent in their old id order; a consolidation run's
+restored_by and a restore run's details.run follow. Run numbers written earlier inside
+memories' metadata (consolidation.run, dream.run) or file revisions' details (dream.run)
+keep the number the run had then. The identity columns (and their sequences) go; each
+table's key is (agent_id, id) (the audit log's: a unique index over
+(coalesce(agent_id, ''), id)).
+
+Revision ID: 0029
+Revises: 0028
+Create Date: 2026-12-06
+"""
+
+from alembic import op
+
+revision = "0029"
+down_revision = "0028"
+branch_labels = None
+depends_on = None
+
+TABLES = ("access_log", "file_revisions", "consolidation_runs", "audit_log")
+
+
+def upgrade() -> None:
+    op.execute(
+        """
+        create table memex.history_ids (
+            agent_id text not null,
+            kind     text not null
+                check (kind in ('access_log', 'file_revisions', 'consolidation_runs',
+                                'audit_log')),
+            last_id  bigint not null check (last_id >= 1),
+            primary key (agent_id, kind)
+        )
+        """
+    )
+    op.execute(
+        "comment on table memex.history_ids is 'The last history id given per agent and"
+        " table (agent_id '''' for the audit log''s entries without an agent), taken by the"
+        " memex._history_id trigger.'"
+    )
+    # the old ids of runs, to follow them where runs name each other
+    op.execute(
+        """
+        create temporary table run_numbers as
+        select r.id as old_id, r.agent_id,
+               row_number() over (partition by r.agent_id order by r.id) as new_id
+        from memex.consolidation_runs r
+        """
+    )
+    op.execute(
+        """
+        update memex.consolidation_runs c set restored_by = n.new_id
+        from run_numbers n
+        where c.restored_by = n.old_id and n.agent_id = c.agent_id
+        """
+    )
+    op.execute(
+        """
+        update memex.consolidation_runs c
+        set details = jsonb_set(c.details, '{run}', to_jsonb(n.new_id))
+        from run_numbers n
+        where c.kind = 'restore' and jsonb_typeof(c.details -> 'run') = 'number'
+          and (c.details ->> 'run')::numeric = n.old_id and n.agent_id = c.agent_id
+        """
+    )
+    op.execute("drop table run_numbers")
+    for table in TABLES:
+        agent = "coalesce(agent_id, '')" if table == "audit_log" else "agent_id"
+        op.execute(f"alter table memex.{table} alter column id drop identity")
+        op.execute(f"alter table memex.{table} drop constraint {table}_pkey")
+        op.execute(
+            f"""
+            update memex.{table} t set id = n.new_id
+            from (select id, row_number() over (partition by {agent} order by id) as new_id
+                  from memex.{table}) n
+            where t.id = n.id
+            """
+        )
+        if table == "audit_log":
+            op.execute(
+                "create unique index audit_log_agent_id_idx"
+                " on memex.audit_log ((coalesce(agent_id, '')), id)"
+            )
+        else:
+            op.execute(f"alter table memex.{table} add primary key (agent_id, id)")
+        op.execute(
+            f"""
+            insert into memex.history_ids (agent_id, kind, last_id)
+            select {agent}, '{table}', max(id) from memex.{table} group by 1
+            """
+        )
+
+
+def downgrade() -> None:
+    times = {
+        "access_log": "at",
+        "file_revisions": "at",
+        "consolidation_runs": "started_at",
+        "audit_log": "at",
+    }
+    op.execute(
+        """
+        create temporary table run_numbers as
+        select r.id as old_id, r.agent_id,
+               row_number() over (order by r.started_at, r.agent_id, r.id) as new_id
+        from memex.consolidation_runs r
+        """
+    )
+    op.execute(
+        """
+        update memex.consolidation_runs c set restored_by = n.new_id
+        from run_numbers n
+        where c.restored_by = n.old_id and n.agent_id = c.agent_id
+        """
+    )
+    op.execute("drop table run_numbers")
+    for table in TABLES:
+        op.execute(f"drop trigger if exists {table}_history_id on memex.{table}")
+        if table == "audit_log":
+            op.execute("drop index memex.audit_log_agent_id_idx")
+        else:
+            op.execute(f"alter table memex.{table} drop constraint {table}_pkey")
+        op.execute(
+            f"""
+            update memex.{table} t set id = n.new_id
+            from (select ctid as row,
+                         row_number() over (order by {times[table]}, agent_id, id) as new_id
+                  from memex.{table}) n
+            where t.ctid = n.row
+            """
+        )
+        op.execute(f"alter table memex.{table} add primary key (id)")
+        op.execute(f"alter table memex.{table} alter column id add generated always as identity")
+        op.execute(
+            f"select setval(pg_get_serial_sequence('memex.{table}', 'id'),"
+            f" greatest((select max(id) from memex.{table}), 1))"
+        )
+    op.execute("drop function if exists memex._history_id()")
+    op.execute("drop table memex.history_ids")
