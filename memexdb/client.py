@@ -724,8 +724,12 @@ class AsyncMemex(Session):
             {"agent_id": agent_id, "user_id": user_id, "force": force},
         )
 
-    async def restore_consolidation(self, run_id: int) -> ConsolidationRun:
-        """Undo a condense run: its sources live again, its summary archived."""
+    async def restore_consolidation(
+        self, run_id: int, agent_id: str | None = None
+    ) -> ConsolidationRun:
+        """Undo a condense run: its sources live again, its summary archived. `run_id` is
+        a number within its agent's runs: a caller of every agent names the agent when
+        several have a run of that number."""
         return await self.call(dreaming.RESTORE_CONSOLIDATION, **_given(locals()))
 
     async def dream_config(self) -> params.DreamConfigOut:

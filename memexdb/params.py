@@ -2188,6 +2188,13 @@ class RunRef(_Request):
         Strict(),
         BeforeValidator(_query_integer),
     ]
+    agent_id: Annotated[
+        AgentId | None,
+        Field(
+            description="The run's agent (run ids are numbers within an agent's runs): needed"
+            " by a caller of every agent when several agents have a run of that number."
+        ),
+    ] = None
 
 
 # one tenant (both ids) or a tick (neither); force is for one tenant: said in the schema

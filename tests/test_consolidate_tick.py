@@ -85,6 +85,8 @@ def test_the_scheduled_tick_holds_a_store_for_a_moment_not_a_batch(memex: Memex,
 
 def test_the_tick_cannot_commit_inside_a_transaction(dsn: str) -> None:
     """A caller that wants the runs back in one transaction calls memex.consolidate_due."""
-    with psycopg.connect(dsn) as conn:  # psycopg opens a transaction block
-        with pytest.raises(psycopg.errors.InvalidTransactionTermination):
-            conn.execute("call memex.consolidate_due_tick()")
+    with (
+        psycopg.connect(dsn) as conn,  # psycopg opens a transaction block
+        pytest.raises(psycopg.errors.InvalidTransactionTermination),
+    ):
+        conn.execute("call memex.consolidate_due_tick()")

@@ -78,7 +78,6 @@ GLOBAL_FUNCTIONS = {
     "overview_stats",
     "rate_limit_hit",
     "reserve_rate_limit",
-    "restore_consolidation",
     "revoke_key",
     "schema_state",
     "lock_waits",
@@ -107,6 +106,7 @@ NOT_DELEGATED = {
     "agent_stats",
     "user_stats",
     "tenant_cursor",
+    "restore_consolidation",  # p_agent_id is optional: the caller's agent when null
 }
 
 CONSTRAINTS = """
@@ -286,8 +286,10 @@ def test_tenant_functions_take_the_distribution_argument(conn: psycopg.Connectio
     assert delegated == routed - NOT_DELEGATED
 
 
-def test_no_table_has_an_identity_column(conn: psycopg.Connection) -> None:
-    """History ids are numbers per agent (revision 0029, memex.history_ids), not sequences:
-    nothing for Citus to give each node a range of (docs/scaling.md, "Sequences")."""
-    assert _rows(conn, IDENTITY_COLUMNS) == []
-    assert "history_ids" in DOC
+def test_identity_columns_are_the_documented_ones(conn: psycopg.Connection) -> None:
+    """The tenant history's ids are numbers per agent (revision 0029, memex.history_ids),
+    not sequences; the audit log, on the coordinator, keeps its identity (docs/scaling.md,
+    "Sequences")."""
+    columns = {(str(r["table_name"]), str(r["column_name"])) for r in _rows(conn, IDENTITY_COLUMNS)}
+    assert columns == {("audit_log", "id")}
+    assert "audit_log.id" in DOC and "history_ids" in DOC

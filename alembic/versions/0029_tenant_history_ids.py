@@ -1,10 +1,9 @@
 """History ids that count only the agent's own history.
 
-The ids of memex.access_log, file_revisions, consolidation_runs and audit_log were one
+The ids of memex.access_log, file_revisions and consolidation_runs were one
 database-wide identity each, so the gap between two of a tenant's ids counted what other
 tenants did in between (issue 34: B's next access-log id jumped 97 -> 105 across A's seven
-reads). Each id is now a number per agent (the audit log's entries without an agent, the
-operator's, are numbered among themselves): 1, 2, 3... in the order the agent's history
+reads). Each id is now a number per agent: 1, 2, 3... in the order the agent's history
 was written, taken from memex.history_ids (one counter row per agent and table, locked by
 the inserting transaction until it ends, so two writers of one agent get consecutive
 numbers and writers of different agents never wait for each other). The SQL layer's
@@ -14,8 +13,8 @@ Existing rows are numbered per agent in their old id order; a consolidation run'
 restored_by and a restore run's details.run follow. Run numbers written earlier inside
 memories' metadata (consolidation.run, dream.run) or file revisions' details (dream.run)
 keep the number the run had then. The identity columns (and their sequences) go; each
-table's key is (agent_id, id) (the audit log's: a unique index over
-(coalesce(agent_id, ''), id)).
+table's key is (agent_id, id). The audit log (the operator's, in time order across
+agents; an agent's admin reads its own agent's entries) keeps its database-wide identity.
 
 Revision ID: 0029
 Revises: 0028
@@ -29,7 +28,7 @@ down_revision = "0028"
 branch_labels = None
 depends_on = None
 
-TABLES = ("access_log", "file_revisions", "consolidation_runs", "audit_log")
+TABLES = ("access_log", "file_revisions", "consolidation_runs")
 
 
 def upgrade() -> None:
@@ -38,8 +37,7 @@ def upgrade() -> None:
         create table memex.history_ids (
             agent_id text not null,
             kind     text not null
-                check (kind in ('access_log', 'file_revisions', 'consolidation_runs',
-                                'audit_log')),
+                check (kind in ('access_log', 'file_revisions', 'consolidation_runs')),
             last_id  bigint not null check (last_id >= 1),
             primary key (agent_id, kind)
         )
@@ -47,8 +45,7 @@ def upgrade() -> None:
     )
     op.execute(
         "comment on table memex.history_ids is 'The last history id given per agent and"
-        " table (agent_id '''' for the audit log''s entries without an agent), taken by the"
-        " memex._history_id trigger.'"
+        " table, taken by the memex._history_id trigger.'"
     )
     # the old ids of runs, to follow them where runs name each other
     op.execute(
@@ -76,29 +73,24 @@ def upgrade() -> None:
         """
     )
     op.execute("drop table run_numbers")
+    # a run id names a run within an agent: the SQL layer's restore takes the agent too
+    op.execute("drop function if exists memex.restore_consolidation(bigint)")
     for table in TABLES:
-        agent = "coalesce(agent_id, '')" if table == "audit_log" else "agent_id"
         op.execute(f"alter table memex.{table} alter column id drop identity")
         op.execute(f"alter table memex.{table} drop constraint {table}_pkey")
         op.execute(
             f"""
             update memex.{table} t set id = n.new_id
-            from (select id, row_number() over (partition by {agent} order by id) as new_id
+            from (select id, row_number() over (partition by agent_id order by id) as new_id
                   from memex.{table}) n
             where t.id = n.id
             """
         )
-        if table == "audit_log":
-            op.execute(
-                "create unique index audit_log_agent_id_idx"
-                " on memex.audit_log ((coalesce(agent_id, '')), id)"
-            )
-        else:
-            op.execute(f"alter table memex.{table} add primary key (agent_id, id)")
+        op.execute(f"alter table memex.{table} add primary key (agent_id, id)")
         op.execute(
             f"""
             insert into memex.history_ids (agent_id, kind, last_id)
-            select {agent}, '{table}', max(id) from memex.{table} group by 1
+            select agent_id, '{table}', max(id) from memex.{table} group by 1
             """
         )
 
@@ -108,7 +100,6 @@ def downgrade() -> None:
         "access_log": "at",
         "file_revisions": "at",
         "consolidation_runs": "started_at",
-        "audit_log": "at",
     }
     op.execute(
         """
@@ -128,10 +119,7 @@ def downgrade() -> None:
     op.execute("drop table run_numbers")
     for table in TABLES:
         op.execute(f"drop trigger if exists {table}_history_id on memex.{table}")
-        if table == "audit_log":
-            op.execute("drop index memex.audit_log_agent_id_idx")
-        else:
-            op.execute(f"alter table memex.{table} drop constraint {table}_pkey")
+        op.execute(f"alter table memex.{table} drop constraint {table}_pkey")
         op.execute(
             f"""
             update memex.{table} t set id = n.new_id

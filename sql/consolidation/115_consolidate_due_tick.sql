@@ -64,5 +64,3 @@ $$;
 
 comment on procedure memex.consolidate_due_tick(boolean, timestamptz) is
     'One consolidation tick (as memex.consolidate_due) that commits after every batch.';
-
-revoke all on procedure memex.consolidate_due_tick(boolean, timestamptz) from public;

@@ -6,10 +6,12 @@
 -- a tenant the caller may write; MX409 if the run is not a completed condense run.
 -- A run id is a number within its agent's history (memex._history_id): the run is the
 -- one of that number the caller sees (row-level security: an agent's key sees its own
--- agent's runs only, so another agent's run of the same number is never it). A caller of
--- every agent who sees runs of that number in several agents gets MX422 (field run_id):
--- it restores with a key of the run's agent.
-create or replace function memex.restore_consolidation(p_run_id bigint)
+-- agent's runs only, so another agent's run of the same number is never it), of agent
+-- p_agent_id when given. A caller of every agent who sees runs of that number in several
+-- agents and names none gets MX422 (field agent_id).
+create or replace function memex.restore_consolidation(
+    p_run_id bigint, p_agent_id text default null
+)
 returns memex.consolidation_runs
 language plpgsql
 volatile
@@ -22,13 +24,14 @@ declare
     v_restored integer;
     v_agents   integer;
 begin
-    select count(*) into v_agents from memex.consolidation_runs r where r.id = p_run_id;
+    select count(*) into v_agents from memex.consolidation_runs r
+    where r.id = p_run_id and (p_agent_id is null or r.agent_id = p_agent_id);
     if v_agents > 1 then
-        perform memex._invalid('run_id', format(
-            'runs numbered %s exist in %s agents: restore with an admin or write key of'
-            ' the run''s agent', p_run_id, v_agents));
+        perform memex._invalid('agent_id', format(
+            'runs numbered %s exist in %s agents: name the run''s agent', p_run_id, v_agents));
     end if;
-    select * into v_run from memex.consolidation_runs r where r.id = p_run_id;
+    select * into v_run from memex.consolidation_runs r
+    where r.id = p_run_id and (p_agent_id is null or r.agent_id = p_agent_id);
     -- another tenant's run looks like no run at all (ids leak nothing across tenants)
     begin
         if v_run.id is not null then
@@ -68,5 +71,5 @@ begin
 end
 $$;
 
-comment on function memex.restore_consolidation(bigint) is
+comment on function memex.restore_consolidation(bigint, text) is
     'Undo a condense run: its sources live again, its summary archived; the restore run.';

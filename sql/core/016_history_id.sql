@@ -1,8 +1,7 @@
 -- privileges: service
--- memex._history_id: trigger before insert on the history tables (memex.access_log,
--- file_revisions, consolidation_runs, audit_log): the new row's id is the next number of
--- its agent's history in that table (1, 2, 3...; the audit log's entries without an agent,
--- the operator's, are numbered among themselves), so that a tenant's ids count its own
+-- memex._history_id: trigger before insert on the tenant history tables
+-- (memex.access_log, file_revisions, consolidation_runs): the new row's id is the next
+-- number of its agent's history in that table (1, 2, 3...), so that a tenant's ids count its own
 -- history and nothing of another tenant's. The counter is one row of memex.history_ids
 -- per agent and table, updated here: its row lock is held by the inserting transaction
 -- until it ends, so two writers of one agent get consecutive numbers, one after the
@@ -18,7 +17,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 begin
     insert into memex.history_ids as h (agent_id, kind, last_id)
-    values (coalesce(new.agent_id, ''), tg_table_name, 1)
+    values (new.agent_id, tg_table_name, 1)
     on conflict (agent_id, kind) do update set last_id = h.last_id + 1
     returning h.last_id into new.id;
     return new;
@@ -36,7 +35,4 @@ create or replace trigger file_revisions_history_id
     for each row execute function memex._history_id();
 create or replace trigger consolidation_runs_history_id
     before insert on memex.consolidation_runs
-    for each row execute function memex._history_id();
-create or replace trigger audit_log_history_id
-    before insert on memex.audit_log
     for each row execute function memex._history_id();

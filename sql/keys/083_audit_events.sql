@@ -1,10 +1,6 @@
 -- privileges: service
 -- memex.audit_events: the audit log an admin caller may read (everything for an operator,
 -- its agent's entries otherwise), newest first, p_limit at a time before id p_before.
--- Ids are numbers within each agent's entries (the entries without an agent among
--- themselves: memex._history_id). The operator's view of every agent is by number (then
--- agent, those without one first), and a page ends with every entry of its last number
--- (it may hold more than p_limit then), so that the next page misses none.
 create or replace function memex.audit_events(p_limit integer default 100, p_before bigint default null)
 returns setof memex.audit_log
 language plpgsql
@@ -19,14 +15,11 @@ begin
         perform memex._invalid('limit', 'must be 1 to 1000');
     end if;
     return query
-    select p.* from (
-        select a.* from memex.audit_log a
-        where (p_before is null or a.id < p_before)
-          and ((v_caller ->> 'all')::boolean or a.agent_id = v_caller ->> 'agent')
-        order by a.id desc
-        fetch first (p_limit) rows with ties
-    ) p
-    order by p.id desc, p.agent_id nulls first;
+    select a.* from memex.audit_log a
+    where (p_before is null or a.id < p_before)
+      and ((v_caller ->> 'all')::boolean or a.agent_id = v_caller ->> 'agent')
+    order by a.id desc
+    limit p_limit;
 end
 $$;
 
