@@ -31,7 +31,9 @@ from memexdb.types import HistoryRow, ImportResult, Memory
 if TYPE_CHECKING:
     from memexdb.client import AsyncMemex
 
-HistoryCursor = tuple[str, int] | None
+# (kind, user_id, id) of the last row: file revisions and access entries are numbered per
+# user, so their pages go by (user_id, id) (memex.export_history)
+HistoryCursor = tuple[str, str, int] | None
 MODELS: dict[str, type[BaseModel]] = {
     "memory": params.ExportedMemory,
     **export_format.HISTORY_MODELS,
@@ -54,11 +56,12 @@ async def history_page(
             "agent_id": agent_id,
             "user_id": user_id,
             "after_kind": after[0] if after else None,
-            "after_id": after[1] if after else None,
+            "after_user_id": after[1] if after else None,
+            "after_id": after[2] if after else None,
             "limit": limit,
         },
     )
-    return rows, next_key(rows, limit, lambda row: (row.kind, row.id))
+    return rows, next_key(rows, limit, lambda row: (row.kind, row.record["user_id"], row.id))
 
 
 async def export_records(
