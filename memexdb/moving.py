@@ -143,6 +143,7 @@ class Importer:
         self.batch: list[tuple[int, Any]] = []  # (record number, validated record)
         self.kinds: dict[str, dict[str, int]] = {}
         self.reembedded = 0
+        self.access_log_expiring = 0
 
     async def run(self, records: Records) -> ImportResult:
         n = -1
@@ -152,7 +153,9 @@ class Importer:
         await self.flush()
         imported = sum(c["imported"] for c in self.kinds.values())
         skipped = sum(c["skipped"] for c in self.kinds.values())
-        return ImportResult(imported, skipped, self.reembedded, self.kinds)
+        return ImportResult(
+            imported, skipped, self.reembedded, self.kinds, self.access_log_expiring
+        )
 
     async def add(self, n: int, record: Any) -> None:
         checked = check_record(n, record)
@@ -177,6 +180,11 @@ class Importer:
                 None, _IMPORT_HISTORY[self.kind], {"records": Jsonb(records)}
             )
             done = int(found[0])
+            if self.kind == "access":  # old entries are imported, and pruned as live ones
+                expiring = await self.memex.fetch(
+                    None, queries.ACCESS_LOG_EXPIRING, {"ats": [r["at"] for r in records]}
+                )
+                self.access_log_expiring += int(expiring[0])
         counts["imported"] += done
         counts["skipped"] += len(batch) - done
 

@@ -381,6 +381,7 @@ class AsyncMemexClient:
             kinds={
                 str(k): {str(f): int(n) for f, n in v.items()} for k, v in answer["kinds"].items()
             },
+            access_log_expiring=int(answer["access_log_expiring"]),
         )
 
     # --- files ---
