@@ -357,7 +357,7 @@ def test_a_file_written_meanwhile_is_skipped_not_clobbered(
         dreamer.start()
         waiting = 0
         # until the dream waits for the writer (at most 20 s): for b.md's lock, or, writing
-        # a.md first, for the agent's revision numbering (memex._history_id), which the
+        # a.md first, for the user's revision numbering (memex._history_id), which the
         # writer's open transaction holds until it commits
         for _ in range(400):
             waiting = db.execute(
