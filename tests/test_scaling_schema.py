@@ -288,9 +288,8 @@ def test_tenant_functions_take_the_distribution_argument(conn: psycopg.Connectio
 
 def test_identity_columns_are_the_documented_ones(conn: psycopg.Connection) -> None:
     """The tenant history's ids are numbers per user (runs: per agent; revision 0029,
-    memex.history_ids),
-    not sequences; the audit log, on the coordinator, keeps its identity (docs/scaling.md,
-    "Sequences")."""
+    memex.history_ids), not sequences; the audit log, on the coordinator, keeps its
+    identity (docs/scaling.md, "Sequences")."""
     columns = {(str(r["table_name"]), str(r["column_name"])) for r in _rows(conn, IDENTITY_COLUMNS)}
     assert columns == {("audit_log", "id")}
     assert "audit_log.id" in DOC and "history_ids" in DOC
