@@ -323,6 +323,12 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
         f" {result.reembedded} again{history}",
         file=sys.stderr,
     )
+    if result.access_log_expiring:
+        print(
+            f"{result.access_log_expiring} imported access-log entries are older than"
+            " access_log_retention_days: the next maintenance prunes them",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -147,13 +147,16 @@ def check_header(record: dict[str, Any]) -> ExportHeader:
 
 class ImportResponse(BaseModel):
     """What POST /v1/import did: records inserted and skipped (they existed already),
-    memories embedded again (no vector, or one of another model), and both counts per
-    kind of record."""
+    memories embedded again (no vector, or one of another model), both counts per kind
+    of record, and how many of the import's access-log entries are older than the
+    access-log retention window (the next maintenance prunes them, as it prunes live
+    entries that old)."""
 
     imported: int
     skipped: int
     reembedded: int
     kinds: dict[str, dict[str, int]]
+    access_log_expiring: int
 
 
 __all__ = [

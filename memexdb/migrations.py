@@ -98,7 +98,9 @@ def _check_prerequisites(conn: Connection) -> None:
 MANIFEST = "manifest.txt"
 PRIVILEGE_CLASSES = ("tenant", "tenant-helper", "service")
 _DECLARATION = re.compile(r"^-- privileges:\s*(\S*)\s*$", re.MULTILINE)
-_FUNCTION = re.compile(r"create or replace function\s+memex\.(\w+)\s*\(", re.IGNORECASE)
+_FUNCTION = re.compile(
+    r"create or replace (?:function|procedure)\s+memex\.(\w+)\s*\(", re.IGNORECASE
+)
 
 
 def sql_files(root: Path | None = None) -> list[Path]:

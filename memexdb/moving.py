@@ -151,6 +151,7 @@ class Importer:
         self.batch: list[tuple[int, Any]] = []  # (record number, validated record)
         self.kinds: dict[str, dict[str, int]] = {}
         self.reembedded = 0
+        self.access_log_expiring = 0
 
     async def run(self, records: Records) -> ImportResult:
         n = -1
@@ -160,7 +161,9 @@ class Importer:
         await self.flush()
         imported = sum(c["imported"] for c in self.kinds.values())
         skipped = sum(c["skipped"] for c in self.kinds.values())
-        return ImportResult(imported, skipped, self.reembedded, self.kinds)
+        return ImportResult(
+            imported, skipped, self.reembedded, self.kinds, self.access_log_expiring
+        )
 
     async def add(self, n: int, record: Any) -> None:
         checked = check_record(n, record)
@@ -182,7 +185,8 @@ class Importer:
         else:
             records = [item.model_dump(mode="json", exclude={"record"}) for _, item in batch]
             history = memories.IMPORT_HISTORY.validate({"kind": self.kind, "records": records})
-            done = await memories.IMPORT_HISTORY.run(self.memex, history)
+            done, expiring = await memories.IMPORT_HISTORY.run(self.memex, history)
+            self.access_log_expiring += expiring  # old entries imported, pruned as live ones
         counts["imported"] += done
         counts["skipped"] += len(batch) - done
 

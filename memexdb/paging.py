@@ -13,4 +13,4 @@ Key = TypeVar("Key")
 
 def next_key(rows: Sequence[Row], limit: int, key: Callable[[Row], Key]) -> Key | None:
     """`key` of the last row when the page is full (where the next page starts), else None."""
-    return key(rows[-1]) if rows and len(rows) == limit else None
+    return key(rows[-1]) if rows and len(rows) >= limit else None

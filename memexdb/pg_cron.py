@@ -24,17 +24,18 @@ from memexdb.errors import InvalidArgument, SetupError
 
 @dataclass(frozen=True)
 class CronJob:
-    """A pg_cron job: `select <function>` on `schedule` (cron syntax such as
-    '*/5 * * * *'; pg_cron >= 1.5 also takes '[1-59] seconds')."""
+    """A pg_cron job: `select <function>` (or `call <procedure>`) on `schedule` (cron
+    syntax such as '*/5 * * * *'; pg_cron >= 1.5 also takes '[1-59] seconds')."""
 
     name: str  # cron.job.jobname
     function: str  # the call, with its arguments left to their defaults
     schedule: str  # the default
     what: str  # for --help
+    procedure: bool = False  # a procedure (CALL): it commits as it goes
 
     @property
     def command(self) -> str:
-        return f"select {self.function}"
+        return f"{'call' if self.procedure else 'select'} {self.function}"
 
     @property
     def proc(self) -> str:
@@ -53,12 +54,15 @@ MAINTENANCE = CronJob(
     "* * * * *",  # the service's default MEMEX_MAINTENANCE_INTERVAL_SECONDS: 60
     "expired memories, stale rate-limit rows, grown tenants into the ANN index",
 )
-# every 5 minutes: dream_config.interval_seconds' default (300) for the service's ticks
+# every 5 minutes: dream_config.interval_seconds' default (300) for the service's ticks.
+# memex.consolidate_due_tick commits after every batch, so that a store into a tenant
+# being condensed waits for one batch at most (memex.consolidate_due is one transaction).
 CONSOLIDATE = CronJob(
     "memex-consolidate",
-    "memex.consolidate_due()",
+    "memex.consolidate_due_tick()",
     "*/5 * * * *",
     "old episodic memories of due tenants condensed into summaries",
+    procedure=True,
 )
 DREAM = CronJob(
     "memex-dream", "memex.dream_due()", "*/5 * * * *", "due tenants' files tidied (dreaming)"

@@ -117,6 +117,8 @@ class Service:
     """A child process (its own session, like a program started from a shell) that
     serves HTTP on 127.0.0.1:`port`; its output goes to a file, never a pipe."""
 
+    dsn = ""  # its database, when service_on_new_database made it
+
     def __init__(
         self, args: Sequence[str], env: dict[str, str], port: int, log: Path, cwd: Path = REPO
     ) -> None:
@@ -210,6 +212,7 @@ def service_on_new_database(server: Any, name: str, **env: str) -> Iterator[Serv
     log = scratch_dir(f"memexdb-{name}-log-") / "service.log"
     port = free_port()
     running = Service(uvicorn_args(port), service_env(MEMEX_DATABASE_URL=dsn, **env), port, log)
+    running.dsn = dsn
     try:
         running.wait_healthy()
         yield running

@@ -176,7 +176,7 @@ POST_PAGES = {
     "/admin/restore": ["agent_id", "user_id", "path", "revision"],
     "/admin/dream/config": ["enabled", "threshold", "batch_size"],
     "/admin/dream/pause": ["agent_id", "user_id", "paused", "next"],
-    "/admin/dream/restore": ["run_id"],
+    "/admin/dream/restore": ["run_id", "agent_id"],
     "/admin/dream/run": ["agent_id", "user_id"],
     "/admin/keys": ["access", "agent_id", "user_ids", "name", "expires_at"],
     "/admin/keys/revoke": ["key"],

@@ -407,8 +407,9 @@ async def test_consolidation_keeps_to_the_callers_scope(amemex: AsyncMemex) -> N
     mine = await writer.consolidate(A, U, force=True)
     assert mine is not None and mine.status == "done"
     assert mine.actor == "dream-agent"
-    theirs = await operator.consolidate("other", U, force=True)
-    assert theirs is not None
+    await operator.consolidate("other", U, force=True)
+    theirs = await operator.consolidate("other", U, force=True)  # other's run 2: A has none
+    assert theirs is not None and theirs.id == 2
     # each sees its own runs only; the admin of A manages A's users
     assert [r.id for r in await reader.consolidation_runs(A)] == [mine.id]
     with pytest.raises(Forbidden):

@@ -179,10 +179,15 @@ def test_sql_functions_follow_the_conventions(conn: psycopg.Connection) -> None:
         "_ann_nearest",
         "_valid_importance",
     }
-    for name, volatility, config, comment, _kind in rows:
+    # Procedures that commit may not carry SET either (PostgreSQL refuses the commit); they
+    # qualify names, and are no security definers.
+    committing = {"consolidate_due_tick"}
+    for name, volatility, config, comment, kind in rows:
         assert comment, f"memex.{name} has no comment"
         assert volatility in ("i", "s", "v")
-        if name not in inlined:
+        if kind == "p":
+            assert name in committing and config == "", name
+        elif name not in inlined:
             assert "search_path=pg_catalog" in config, f"memex.{name} has no explicit search_path"
 
 
@@ -197,7 +202,9 @@ def test_one_function_per_file() -> None:
         assert text.startswith("--"), f"{path.name} needs a header comment"
         # security/ holds the access rules (policies, grants), applied after every function
         functions = 0 if path.parent.name == "security" else 1
-        assert text.count("create or replace function") == functions, path.name
+        created = text.count("create or replace function")
+        created += text.count("create or replace procedure")
+        assert created == functions, path.name
         # the re-applied layer only creates: old signatures are dropped by revisions (0015)
         assert "drop function" not in text, path.name
     assert len(function_privileges(files)) == len(files) - 2
@@ -279,5 +286,59 @@ def test_upgrade_totals_each_tenants_length(pg_server: EmbeddedPostgres) -> None
             ).fetchall()
             assert [(a, stored) for a, stored, _ in totals] == [("a", 5), ("b", 4)]
             assert all(stored == actual for _, stored, actual in totals)
+    finally:
+        drop_database(pg_server, dsn)
+
+
+def test_upgrade_numbers_history_per_user_in_its_old_order(pg_server: EmbeddedPostgres) -> None:
+    # 0029: access-log entries and file revisions numbered per (agent, user) in their old id
+    # order, runs per agent (restored_by follows); the counters continue from there
+    dsn = _empty_database(pg_server)
+    try:
+        _at_revision(
+            dsn,
+            "0028",
+            (  # interleaved: global ids 1..6 over (a, u), (a, v), (b, u)
+                "insert into memex.access_log (agent_id, user_id, actor, operation, target)"
+                " select a, u, 'x', 'read', t from (values ('a', 'u', 't1'), ('a', 'v', 't2'),"
+                " ('b', 'u', 't3'), ('a', 'u', 't4'), ('a', 'v', 't5'), ('a', 'u', 't6'))"
+                " v(a, u, t)",
+                {},
+            ),
+            (
+                "insert into memex.file_revisions (agent_id, user_id, path, revision,"
+                " operation, actor) values ('a', 'v', 'p', 1, 'write', 'x'),"
+                " ('a', 'u', 'p', 1, 'write', 'x'), ('a', 'u', 'p', 2, 'write', 'x')",
+                {},
+            ),
+            (
+                "insert into memex.consolidation_runs (agent_id, user_id, kind, status, actor)"
+                " values ('b', 'u', 'condense', 'done', 'x'), ('a', 'u', 'condense', 'done', 'x'),"
+                " ('a', 'v', 'condense', 'done', 'x')",
+                {},
+            ),
+        )
+        assert migrate(dsn) == head_revision()
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute(
+                "select agent_id, user_id, target, id from memex.access_log order by 1, 2, 4"
+            ).fetchall() == [
+                ("a", "u", "t1", 1),
+                ("a", "u", "t4", 2),
+                ("a", "u", "t6", 3),
+                ("a", "v", "t2", 1),
+                ("a", "v", "t5", 2),
+                ("b", "u", "t3", 1),
+            ]
+            assert conn.execute(
+                "select agent_id, user_id, revision, id from memex.file_revisions order by 1, 2, 3"
+            ).fetchall() == [("a", "u", 1, 1), ("a", "u", 2, 2), ("a", "v", 1, 1)]
+            assert conn.execute(
+                "select agent_id, user_id, id from memex.consolidation_runs order by 1, 3"
+            ).fetchall() == [("a", "u", 1), ("a", "v", 2), ("b", "u", 1)]
+            conn.execute("select memex._log_access('a', 'v', 'read', 'next')")
+            assert conn.execute(
+                "select id from memex.access_log where target = 'next'"
+            ).fetchone() == (3,)
     finally:
         drop_database(pg_server, dsn)

@@ -110,9 +110,13 @@ async def _snapshot(memex: AsyncMemex) -> dict[str, Any]:
 
 
 def _history_of(lines: list[dict[str, Any]], until: datetime) -> list[dict[str, Any]]:
-    """An export's history records, access-log entries written up to `until` only."""
+    """An export's history records, access-log entries written up to `until` only; a
+    restore run's details.run, the id of the run it restored (a number of the agent's
+    history, given anew by an import), left out."""
     return [
-        r
+        {**r, "details": {k: v for k, v in r["details"].items() if k != "run"}}
+        if r["record"] == "consolidation_run" and r["kind"] == "restore"
+        else r
         for r in lines
         if r["record"] in ("file_revision", "consolidation_run")
         or (r["record"] == "access" and datetime.fromisoformat(r["at"]) <= until)
@@ -283,6 +287,7 @@ async def test_rest_and_python_client_round_trip(
         counts = answer.json()
         assert counts["skipped"] == 0 and counts["reembedded"] == 0
         assert counts["imported"] == len(lines) - 1
+        assert counts["access_log_expiring"] == 0  # today's entries
         assert await _snapshot(operator_memex) == before
         embedded = await _service_embedded(http)
         answer = await http.post("/v1/import", content=body, headers=ndjson)
@@ -304,6 +309,7 @@ async def test_rest_and_python_client_round_trip(
         async with AsyncMemexClient(live.service.base_url, live.operator) as client:
             result = await client.import_memories(str(path))
             assert (result.imported, result.skipped) == (len(lines) - 1, 0)
+            assert result.access_log_expiring == 0
             assert await _snapshot(operator_memex) == before
             streamed = [r async for r in client.export(A, U)]
             assert [r["id"] for r in streamed if r["record"] == "memory"] == [
@@ -604,3 +610,28 @@ async def test_imported_actors_name_no_other_agents_key(amemex: AsyncMemex) -> N
     # the operator may name any key
     result = await operator.import_memories(records(f"key:{key_b.id}")[1:2])
     assert result.imported == 1
+
+
+async def test_an_import_says_which_access_entries_the_next_maintenance_prunes(
+    amemex: AsyncMemex,
+) -> None:
+    """Issue 34, section 5: imported access-log entries older than the retention window are
+    pruned by the next maintenance, as live ones that old are; the import says how many."""
+    operator = amemex.as_operator("test")
+    await operator.set_setting("access_log_retention_days", 30)
+    now = datetime.now(UTC)
+    entry = {"record": "access", "agent_id": A, "user_id": U, "actor": "operator:old"}
+    ages = {"old-1": 400, "old-2": 31, "recent": 29, "today": 0}
+    records = [
+        {**entry, "operation": "read", "target": name, "at": (now - timedelta(days=d)).isoformat()}
+        for name, d in ages.items()
+    ]
+    result = await operator.import_memories(records)
+    assert result.kinds["access"] == {"imported": 4, "skipped": 0}
+    assert result.access_log_expiring == 2
+    again = await operator.import_memories(records)  # skipped, still there, still old
+    assert (again.kinds["access"]["skipped"], again.access_log_expiring) == (4, 2)
+    pruned = await operator.maintenance()
+    assert pruned.access_log_rows_deleted == 2
+    left = {e.target for e in await operator.access_log(A, U, limit=100)}
+    assert left == {"recent", "today"}

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from memexdb_client import (
     AsyncMemexClient,
@@ -48,6 +49,7 @@ A, U = "client-agent", "client-user"
 class Live:
     base_url: str
     token: str  # an admin key for every agent (made first, by the keyless operator)
+    dsn: str  # the service's database
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +57,7 @@ def live(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[Live]:
     with service_on_new_database(pg_server, "pyclient") as service:
         with MemexClient(service.base_url) as operator:
             token = operator.create_key("admin", name="client tests").token
-        yield Live(service.base_url, token)
+        yield Live(service.base_url, token, service.dsn)
 
 
 # --- without a service ---
@@ -317,8 +319,8 @@ async def test_admin(live: Live) -> None:
         assert any(u.user_id == U and u.paused for u in users)
         assert [u async for u in memex.iter_dream_users(A, limit=1)]
         assert await memex.set_dream_paused(A, U, False) is False
-        runs = await memex.run_now(A, U, force=True, dry_run=True)
-        assert isinstance(runs, list)
+        ran = await memex.run_now(A, U, force=True, dry_run=True)
+        assert isinstance(ran.runs, list) and ran.skipped == []
         assert isinstance(await memex.consolidation_runs(A, U), list)
         assert isinstance([r async for r in memex.iter_consolidation_runs(A)], list)
         with pytest.raises(NotFound):
@@ -622,3 +624,27 @@ def test_a_path_no_route_takes_is_a_json_404(live: Live) -> None:
     assert answer.json()["error"]["code"] == "not_found"
     with MemexClient(live.base_url, api_key=live.token) as memex, pytest.raises(NotFound):
         memex.set_dream_paused(A, "\nab", True)
+
+
+async def test_run_now_says_which_step_the_scheduler_held(live: Live) -> None:
+    """Issue 34, item 7, over HTTP: while the scheduler holds the tenant's consolidation
+    lock, a forced run-now answers the dream step and says the condense step was skipped
+    (the client used to return only the runs, dropping `skipped`)."""
+    agent = "client-skipped-agent"
+    async with AsyncMemexClient(live.base_url, live.token) as memex:
+        await memex.store(agent, U, "a memory, so that the tenant exists")
+        with psycopg.connect(live.dsn) as scheduler:  # a tick in the middle of this tenant
+            scheduler.execute(
+                "select pg_advisory_xact_lock(memex._lock_key('consolidate',"
+                " jsonb_build_array(%s::text, %s::text)::text))",
+                (agent, U),
+            )
+            held = await memex.run_now(agent, U, force=True)
+            scheduler.rollback()
+        assert [(s.step, "consolidation lock" in s.reason) for s in held.skipped] == [
+            ("condense", True)
+        ]
+        assert [run.kind for run in held.runs] == ["dream"]
+        free = await memex.run_now(agent, U, force=True)
+        assert free.skipped == []
+        assert "condense" in {run.kind for run in free.runs}

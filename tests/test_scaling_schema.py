@@ -32,6 +32,7 @@ TENANT_TABLES = {
     "embed_queue",
     "rate_limits",
     "rate_limit_reservations",
+    "history_ids",
 }
 # small, read by every call, written by operators: a copy on every node
 REFERENCE_TABLES = {"settings", "api_keys", "sql_roles", "lock_secret"}
@@ -42,9 +43,6 @@ COORDINATOR_TABLES = {"alembic_version", "audit_log", "sql_layer_state"}
 # what a Citus deployment changes, each explained in docs/scaling.md.
 EXCEPTIONS = {
     ("memories", "memories_pkey", "PRIMARY KEY (id)"),
-    ("file_revisions", "file_revisions_pkey", "PRIMARY KEY (id)"),
-    ("access_log", "access_log_pkey", "PRIMARY KEY (id)"),
-    ("consolidation_runs", "consolidation_runs_pkey", "PRIMARY KEY (id)"),
     ("embed_queue", "embed_queue_pkey", "PRIMARY KEY (memory_id)"),
     (
         "embed_queue",
@@ -80,7 +78,6 @@ GLOBAL_FUNCTIONS = {
     "overview_stats",
     "rate_limit_hit",
     "reserve_rate_limit",
-    "restore_consolidation",
     "revoke_key",
     "schema_state",
     "lock_waits",
@@ -109,6 +106,7 @@ NOT_DELEGATED = {
     "agent_stats",
     "user_stats",
     "tenant_cursor",
+    "restore_consolidation",  # p_agent_id is optional: the caller's agent when null
 }
 
 CONSTRAINTS = """
@@ -258,6 +256,10 @@ def test_the_compliant_constraints_are_those_documented(conn: psycopg.Connection
         ("file_revisions", "file_revisions_agent_id_user_id_path_revision_key"),
         ("memories", "memories_path_idx"),
         ("rate_limit_reservations", "rate_limit_reservations_pkey"),
+        ("file_revisions", "file_revisions_pkey"),
+        ("access_log", "access_log_pkey"),
+        ("consolidation_runs", "consolidation_runs_pkey"),
+        ("history_ids", "history_ids_pkey"),
     }
     for _, name in fits:
         assert name in DOC, name
@@ -285,14 +287,9 @@ def test_tenant_functions_take_the_distribution_argument(conn: psycopg.Connectio
 
 
 def test_identity_columns_are_the_documented_ones(conn: psycopg.Connection) -> None:
-    """Sequences on distributed tables: Citus gives each node its own range, so ids stay
-    unique but are no longer ordered across nodes (docs/scaling.md, "Sequences")."""
+    """The tenant history's ids are numbers per user (runs: per agent; revision 0029,
+    memex.history_ids), not sequences; the audit log, on the coordinator, keeps its
+    identity (docs/scaling.md, "Sequences")."""
     columns = {(str(r["table_name"]), str(r["column_name"])) for r in _rows(conn, IDENTITY_COLUMNS)}
-    assert columns == {
-        ("access_log", "id"),
-        ("audit_log", "id"),
-        ("consolidation_runs", "id"),
-        ("file_revisions", "id"),
-    }
-    for table, _ in columns:
-        assert f"{table}.id" in DOC, table
+    assert columns == {("audit_log", "id")}
+    assert "audit_log.id" in DOC and "history_ids" in DOC

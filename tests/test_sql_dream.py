@@ -356,10 +356,15 @@ def test_a_file_written_meanwhile_is_skipped_not_clobbered(
         dreamer = threading.Thread(target=run)
         dreamer.start()
         waiting = 0
-        for _ in range(400):  # until the dream waits for b.md's lock (at most 20 s)
+        # until the dream waits for the writer (at most 20 s): for b.md's lock, or, writing
+        # a.md first, for the user's revision numbering (memex._history_id), which the
+        # writer's open transaction holds until it commits
+        for _ in range(400):
             waiting = db.execute(
-                "select count(*) as n from pg_locks where locktype = 'advisory' and not granted"
-                " and database = (select oid from pg_database where datname = current_database())"
+                "select count(*) as n from pg_locks where not granted"
+                " and pid <> pg_backend_pid()"
+                " and (database is null or"
+                "      database = (select oid from pg_database where datname = current_database()))"
             ).fetchone()["n"]
             if waiting:
                 break

@@ -386,7 +386,8 @@ async def dream_restore(ctx: Ctx) -> Response:
     run_id = _number(form.get("run_id"))
     if not isinstance(run_id, int) or not 1 <= run_id <= 2**63 - 1:
         raise invalid("run_id", "a run id (a positive integer)")
-    await ctx.memex.restore_consolidation(run_id)
+    agent_id = form.get("agent_id")
+    await ctx.memex.restore_consolidation(run_id, agent_id=agent_id or None)
     return ctx.redirect("dream", notice="run_restored")
 
 

@@ -232,6 +232,18 @@ class TenantPause(PauseRequest):
     user_id: UserId
 
 
+class RunAgent(RequestModel):
+    """The query string of POST /v1/admin/dream/runs/{run_id}/restore."""
+
+    agent_id: Annotated[
+        AgentId | None,
+        Field(
+            description="The run's agent (run ids are numbers within an agent's runs): needed"
+            " by a caller of every agent when several agents have a run of that number."
+        ),
+    ] = None
+
+
 class RunRef(RequestModel):
     """A run to undo (POST /v1/admin/dream/runs/{run_id}/restore)."""
 
@@ -241,6 +253,13 @@ class RunRef(RequestModel):
         Strict(),
         BeforeValidator(query_integer),
     ]
+    agent_id: Annotated[
+        AgentId | None,
+        Field(
+            description="The run's agent (run ids are numbers within an agent's runs): needed"
+            " by a caller of every agent when several agents have a run of that number."
+        ),
+    ] = None
 
 
 # one tenant (both ids) or a tick (neither); force is for one tenant: said in the schema

@@ -32,6 +32,7 @@ from memexdb.consolidation.models import (
     JobSchedule,
     PausedOut,
     PauseRequest,
+    RunAgent,
     RunList,
     RunOut,
     RunRef,
@@ -227,7 +228,8 @@ RESTORE_CONSOLIDATION = Operation(
         "POST",
         "/v1/admin/dream/runs/{run_id:int}/restore",
         "The restore run",
-        source="path",
+        source="query",
+        wire=RunAgent,
         path_params={"run_id": {"type": "integer"}},
         errors=(
             Reply(404, "No such run in this caller's scope", ErrorResponse),

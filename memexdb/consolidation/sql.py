@@ -28,7 +28,9 @@ DREAM_PLAN = """
 select * from memex.dream_plan(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_force => %(force)s)
 """
-RESTORE_CONSOLIDATION = "select * from memex.restore_consolidation(p_run_id => %(run_id)s)"
+RESTORE_CONSOLIDATION = (
+    "select * from memex.restore_consolidation(p_run_id => %(run_id)s, p_agent_id => %(agent_id)s)"
+)
 DREAM_CONFIG = "select memex.dream_config()"
 SET_DREAM_CONFIG = "select memex.set_dream_config(p_changes => %(changes)s)"
 CONSOLIDATION_HISTORY = """

@@ -11,6 +11,13 @@ from __future__ import annotations
 # the history of an import, one function per kind (memexdb.moving)
 IMPORT_FILE_REVISIONS = "select memex.import_file_revisions(p_records => %(records)s)"
 IMPORT_ACCESS_LOG = "select memex.import_access_log(p_records => %(records)s)"
+# of an import's access-log entries, those older than the retention window: the next
+# memex.maintenance() prunes them (docs/operations.md)
+ACCESS_LOG_EXPIRING = """
+select count(*)::integer from unnest(%(ats)s::timestamptz[]) a
+where a < now() - make_interval(
+    days => memex._setting('access_log_retention_days', '90')::integer)
+"""
 
 # --- File memory ---
 

@@ -677,11 +677,12 @@ class ExportPageQuery(RequestModel):
 
 class HistoryPageQuery(RequestModel):
     """export_history: one page of the history of an export (file revisions, access log,
-    consolidation runs) after `after` ((kind, id) of the previous page's last row)."""
+    consolidation runs) after `after` ((kind, user_id, id) of the previous page's last
+    row: file revisions and access entries are numbered per user)."""
 
     agent_id: str
     user_id: str | None = None
-    after: tuple[str, int] | None = None
+    after: tuple[str, str, int] | None = None
     limit: int = DEFAULT_EXPORT_BATCH
 
 

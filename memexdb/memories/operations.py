@@ -554,8 +554,9 @@ EXPORT_PAGE = Operation(
     domain="memories",
 )
 
-# where the next page of an export's history starts: (kind, id) of the last row
-HistoryCursor = tuple[str, int] | None
+# where the next page of an export's history starts: (kind, user_id, id) of the last row
+# (file revisions and access entries are numbered per user: memex.export_history)
+HistoryCursor = tuple[str, str, int] | None
 
 
 async def export_history(
@@ -570,11 +571,12 @@ async def export_history(
             "agent_id": query.agent_id,
             "user_id": query.user_id,
             "after_kind": after[0] if after else None,
-            "after_id": after[1] if after else None,
+            "after_user_id": after[1] if after else None,
+            "after_id": after[2] if after else None,
             "limit": query.limit,
         },
     )
-    return rows, next_key(rows, query.limit, lambda row: (row.kind, row.id))
+    return rows, next_key(rows, query.limit, lambda row: (row.kind, row.record["user_id"], row.id))
 
 
 async def missing_memory_ids(session: Session, query: MemoryIds) -> list[UUID]:
@@ -589,12 +591,18 @@ _IMPORT_HISTORY = {
 }
 
 
-async def import_history(session: Session, batch: HistoryImport) -> int:
-    """The number of the batch's records imported (those recorded already are skipped)."""
+async def import_history(session: Session, batch: HistoryImport) -> tuple[int, int]:
+    """The number of the batch's records imported (those recorded already are skipped),
+    and of its access-log entries, those older than the retention window (the next
+    maintenance prunes them, as it prunes live ones)."""
     found = await session.fetch(
         None, _IMPORT_HISTORY[batch.kind], {"records": Jsonb(batch.records)}
     )
-    return int(found[0])
+    expiring = 0
+    if batch.kind == "access":
+        ats = [record["at"] for record in batch.records]
+        expiring = int((await session.fetch(None, files_sql.ACCESS_LOG_EXPIRING, {"ats": ats}))[0])
+    return int(found[0]), expiring
 
 
 async def import_memory_batch(session: Session, batch: MemoryImport) -> tuple[int, int]:

@@ -104,5 +104,5 @@ MISSING_MEMORY_IDS = "select * from memex.missing_memory_ids(p_ids => %(ids)s::u
 EXPORT_HISTORY = """
 select * from memex.export_history(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_after_kind => %(after_kind)s,
-    p_after_id => %(after_id)s, p_limit => %(limit)s)
+    p_after_user_id => %(after_user_id)s, p_after_id => %(after_id)s, p_limit => %(limit)s)
 """

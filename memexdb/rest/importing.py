@@ -101,6 +101,7 @@ async def import_records(request: Request) -> Response:
             skipped=result.skipped,
             reembedded=result.reembedded,
             kinds=result.kinds,
+            access_log_expiring=result.access_log_expiring,
         )
     )
 

@@ -180,7 +180,7 @@ begin
     update memex.consolidation_runs r
     set status = 'done', finished_at = clock_timestamp(), memories_in = v_run.memories_in,
         memories_out = 1, summary_id = v_id, details = v_run.details
-    where r.id = v_run.id
+    where r.agent_id = p_agent_id and r.id = v_run.id
     returning * into v_run;
     return v_run;
     exception when lock_not_available then

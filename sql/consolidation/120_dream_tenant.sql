@@ -274,7 +274,7 @@ begin
     set status = 'done', finished_at = clock_timestamp(), files_in = v_run.files_in,
         files_out = v_run.files_out, files_touched = v_run.files_touched,
         details = v_run.details
-    where r.id = v_run.id
+    where r.agent_id = p_agent_id and r.id = v_run.id
     returning * into v_run;
     return v_run;
 end

@@ -2,10 +2,11 @@
 -- memex.import_consolidation_runs: restore exported consolidation runs (memex.export_history's
 -- 'consolidation_run' records: every column but id and restored_by) as they were recorded.
 -- A run of the same tenant, kind and started_at exists already: skipped, so an import can
--- be run again. Runs get new ids here; a restored condense run is linked to the restore
--- run that undid it (restored_by) again through their summary_id, whichever of the two
--- comes first. details keep the ids of the database they were exported from (a restore
--- run's details.run). Actors are checked (memex._check_imported_actor). Returns the
+-- be run again. Runs get new ids here, the next numbers of their agent's runs
+-- (memex._history_id), in the order given; a restored condense run is linked to the
+-- restore run that undid it (restored_by) again through their summary_id, whichever of
+-- the two comes first, and the restore run's details.run names the run's new id. Other
+-- details keep the ids of the database they were exported from. Actors are checked (memex._check_imported_actor). Returns the
 -- number inserted. Only the operator or an admin key of
 -- each record's tenant may import history. A security definer (owned by memex_owner:
 -- row-level security still applies), as the consolidation functions are.
@@ -48,6 +49,13 @@ begin
     where c.status = 'restored' and c.restored_by is null and c.kind = 'condense'
       and s.kind = 'restore' and s.summary_id = c.summary_id
       and s.agent_id = c.agent_id and s.user_id = c.user_id
+      and (c.agent_id, c.user_id) in (
+          select distinct r ->> 'agent_id', r ->> 'user_id'
+          from jsonb_array_elements(p_records) r);
+    update memex.consolidation_runs s set details = jsonb_set(s.details, '{run}', to_jsonb(c.id))
+    from memex.consolidation_runs c
+    where c.restored_by = s.id and c.agent_id = s.agent_id and c.user_id = s.user_id
+      and s.kind = 'restore' and s.details -> 'run' is distinct from to_jsonb(c.id)
       and (c.agent_id, c.user_id) in (
           select distinct r ->> 'agent_id', r ->> 'user_id'
           from jsonb_array_elements(p_records) r);

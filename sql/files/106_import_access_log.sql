@@ -5,7 +5,8 @@
 -- already: skipped (entries are stamped with clock_timestamp(), so that is the same
 -- entry), so an import can be run again. Actors are checked (memex._check_imported_actor).
 -- Entries older than settings.access_log_retention_days are inserted too, and pruned by
--- the next memex.maintenance() as live ones are (docs/operations.md). Returns the number inserted. Only the operator
+-- the next memex.maintenance() as live ones are (docs/operations.md; an import's answer
+-- counts them, access_log_expiring). Returns the number inserted. Only the operator
 -- or an admin key of each record's tenant may import it (a write key cannot forge an
 -- access event). A security definer (owned by memex_owner: row-level security still
 -- applies), as memex._log_access is.

@@ -12,7 +12,9 @@
 -- a person's record), and p_confirm must repeat p_user_id (MX422 naming `confirm`
 -- otherwise), so that no caller erases a user by leaving an argument out: the erasure
 -- is asked for by name, by every caller, SQL callers included.
--- The erasure is in memex.audit_log (who, when, how many rows), never what was erased.
+-- The user's history counters (memex.history_ids: the last access-log and file-revision
+-- numbers) go too, not counted in the result: a user of that id written again later
+-- numbers from 1. The erasure is in memex.audit_log (who, when, how many rows), never what was erased.
 -- (It took no confirmation and write access before: revision 0026 drops that signature,
 -- so that no database keeps the old, unconfirmed erasure callable.)
 create or replace function memex.erase_user(p_agent_id text, p_user_id text, p_confirm text)
@@ -50,6 +52,7 @@ begin
         v_counts := v_counts || jsonb_build_object(v_table, v_count);
         return next;
     end loop;
+    delete from memex.history_ids h where h.agent_id = p_agent_id and h.user_id = p_user_id;
     perform memex._audit('user.erase', p_agent_id, p_user_id, jsonb_build_object('deleted', v_counts));
 end
 $$;

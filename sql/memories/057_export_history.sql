@@ -2,10 +2,14 @@
 -- memex.export_history: one page of the history of an agent's user (or of all its users
 -- when p_user_id is null) for an export, after its memories (memex.export_memories): the
 -- file revisions (memex.file_revisions), then the access log (memex.access_log), then the
--- consolidation runs (memex.consolidation_runs), each in the order it was written (id).
--- Each row is (kind, id, record): kind 'file_revision', 'access' or 'consolidation_run',
--- the row's id in this database (the keyset cursor: pass the last row's kind and id as
--- p_after_kind, p_after_id) and the row as JSON without its id, which another database
+-- consolidation runs (memex.consolidation_runs), each in the order it was written: by
+-- (user_id, id) for file revisions and the access log (their ids are numbers per user,
+-- memex._history_id), by id for runs (numbers per agent). Each row is (kind, id, record):
+-- kind 'file_revision', 'access' or 'consolidation_run', the row's id in this database
+-- and the row as JSON without its id (the keyset cursor: pass the last row's kind, its
+-- record's user_id and its id as p_after_kind, p_after_user_id, p_after_id;
+-- p_after_user_id is needed after a file revision or an access entry, and ignored after a
+-- run), which another database
 -- gives anew; a run's restored_by is left out too (memex.import_consolidation_runs links
 -- a restored run to its restore again by their summary). p_limit: 1 to 1000 (default 500).
 -- Read access, as for the tenant's other reads.
@@ -17,6 +21,7 @@ create or replace function memex.export_history(
     p_agent_id text,
     p_user_id text default null,
     p_after_kind text default null,
+    p_after_user_id text default null,
     p_after_id bigint default null,
     p_limit integer default 500,
     p_include_memory_revisions boolean default false
@@ -40,8 +45,9 @@ begin
         perform memex._invalid('limit', 'must be between 1 and 1000');
     end if;
     if (p_after_kind is null) <> (p_after_id is null)
-       or (p_after_kind is not null and v_after = 0) then
-        perform memex._invalid('cursor', 'needs the kind and id of the last row');
+       or (p_after_kind is not null and v_after = 0)
+       or (v_after in (1, 2) and p_after_user_id is null) then
+        perform memex._invalid('cursor', 'needs the kind, user and id of the last row');
     end if;
     -- one kind after the other, each by its primary key, until the page is full
     if v_after <= 1 then
@@ -49,8 +55,8 @@ begin
         select 'file_revision', r.id, to_jsonb(r) - 'id'
         from memex.file_revisions r
         where r.agent_id = p_agent_id and (p_user_id is null or r.user_id = p_user_id)
-          and (v_after < 1 or r.id > p_after_id)
-        order by r.id limit v_left;
+          and (v_after < 1 or (r.user_id, r.id) > (p_after_user_id, p_after_id))
+        order by r.user_id, r.id limit v_left;
         get diagnostics v_rows = row_count;
         v_left := v_left - v_rows;
     end if;
@@ -59,8 +65,8 @@ begin
         select 'access', a.id, to_jsonb(a) - 'id'
         from memex.access_log a
         where a.agent_id = p_agent_id and (p_user_id is null or a.user_id = p_user_id)
-          and (v_after < 2 or a.id > p_after_id)
-        order by a.id limit v_left;
+          and (v_after < 2 or (a.user_id, a.id) > (p_after_user_id, p_after_id))
+        order by a.user_id, a.id limit v_left;
         get diagnostics v_rows = row_count;
         v_left := v_left - v_rows;
     end if;
@@ -85,5 +91,5 @@ begin
 end
 $$;
 
-comment on function memex.export_history(text, text, text, bigint, integer, boolean) is
+comment on function memex.export_history(text, text, text, text, bigint, integer, boolean) is
     'A page of a tenant''s file revisions, access log and consolidation runs, for export.';

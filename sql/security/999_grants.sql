@@ -45,6 +45,10 @@ grant select on memex.file_revisions, memex.access_log, memex.consolidation_runs
 grant select, insert, update, delete on memex.embed_queue to memex_app;
 grant select, insert, update on memex.settings to memex_app;
 grant execute on all functions in schema memex to memex_app;
+-- Procedures (pg_cron's consolidation tick, which commits as it goes): "all functions"
+-- leaves them out; memex_app may run them as it runs the scheduled jobs' functions.
+revoke all on all procedures in schema memex from public, memex_tenant;
+grant execute on all procedures in schema memex to memex_app;
 
 -- The tenant API and the helpers it runs with its caller's rights: every function whose
 -- file declares `-- privileges: tenant` or `-- privileges: tenant-helper`; `service`

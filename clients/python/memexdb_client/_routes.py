@@ -355,7 +355,7 @@ ROUTES: dict[str, HttpRoute] = {
     "restore_consolidation": HttpRoute(
         "POST",
         "/v1/admin/dream/runs/{run_id}/restore",
-        "path",
+        "query",
         200,
         False,
         ("run_id",),

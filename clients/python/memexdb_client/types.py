@@ -305,13 +305,17 @@ class HistoryRow:
 class ImportResult:
     """What an import did: records inserted and skipped (their id, or for history the
     same entry, existed already), memories embedded again (no embedding, or one from
-    another model), and the inserted and skipped counts per kind of record (memory,
-    file_revision, access, consolidation_run)."""
+    another model), the inserted and skipped counts per kind of record (memory,
+    file_revision, access, consolidation_run), and how many of the import's access-log
+    entries are older than the access-log retention window
+    (settings.access_log_retention_days): the next maintenance prunes them, as it prunes
+    live entries that old."""
 
     imported: int
     skipped: int
     reembedded: int
     kinds: dict[str, dict[str, int]] = field(default_factory=dict)
+    access_log_expiring: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -445,6 +449,25 @@ class ConsolidationRun:
     restored_by: int | None
     error: str | None
     details: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedStep:
+    """A step of a tenant's run-now that did not run, and why (e.g. the scheduler held
+    the tenant's consolidation lock)."""
+
+    step: str  # condense | dream
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunNowResult:
+    """POST /v1/admin/dream/run: the runs (plans when dry_run), and the steps of a
+    tenant's run that were skipped because another runner held the tenant (empty for a
+    tick). The in-process memexdb.agentic RUN_NOW answers the same two fields."""
+
+    runs: list[ConsolidationRun]
+    skipped: list[SkippedStep]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1302,10 +1302,14 @@ export interface components {
         /**
          * ImportResponse
          * @description What POST /v1/import did: records inserted and skipped (they existed already),
-         *     memories embedded again (no vector, or one of another model), and both counts per
-         *     kind of record.
+         *     memories embedded again (no vector, or one of another model), both counts per kind
+         *     of record, and how many of the import's access-log entries are older than the
+         *     access-log retention window (the next maintenance prunes them, as it prunes live
+         *     entries that old).
          */
         ImportResponse: {
+            /** Access Log Expiring */
+            access_log_expiring: number;
             /** Imported */
             imported: number;
             /** Kinds */
@@ -3029,7 +3033,10 @@ export interface operations {
     };
     restore_consolidation: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @example demo-agent */
+                agent_id?: string | null;
+            };
             header?: never;
             path: {
                 /** @example 1 */

@@ -446,7 +446,7 @@ export const OPERATIONS = {
     "operation": "restore_consolidation",
     "method": "POST",
     "path": "/v1/admin/dream/runs/{run_id}/restore",
-    "source": "path",
+    "source": "query",
     "pathParams": [
       "run_id"
     ],

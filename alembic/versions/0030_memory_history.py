@@ -25,8 +25,8 @@ Create Date: 2026-12-06
 
 from alembic import op
 
-revision = "0029"
-down_revision = "0028"
+revision = "0030"
+down_revision = "0029"
 branch_labels = None
 depends_on = None
 
@@ -37,6 +37,7 @@ _OLD_SIGNATURES = (
     " memex.memory_type, timestamptz, boolean, timestamptz)",
     "memex.get_memory(text, text, uuid, timestamptz)",
     "memex.export_history(text, text, text, bigint, integer)",
+    "memex.export_history(text, text, text, text, bigint, integer)",  # 0029's
     "memex.search(text, text, vector, integer, double precision, double precision,"
     " memex.memory_type[], text, text, text, timestamptz, double precision, jsonb, boolean)",
     "memex._live_memories(text, text, memex.memory_type[], text, timestamptz, jsonb, boolean)",
