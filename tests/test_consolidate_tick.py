@@ -15,9 +15,9 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
-from memexdb.params import MemoryCreate
 
 from memexdb import Memex
+from memexdb.memories.models import MemoryCreate
 from memexdb.pg_cron import CONSOLIDATE
 
 A, U = "ticked", "tess"

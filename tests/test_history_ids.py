@@ -16,12 +16,12 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
-from memexdb.params import MemoryCreate
 
 from memexdb import AsyncMemex
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import BatchingEmbedder
 from memexdb.errors import InvalidArgument, NotFound
+from memexdb.memories.models import MemoryCreate
 from tests.conftest import drop_database, new_database
 
 A, B, U, V = "agent-a", "agent-b", "ursula", "victor"
