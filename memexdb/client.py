@@ -348,7 +348,8 @@ class AsyncMemex(Session):
         async with self.connection() as conn:
             cur = conn.cursor(row_factory=class_row(QueuedMemory))
             with metrics.sql_call(embeddings_sql.EMBED_QUEUE_TAKE):
-                rows = await (await cur.execute(embeddings_sql.EMBED_QUEUE_TAKE)).fetchall()
+                take = embeddings_sql.EMBED_QUEUE_TAKE.given({})  # (its defaults: a batch's size)
+                rows = await (await cur.execute(take)).fetchall()
             if not rows:
                 return EmbedBatch(0, 0, 0)
             done, failed = await self._embed_each(rows)
@@ -367,13 +368,11 @@ class AsyncMemex(Session):
                     written = int((await result.fetchone() or (0,))[0])
             if failed:
                 with metrics.sql_call(embeddings_sql.EMBED_QUEUE_FAILED):
-                    await conn.execute(
-                        embeddings_sql.EMBED_QUEUE_FAILED,
-                        {
-                            "ids": [row.memory_id for row, _ in failed],
-                            "errors": [e for _, e in failed],
-                        },
-                    )
+                    backoff = {
+                        "ids": [row.memory_id for row, _ in failed],
+                        "errors": [e for _, e in failed],
+                    }  # (the SQL default backoff)
+                    await conn.execute(embeddings_sql.EMBED_QUEUE_FAILED.given(backoff), backoff)
             errors = tuple(f"{r.memory_id} (attempt {r.attempts + 1}): {e}" for r, e in failed)
             return EmbedBatch(len(rows), written, len(failed), errors)
 

@@ -69,7 +69,7 @@ async def export_page(
         {
             "agent_id": agent_id,
             "user_id": user_id,
-            "embeddings": embeddings,
+            "include_embeddings": embeddings,
             "after_user_id": after[0] if after else None,
             "after_created_at": after[1] if after else None,
             "after_id": after[2] if after else None,
@@ -258,6 +258,7 @@ class Importer:
                 "lineage": [jsonb_or_none(m.lineage()) for m in batch],
                 "paths": [m.path for m in batch],
                 "actors": [m.actor for m in batch],
+                "access": "admin",
             },
             reservation=reservation,
         )
