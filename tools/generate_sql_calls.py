@@ -210,10 +210,20 @@ def typescript_module(found: list[tuple[Function, str]]) -> str:
             f'["{key(p)}", "{typescript_cast(p)}", {"true" if p.has_default else "false"}]'
             for p in function.parameters
         ]
-        args = "{ " + "; ".join(fields) + " }" if fields else "Record<string, never> = {}"
         out.append(f"/** memex.{function.name} ({path}) */")
-        out.append(f"export function {camel(function.name)}(args: {args}, first = 1): SqlCall {{")
-        out.append(f'  return call("{function.name}", [{", ".join(table)}], args, first);')
+        if fields:
+            out.append(f"export function {camel(function.name)}(")
+            out.append("  args: {")
+            out.extend(f"    {field};" for field in fields)
+            out.append("  },")
+            out.append("  first = 1,")
+            out.append(") : SqlCall {".replace(") :", "):"))
+            out.append(f'  return call("{function.name}", [')
+            out.extend(f"    {row}," for row in table)
+            out.append("  ], args, first);")
+        else:
+            out.append(f"export function {camel(function.name)}(): SqlCall {{")
+            out.append(f'  return call("{function.name}", [], {{}}, 1);')
         out.append("}")
         out.append("")
     return "\n".join(out)
