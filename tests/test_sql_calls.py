@@ -78,8 +78,8 @@ def test_an_omitted_optional_parameter_takes_its_sql_default() -> None:
     assert memories_sql.SEARCH.given({"memory_types": []}).endswith(
         "p_memory_types => %(memory_types)s::text[]::memex.memory_type[])"
     )
-    with pytest.raises(ValueError, match="no parameters"):
-        SqlCall("select memex.count(p_agent_id => %(agent_id)s)", defaults=("nothing",))
+    with pytest.raises(ValueError, match="has not 2 parameters"):
+        SqlCall("select memex.count(p_agent_id => %(agent_id)s)", defaults=2)
 
 
 def test_the_sql_default_applies_in_the_database(conn: psycopg.Connection) -> None:

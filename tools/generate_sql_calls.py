@@ -20,8 +20,6 @@ committed file differs.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import psycopg
@@ -87,17 +85,17 @@ def constant(function: Function) -> str:
     return function.name.lstrip("_").upper()
 
 
-def wrap(head: str, arguments: list[str], indent: str = "    ") -> str:
-    """`head(` then the arguments packed into lines of at most 95 characters, then `)`."""
+def wrap(head: str, arguments: list[str], indent: str = "    ", width: int = 88) -> str:
+    """`head(` then the arguments packed into lines of at most `width` characters, then `)`."""
     if not arguments:
         return head + "()"
     one = head + "(" + ", ".join(arguments) + ")"
-    if len(one) <= 90:
+    if len(one) <= width:
         return one
     lines, line = [], indent
     for i, argument in enumerate(arguments):
         piece = argument + ("," if i < len(arguments) - 1 else ")")
-        if line.strip() and len(line) + 1 + len(piece) > 95:
+        if line.strip() and len(line) + 1 + len(piece) > width:
             lines.append(line.rstrip())
             line = indent
         line += ("" if not line.strip() else " ") + piece
@@ -105,55 +103,37 @@ def wrap(head: str, arguments: list[str], indent: str = "    ") -> str:
     return head + "(\n" + "\n".join(lines)
 
 
-def python_call(function: Function) -> str:
+def python_call(function: Function, width: int = 80) -> str:
     arguments = [f"{p.name} => %({key(p)})s{python_cast(p)}" for p in function.parameters]
     select = "select * from " if function.returns == "set" else "select "
-    return wrap(select + "memex." + function.name, arguments)
-
-
-def ruff_format(text: str, path: Path) -> str:
-    ruff = Path(sys.executable).parent / "ruff"
-    done = subprocess.run(  # noqa: S603 (the project's own ruff, on text it wrote)
-        [str(ruff), "format", "--stdin-filename", str(path), "-"],
-        input=text,
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-    )
-    return done.stdout
+    return wrap(select + "memex." + function.name, arguments, width=width)
 
 
 def python_module(sql_domains: list[str], found: list[tuple[Function, str]]) -> str:
     folders = ", ".join(f"sql/{d}/" for d in sql_domains)
     lines = [
         PY_HEADER,
-        f'"""The calls of the memex.* functions of {folders}: one per function, every',
-        "parameter named (memexdb/core/sql_call.py says how an omitted optional one is left",
-        "out). Run `.venv/bin/python -m tools.generate_sql_calls` after a SQL signature",
-        'changes."""',
+        f'"""The calls of the memex.* functions of {folders} (memexdb/core/sql_call.py)."""',
         "",
         "from memexdb.core.sql_call import SqlCall",
         "",
     ]
-    names = [constant(f) for f, _ in found]
-    lines.append("__all__ = [" + ", ".join(f'"{n}"' for n in sorted(names)) + "]")
-    lines.append("")
     for function, path in found:
         defaults = [key(p) for p in function.parameters if p.has_default]
+        assert all(
+            p.has_default for p in function.parameters[len(function.parameters) - len(defaults) :]
+        )
         text = python_call(function)
-        literal = f'"""\n{text}\n"""' if "\n" in text else f'"{text}"'
+        literal = f'"""{text}"""' if "\n" in text else f'"{text}"'
         lines.append(f"# {path}")
-        if defaults:
-            tuple_ = (
-                "("
-                + ", ".join(f'"{d}"' for d in defaults)
-                + ("," if len(defaults) == 1 else "")
-                + ")"
-            )
-            lines.append(f"{constant(function)} = SqlCall({literal}, defaults={tuple_})")
-        else:
-            lines.append(f"{constant(function)} = SqlCall({literal})")
+        # (one statement a function, as compact as it reads: ruff format leaves these files
+        # alone, pyproject.toml)
+        count = f", defaults={len(defaults)}" if defaults else ""
+        line = f"{constant(function)} = SqlCall({literal}{count})"
+        if "\n" not in line and len(line) > 100:  # on lines of their own
+            text = python_call(function, width=60)
+            line = f'{constant(function)} = SqlCall("""{text}"""{count})'
+        lines.append(line)
     return "\n".join(lines) + "\n"
 
 
@@ -256,7 +236,7 @@ def render(conn: psycopg.Connection) -> dict[Path, str]:
     for package, found in sorted(by_package.items()):
         path = ROOT / "memexdb" / package / "calls.py"
         sql_domains = sorted(folders[package], key=lambda d: order.get(d, len(order)))
-        written[path] = ruff_format(python_module(sql_domains, found), path)
+        written[path] = python_module(sql_domains, found)
     written[TYPESCRIPT] = typescript_module(tenant)
     return written
 

@@ -19,7 +19,8 @@ _ARGUMENT = re.compile(r"p_\w+ => %\((\w+)\)s(?:::[\w.]+(?:\[\])?)*")
 
 
 class SqlCall(str):
-    """A generated `select ... memex.f(p_a => %(a)s, ...)` statement (see the module)."""
+    """A generated `select ... memex.f(p_a => %(a)s, ...)` statement (see the module);
+    `defaults`: how many of its parameters, the last ones, have a SQL default."""
 
     function: str
     defaults: frozenset[str]
@@ -27,7 +28,7 @@ class SqlCall(str):
     _arguments: tuple[tuple[str, str], ...]
     _given: dict[frozenset[str], str]
 
-    def __new__(cls, text: str, *, defaults: tuple[str, ...] = ()) -> SqlCall:
+    def __new__(cls, text: str, *, defaults: int = 0) -> SqlCall:
         self = super().__new__(cls, text)
         head = re.search(r"memex\.(\w+)\(", text)
         if head is None:
@@ -35,10 +36,12 @@ class SqlCall(str):
         self.function = head.group(1)
         self._prefix = text[: head.end()].strip()
         self._arguments = tuple((m.group(1), m.group(0)) for m in _ARGUMENT.finditer(text))
-        self.defaults = frozenset(defaults)
-        unknown = self.defaults - {key for key, _ in self._arguments}
-        if unknown:
-            raise ValueError(f"memex.{self.function} has no parameters {sorted(unknown)}")
+        if not 0 <= defaults <= len(self._arguments):
+            raise ValueError(f"memex.{self.function} has not {defaults} parameters")
+        # (SQL gives a default to the last parameters only: those after one with a default)
+        self.defaults = frozenset(
+            key for key, _ in self._arguments[len(self._arguments) - defaults :]
+        )
         self._given = {}
         return self
 
