@@ -192,15 +192,11 @@ def typescript_module(found: list[tuple[Function, str]]) -> str:
         ]
         out.append(f"/** memex.{function.name} ({path}) */")
         if fields:
-            out.append(f"export function {camel(function.name)}(")
-            out.append("  args: {")
-            out.extend(f"    {field};" for field in fields)
-            out.append("  },")
-            out.append("  first = 1,")
-            out.append(") : SqlCall {".replace(") :", "):"))
-            out.append(f'  return call("{function.name}", [')
-            out.extend(f"    {row}," for row in table)
-            out.append("  ], args, first);")
+            args = "{ " + "; ".join(fields) + " }"
+            out.append(
+                f"export function {camel(function.name)}(args: {args}, first = 1): SqlCall {{"
+            )
+            out.append(f'  return call("{function.name}", [{", ".join(table)}], args, first);')
         else:
             out.append(f"export function {camel(function.name)}(): SqlCall {{")
             out.append(f'  return call("{function.name}", [], {{}}, 1);')

@@ -357,9 +357,7 @@ export class MemexDirectClient {
   /** Delete every row of the tenant (an operator's connection: a bound SQL role has no
    * admin access; `confirm` must repeat `user_id`); rows deleted per table. */
   async eraseUser(request: Requests["eraseUser"]): Promise<Results["eraseUser"]> {
-    const rows = await this.#from(
-      sql.eraseUser({ agent_id: request.agent_id, user_id: request.user_id, confirm: request.confirm }),
-    );
+    const rows = await this.#from(sql.eraseUser(request));
     const deleted = Object.fromEntries(rows.map((r) => [r.table_name as string, r.deleted as number]));
     return { agent_id: request.agent_id, user_id: request.user_id, deleted };
   }
@@ -368,17 +366,7 @@ export class MemexDirectClient {
    * (files need their vector when written: without an endpoint, `InvalidArgumentError`). */
   async writeFile(request: Requests["writeFile"]): Promise<Results["writeFile"]> {
     const { vector, model } = await this.#embed(request.content);
-    const row = await this.#oneFrom(
-      sql.writeFile({
-        agent_id: request.agent_id,
-        user_id: request.user_id,
-        path: request.path,
-        content: request.content,
-        embedding: vector,
-        embedding_model: model,
-        base_revision: request.base_revision ?? null,
-      }),
-    );
+    const row = await this.#oneFrom(sql.writeFile({ ...request, embedding: vector, embedding_model: model }));
     return row as Results["writeFile"];
   }
 
@@ -391,31 +379,15 @@ export class MemexDirectClient {
   async patchFile(request: Requests["patchFile"]): Promise<Results["patchFile"]> {
     const tries = request.base_revision == null ? PATCH_TRIES : 1;
     for (let attempt = 1; ; attempt++) {
-      const preview = await this.#oneFrom(
-        sql.previewPatch({
-          agent_id: request.agent_id,
-          user_id: request.user_id,
-          path: request.path,
-          heading: request.heading ?? null,
-          append: request.append ?? null,
-          old_text: request.old_text ?? null,
-          new_text: request.new_text ?? null,
-        }),
-      );
+      const preview = await this.#oneFrom(sql.previewPatch(request));
       const { vector, model } = await this.#embed(preview.content as string);
       try {
         const row = await this.#oneFrom(
           sql.patchFile({
-            agent_id: request.agent_id,
-            user_id: request.user_id,
-            path: request.path,
+            ...request,
             embedding: vector,
             embedding_model: model,
             base_revision: request.base_revision ?? preview.revision,
-            heading: request.heading ?? null,
-            append: request.append ?? null,
-            old_text: request.old_text ?? null,
-            new_text: request.new_text ?? null,
           }),
         );
         return row as Results["patchFile"];
@@ -432,13 +404,9 @@ export class MemexDirectClient {
     const embedded = typeof old.content === "string" ? await this.#embed(old.content) : null;
     const row = await this.#oneFrom(
       sql.restoreRevision({
-        agent_id: request.agent_id,
-        user_id: request.user_id,
-        path: request.path,
-        revision: request.revision,
+        ...request,
         embedding: embedded?.vector ?? null,
         embedding_model: embedded?.model ?? null,
-        base_revision: request.base_revision ?? null,
       }),
     );
     return row as Results["restoreRevision"];
@@ -449,70 +417,32 @@ export class MemexDirectClient {
    * naming `query`). */
   async smartRead(request: Requests["smartRead"]): Promise<Results["smartRead"]> {
     const { vector, model } = await this.#embed(request.query, "query");
-    const row = await this.#oneFrom(
-      sql.smartRead({
-        agent_id: request.agent_id,
-        user_id: request.user_id,
-        query: request.query,
-        query_embedding: vector,
-        embedding_model: model,
-        budget: request.budget ?? DEFAULTS.smartReadBudget,
-      }),
-    );
-    return row as Results["smartRead"];
+    const budget = request.budget ?? DEFAULTS.smartReadBudget;
+    const call = sql.smartRead({ ...request, query_embedding: vector, embedding_model: model, budget });
+    return (await this.#oneFrom(call)) as Results["smartRead"];
   }
 
   async readFile(request: Requests["readFile"]): Promise<Results["readFile"]> {
-    const row = await this.#oneFrom(
-      sql.readFile({
-        agent_id: request.agent_id,
-        user_id: request.user_id,
-        path: request.path,
-        from_line: request.from_line ?? null,
-        to_line: request.to_line ?? null,
-        as_of: request.as_of ?? null,
-      }),
-    );
+    const row = await this.#oneFrom(sql.readFile(request));
     return row as Results["readFile"];
   }
 
   async deleteFile(request: Requests["deleteFile"]): Promise<Results["deleteFile"]> {
-    const row = await this.#oneFrom(
-      sql.deleteFile({
-        agent_id: request.agent_id,
-        user_id: request.user_id,
-        path: request.path,
-        base_revision: request.base_revision ?? null,
-      }),
-    );
+    const row = await this.#oneFrom(sql.deleteFile(request));
     return row as Results["deleteFile"];
   }
 
   /** Files in path order; `next_after` for the next page. */
   async listFiles(request: Requests["listFiles"]): Promise<Results["listFiles"]> {
     const limit = request.limit ?? DEFAULTS.listFilesLimit;
-    const rows = await this.#from(
-      sql.listFiles({
-        agent_id: request.agent_id,
-        user_id: request.user_id,
-        prefix: request.prefix ?? null,
-        limit,
-        after: request.after ?? null,
-      }),
-    );
+    const rows = await this.#from(sql.listFiles({ ...request, limit }));
     return { files: rows, next_after: nextKey(rows, limit, (r) => r.path as string) } as Results["listFiles"];
   }
 
   /** A file's revisions, newest first, without content; `next_before` for the next page. */
   async listRevisions(request: Requests["listRevisions"]): Promise<Results["listRevisions"]> {
     const limit = request.limit ?? DEFAULTS.listRevisionsLimit;
-    const call = sql.listRevisions({
-      agent_id: request.agent_id,
-      user_id: request.user_id,
-      path: request.path,
-      limit,
-      before: request.before ?? null,
-    });
+    const call = sql.listRevisions({ ...request, limit });
     const rows = await this.#rows(
       `select id, agent_id, user_id, path, revision, operation, actor, at, size, memory_id,
               details
@@ -526,25 +456,12 @@ export class MemexDirectClient {
   }
 
   async getRevision(request: Requests["getRevision"]): Promise<Results["getRevision"]> {
-    const row = await this.#oneFrom(
-      sql.getRevision({
-        agent_id: request.agent_id,
-        user_id: request.user_id,
-        path: request.path,
-        revision: request.revision,
-      }),
-    );
+    const row = await this.#oneFrom(sql.getRevision(request));
     return row as Results["getRevision"];
   }
 
   async diffRevisions(request: Requests["diffRevisions"]): Promise<Results["diffRevisions"]> {
-    const call = sql.diffRevisions({
-      agent_id: request.agent_id,
-      user_id: request.user_id,
-      path: request.path,
-      from_revision: request.from_revision,
-      to_revision: request.to_revision,
-    });
+    const call = sql.diffRevisions(request);
     const row = await this.#one(`select ${call.text} as diff`, call.values);
     const { path, from_revision, to_revision } = request;
     return { path, from_revision, to_revision, diff: row.diff as string };
@@ -553,16 +470,7 @@ export class MemexDirectClient {
   /** The tenant's access log, newest first; `next_before` for the next page. */
   async accessLog(request: Requests["accessLog"]): Promise<Results["accessLog"]> {
     const limit = request.limit ?? DEFAULTS.accessLogLimit;
-    const rows = await this.#from(
-      sql.accessEvents({
-        agent_id: request.agent_id,
-        user_id: request.user_id,
-        since: request.since ?? null,
-        until: request.until ?? null,
-        limit,
-        before: request.before ?? null,
-      }),
-    );
+    const rows = await this.#from(sql.accessEvents({ ...request, limit }));
     return { events: rows, next_before: nextKey(rows, limit, (r) => r.id as number) } as Results["accessLog"];
   }
 

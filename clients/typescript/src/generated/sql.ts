@@ -38,109 +38,28 @@ function call(
 }
 
 /** memex.access_events (sql/files/101_access_events.sql) */
-export function accessEvents(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    since?: unknown;
-    until?: unknown;
-    limit?: unknown;
-    before?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("access_events", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["since", "::timestamptz", true],
-    ["until", "::timestamptz", true],
-    ["limit", "::integer", true],
-    ["before", "::bigint", true],
-  ], args, first);
+export function accessEvents(args: { agent_id: unknown; user_id: unknown; since?: unknown; until?: unknown; limit?: unknown; before?: unknown }, first = 1): SqlCall {
+  return call("access_events", [["agent_id", "", false], ["user_id", "", false], ["since", "::timestamptz", true], ["until", "::timestamptz", true], ["limit", "::integer", true], ["before", "::bigint", true]], args, first);
 }
 
 /** memex.consolidate_tenant (sql/consolidation/114_consolidate_tenant.sql) */
-export function consolidateTenant(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    dry_run?: unknown;
-    force?: unknown;
-    summary?: unknown;
-    source_ids?: unknown;
-    now?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("consolidate_tenant", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["dry_run", "::boolean", true],
-    ["force", "::boolean", true],
-    ["summary", "", true],
-    ["source_ids", "::uuid[]", true],
-    ["now", "::timestamptz", true],
-  ], args, first);
+export function consolidateTenant(args: { agent_id: unknown; user_id: unknown; dry_run?: unknown; force?: unknown; summary?: unknown; source_ids?: unknown; now?: unknown }, first = 1): SqlCall {
+  return call("consolidate_tenant", [["agent_id", "", false], ["user_id", "", false], ["dry_run", "::boolean", true], ["force", "::boolean", true], ["summary", "", true], ["source_ids", "::uuid[]", true], ["now", "::timestamptz", true]], args, first);
 }
 
 /** memex.count (sql/memories/051_count.sql) */
-export function count(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    memory_type?: unknown;
-    embedding_model?: unknown;
-    now?: unknown;
-    metadata?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("count", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["memory_type", "::text::memex.memory_type", true],
-    ["embedding_model", "", true],
-    ["now", "::timestamptz", true],
-    ["metadata", "::jsonb", true],
-  ], args, first);
+export function count(args: { agent_id: unknown; user_id: unknown; memory_type?: unknown; embedding_model?: unknown; now?: unknown; metadata?: unknown }, first = 1): SqlCall {
+  return call("count", [["agent_id", "", false], ["user_id", "", false], ["memory_type", "::text::memex.memory_type", true], ["embedding_model", "", true], ["now", "::timestamptz", true], ["metadata", "::jsonb", true]], args, first);
 }
 
 /** memex.delete_file (sql/files/097_delete_file.sql) */
-export function deleteFile(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    path: unknown;
-    base_revision?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("delete_file", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["path", "", false],
-    ["base_revision", "::integer", true],
-  ], args, first);
+export function deleteFile(args: { agent_id: unknown; user_id: unknown; path: unknown; base_revision?: unknown }, first = 1): SqlCall {
+  return call("delete_file", [["agent_id", "", false], ["user_id", "", false], ["path", "", false], ["base_revision", "::integer", true]], args, first);
 }
 
 /** memex.diff_revisions (sql/files/104_diff_revisions.sql) */
-export function diffRevisions(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    path: unknown;
-    from_revision: unknown;
-    to_revision: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("diff_revisions", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["path", "", false],
-    ["from_revision", "::integer", false],
-    ["to_revision", "::integer", false],
-  ], args, first);
+export function diffRevisions(args: { agent_id: unknown; user_id: unknown; path: unknown; from_revision: unknown; to_revision: unknown }, first = 1): SqlCall {
+  return call("diff_revisions", [["agent_id", "", false], ["user_id", "", false], ["path", "", false], ["from_revision", "::integer", false], ["to_revision", "::integer", false]], args, first);
 }
 
 /** memex.dream_config (sql/consolidation/111_dream_config.sql) */
@@ -149,45 +68,13 @@ export function dreamConfig(): SqlCall {
 }
 
 /** memex.dream_plan (sql/consolidation/127_dream_plan.sql) */
-export function dreamPlan(
-  args: {
-    now?: unknown;
-    agent_id?: unknown;
-    user_id?: unknown;
-    force?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("dream_plan", [
-    ["now", "::timestamptz", true],
-    ["agent_id", "", true],
-    ["user_id", "", true],
-    ["force", "::boolean", true],
-  ], args, first);
+export function dreamPlan(args: { now?: unknown; agent_id?: unknown; user_id?: unknown; force?: unknown }, first = 1): SqlCall {
+  return call("dream_plan", [["now", "::timestamptz", true], ["agent_id", "", true], ["user_id", "", true], ["force", "::boolean", true]], args, first);
 }
 
 /** memex.dream_tenant (sql/consolidation/120_dream_tenant.sql) */
-export function dreamTenant(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    dry_run?: unknown;
-    force?: unknown;
-    now?: unknown;
-    budget?: unknown;
-    edits?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("dream_tenant", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["dry_run", "::boolean", true],
-    ["force", "::boolean", true],
-    ["now", "::timestamptz", true],
-    ["budget", "::integer", true],
-    ["edits", "::jsonb", true],
-  ], args, first);
+export function dreamTenant(args: { agent_id: unknown; user_id: unknown; dry_run?: unknown; force?: unknown; now?: unknown; budget?: unknown; edits?: unknown }, first = 1): SqlCall {
+  return call("dream_tenant", [["agent_id", "", false], ["user_id", "", false], ["dry_run", "::boolean", true], ["force", "::boolean", true], ["now", "::timestamptz", true], ["budget", "::integer", true], ["edits", "::jsonb", true]], args, first);
 }
 
 /** memex.embedding_dims (sql/embeddings/005_embedding_dims.sql) */
@@ -196,691 +83,161 @@ export function embeddingDims(): SqlCall {
 }
 
 /** memex.erase_user (sql/memories/055_erase_user.sql) */
-export function eraseUser(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    confirm: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("erase_user", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["confirm", "", false],
-  ], args, first);
+export function eraseUser(args: { agent_id: unknown; user_id: unknown; confirm: unknown }, first = 1): SqlCall {
+  return call("erase_user", [["agent_id", "", false], ["user_id", "", false], ["confirm", "", false]], args, first);
 }
 
 /** memex.export_history (sql/memories/057_export_history.sql) */
-export function exportHistory(
-  args: {
-    agent_id: unknown;
-    user_id?: unknown;
-    after_kind?: unknown;
-    after_id?: unknown;
-    limit?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("export_history", [
-    ["agent_id", "", false],
-    ["user_id", "", true],
-    ["after_kind", "", true],
-    ["after_id", "::bigint", true],
-    ["limit", "::integer", true],
-  ], args, first);
+export function exportHistory(args: { agent_id: unknown; user_id?: unknown; after_kind?: unknown; after_id?: unknown; limit?: unknown }, first = 1): SqlCall {
+  return call("export_history", [["agent_id", "", false], ["user_id", "", true], ["after_kind", "", true], ["after_id", "::bigint", true], ["limit", "::integer", true]], args, first);
 }
 
 /** memex.export_memories (sql/memories/056_export_memories.sql) */
-export function exportMemories(
-  args: {
-    agent_id: unknown;
-    user_id?: unknown;
-    include_embeddings?: unknown;
-    after_user_id?: unknown;
-    after_created_at?: unknown;
-    after_id?: unknown;
-    limit?: unknown;
-    now?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("export_memories", [
-    ["agent_id", "", false],
-    ["user_id", "", true],
-    ["include_embeddings", "::boolean", true],
-    ["after_user_id", "", true],
-    ["after_created_at", "::timestamptz", true],
-    ["after_id", "::uuid", true],
-    ["limit", "::integer", true],
-    ["now", "::timestamptz", true],
-  ], args, first);
+export function exportMemories(args: { agent_id: unknown; user_id?: unknown; include_embeddings?: unknown; after_user_id?: unknown; after_created_at?: unknown; after_id?: unknown; limit?: unknown; now?: unknown }, first = 1): SqlCall {
+  return call("export_memories", [["agent_id", "", false], ["user_id", "", true], ["include_embeddings", "::boolean", true], ["after_user_id", "", true], ["after_created_at", "::timestamptz", true], ["after_id", "::uuid", true], ["limit", "::integer", true], ["now", "::timestamptz", true]], args, first);
 }
 
 /** memex.forget (sql/memories/050_forget.sql) */
-export function forget(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    id: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("forget", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["id", "::uuid", false],
-  ], args, first);
+export function forget(args: { agent_id: unknown; user_id: unknown; id: unknown }, first = 1): SqlCall {
+  return call("forget", [["agent_id", "", false], ["user_id", "", false], ["id", "::uuid", false]], args, first);
 }
 
 /** memex.get_memory (sql/memories/052_get_memory.sql) */
-export function getMemory(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    id: unknown;
-    now?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("get_memory", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["id", "::uuid", false],
-    ["now", "::timestamptz", true],
-  ], args, first);
+export function getMemory(args: { agent_id: unknown; user_id: unknown; id: unknown; now?: unknown }, first = 1): SqlCall {
+  return call("get_memory", [["agent_id", "", false], ["user_id", "", false], ["id", "::uuid", false], ["now", "::timestamptz", true]], args, first);
 }
 
 /** memex.get_revision (sql/files/099_get_revision.sql) */
-export function getRevision(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    path: unknown;
-    revision: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("get_revision", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["path", "", false],
-    ["revision", "::integer", false],
-  ], args, first);
+export function getRevision(args: { agent_id: unknown; user_id: unknown; path: unknown; revision: unknown }, first = 1): SqlCall {
+  return call("get_revision", [["agent_id", "", false], ["user_id", "", false], ["path", "", false], ["revision", "::integer", false]], args, first);
 }
 
 /** memex.import_access_log (sql/files/106_import_access_log.sql) */
-export function importAccessLog(
-  args: {
-    records: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("import_access_log", [
-    ["records", "::jsonb", false],
-  ], args, first);
+export function importAccessLog(args: { records: unknown }, first = 1): SqlCall {
+  return call("import_access_log", [["records", "::jsonb", false]], args, first);
 }
 
 /** memex.import_consolidation_runs (sql/consolidation/138_import_consolidation_runs.sql) */
-export function importConsolidationRuns(
-  args: {
-    records: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("import_consolidation_runs", [
-    ["records", "::jsonb", false],
-  ], args, first);
+export function importConsolidationRuns(args: { records: unknown }, first = 1): SqlCall {
+  return call("import_consolidation_runs", [["records", "::jsonb", false]], args, first);
 }
 
 /** memex.import_file_revisions (sql/files/105_import_file_revisions.sql) */
-export function importFileRevisions(
-  args: {
-    records: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("import_file_revisions", [
-    ["records", "::jsonb", false],
-  ], args, first);
+export function importFileRevisions(args: { records: unknown }, first = 1): SqlCall {
+  return call("import_file_revisions", [["records", "::jsonb", false]], args, first);
 }
 
 /** memex.import_memories (sql/memories/032_import_memories.sql) */
-export function importMemories(
-  args: {
-    ids: unknown;
-    agent_ids: unknown;
-    user_ids: unknown;
-    contents: unknown;
-    embeddings: unknown;
-    embedding_model: unknown;
-    memory_types?: unknown;
-    importances?: unknown;
-    metadata?: unknown;
-    created_at?: unknown;
-    updated_at?: unknown;
-    expires_at?: unknown;
-    lineage?: unknown;
-    paths?: unknown;
-    actors?: unknown;
-    access?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("import_memories", [
-    ["ids", "::uuid[]", false],
-    ["agent_ids", "::text[]", false],
-    ["user_ids", "::text[]", false],
-    ["contents", "::text[]", false],
-    ["embeddings", "::vector[]", false],
-    ["embedding_model", "", false],
-    ["memory_types", "::text[]::memex.memory_type[]", true],
-    ["importances", "::float8[]", true],
-    ["metadata", "::jsonb[]", true],
-    ["created_at", "::timestamptz[]", true],
-    ["updated_at", "::timestamptz[]", true],
-    ["expires_at", "::timestamptz[]", true],
-    ["lineage", "::jsonb[]", true],
-    ["paths", "::text[]", true],
-    ["actors", "::text[]", true],
-    ["access", "", true],
-  ], args, first);
+export function importMemories(args: { ids: unknown; agent_ids: unknown; user_ids: unknown; contents: unknown; embeddings: unknown; embedding_model: unknown; memory_types?: unknown; importances?: unknown; metadata?: unknown; created_at?: unknown; updated_at?: unknown; expires_at?: unknown; lineage?: unknown; paths?: unknown; actors?: unknown; access?: unknown }, first = 1): SqlCall {
+  return call("import_memories", [["ids", "::uuid[]", false], ["agent_ids", "::text[]", false], ["user_ids", "::text[]", false], ["contents", "::text[]", false], ["embeddings", "::vector[]", false], ["embedding_model", "", false], ["memory_types", "::text[]::memex.memory_type[]", true], ["importances", "::float8[]", true], ["metadata", "::jsonb[]", true], ["created_at", "::timestamptz[]", true], ["updated_at", "::timestamptz[]", true], ["expires_at", "::timestamptz[]", true], ["lineage", "::jsonb[]", true], ["paths", "::text[]", true], ["actors", "::text[]", true], ["access", "", true]], args, first);
 }
 
 /** memex.list_files (sql/files/096_list_files.sql) */
-export function listFiles(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    prefix?: unknown;
-    limit?: unknown;
-    after?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("list_files", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["prefix", "", true],
-    ["limit", "::integer", true],
-    ["after", "", true],
-  ], args, first);
+export function listFiles(args: { agent_id: unknown; user_id: unknown; prefix?: unknown; limit?: unknown; after?: unknown }, first = 1): SqlCall {
+  return call("list_files", [["agent_id", "", false], ["user_id", "", false], ["prefix", "", true], ["limit", "::integer", true], ["after", "", true]], args, first);
 }
 
 /** memex.list_memories (sql/memories/053_list_memories.sql) */
-export function listMemories(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    limit?: unknown;
-    cursor_created_at?: unknown;
-    cursor_id?: unknown;
-    memory_type?: unknown;
-    created_after?: unknown;
-    created_before?: unknown;
-    metadata?: unknown;
-    now?: unknown;
-    include_archived?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("list_memories", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["limit", "::integer", true],
-    ["cursor_created_at", "::timestamptz", true],
-    ["cursor_id", "::uuid", true],
-    ["memory_type", "::text::memex.memory_type", true],
-    ["created_after", "::timestamptz", true],
-    ["created_before", "::timestamptz", true],
-    ["metadata", "::jsonb", true],
-    ["now", "::timestamptz", true],
-    ["include_archived", "::boolean", true],
-  ], args, first);
+export function listMemories(args: { agent_id: unknown; user_id: unknown; limit?: unknown; cursor_created_at?: unknown; cursor_id?: unknown; memory_type?: unknown; created_after?: unknown; created_before?: unknown; metadata?: unknown; now?: unknown; include_archived?: unknown }, first = 1): SqlCall {
+  return call("list_memories", [["agent_id", "", false], ["user_id", "", false], ["limit", "::integer", true], ["cursor_created_at", "::timestamptz", true], ["cursor_id", "::uuid", true], ["memory_type", "::text::memex.memory_type", true], ["created_after", "::timestamptz", true], ["created_before", "::timestamptz", true], ["metadata", "::jsonb", true], ["now", "::timestamptz", true], ["include_archived", "::boolean", true]], args, first);
 }
 
 /** memex.list_revisions (sql/files/098_list_revisions.sql) */
-export function listRevisions(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    path: unknown;
-    limit?: unknown;
-    before?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("list_revisions", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["path", "", false],
-    ["limit", "::integer", true],
-    ["before", "::integer", true],
-  ], args, first);
+export function listRevisions(args: { agent_id: unknown; user_id: unknown; path: unknown; limit?: unknown; before?: unknown }, first = 1): SqlCall {
+  return call("list_revisions", [["agent_id", "", false], ["user_id", "", false], ["path", "", false], ["limit", "::integer", true], ["before", "::integer", true]], args, first);
 }
 
 /** memex.memory_cursor (sql/memories/053_memory_cursor.sql) */
-export function memoryCursor(
-  args: {
-    created_at: unknown;
-    id: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("memory_cursor", [
-    ["created_at", "::timestamptz", false],
-    ["id", "::uuid", false],
-  ], args, first);
+export function memoryCursor(args: { created_at: unknown; id: unknown }, first = 1): SqlCall {
+  return call("memory_cursor", [["created_at", "::timestamptz", false], ["id", "::uuid", false]], args, first);
 }
 
 /** memex.memory_cursor_key (sql/memories/053_memory_cursor_key.sql) */
-export function memoryCursorKey(
-  args: {
-    cursor: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("memory_cursor_key", [
-    ["cursor", "", false],
-  ], args, first);
+export function memoryCursorKey(args: { cursor: unknown }, first = 1): SqlCall {
+  return call("memory_cursor_key", [["cursor", "", false]], args, first);
 }
 
 /** memex.missing_memory_ids (sql/memories/033_missing_memory_ids.sql) */
-export function missingMemoryIds(
-  args: {
-    ids: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("missing_memory_ids", [
-    ["ids", "::uuid[]", false],
-  ], args, first);
+export function missingMemoryIds(args: { ids: unknown }, first = 1): SqlCall {
+  return call("missing_memory_ids", [["ids", "::uuid[]", false]], args, first);
 }
 
 /** memex.patch_file (sql/files/094_patch_file.sql) */
-export function patchFile(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    path: unknown;
-    embedding: unknown;
-    embedding_model: unknown;
-    base_revision: unknown;
-    heading?: unknown;
-    append?: unknown;
-    old_text?: unknown;
-    new_text?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("patch_file", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["path", "", false],
-    ["embedding", "::vector", false],
-    ["embedding_model", "", false],
-    ["base_revision", "::integer", false],
-    ["heading", "", true],
-    ["append", "", true],
-    ["old_text", "", true],
-    ["new_text", "", true],
-  ], args, first);
+export function patchFile(args: { agent_id: unknown; user_id: unknown; path: unknown; embedding: unknown; embedding_model: unknown; base_revision: unknown; heading?: unknown; append?: unknown; old_text?: unknown; new_text?: unknown }, first = 1): SqlCall {
+  return call("patch_file", [["agent_id", "", false], ["user_id", "", false], ["path", "", false], ["embedding", "::vector", false], ["embedding_model", "", false], ["base_revision", "::integer", false], ["heading", "", true], ["append", "", true], ["old_text", "", true], ["new_text", "", true]], args, first);
 }
 
 /** memex.preview_patch (sql/files/093_preview_patch.sql) */
-export function previewPatch(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    path: unknown;
-    heading?: unknown;
-    append?: unknown;
-    old_text?: unknown;
-    new_text?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("preview_patch", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["path", "", false],
-    ["heading", "", true],
-    ["append", "", true],
-    ["old_text", "", true],
-    ["new_text", "", true],
-  ], args, first);
+export function previewPatch(args: { agent_id: unknown; user_id: unknown; path: unknown; heading?: unknown; append?: unknown; old_text?: unknown; new_text?: unknown }, first = 1): SqlCall {
+  return call("preview_patch", [["agent_id", "", false], ["user_id", "", false], ["path", "", false], ["heading", "", true], ["append", "", true], ["old_text", "", true], ["new_text", "", true]], args, first);
 }
 
 /** memex.read_file (sql/files/095_read_file.sql) */
-export function readFile(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    path: unknown;
-    from_line?: unknown;
-    to_line?: unknown;
-    as_of?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("read_file", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["path", "", false],
-    ["from_line", "::integer", true],
-    ["to_line", "::integer", true],
-    ["as_of", "::timestamptz", true],
-  ], args, first);
+export function readFile(args: { agent_id: unknown; user_id: unknown; path: unknown; from_line?: unknown; to_line?: unknown; as_of?: unknown }, first = 1): SqlCall {
+  return call("read_file", [["agent_id", "", false], ["user_id", "", false], ["path", "", false], ["from_line", "::integer", true], ["to_line", "::integer", true], ["as_of", "::timestamptz", true]], args, first);
 }
 
 /** memex.reserve_rate_limit (sql/core/011_reserve_rate_limit.sql) */
-export function reserveRateLimit(
-  args: {
-    operation: unknown;
-    agent_ids: unknown;
-    user_ids: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("reserve_rate_limit", [
-    ["operation", "", false],
-    ["agent_ids", "::text[]", false],
-    ["user_ids", "::text[]", false],
-  ], args, first);
+export function reserveRateLimit(args: { operation: unknown; agent_ids: unknown; user_ids: unknown }, first = 1): SqlCall {
+  return call("reserve_rate_limit", [["operation", "", false], ["agent_ids", "::text[]", false], ["user_ids", "::text[]", false]], args, first);
 }
 
 /** memex.restore_consolidation (sql/consolidation/116_restore_consolidation.sql) */
-export function restoreConsolidation(
-  args: {
-    run_id: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("restore_consolidation", [
-    ["run_id", "::bigint", false],
-  ], args, first);
+export function restoreConsolidation(args: { run_id: unknown }, first = 1): SqlCall {
+  return call("restore_consolidation", [["run_id", "::bigint", false]], args, first);
 }
 
 /** memex.restore_revision (sql/files/100_restore_revision.sql) */
-export function restoreRevision(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    path: unknown;
-    revision: unknown;
-    embedding: unknown;
-    embedding_model: unknown;
-    base_revision?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("restore_revision", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["path", "", false],
-    ["revision", "::integer", false],
-    ["embedding", "::vector", false],
-    ["embedding_model", "", false],
-    ["base_revision", "::integer", true],
-  ], args, first);
+export function restoreRevision(args: { agent_id: unknown; user_id: unknown; path: unknown; revision: unknown; embedding: unknown; embedding_model: unknown; base_revision?: unknown }, first = 1): SqlCall {
+  return call("restore_revision", [["agent_id", "", false], ["user_id", "", false], ["path", "", false], ["revision", "::integer", false], ["embedding", "::vector", false], ["embedding_model", "", false], ["base_revision", "::integer", true]], args, first);
 }
 
 /** memex.search (sql/memories/042_search.sql) */
-export function search(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    query_embedding: unknown;
-    top_k?: unknown;
-    alpha?: unknown;
-    half_life_days?: unknown;
-    memory_types?: unknown;
-    query_text?: unknown;
-    mode?: unknown;
-    embedding_model?: unknown;
-    now?: unknown;
-    context_weight?: unknown;
-    metadata?: unknown;
-    include_archived?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("search", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["query_embedding", "::vector", false],
-    ["top_k", "::integer", true],
-    ["alpha", "::float8", true],
-    ["half_life_days", "::float8", true],
-    ["memory_types", "::text[]::memex.memory_type[]", true],
-    ["query_text", "", true],
-    ["mode", "", true],
-    ["embedding_model", "", true],
-    ["now", "::timestamptz", true],
-    ["context_weight", "::float8", true],
-    ["metadata", "::jsonb", true],
-    ["include_archived", "::boolean", true],
-  ], args, first);
+export function search(args: { agent_id: unknown; user_id: unknown; query_embedding: unknown; top_k?: unknown; alpha?: unknown; half_life_days?: unknown; memory_types?: unknown; query_text?: unknown; mode?: unknown; embedding_model?: unknown; now?: unknown; context_weight?: unknown; metadata?: unknown; include_archived?: unknown }, first = 1): SqlCall {
+  return call("search", [["agent_id", "", false], ["user_id", "", false], ["query_embedding", "::vector", false], ["top_k", "::integer", true], ["alpha", "::float8", true], ["half_life_days", "::float8", true], ["memory_types", "::text[]::memex.memory_type[]", true], ["query_text", "", true], ["mode", "", true], ["embedding_model", "", true], ["now", "::timestamptz", true], ["context_weight", "::float8", true], ["metadata", "::jsonb", true], ["include_archived", "::boolean", true]], args, first);
 }
 
 /** memex.search_passages (sql/files/103_search_passages.sql) */
-export function searchPassages(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    query: unknown;
-    query_embedding: unknown;
-    embedding_model?: unknown;
-    top_k?: unknown;
-    passage_chars?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("search_passages", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["query", "", false],
-    ["query_embedding", "::vector", false],
-    ["embedding_model", "", true],
-    ["top_k", "::integer", true],
-    ["passage_chars", "::integer", true],
-  ], args, first);
+export function searchPassages(args: { agent_id: unknown; user_id: unknown; query: unknown; query_embedding: unknown; embedding_model?: unknown; top_k?: unknown; passage_chars?: unknown }, first = 1): SqlCall {
+  return call("search_passages", [["agent_id", "", false], ["user_id", "", false], ["query", "", false], ["query_embedding", "::vector", false], ["embedding_model", "", true], ["top_k", "::integer", true], ["passage_chars", "::integer", true]], args, first);
 }
 
 /** memex.smart_read (sql/files/102_smart_read.sql) */
-export function smartRead(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    query: unknown;
-    query_embedding: unknown;
-    embedding_model?: unknown;
-    budget?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("smart_read", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["query", "", false],
-    ["query_embedding", "::vector", false],
-    ["embedding_model", "", true],
-    ["budget", "::integer", true],
-  ], args, first);
+export function smartRead(args: { agent_id: unknown; user_id: unknown; query: unknown; query_embedding: unknown; embedding_model?: unknown; budget?: unknown }, first = 1): SqlCall {
+  return call("smart_read", [["agent_id", "", false], ["user_id", "", false], ["query", "", false], ["query_embedding", "::vector", false], ["embedding_model", "", true], ["budget", "::integer", true]], args, first);
 }
 
 /** memex.store (sql/memories/030_store.sql) */
-export function store(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    content: unknown;
-    embedding: unknown;
-    embedding_model: unknown;
-    memory_type?: unknown;
-    importance?: unknown;
-    metadata?: unknown;
-    expires_at?: unknown;
-    created_at?: unknown;
-    id?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("store", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["content", "", false],
-    ["embedding", "::vector", false],
-    ["embedding_model", "", false],
-    ["memory_type", "::text::memex.memory_type", true],
-    ["importance", "::float8", true],
-    ["metadata", "::jsonb", true],
-    ["expires_at", "::timestamptz", true],
-    ["created_at", "::timestamptz", true],
-    ["id", "::uuid", true],
-  ], args, first);
+export function store(args: { agent_id: unknown; user_id: unknown; content: unknown; embedding: unknown; embedding_model: unknown; memory_type?: unknown; importance?: unknown; metadata?: unknown; expires_at?: unknown; created_at?: unknown; id?: unknown }, first = 1): SqlCall {
+  return call("store", [["agent_id", "", false], ["user_id", "", false], ["content", "", false], ["embedding", "::vector", false], ["embedding_model", "", false], ["memory_type", "::text::memex.memory_type", true], ["importance", "::float8", true], ["metadata", "::jsonb", true], ["expires_at", "::timestamptz", true], ["created_at", "::timestamptz", true], ["id", "::uuid", true]], args, first);
 }
 
 /** memex.store_many (sql/memories/031_store_many.sql) */
-export function storeMany(
-  args: {
-    agent_ids: unknown;
-    user_ids: unknown;
-    contents: unknown;
-    embeddings: unknown;
-    embedding_model: unknown;
-    memory_types?: unknown;
-    importances?: unknown;
-    metadata?: unknown;
-    expires_at?: unknown;
-    created_at?: unknown;
-    ids?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("store_many", [
-    ["agent_ids", "::text[]", false],
-    ["user_ids", "::text[]", false],
-    ["contents", "::text[]", false],
-    ["embeddings", "::vector[]", false],
-    ["embedding_model", "", false],
-    ["memory_types", "::text[]::memex.memory_type[]", true],
-    ["importances", "::float8[]", true],
-    ["metadata", "::jsonb[]", true],
-    ["expires_at", "::timestamptz[]", true],
-    ["created_at", "::timestamptz[]", true],
-    ["ids", "::uuid[]", true],
-  ], args, first);
+export function storeMany(args: { agent_ids: unknown; user_ids: unknown; contents: unknown; embeddings: unknown; embedding_model: unknown; memory_types?: unknown; importances?: unknown; metadata?: unknown; expires_at?: unknown; created_at?: unknown; ids?: unknown }, first = 1): SqlCall {
+  return call("store_many", [["agent_ids", "::text[]", false], ["user_ids", "::text[]", false], ["contents", "::text[]", false], ["embeddings", "::vector[]", false], ["embedding_model", "", false], ["memory_types", "::text[]::memex.memory_type[]", true], ["importances", "::float8[]", true], ["metadata", "::jsonb[]", true], ["expires_at", "::timestamptz[]", true], ["created_at", "::timestamptz[]", true], ["ids", "::uuid[]", true]], args, first);
 }
 
 /** memex.store_queued (sql/memories/033_store_queued.sql) */
-export function storeQueued(
-  args: {
-    agent_ids: unknown;
-    user_ids: unknown;
-    contents: unknown;
-    memory_types?: unknown;
-    importances?: unknown;
-    metadata?: unknown;
-    expires_at?: unknown;
-    created_at?: unknown;
-    ids?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("store_queued", [
-    ["agent_ids", "::text[]", false],
-    ["user_ids", "::text[]", false],
-    ["contents", "::text[]", false],
-    ["memory_types", "::text[]::memex.memory_type[]", true],
-    ["importances", "::float8[]", true],
-    ["metadata", "::jsonb[]", true],
-    ["expires_at", "::timestamptz[]", true],
-    ["created_at", "::timestamptz[]", true],
-    ["ids", "::uuid[]", true],
-  ], args, first);
+export function storeQueued(args: { agent_ids: unknown; user_ids: unknown; contents: unknown; memory_types?: unknown; importances?: unknown; metadata?: unknown; expires_at?: unknown; created_at?: unknown; ids?: unknown }, first = 1): SqlCall {
+  return call("store_queued", [["agent_ids", "::text[]", false], ["user_ids", "::text[]", false], ["contents", "::text[]", false], ["memory_types", "::text[]::memex.memory_type[]", true], ["importances", "::float8[]", true], ["metadata", "::jsonb[]", true], ["expires_at", "::timestamptz[]", true], ["created_at", "::timestamptz[]", true], ["ids", "::uuid[]", true]], args, first);
 }
 
 /** memex.tenant_cursor (sql/consolidation/123_tenant_cursor.sql) */
-export function tenantCursor(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("tenant_cursor", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-  ], args, first);
+export function tenantCursor(args: { agent_id: unknown; user_id: unknown }, first = 1): SqlCall {
+  return call("tenant_cursor", [["agent_id", "", false], ["user_id", "", false]], args, first);
 }
 
 /** memex.tenant_cursor_key (sql/consolidation/123_tenant_cursor_key.sql) */
-export function tenantCursorKey(
-  args: {
-    cursor: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("tenant_cursor_key", [
-    ["cursor", "", false],
-  ], args, first);
+export function tenantCursorKey(args: { cursor: unknown }, first = 1): SqlCall {
+  return call("tenant_cursor_key", [["cursor", "", false]], args, first);
 }
 
 /** memex.update_memory (sql/memories/054_update_memory.sql) */
-export function updateMemory(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    id: unknown;
-    content?: unknown;
-    embedding?: unknown;
-    embedding_model?: unknown;
-    importance?: unknown;
-    metadata?: unknown;
-    memory_type?: unknown;
-    expires_at?: unknown;
-    clear_expires_at?: unknown;
-    now?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("update_memory", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["id", "::uuid", false],
-    ["content", "", true],
-    ["embedding", "::vector", true],
-    ["embedding_model", "", true],
-    ["importance", "::float8", true],
-    ["metadata", "::jsonb", true],
-    ["memory_type", "::text::memex.memory_type", true],
-    ["expires_at", "::timestamptz", true],
-    ["clear_expires_at", "::boolean", true],
-    ["now", "::timestamptz", true],
-  ], args, first);
+export function updateMemory(args: { agent_id: unknown; user_id: unknown; id: unknown; content?: unknown; embedding?: unknown; embedding_model?: unknown; importance?: unknown; metadata?: unknown; memory_type?: unknown; expires_at?: unknown; clear_expires_at?: unknown; now?: unknown }, first = 1): SqlCall {
+  return call("update_memory", [["agent_id", "", false], ["user_id", "", false], ["id", "::uuid", false], ["content", "", true], ["embedding", "::vector", true], ["embedding_model", "", true], ["importance", "::float8", true], ["metadata", "::jsonb", true], ["memory_type", "::text::memex.memory_type", true], ["expires_at", "::timestamptz", true], ["clear_expires_at", "::boolean", true], ["now", "::timestamptz", true]], args, first);
 }
 
 /** memex.write_file (sql/files/091_write_file.sql) */
-export function writeFile(
-  args: {
-    agent_id: unknown;
-    user_id: unknown;
-    path: unknown;
-    content: unknown;
-    embedding: unknown;
-    embedding_model: unknown;
-    base_revision?: unknown;
-  },
-  first = 1,
-): SqlCall {
-  return call("write_file", [
-    ["agent_id", "", false],
-    ["user_id", "", false],
-    ["path", "", false],
-    ["content", "", false],
-    ["embedding", "::vector", false],
-    ["embedding_model", "", false],
-    ["base_revision", "::integer", true],
-  ], args, first);
+export function writeFile(args: { agent_id: unknown; user_id: unknown; path: unknown; content: unknown; embedding: unknown; embedding_model: unknown; base_revision?: unknown }, first = 1): SqlCall {
+  return call("write_file", [["agent_id", "", false], ["user_id", "", false], ["path", "", false], ["content", "", false], ["embedding", "::vector", false], ["embedding_model", "", false], ["base_revision", "::integer", true]], args, first);
 }
