@@ -26,6 +26,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from memexdb import metrics
 from memexdb.core import sql as core_sql
+from memexdb.core.sql_call import SqlCall
 from memexdb.db import async_pool
 from memexdb.embedding import BatchingEmbedder, Embedder, build_embedder
 from memexdb.embedding.none import NoEmbedder
@@ -284,7 +285,11 @@ class Session:
         """Run one statement as this client's caller. `reservation` (from `reserve`)
         names the rate-limit budget already paid for it, so it is not counted again.
         `batch` (the number of memories the statement writes) widens the request's
-        statement and lock timeouts for it (memex._batch_budget)."""
+        statement and lock timeouts for it (memex._batch_budget). A generated call
+        (SqlCall) names only the optional parameters `values` has keys for: the others
+        take their SQL defaults."""
+        if isinstance(sql, SqlCall):
+            sql = sql.given(values)
         factory = class_row(row_type) if row_type else scalar_row
         if self._conn is not None:
             return await self._fetch_in_transaction(

@@ -5,22 +5,22 @@ result, volatility, security, who may execute it, its comment and its file's hea
 
     .venv/bin/python -m tests.sql_reference   # starts an embedded server, migrates, writes
 
-tests/test_sql_api_docs.py renders it again from its own migrated database and fails when
-the committed page differs.
+The scratch database and the files of sql/ are tools/sql_catalog.py's, as for the generated
+SQL call text (tools/generate_sql_calls.py). tests/test_sql_api_docs.py renders it again
+from its own migrated database and fails when the committed page differs.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 
+from tools.sql_catalog import domains, scratch_database, sources
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "sql-reference.md"
-SQL = ROOT / "sql"
 
 HEADER = (
     (
@@ -56,57 +56,6 @@ order by p.proname, pg_get_function_arguments(p.oid)
 """
 
 VOLATILITY = {"i": "immutable", "s": "stable", "v": "volatile"}
-CREATE = re.compile(r"^create or replace function memex\.(\w+)\s*\(", re.M | re.I)
-
-
-@dataclass
-class Source:
-    path: str  # relative to the repository
-    domain: str  # the folder under sql/
-    header: str  # the comment lines above the first `create`, without `-- privileges:`
-    privileges: str
-
-
-def sources() -> dict[str, Source]:
-    """Each function's file under sql/, by name."""
-    found: dict[str, Source] = {}
-    for path in sorted(SQL.rglob("*.sql")):
-        text = path.read_text()
-        comments = []
-        privileges = ""
-        for line in text.split("\n"):
-            if not line.startswith("--"):
-                if line.strip():
-                    break
-                continue
-            body = line[2:].strip()
-            if body.startswith("privileges:"):
-                privileges = body.removeprefix("privileges:").strip()
-            else:
-                comments.append(body)
-        for name in CREATE.findall(text):
-            found.setdefault(
-                name,
-                Source(
-                    str(path.relative_to(ROOT)),
-                    path.parent.name,
-                    " ".join(c for c in comments if c),
-                    privileges,
-                ),
-            )
-    return found
-
-
-def domains() -> list[str]:
-    """The folders of sql/, in the order sql/manifest.txt loads them."""
-    order: list[str] = []
-    for line in (SQL / "manifest.txt").read_text().split("\n"):
-        entry = line.split("#", 1)[0].strip()
-        if entry:
-            folder = entry.split("/", 1)[0]
-            if folder not in order:
-                order.append(folder)
-    return order
 
 
 def plain(text: str) -> str:
@@ -181,23 +130,8 @@ def render(conn: psycopg.Connection) -> str:
 
 
 def main() -> None:
-    from memexdb import migrate
-    from memexdb.embedded import EmbeddedPostgres
-    from tests.conftest import scratch_dir
-
-    root = scratch_dir("memexdb-sqlref-")
-    server = EmbeddedPostgres(root / "pg")
-    server.start()
-    try:
-        with psycopg.connect(server.dsn, autocommit=True) as admin:
-            admin.execute("create database sql_reference")
-        dsn = psycopg.conninfo.make_conninfo(server.dsn, dbname="sql_reference")
-        migrate(dsn)
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            PAGE.write_text(render(conn))
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
+    with scratch_database("sql_reference") as dsn, psycopg.connect(dsn, autocommit=True) as conn:
+        PAGE.write_text(render(conn))
 
 
 if __name__ == "__main__":

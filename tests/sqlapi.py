@@ -1,4 +1,6 @@
-"""Helpers for tests that call the SQL API directly, the way a non-Python client would."""
+"""Helpers for tests that call the SQL API directly, the way a non-Python client would,
+with the generated call text (memexdb/<domain>/calls.py: named parameters; those the
+values leave out take their SQL defaults)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,9 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
+
+from memexdb.keys.calls import BIND_SQL_ROLE, UNBIND_SQL_ROLE
+from memexdb.memories.calls import IMPORT_MEMORIES, SEARCH, STORE
 
 DIM = 384
 
@@ -48,25 +53,19 @@ def store(
     metadata: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     register_vector(conn)
-    row = (
-        conn.cursor(row_factory=dict_row)
-        .execute(
-            "select * from memex.store(%s, %s, %s, %s, 'test-model', %s::memex.memory_type, %s,"
-            " %s, %s, %s)",
-            (
-                agent,
-                user,
-                content,
-                embedding,
-                memory_type,
-                importance,
-                Jsonb(metadata or {}),
-                expires_at,
-                created_at,
-            ),
-        )
-        .fetchone()
-    )
+    values = {
+        "agent_id": agent,
+        "user_id": user,
+        "content": content,
+        "embedding": embedding,
+        "embedding_model": "test-model",
+        "memory_type": memory_type,
+        "importance": importance,
+        "metadata": Jsonb(metadata or {}),
+        "expires_at": expires_at,
+        "created_at": created_at,
+    }
+    row = conn.cursor(row_factory=dict_row).execute(STORE.given(values), values).fetchone()
     assert row is not None
     return row
 
@@ -83,15 +82,17 @@ def store_expired(
     """A memory whose expiry has passed. memex.store refuses an expiry in the past (MX422);
     memex.import_memories keeps one as exported, so that is how such a memory is made."""
     register_vector(conn)
+    values = {
+        "ids": None,
+        "agent_ids": [agent],
+        "user_ids": [user],
+        "contents": [content],
+        "embeddings": [embedding],
+        "embedding_model": "test-model",
+        "expires_at": [expires_at],
+    }
     row = (
-        conn.cursor(row_factory=dict_row)
-        .execute(
-            "select * from memex.import_memories(p_ids => null, p_agent_ids => array[%s],"
-            " p_user_ids => array[%s], p_contents => array[%s], p_embeddings => array[%s],"
-            " p_embedding_model => 'test-model', p_expires_at => array[%s::timestamptz])",
-            (agent, user, content, embedding, expires_at),
-        )
-        .fetchone()
+        conn.cursor(row_factory=dict_row).execute(IMPORT_MEMORIES.given(values), values).fetchone()
     )
     assert row is not None
     return row
@@ -113,29 +114,20 @@ def search(
     context_weight: float | None = None,
 ) -> list[dict[str, Any]]:
     register_vector(conn)
-    return (
-        conn.cursor(row_factory=dict_row)
-        .execute(
-            "select * from memex.search(p_agent_id => %s, p_user_id => %s,"
-            " p_query_embedding => %s, p_top_k => %s, p_alpha => %s, p_half_life_days => %s,"
-            " p_memory_types => %s::memex.memory_type[], p_query_text => %s, p_mode => %s,"
-            " p_now => %s, p_context_weight => %s)",
-            (
-                agent,
-                user,
-                query,
-                top_k,
-                alpha,
-                half_life_days,
-                memory_types,
-                query_text,
-                mode,
-                now,
-                context_weight,
-            ),
-        )
-        .fetchall()
-    )
+    values = {
+        "agent_id": agent,
+        "user_id": user,
+        "query_embedding": query,
+        "top_k": top_k,
+        "alpha": alpha,
+        "half_life_days": half_life_days,
+        "memory_types": memory_types,
+        "query_text": query_text,
+        "mode": mode,
+        "now": now,
+        "context_weight": context_weight,
+    }
+    return conn.cursor(row_factory=dict_row).execute(SEARCH.given(values), values).fetchall()
 
 
 @contextlib.contextmanager
@@ -153,12 +145,11 @@ def bound_login_role(
                 sql.Identifier(name), sql.Literal(password)
             )
         )
-        conn.execute(
-            "select memex.bind_sql_role(%s, %s, %s, %s)", (name, agent_id, user_ids, access)
-        )
+        values = {"role": name, "agent_id": agent_id, "user_ids": user_ids, "access": access}
+        conn.execute(BIND_SQL_ROLE, values)
     try:
         yield make_conninfo("", **{**conninfo_to_dict(dsn), "user": name, "password": password})
     finally:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute("select memex.unbind_sql_role(%s)", (name,))
+            conn.execute(UNBIND_SQL_ROLE, {"role": name})
             conn.execute(sql.SQL("drop role {}").format(sql.Identifier(name)))

@@ -1,53 +1,18 @@
-"""The SQL call text of the consolidation domain (sql/consolidation/): condense and dream,
+"""The SQL text of the consolidation domain (sql/consolidation/): condense and dream,
 their settings, runs and pause flags, and their pg_cron jobs (memexdb.pg_cron).
 
-Each statement calls a memex.* function with named arguments (the SQL API, sql/*.sql, is the
-only place with logic); results are read by column name (psycopg class_row) into the
-dataclasses of memexdb.types, which mirror the SQL result types.
+The call of each public memex.* function is generated from the SQL catalog into
+memexdb/consolidation/calls.py (tools/generate_sql_calls.py) and re-exported here; what follows
+it is only what is not such a call, each saying why. Results are read by column name
+(psycopg class_row) into the dataclasses of memexdb.types, which mirror the SQL result types.
 """
 
 from __future__ import annotations
 
-IMPORT_CONSOLIDATION_RUNS = "select memex.import_consolidation_runs(p_records => %(records)s)"
+from memexdb.consolidation.calls import *  # noqa: F403
 
-# --- Consolidation ---
-
-CONSOLIDATE_TENANT = """
-select * from memex.consolidate_tenant(
-    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_dry_run => %(dry_run)s,
-    p_force => %(force)s, p_summary => %(summary)s, p_source_ids => %(source_ids)s::uuid[])
-"""
-CONSOLIDATE_DUE = "select * from memex.consolidate_due(p_dry_run => %(dry_run)s)"
-DREAM_TENANT = """
-select * from memex.dream_tenant(
-    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_dry_run => %(dry_run)s,
-    p_force => %(force)s, p_edits => %(edits)s)
-"""
-DREAM_DUE = "select * from memex.dream_due(p_dry_run => %(dry_run)s, p_edits => %(edits)s)"
-DREAM_PLAN = """
-select * from memex.dream_plan(
-    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_force => %(force)s)
-"""
-RESTORE_CONSOLIDATION = (
-    "select * from memex.restore_consolidation(p_run_id => %(run_id)s, p_agent_id => %(agent_id)s)"
-)
-DREAM_CONFIG = "select memex.dream_config()"
-SET_DREAM_CONFIG = "select memex.set_dream_config(p_changes => %(changes)s)"
-CONSOLIDATION_HISTORY = """
-select * from memex.consolidation_history(
-    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_limit => %(limit)s,
-    p_before => %(before)s)
-"""
-DREAM_USERS = """
-select * from memex.dream_users(
-    p_agent_id => %(agent_id)s, p_limit => %(limit)s, p_after_agent_id => %(after_agent_id)s,
-    p_after_user_id => %(after_user_id)s)
-"""
-SET_DREAM_PAUSED = """
-select memex.set_dream_paused(
-    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_paused => %(paused)s)
-"""
-
+# pg_cron's own catalog and functions (cron.*), not memex.* functions:
+#
 # pg_cron (memexdb.pg_cron) in this database: may this role use it, and does its scheduler
 # run here? Its launcher connects to the database of cron.database_name, where alone jobs
 # run; `running` is null when this role cannot see other roles' backend types (neither a

@@ -1,21 +1,19 @@
-"""The SQL call text of the core (sql/core/): entering a caller, authorizing, delegating,
-rate-limit reservations.
+"""The SQL text of the core (sql/core/ and sql/security/): entering a caller, authorizing,
+delegating, rate-limit reservations.
 
-Each statement calls a memex.* function with named arguments (the SQL API, sql/*.sql, is the
-only place with logic); results are read by column name (psycopg class_row) into the
-dataclasses of memexdb.types, which mirror the SQL result types.
+The call of each public memex.* function is generated from the SQL catalog into
+memexdb/core/calls.py (tools/generate_sql_calls.py) and re-exported here; what follows
+it is only what is not such a call, each saying why. Results are read by column name
+(psycopg class_row) into the dataclasses of memexdb.types, which mirror the SQL result types.
 """
 
 from __future__ import annotations
 
-# Pay for a store or search before embedding its texts (null: no limit configured); the
-# call that follows names the reservation (USE_RESERVATION, local to its transaction) and
-# is not counted again.
-RESERVE_RATE_LIMIT = """
-select memex.reserve_rate_limit(
-    p_operation => %(operation)s, p_agent_ids => %(agent_ids)s::text[],
-    p_user_ids => %(user_ids)s::text[])
-"""
+from memexdb.core.calls import *  # noqa: F403
+
+# Pay for a store or search before embedding its texts (RESERVE_RATE_LIMIT, generated;
+# null: no limit configured); the call that follows names the reservation (a setting local
+# to its transaction, not a function) and is not counted again.
 USE_RESERVATION = "select set_config('memex.rate_reservation', %(reservation)s, true)"
 # Which operations the operator limits now (a client reserves only for those).
 LIMITED_OPERATIONS = """
@@ -26,6 +24,8 @@ select array_remove(array[
          then 'search' end], null)
 """
 
+# The private functions (memex._*) the service enters and authorizes its callers with:
+# not in the public SQL API, so not generated.
 # The caller of the transaction (memexdb.client.Credentials).
 ENTER = "select memex._enter(p_token => %(key)s, p_require_key => %(require_key)s)"
 ENTER_OPERATOR = "select memex._enter_operator(p_actor => %(actor)s)"
@@ -44,5 +44,6 @@ AUTHORIZE = "select memex._authorize(%(agent_id)s, %(user_id)s, %(need)s)"
 DELEGATE = "select memex._delegate(p_actor => %(delegate)s)"
 
 # The vector size of the schema (sql/embeddings/005_embedding_dims.sql): the session checks
-# its embedder against it on connect.
+# its embedder against it on connect. Written here as memexdb/embeddings/calls.py has it:
+# the session is below the domains and may not import them (tests/test_layers.py).
 EMBEDDING_DIMS = "select memex.embedding_dims()"

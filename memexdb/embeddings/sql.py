@@ -1,28 +1,15 @@
-"""The SQL call text of the embeddings domain (sql/embeddings/): the embed queue
+"""The SQL text of the embeddings domain (sql/embeddings/): the embed queue
 (memexdb.runtime.embed_worker), `memexdb reembed` and the embedding models.
 
-Each statement calls a memex.* function with named arguments (the SQL API, sql/*.sql, is the
-only place with logic); results are read by column name (psycopg class_row) into the
-dataclasses of memexdb.types, which mirror the SQL result types.
+The call of each public memex.* function is generated from the SQL catalog into
+memexdb/embeddings/calls.py (tools/generate_sql_calls.py) and re-exported here; what follows
+it is only what is not such a call, each saying why. Results are read by column name
+(psycopg class_row) into the dataclasses of memexdb.types, which mirror the SQL result types.
 """
 
 from __future__ import annotations
 
-# --- The embed queue (memexdb.runtime.embed_worker) and `memexdb reembed` ---
+from memexdb.embeddings.calls import *  # noqa: F403
 
-EMBED_QUEUE_TAKE = "select * from memex.embed_queue_take()"
-SET_EMBEDDINGS = """
-select memex.set_embeddings(
-    p_ids => %(ids)s::uuid[], p_contents => %(contents)s::text[],
-    p_embeddings => %(embeddings)s::vector[], p_embedding_model => %(embedding_model)s)
-"""
-EMBED_QUEUE_FAILED = """
-select memex.embed_queue_failed(p_ids => %(ids)s::uuid[], p_errors => %(errors)s::text[])
-"""
-EMBED_QUEUE_DEPTH = "select * from memex.embed_queue_depth()"
-STALE_EMBEDDINGS = """
-select * from memex.stale_embeddings(
-    p_embedding_model => %(embedding_model)s, p_after => %(after)s, p_limit => %(limit)s)
-"""
-EMBEDDING_MODELS = "select embedding_model, memories from memex.embedding_models()"
+# May this caller run the embed queue (the operator)? A private function: not generated.
 AUTHORIZE_EMBEDDING = "select memex._authorize_embedding()"

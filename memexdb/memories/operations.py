@@ -532,7 +532,7 @@ async def export_page(
         {
             "agent_id": query.agent_id,
             "user_id": query.user_id,
-            "embeddings": query.embeddings,
+            "include_embeddings": query.embeddings,
             "after_user_id": after[0] if after else None,
             "after_created_at": after[1] if after else None,
             "after_id": after[2] if after else None,
@@ -631,6 +631,7 @@ async def import_memory_batch(session: Session, batch: MemoryImport) -> tuple[in
             "lineage": [jsonb_or_none(m.lineage()) for m in memories],
             "paths": [m.path for m in memories],
             "actors": [m.actor for m in memories],
+            "access": "admin",
         },
         reservation=reservation,
     )

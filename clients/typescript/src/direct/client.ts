@@ -9,6 +9,7 @@ import pg from "pg";
 
 import { ConflictError, ForbiddenError, InvalidArgumentError, MemexError } from "../errors.js";
 import type { Items, Requests, Results } from "../generated/operations.js";
+import * as sql from "../generated/sql.js";
 import { embedTexts, type EmbeddingsEndpoint } from "./embeddings.js";
 import { errorFromSql, RETRIED_SQLSTATES } from "./errors.js";
 
@@ -89,39 +90,6 @@ function nextKey<T>(rows: Row[], limit: number, key: (row: Row) => T): T | null 
   return last !== undefined && rows.length === limit ? key(last) : null;
 }
 
-const STORE_QUEUED = `
-select * from memex.store_queued(
-    p_agent_ids => $1::text[], p_user_ids => $2::text[], p_contents => $3::text[],
-    p_memory_types => $4::text[]::memex.memory_type[], p_importances => $5::float8[],
-    p_metadata => $6::jsonb[], p_expires_at => $7::timestamptz[],
-    p_created_at => $8::timestamptz[], p_ids => $9::uuid[])`;
-
-const SEARCH = `
-select * from memex.search(
-    p_agent_id => $1, p_user_id => $2, p_query_embedding => $3::vector, p_top_k => $4::integer,
-    p_alpha => $5::float8, p_half_life_days => $6::float8,
-    p_memory_types => $7::text[]::memex.memory_type[], p_query_text => $8, p_mode => $9,
-    p_embedding_model => $10, p_now => $11::timestamptz, p_context_weight => $12::float8,
-    p_metadata => $13::jsonb, p_include_archived => $14::boolean)`;
-
-const LIST_MEMORIES = `
-select m.*, memex.memory_cursor(m.created_at, m.id) as next_cursor
-from memex.memory_cursor_key($3) c,
-     memex.list_memories(
-         p_agent_id => $1, p_user_id => $2, p_limit => $4::integer,
-         p_cursor_created_at => c.created_at, p_cursor_id => c.id,
-         p_memory_type => $5::text::memex.memory_type, p_created_after => $6::timestamptz,
-         p_created_before => $7::timestamptz, p_metadata => $8::jsonb,
-         p_include_archived => $9::boolean) with ordinality m
-order by m.ordinality`;
-
-const UPDATE_MEMORY = `
-select * from memex.update_memory(
-    p_agent_id => $1, p_user_id => $2, p_id => $3::uuid, p_content => $4,
-    p_embedding => $5::vector, p_embedding_model => $6, p_importance => $7::float8,
-    p_metadata => $8::jsonb, p_memory_type => $9::text::memex.memory_type,
-    p_expires_at => $10::timestamptz, p_clear_expires_at => $11::boolean)`;
-
 /**
  * A memexdb client over Postgres, as a bound SQL role: `store`/`storeMany` queue their
  * memories for the embed worker; `search` embeds its query at `embeddings` when given,
@@ -163,6 +131,16 @@ export class MemexDirectClient {
       }
       await new Promise((resolve) => setTimeout(resolve, 10 * attempt));
     }
+  }
+
+  /** The rows of a generated call: `select * from memex.f(...)`. */
+  async #from(call: sql.SqlCall): Promise<Row[]> {
+    return this.#rows(`select * from ${call.text}`, call.values);
+  }
+
+  /** The one row of a generated call. */
+  async #oneFrom(call: sql.SqlCall): Promise<Row> {
+    return this.#one(`select * from ${call.text}`, call.values);
   }
 
   async #one(sql: string, values: unknown[]): Promise<Row> {
@@ -208,18 +186,20 @@ export class MemexDirectClient {
   /** Store memories in one statement (all or nothing), queued for embedding. */
   async storeMany(request: Requests["storeMany"]): Promise<Results["storeMany"]> {
     const items = request.memories;
-    const rows = await this.#rows(STORE_QUEUED, [
-      items.map((m) => m.agent_id),
-      items.map((m) => m.user_id),
-      items.map((m) => m.content),
-      // a null item takes the SQL API's default (episodic, importance 1, {})
-      items.map((m) => m.memory_type ?? null),
-      items.map((m) => m.importance ?? null),
-      items.map((m) => json(m.metadata)),
-      items.map((m) => m.expires_at ?? null),
-      items.map((m) => m.created_at ?? null),
-      items.map((m) => m.id ?? fresh()),
-    ]);
+    const rows = await this.#from(
+      sql.storeQueued({
+        agent_ids: items.map((m) => m.agent_id),
+        user_ids: items.map((m) => m.user_id),
+        contents: items.map((m) => m.content),
+        // a null item takes the SQL API's default (episodic, importance 1, {})
+        memory_types: items.map((m) => m.memory_type ?? null),
+        importances: items.map((m) => m.importance ?? null),
+        metadata: items.map((m) => json(m.metadata)),
+        expires_at: items.map((m) => m.expires_at ?? null),
+        created_at: items.map((m) => m.created_at ?? null),
+        ids: items.map((m) => m.id ?? fresh()),
+      }),
+    );
     return { memories: rows as Results["store"][], total: rows.length };
   }
 
@@ -241,22 +221,24 @@ export class MemexDirectClient {
       ({ vector, model } = await this.#embed(request.query, "mode"));
     }
     const memoryTypes = request.memory_types ?? (request.memory_type ? [request.memory_type] : null);
-    const rows = await this.#rows(SEARCH, [
-      request.agent_id,
-      request.user_id,
-      vector,
-      request.top_k ?? DEFAULTS.searchTopK,
-      request.alpha ?? null,
-      request.half_life_days ?? null,
-      memoryTypes,
-      request.query,
-      mode,
-      model,
-      request.now ?? null,
-      request.context_weight ?? null,
-      json(request.metadata),
-      request.include_archived ?? false,
-    ]);
+    const rows = await this.#from(
+      sql.search({
+        agent_id: request.agent_id,
+        user_id: request.user_id,
+        query_embedding: vector,
+        top_k: request.top_k ?? DEFAULTS.searchTopK,
+        alpha: request.alpha ?? null,
+        half_life_days: request.half_life_days ?? null,
+        memory_types: memoryTypes,
+        query_text: request.query,
+        mode,
+        embedding_model: model,
+        now: request.now ?? null,
+        context_weight: request.context_weight ?? null,
+        metadata: json(request.metadata),
+        include_archived: request.include_archived ?? false,
+      }),
+    );
     return {
       agent_id: request.agent_id,
       user_id: request.user_id,
@@ -269,20 +251,19 @@ export class MemexDirectClient {
 
   /** Delete one memory (as the service's 204: nothing returned). */
   async forget(request: Requests["forget"]): Promise<Results["forget"]> {
-    await this.#one(
-      "select id from memex.forget(p_agent_id => $1, p_user_id => $2, p_id => $3::uuid)",
-      [request.agent_id, request.user_id, request.memory_id],
-    );
+    const call = sql.forget({ agent_id: request.agent_id, user_id: request.user_id, id: request.memory_id });
+    await this.#one(`select id from ${call.text}`, call.values);
   }
 
   /** Live memories of the tenant (those still queued for embedding included). */
   async count(request: Requests["count"]): Promise<Results["count"]> {
-    const row = await this.#one(
-      `select memex.count(p_agent_id => $1, p_user_id => $2,
-                          p_memory_type => $3::text::memex.memory_type,
-                          p_metadata => $4::jsonb) as count`,
-      [request.agent_id, request.user_id, request.memory_type ?? null, json(request.metadata)],
-    );
+    const call = sql.count({
+      agent_id: request.agent_id,
+      user_id: request.user_id,
+      memory_type: request.memory_type ?? null,
+      metadata: json(request.metadata),
+    });
+    const row = await this.#one(`select ${call.text} as count`, call.values);
     return {
       agent_id: request.agent_id,
       user_id: request.user_id,
@@ -292,9 +273,8 @@ export class MemexDirectClient {
   }
 
   async get(request: Requests["get"]): Promise<Results["get"]> {
-    const row = await this.#one(
-      "select * from memex.get_memory(p_agent_id => $1, p_user_id => $2, p_id => $3::uuid)",
-      [request.agent_id, request.user_id, request.memory_id],
+    const row = await this.#oneFrom(
+      sql.getMemory({ agent_id: request.agent_id, user_id: request.user_id, id: request.memory_id }),
     );
     return row as Results["get"];
   }
@@ -304,36 +284,51 @@ export class MemexDirectClient {
    * `expires_at: null` removes the expiry; leaving it out keeps it. */
   async update(request: Requests["update"]): Promise<Results["update"]> {
     const embedded = request.content === undefined ? null : await this.#embed(request.content);
-    const row = await this.#one(UPDATE_MEMORY, [
-      request.agent_id,
-      request.user_id,
-      request.memory_id,
-      request.content ?? null,
-      embedded?.vector ?? null,
-      embedded?.model ?? null,
-      request.importance ?? null,
-      json(request.metadata),
-      request.memory_type ?? null,
-      request.expires_at ?? null,
-      "expires_at" in request && request.expires_at === null,
-    ]);
+    const row = await this.#oneFrom(
+      sql.updateMemory({
+        agent_id: request.agent_id,
+        user_id: request.user_id,
+        id: request.memory_id,
+        content: request.content ?? null,
+        embedding: embedded?.vector ?? null,
+        embedding_model: embedded?.model ?? null,
+        importance: request.importance ?? null,
+        metadata: json(request.metadata),
+        memory_type: request.memory_type ?? null,
+        expires_at: request.expires_at ?? null,
+        clear_expires_at: "expires_at" in request && request.expires_at === null,
+      }),
+    );
     return row as Results["update"];
   }
 
   /** One page, newest first; `next_cursor` (the service's opaque cursor) for the next. */
   async listMemories(request: Requests["listMemories"]): Promise<Results["listMemories"]> {
     const limit = request.limit ?? DEFAULTS.listMemoriesLimit;
-    const rows = await this.#rows(LIST_MEMORIES, [
-      request.agent_id,
-      request.user_id,
-      request.cursor ?? null,
-      limit,
-      request.memory_type ?? null,
-      request.created_after ?? null,
-      request.created_before ?? null,
-      json(request.metadata),
-      request.include_archived ?? false,
-    ]);
+    // the cursor's key (memex.memory_cursor_key, $1) feeds the page's call
+    const key = sql.memoryCursorKey({ cursor: request.cursor ?? null });
+    const page = sql.listMemories(
+      {
+        agent_id: request.agent_id,
+        user_id: request.user_id,
+        limit,
+        cursor_created_at: new sql.SqlText("c.created_at"),
+        cursor_id: new sql.SqlText("c.id"),
+        memory_type: request.memory_type ?? null,
+        created_after: request.created_after ?? null,
+        created_before: request.created_before ?? null,
+        metadata: json(request.metadata),
+        include_archived: request.include_archived ?? false,
+      },
+      key.values.length + 1,
+    );
+    const cursor = sql.memoryCursor({ created_at: new sql.SqlText("m.created_at"), id: new sql.SqlText("m.id") });
+    const rows = await this.#rows(
+      `select m.*, ${cursor.text} as next_cursor
+       from ${key.text} c, ${page.text} with ordinality m
+       order by m.ordinality`,
+      [...key.values, ...page.values],
+    );
     const next = nextKey(rows, limit, (row) => row.next_cursor as string);
     const memories = rows.map(({ next_cursor: _cursor, ordinality: _ordinality, ...memory }) => memory);
     return { memories, next_cursor: next } as Results["listMemories"];
@@ -362,11 +357,7 @@ export class MemexDirectClient {
   /** Delete every row of the tenant (an operator's connection: a bound SQL role has no
    * admin access; `confirm` must repeat `user_id`); rows deleted per table. */
   async eraseUser(request: Requests["eraseUser"]): Promise<Results["eraseUser"]> {
-    const rows = await this.#rows(
-      "select table_name, deleted from memex.erase_user(p_agent_id => $1, p_user_id => $2," +
-        " p_confirm => $3)",
-      [request.agent_id, request.user_id, request.confirm],
-    );
+    const rows = await this.#from(sql.eraseUser(request));
     const deleted = Object.fromEntries(rows.map((r) => [r.table_name as string, r.deleted as number]));
     return { agent_id: request.agent_id, user_id: request.user_id, deleted };
   }
@@ -375,12 +366,7 @@ export class MemexDirectClient {
    * (files need their vector when written: without an endpoint, `InvalidArgumentError`). */
   async writeFile(request: Requests["writeFile"]): Promise<Results["writeFile"]> {
     const { vector, model } = await this.#embed(request.content);
-    const row = await this.#one(
-      `select * from memex.write_file(p_agent_id => $1, p_user_id => $2, p_path => $3,
-           p_content => $4, p_embedding => $5::vector, p_embedding_model => $6,
-           p_base_revision => $7::integer)`,
-      [request.agent_id, request.user_id, request.path, request.content, vector, model, request.base_revision ?? null],
-    );
+    const row = await this.#oneFrom(sql.writeFile({ ...request, embedding: vector, embedding_model: model }));
     return row as Results["writeFile"];
   }
 
@@ -393,29 +379,16 @@ export class MemexDirectClient {
   async patchFile(request: Requests["patchFile"]): Promise<Results["patchFile"]> {
     const tries = request.base_revision == null ? PATCH_TRIES : 1;
     for (let attempt = 1; ; attempt++) {
-      const preview = await this.#one(
-        `select * from memex.preview_patch(p_agent_id => $1, p_user_id => $2, p_path => $3,
-             p_heading => $4, p_append => $5, p_old_text => $6, p_new_text => $7)`,
-        [request.agent_id, request.user_id, request.path, request.heading ?? null, request.append ?? null, request.old_text ?? null, request.new_text ?? null],
-      );
+      const preview = await this.#oneFrom(sql.previewPatch(request));
       const { vector, model } = await this.#embed(preview.content as string);
       try {
-        const row = await this.#one(
-          `select * from memex.patch_file(p_agent_id => $1, p_user_id => $2, p_path => $3,
-               p_embedding => $4::vector, p_embedding_model => $5, p_base_revision => $6::integer,
-               p_heading => $7, p_append => $8, p_old_text => $9, p_new_text => $10)`,
-          [
-            request.agent_id,
-            request.user_id,
-            request.path,
-            vector,
-            model,
-            request.base_revision ?? preview.revision,
-            request.heading ?? null,
-            request.append ?? null,
-            request.old_text ?? null,
-            request.new_text ?? null,
-          ],
+        const row = await this.#oneFrom(
+          sql.patchFile({
+            ...request,
+            embedding: vector,
+            embedding_model: model,
+            base_revision: request.base_revision ?? preview.revision,
+          }),
         );
         return row as Results["patchFile"];
       } catch (error) {
@@ -429,19 +402,12 @@ export class MemexDirectClient {
   async restoreRevision(request: Requests["restoreRevision"]): Promise<Results["restoreRevision"]> {
     const old = await this.getRevision(request);
     const embedded = typeof old.content === "string" ? await this.#embed(old.content) : null;
-    const row = await this.#one(
-      `select * from memex.restore_revision(p_agent_id => $1, p_user_id => $2, p_path => $3,
-           p_revision => $4::integer, p_embedding => $5::vector, p_embedding_model => $6,
-           p_base_revision => $7::integer)`,
-      [
-        request.agent_id,
-        request.user_id,
-        request.path,
-        request.revision,
-        embedded?.vector ?? null,
-        embedded?.model ?? null,
-        request.base_revision ?? null,
-      ],
+    const row = await this.#oneFrom(
+      sql.restoreRevision({
+        ...request,
+        embedding: embedded?.vector ?? null,
+        embedding_model: embedded?.model ?? null,
+      }),
     );
     return row as Results["restoreRevision"];
   }
@@ -451,52 +417,37 @@ export class MemexDirectClient {
    * naming `query`). */
   async smartRead(request: Requests["smartRead"]): Promise<Results["smartRead"]> {
     const { vector, model } = await this.#embed(request.query, "query");
-    const row = await this.#one(
-      `select * from memex.smart_read(p_agent_id => $1, p_user_id => $2, p_query => $3,
-           p_query_embedding => $4::vector, p_embedding_model => $5, p_budget => $6::integer)`,
-      [request.agent_id, request.user_id, request.query, vector, model, request.budget ?? DEFAULTS.smartReadBudget],
-    );
-    return row as Results["smartRead"];
+    const budget = request.budget ?? DEFAULTS.smartReadBudget;
+    const call = sql.smartRead({ ...request, query_embedding: vector, embedding_model: model, budget });
+    return (await this.#oneFrom(call)) as Results["smartRead"];
   }
 
   async readFile(request: Requests["readFile"]): Promise<Results["readFile"]> {
-    const row = await this.#one(
-      `select * from memex.read_file(p_agent_id => $1, p_user_id => $2, p_path => $3,
-           p_from_line => $4::integer, p_to_line => $5::integer, p_as_of => $6::timestamptz)`,
-      [request.agent_id, request.user_id, request.path, request.from_line ?? null, request.to_line ?? null, request.as_of ?? null],
-    );
+    const row = await this.#oneFrom(sql.readFile(request));
     return row as Results["readFile"];
   }
 
   async deleteFile(request: Requests["deleteFile"]): Promise<Results["deleteFile"]> {
-    const row = await this.#one(
-      `select * from memex.delete_file(p_agent_id => $1, p_user_id => $2, p_path => $3,
-           p_base_revision => $4::integer)`,
-      [request.agent_id, request.user_id, request.path, request.base_revision ?? null],
-    );
+    const row = await this.#oneFrom(sql.deleteFile(request));
     return row as Results["deleteFile"];
   }
 
   /** Files in path order; `next_after` for the next page. */
   async listFiles(request: Requests["listFiles"]): Promise<Results["listFiles"]> {
     const limit = request.limit ?? DEFAULTS.listFilesLimit;
-    const rows = await this.#rows(
-      `select * from memex.list_files(p_agent_id => $1, p_user_id => $2, p_prefix => $3,
-           p_limit => $4::integer, p_after => $5)`,
-      [request.agent_id, request.user_id, request.prefix ?? null, limit, request.after ?? null],
-    );
+    const rows = await this.#from(sql.listFiles({ ...request, limit }));
     return { files: rows, next_after: nextKey(rows, limit, (r) => r.path as string) } as Results["listFiles"];
   }
 
   /** A file's revisions, newest first, without content; `next_before` for the next page. */
   async listRevisions(request: Requests["listRevisions"]): Promise<Results["listRevisions"]> {
     const limit = request.limit ?? DEFAULTS.listRevisionsLimit;
+    const call = sql.listRevisions({ ...request, limit });
     const rows = await this.#rows(
       `select id, agent_id, user_id, path, revision, operation, actor, at, size, memory_id,
               details
-       from memex.list_revisions(p_agent_id => $1, p_user_id => $2, p_path => $3,
-           p_limit => $4::integer, p_before => $5::integer)`,
-      [request.agent_id, request.user_id, request.path, limit, request.before ?? null],
+       from ${call.text}`,
+      call.values,
     );
     return {
       revisions: rows,
@@ -505,20 +456,13 @@ export class MemexDirectClient {
   }
 
   async getRevision(request: Requests["getRevision"]): Promise<Results["getRevision"]> {
-    const row = await this.#one(
-      `select * from memex.get_revision(p_agent_id => $1, p_user_id => $2, p_path => $3,
-           p_revision => $4::integer)`,
-      [request.agent_id, request.user_id, request.path, request.revision],
-    );
+    const row = await this.#oneFrom(sql.getRevision(request));
     return row as Results["getRevision"];
   }
 
   async diffRevisions(request: Requests["diffRevisions"]): Promise<Results["diffRevisions"]> {
-    const row = await this.#one(
-      `select memex.diff_revisions(p_agent_id => $1, p_user_id => $2, p_path => $3,
-           p_from_revision => $4::integer, p_to_revision => $5::integer) as diff`,
-      [request.agent_id, request.user_id, request.path, request.from_revision, request.to_revision],
-    );
+    const call = sql.diffRevisions(request);
+    const row = await this.#one(`select ${call.text} as diff`, call.values);
     const { path, from_revision, to_revision } = request;
     return { path, from_revision, to_revision, diff: row.diff as string };
   }
@@ -526,12 +470,7 @@ export class MemexDirectClient {
   /** The tenant's access log, newest first; `next_before` for the next page. */
   async accessLog(request: Requests["accessLog"]): Promise<Results["accessLog"]> {
     const limit = request.limit ?? DEFAULTS.accessLogLimit;
-    const rows = await this.#rows(
-      `select * from memex.access_events(p_agent_id => $1, p_user_id => $2,
-           p_since => $3::timestamptz, p_until => $4::timestamptz, p_limit => $5::integer,
-           p_before => $6::bigint)`,
-      [request.agent_id, request.user_id, request.since ?? null, request.until ?? null, limit, request.before ?? null],
-    );
+    const rows = await this.#from(sql.accessEvents({ ...request, limit }));
     return { events: rows, next_before: nextKey(rows, limit, (r) => r.id as number) } as Results["accessLog"];
   }
 
