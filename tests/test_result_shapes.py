@@ -24,12 +24,13 @@ from memexdb import types as row_types
 from memexdb.consolidation import operations as consolidation
 from memexdb.embeddings import operations as embeddings
 from memexdb.files import operations as files
+from memexdb.health import operations as health
 from memexdb.keys import operations as keys
 from memexdb.memories import operations as memories
 from tests.slices import MODELS, STATEMENT_REFERENCE, STATEMENTS
 
 # the modules whose statements read rows
-SOURCES = (client, moving, memories, files, keys, consolidation, embeddings)
+SOURCES = (client, moving, memories, files, keys, consolidation, embeddings, health)
 
 # fetch(RowType, <domain>_sql.NAME, ...) as written in the client and the operations,
 # over one or several lines

@@ -62,14 +62,18 @@ def test_an_omitted_optional_parameter_takes_its_sql_default() -> None:
     """The call names what its values name and what has no default, in the catalog's
     order; a parameter the values do not name is left out."""
     call = memories_sql.GET_MEMORY
-    assert call.defaults == {"now"}
+    assert call.defaults == {"now", "as_of"}
     assert "p_now => %(now)s" in call
     given = call.given({"agent_id": "a", "user_id": "u", "id": None})
     assert given == (
         "select * from memex.get_memory(p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,"
         " p_id => %(id)s)"
     )
-    assert call.given({"agent_id": "a", "user_id": "u", "id": None, "now": None}) == call
+    every = {"agent_id": "a", "user_id": "u", "id": None, "now": None, "as_of": None}
+    assert call.given(every) == call
+    # a key that names no parameter is refused (it would leave its parameter at its default)
+    with pytest.raises(ValueError, match="no parameter"):
+        call.given({**every, "as_off": None})
     # a parameter without a default is named even when its value is missing (psycopg then
     # says which); casts go with their parameter
     assert memories_sql.COUNT.given({}) == (

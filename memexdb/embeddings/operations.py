@@ -149,7 +149,8 @@ async def embed_queued(session: Session, _: NoArguments) -> EmbedBatch:
     async with session.connection() as conn:
         cur = conn.cursor(row_factory=class_row(QueuedMemory))
         with metrics.sql_call(sql.EMBED_QUEUE_TAKE):
-            rows = await (await cur.execute(sql.EMBED_QUEUE_TAKE)).fetchall()
+            take = sql.EMBED_QUEUE_TAKE.given({})  # (its defaults: a batch's size)
+            rows = await (await cur.execute(take)).fetchall()
         if not rows:
             return EmbedBatch(0, 0, 0)
         done, failed = await _embed_each(session, rows)
@@ -168,13 +169,11 @@ async def embed_queued(session: Session, _: NoArguments) -> EmbedBatch:
                 written = int((await result.fetchone() or (0,))[0])
         if failed:
             with metrics.sql_call(sql.EMBED_QUEUE_FAILED):
-                await conn.execute(
-                    sql.EMBED_QUEUE_FAILED,
-                    {
-                        "ids": [row.memory_id for row, _ in failed],
-                        "errors": [e for _, e in failed],
-                    },
-                )
+                backoff = {
+                    "ids": [row.memory_id for row, _ in failed],
+                    "errors": [e for _, e in failed],
+                }  # (the SQL default backoff)
+                await conn.execute(sql.EMBED_QUEUE_FAILED.given(backoff), backoff)
         errors = tuple(f"{r.memory_id} (attempt {r.attempts + 1}): {e}" for r, e in failed)
         return EmbedBatch(len(rows), written, len(failed), errors)
 

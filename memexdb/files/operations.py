@@ -92,7 +92,10 @@ async def patch_file(session: Session, request: FilePatch) -> File:
     # its use of the reservation, so the next try spends it
     reservation = await session.reserve("store", [(request.agent_id, request.user_id)])
     for attempt in range(UNCONDITIONAL_PATCH_TRIES):
-        previews: list[PatchPreview] = await session.fetch(PatchPreview, sql.PREVIEW_PATCH, values)
+        preview_values = {k: v for k, v in values.items() if k != "base_revision"}
+        previews: list[PatchPreview] = await session.fetch(
+            PatchPreview, sql.PREVIEW_PATCH, preview_values
+        )
         preview = previews[0]
         embedding = await session.embedder.embed_one(preview.content)
         base = request.base_revision if request.base_revision is not None else preview.revision
