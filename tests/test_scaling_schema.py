@@ -33,6 +33,7 @@ TENANT_TABLES = {
     "rate_limits",
     "rate_limit_reservations",
     "history_ids",
+    "memory_revisions",
 }
 # small, read by every call, written by operators: a copy on every node
 REFERENCE_TABLES = {"settings", "api_keys", "sql_roles", "lock_secret"}
@@ -50,6 +51,16 @@ EXCEPTIONS = {
         "FOREIGN KEY (memory_id) REFERENCES memex.memories(id) ON DELETE CASCADE",
     ),
     ("embed_queue", "(table)", "no agent_id column"),
+    (
+        "memory_revisions",
+        "memory_revisions_memory_id_fkey",
+        "FOREIGN KEY (memory_id) REFERENCES memex.memories(id) ON DELETE CASCADE",
+    ),
+    (
+        "memory_revisions",
+        "memory_revisions_memory_id_revision_key",
+        "UNIQUE (memory_id, revision)",
+    ),
     ("rate_limits", "rate_limits_pkey", "PRIMARY KEY (key)"),
     ("rate_limits", "(table)", "no agent_id column"),
 }
@@ -72,6 +83,7 @@ GLOBAL_FUNCTIONS = {
     "import_file_revisions",
     "import_access_log",
     "import_consolidation_runs",
+    "import_memory_revisions",
     "missing_memory_ids",
     "maintenance",
     "metrics_snapshot",
@@ -259,6 +271,7 @@ def test_the_compliant_constraints_are_those_documented(conn: psycopg.Connection
         ("file_revisions", "file_revisions_pkey"),
         ("access_log", "access_log_pkey"),
         ("consolidation_runs", "consolidation_runs_pkey"),
+        ("memory_revisions", "memory_revisions_pkey"),
         ("history_ids", "history_ids_pkey"),
     }
     for _, name in fits:
@@ -288,8 +301,8 @@ def test_tenant_functions_take_the_distribution_argument(conn: psycopg.Connectio
 
 def test_identity_columns_are_the_documented_ones(conn: psycopg.Connection) -> None:
     """The tenant history's ids are numbers per user (runs: per agent; revision 0029,
-    memex.history_ids), not sequences; the audit log, on the coordinator, keeps its
-    identity (docs/scaling.md, "Sequences")."""
+    memex.history_ids; memory revisions: revision 0030), not sequences; the audit log, on
+    the coordinator, keeps its identity (docs/scaling.md, "Sequences")."""
     columns = {(str(r["table_name"]), str(r["column_name"])) for r in _rows(conn, IDENTITY_COLUMNS)}
     assert columns == {("audit_log", "id")}
     assert "audit_log.id" in DOC and "history_ids" in DOC

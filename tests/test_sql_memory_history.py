@@ -521,6 +521,86 @@ def test_export_and_import_keep_history_supersession_and_validity(
     assert [h["id"] for h in _search(conn)] == [new]
 
 
+def _ids(conn: psycopg.Connection, agent: str, user: str) -> list[int]:
+    rows = conn.execute(
+        "select id from memex.memory_revisions where agent_id = %s and user_id = %s order by id",
+        (agent, user),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def test_memory_revision_ids_count_each_users_own_history(conn: psycopg.Connection) -> None:
+    """Issue 34 section 4 applied to memory revisions: a revision's id is a number within
+    its (agent, user)'s history, whatever other users (of the agent or not) do in between,
+    in one store_many across users as in single stores and updates; export pages them by
+    (user_id, id) and its cursor needs the user; an import numbers them anew."""
+    register_vector(conn)
+    # one batch across three tenants, interleaved, then single stores and updates
+    tenants = [(A, "u1"), (A, "u2"), ("other", "u1")] * 5
+    conn.execute(
+        "select count(*) from memex.store_many(%s, %s, %s, %s, 'test-model')",
+        (
+            [t[0] for t in tenants],
+            [t[1] for t in tenants],
+            [f"fact {i}" for i in range(len(tenants))],
+            [unit((0, 1.0))] * len(tenants),
+        ),
+    )
+    first = _store(conn, "Lives in Paris", agent=A, user="u1")
+    for i in range(3):
+        _store(conn, f"other's note {i}", agent="other", user="u1")
+        _store(conn, f"u2's note {i}", agent=A, user="u2")
+        conn.execute(
+            "select memex.update_memory(%s, 'u1', %s, p_importance => %s)", (A, first, 1.2 + i / 5)
+        )
+    assert _ids(conn, A, "u1") == list(range(1, 5 + 1 + 3 + 1))
+    assert _ids(conn, A, "u2") == list(range(1, 5 + 3 + 1))
+    assert _ids(conn, "other", "u1") == list(range(1, 5 + 3 + 1))
+    listed = conn.execute(
+        "select id, revision from memex.list_memory_revisions(%s, 'u1', %s)", (A, first)
+    ).fetchall()
+    assert listed == [(9, 4), (8, 3), (7, 2), (6, 1)]
+    counters = conn.execute(
+        "select agent_id, user_id, last_id from memex.history_ids"
+        " where kind = 'memory_revisions' order by 1, 2"
+    ).fetchall()
+    assert counters == [(A, "u1", 9), (A, "u2", 8), ("other", "u1", 8)]
+
+    # the agent's export, a row a page: every revision once, by (user_id, id)
+    page = (
+        "select kind, id, record from memex.export_history(%s, null, %s, %s, %s, 1,"
+        " p_include_memory_revisions => true)"
+    )
+    seen: list[tuple[str, int]] = []
+    cursor: tuple[Any, Any, Any] = (None, None, None)
+    while rows := conn.execute(page, (A, *cursor)).fetchall():
+        kind, id_, record = rows[0]
+        assert kind == "memory_revision"
+        seen.append((record["user_id"], id_))
+        cursor = (kind, record["user_id"], id_)
+    assert seen == [("u1", i) for i in range(1, 10)] + [("u2", i) for i in range(1, 9)]
+    with _raises("MX422"):
+        conn.execute(page, (A, "memory_revision", None, 3)).fetchall()
+
+    # an import numbers the revisions anew, in the user's history
+    records = [
+        row[0]
+        for row in conn.execute(
+            "select record from memex.export_history(%s, 'u1',"
+            " p_include_memory_revisions => true) where kind = 'memory_revision'",
+            (A,),
+        ).fetchall()
+    ]
+    conn.execute(
+        "delete from memex.memory_revisions where memory_id = %s and revision > 1", (first,)
+    )
+    assert conn.execute(
+        "select memex.import_memory_revisions(%s)", (psycopg.types.json.Jsonb(records),)
+    ).fetchone() == (3,)
+    assert _ids(conn, A, "u1") == [*range(1, 7), 10, 11, 12]
+    assert _ids(conn, A, "u2") == list(range(1, 9))
+
+
 def test_as_of_reads_a_back_dated_memory_as_search_finds_it(conn: psycopg.Connection) -> None:
     # created (p_created_at) long before it was recorded: as of a moment in between, search
     # finds it, and get_memory reads its first revision

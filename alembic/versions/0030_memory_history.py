@@ -4,9 +4,12 @@
   superseded, archive, restore, revert, import), numbered 1..n per memory, each a full
   snapshot of what the memory said then (content, type, importance, metadata, expiry,
   validity, supersession links, archive time) with the fields that changed, who (actor)
-  and when (at). Written only by the SQL layer's security definer functions; tenants read
-  their own (row-level security, added by the re-applied SQL layer) and never update or
-  delete one. Deleted with their memory (forget, erase_user: on delete cascade).
+  and when (at). Its id is a number per (agent, user), as the other history tables' ids
+  (memex.history_ids, counter kind 'memory_revisions'; primary key (agent_id, user_id,
+  id)), so that a tenant's ids count its own history only. Written only by the SQL
+  layer's security definer functions; tenants read their own (row-level security, added
+  by the re-applied SQL layer) and never update or delete one. Deleted with their memory
+  (forget, erase_user: on delete cascade).
 - memex.memories gains valid_from / valid_to (when the fact held; null valid_from: from
   created_at, null valid_to: open-ended), superseded_at (when a newer memory superseded it;
   superseded_by already names the successor) and supersedes (the ids it superseded).
@@ -18,8 +21,8 @@
 - The old signatures of the functions that gain parameters are dropped; the re-applied
   SQL layer creates the new ones.
 
-Revision ID: 0029
-Revises: 0028
+Revision ID: 0030
+Revises: 0029
 Create Date: 2026-12-06
 """
 
@@ -66,7 +69,7 @@ def upgrade() -> None:
     op.execute(
         """
         create table memex.memory_revisions (
-            id            bigint generated always as identity primary key,
+            id            bigint not null,
             agent_id      text not null,
             user_id       text not null,
             memory_id     uuid not null references memex.memories (id) on delete cascade,
@@ -89,6 +92,7 @@ def upgrade() -> None:
             superseded_at timestamptz,
             archived_at   timestamptz,
             details       jsonb not null default '{}',
+            primary key (agent_id, user_id, id),
             unique (memory_id, revision)
         )
         """
@@ -102,11 +106,23 @@ def upgrade() -> None:
     )
     op.execute(
         """
+        alter table memex.history_ids
+            drop constraint history_ids_kind_check,
+            add constraint history_ids_kind_check
+                check (kind in ('access_log', 'file_revisions', 'consolidation_runs',
+                                'memory_revisions'))
+        """
+    )
+    # revision 1 of every memory, numbered per (agent, user) in the order of their times
+    op.execute(
+        """
         insert into memex.memory_revisions
-            (agent_id, user_id, memory_id, revision, operation, changed, actor, at, content,
-             memory_type, importance, metadata, expires_at, supersedes, superseded_by,
-             archived_at)
-        select m.agent_id, m.user_id, m.id, 1, 'store', '{content}',
+            (id, agent_id, user_id, memory_id, revision, operation, changed, actor, at,
+             content, memory_type, importance, metadata, expires_at, supersedes,
+             superseded_by, archived_at)
+        select row_number() over (partition by m.agent_id, m.user_id
+                                  order by m.updated_at, m.id),
+               m.agent_id, m.user_id, m.id, 1, 'store', '{content}',
                coalesce(m.actor, 'unknown'),
                m.updated_at, m.content, m.memory_type, m.importance, m.metadata,
                m.expires_at, null, m.superseded_by, m.archived_at
@@ -114,7 +130,14 @@ def upgrade() -> None:
         where m.path is null
         """
     )
-
+    op.execute(
+        """
+        insert into memex.history_ids (agent_id, user_id, kind, last_id)
+        select r.agent_id, r.user_id, 'memory_revisions', max(r.id)
+        from memex.memory_revisions r
+        group by r.agent_id, r.user_id
+        """
+    )
 
 def downgrade() -> None:
     op.execute(
@@ -131,6 +154,15 @@ def downgrade() -> None:
         """
     )
     op.execute("drop table memex.memory_revisions")
+    op.execute("delete from memex.history_ids where kind = 'memory_revisions'")
+    op.execute(
+        """
+        alter table memex.history_ids
+            drop constraint history_ids_kind_check,
+            add constraint history_ids_kind_check
+                check (kind in ('access_log', 'file_revisions', 'consolidation_runs'))
+        """
+    )
     op.execute(
         """
         alter table memex.memories

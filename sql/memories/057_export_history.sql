@@ -3,16 +3,16 @@
 -- when p_user_id is null) for an export, after its memories (memex.export_memories): the
 -- file revisions (memex.file_revisions), then the access log (memex.access_log), then the
 -- consolidation runs (memex.consolidation_runs), each in the order it was written: by
--- (user_id, id) for file revisions and the access log (their ids are numbers per user,
--- memex._history_id), by id for runs (numbers per agent). Each row is (kind, id, record):
--- kind 'file_revision', 'access' or 'consolidation_run', the row's id in this database
--- and the row as JSON without its id (the keyset cursor: pass the last row's kind, its
--- record's user_id and its id as p_after_kind, p_after_user_id, p_after_id;
--- p_after_user_id is needed after a file revision or an access entry, and ignored after a
--- run), which another database
--- gives anew; a run's restored_by is left out too (memex.import_consolidation_runs links
--- a restored run to its restore again by their summary). p_limit: 1 to 1000 (default 500).
--- Read access, as for the tenant's other reads.
+-- (user_id, id) for file revisions, the access log and memory revisions (their ids are
+-- numbers per user, memex._history_id), by id for runs (numbers per agent). Each row is
+-- (kind, id, record): kind 'file_revision', 'access', 'consolidation_run' or
+-- 'memory_revision', the row's id in this database and the row as JSON without its id
+-- (the keyset cursor: pass the last row's kind, its record's user_id and its id as
+-- p_after_kind, p_after_user_id, p_after_id; p_after_user_id is needed after a file
+-- revision, an access entry or a memory revision, and ignored after a run), which another
+-- database gives anew; a run's restored_by is left out too
+-- (memex.import_consolidation_runs links a restored run to its restore again by their
+-- summary). p_limit: 1 to 1000 (default 500). Read access, as for the tenant's other reads.
 -- p_include_memory_revisions (issue 36; default false until memexdb's export and import
 -- know the kind) adds, last, the memories' revisions (memex.memory_revisions, kind
 -- 'memory_revision'), which memex.import_memory_revisions restores: a memory's history,
@@ -46,7 +46,7 @@ begin
     end if;
     if (p_after_kind is null) <> (p_after_id is null)
        or (p_after_kind is not null and v_after = 0)
-       or (v_after in (1, 2) and p_after_user_id is null) then
+       or (v_after in (1, 2, 4) and p_after_user_id is null) then
         perform memex._invalid('cursor', 'needs the kind, user and id of the last row');
     end if;
     -- one kind after the other, each by its primary key, until the page is full
@@ -85,8 +85,8 @@ begin
         select 'memory_revision', r.id, to_jsonb(r) - 'id'
         from memex.memory_revisions r
         where r.agent_id = p_agent_id and (p_user_id is null or r.user_id = p_user_id)
-          and (v_after < 4 or r.id > p_after_id)
-        order by r.id limit v_left;
+          and (v_after < 4 or (r.user_id, r.id) > (p_after_user_id, p_after_id))
+        order by r.user_id, r.id limit v_left;
     end if;
 end
 $$;

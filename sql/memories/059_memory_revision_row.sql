@@ -3,7 +3,7 @@
 -- p_user_id), or, with p_revision null, the revision current at p_as_of (the newest
 -- recorded at or before it; the first one when the memory was created by then but its
 -- first revision was recorded later: a back-dated store or import, a memory older than
--- revision 0029). MX404 when there is none (not this tenant's memory, no such
+-- revision 0030). MX404 when there is none (not this tenant's memory, no such
 -- revision, or the memory did not exist yet at p_as_of). Callers authorize first.
 create or replace function memex._memory_revision_row(
     p_agent_id text,
@@ -32,7 +32,7 @@ begin
         order by r.revision desc limit 1;
         if v_row.id is null then
             -- recorded later than it happened (a back-dated store or import, or a memory
-            -- older than revision 0029): its first revision, once it was created
+            -- older than revision 0030): its first revision, once it was created
             select r.* into v_row from memex.memory_revisions r
             join memex.memories m on m.id = r.memory_id
             where r.memory_id = p_id and r.agent_id = p_agent_id and r.user_id = p_user_id

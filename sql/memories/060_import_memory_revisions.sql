@@ -14,8 +14,9 @@
 -- supersession (valid_from, valid_to, supersedes, superseded_by, superseded_at) from the
 -- last revision; otherwise the new revisions must continue its history (from the next
 -- number on, not before its newest), and one whose number exists already is skipped, so
--- an import can be run again. Actors are checked (memex._check_imported_actor). Returns
--- the number inserted. Only the operator or an admin key of each record's tenant may
+-- an import can be run again. The inserted revisions are numbered anew (their ids:
+-- numbers per user, memex._history_id), in the order of their memories and numbers.
+-- Actors are checked (memex._check_imported_actor). Returns the number inserted. Only the operator or an admin key of each record's tenant may
 -- import (memex._authorize_history: history is append-only for tenants).
 create or replace function memex.import_memory_revisions(p_records jsonb)
 returns integer
@@ -116,6 +117,8 @@ begin
                n.superseded_at, n.archived_at, n.details
         from unnest(v_new) n
         where n.memory_id = v_memory.memory_id
+          and not exists (select from memex.memory_revisions r  -- skipped: no id taken
+                          where r.memory_id = n.memory_id and r.revision = n.revision)
         order by n.revision
         on conflict (memory_id, revision) do nothing;
         get diagnostics v_rows = row_count;
