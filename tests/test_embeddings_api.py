@@ -37,6 +37,7 @@ from memexdb.embeddings.models import (
 from tests.conftest import drop_database, new_database, scratch_dir
 from tests.live_service import (
     Service,
+    Through,
     client,
     free_port,
     in_process_service,
@@ -77,7 +78,7 @@ class Live:
     def openai(self, token: str | None = None, **options: object) -> openai.OpenAI:
         # In process, the OpenAI client sends through the module's TestClient (its own
         # httpx.Client around it, which it may close without ending the module's app).
-        transport = None if self.service else _Through(self.http)
+        transport = None if self.service else Through(self.http)
         return openai.OpenAI(
             base_url=f"{self.base_url}/v1",
             api_key=token or self.token,
@@ -85,25 +86,6 @@ class Live:
             timeout=120,
             http_client=httpx.Client(transport=transport, timeout=120),
             **options,  # type: ignore[arg-type]
-        )
-
-
-class _Through(httpx.BaseTransport):
-    """Requests of an httpx client handed to Starlette's TestClient (which runs on its own
-    copy of httpx, `httpx2`): what OpenAI's client sends reaches the app in this process."""
-
-    def __init__(self, http: httpx.Client) -> None:
-        self.http = http
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        answer = self.http.request(
-            request.method,
-            str(request.url),
-            headers=request.headers.multi_items(),
-            content=request.read(),
-        )
-        return httpx.Response(
-            answer.status_code, headers=answer.headers.multi_items(), content=answer.content
         )
 
 
