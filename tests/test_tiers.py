@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess as processes  # not spelled as the detector looks for: see the last test
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from tests import live_service
@@ -94,3 +95,14 @@ def test_long_modules_then_end_to_end_ones_are_handed_out_first(
         "tests/test_a.py::two",
     ]
     assert all((Path(__file__).parent / name).is_file() for name in LONG_MODULES)
+
+
+@pytest.mark.parametrize("run", [1, 2])
+def test_rolled_back_conn_leaves_the_module_database_as_it_found_it(
+    rolled_back_conn: psycopg.Connection, run: int
+) -> None:
+    # both runs share the module's database: the second sees nothing of the first
+    exists = "select to_regclass('public.tiers_probe') is not null"
+    assert rolled_back_conn.execute(exists).fetchone() == (False,), run
+    rolled_back_conn.execute("create table tiers_probe (run int)")
+    rolled_back_conn.execute("insert into tiers_probe values (%s)", (run,))
