@@ -130,12 +130,55 @@ def _uses_processes(item: pytest.Item) -> bool:
     )
 
 
+# The modules that take longest (seconds of one worker, a full run at load ~8, summed from
+# `--durations=0`), longest first: xdist hands them out first so that none of them starts
+# last and ends the run alone. Keep it to the few past ~2 minutes; the rest needs no list.
+LONG_MODULES = (
+    "test_writes_under_load.py",  # 380 s, one test ~300 s
+    "test_cli.py",  # 350 s
+    "test_recovery.py",  # 270 s
+    "test_docker_image.py",  # 265 s, one test
+    "test_typescript_client.py",  # 255 s
+    "test_fuzz_missing_key.py",  # 240 s, one test
+    "test_distributions.py",  # 230 s
+    "test_fuzz_open.py",  # 205 s, one test
+    "test_pg_cron.py",  # 190 s
+    "test_user_data.py",  # 160 s
+    "test_mcp.py",  # 155 s
+    "test_docker_stack.py",  # 150 s
+    "test_fuzz_operator_key.py",  # 140 s, one test
+    "test_keys.py",  # 140 s
+    "test_security.py",  # 135 s
+)
+
+
+def _module_order(items: list[pytest.Item]) -> list[pytest.Item]:
+    """Modules in the order xdist should hand them out (pyproject's addopts turn its own
+    reordering off with `--no-loadscope-reorder`): LONG_MODULES first, then modules with
+    end-to-end tests, then the rest, each group by number of tests, most first (xdist's own
+    rule); the fast modules' many short tests then fill the end of the run evenly. Tests
+    keep their order within their module."""
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+    def key(path: str) -> tuple[int, int, int]:
+        name = path.rsplit("/", 1)[-1]
+        long = LONG_MODULES.index(name) if name in LONG_MODULES else len(LONG_MODULES)
+        fast_only = not any(i.get_closest_marker(E2E) for i in modules[path])
+        return (long, int(fast_only), -len(modules[path]))
+
+    return [item for path in sorted(modules, key=key) for item in modules[path]]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test that starts a process itself or through a fixture it uses is end-to-end;
-    tests marked by hand (`pytestmark = pytest.mark.e2e`) are too."""
+    tests marked by hand (`pytestmark = pytest.mark.e2e`) are too. Then the long modules
+    go first (`_module_order`)."""
     for item in items:
         if not item.get_closest_marker(E2E) and _uses_processes(item):
             item.add_marker(E2E)
+    items[:] = _module_order(items)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -230,6 +273,29 @@ def dsn(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[str]:
     name = f"t_{uuid.uuid4().hex[:12]}"
     with janitor(pg_server, name, template_dbname=template_db):
         yield db_dsn(pg_server, name)
+
+
+@pytest.fixture(scope="module")
+def module_dsn(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[str]:
+    """DSN of one fresh migrated database for the whole module: only for tests that leave
+    it as they found it (`rolled_back_conn`). A clone costs ~0.1 s on a quiet machine and
+    several times that on a loaded one; a module of a hundred small cases pays it once."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with janitor(pg_server, name, template_dbname=template_db):
+        yield db_dsn(pg_server, name)
+
+
+@pytest.fixture
+def rolled_back_conn(module_dsn: str) -> Iterator[psycopg.Connection]:
+    """A connection to the module's database inside one transaction that is rolled back
+    after the test: what the test wrote (or the error it provoked) is gone for the next.
+    Not for tests that commit, or whose SQL runs outside the transaction (other sessions,
+    `dblink`, background workers): those take `conn`."""
+    with psycopg.connect(module_dsn) as connection:
+        try:
+            yield connection
+        finally:
+            connection.rollback()
 
 
 @pytest.fixture

@@ -330,3 +330,26 @@ def in_process_service(dsn: str, **env: str) -> Iterator[httpx.Client]:
         yield http
     finally:
         http.__exit__(None, None, None)
+
+
+class Through(httpx.BaseTransport):
+    """An httpx transport into the app behind a Starlette TestClient (in_process_service;
+    the TestClient runs on its own copy of httpx, `httpx2`): a client of plain httpx (an
+    SDK's, or one with its own headers and cookies) reaches the app in this process. The
+    outer client keeps the cookies and follows redirects, as over a network."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.app.cookies.clear()  # the outer client's cookies only, never a last test's
+        answer = self.app.request(
+            request.method,
+            str(request.url),
+            headers=request.headers.multi_items(),
+            content=request.read(),
+            follow_redirects=False,
+        )
+        return httpx.Response(
+            answer.status_code, headers=answer.headers.multi_items(), content=answer.content
+        )

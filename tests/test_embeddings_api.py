@@ -1,4 +1,4 @@
-"""POST /v1/embeddings against a live service, through OpenAI's official Python client:
+"""POST /v1/embeddings on the service's app in process, through OpenAI's official Python client:
 the vectors are the Python embedder's, bit for bit (floats and base64), long texts in
 full; the model is checked (another is OpenAI's 404 model_not_found); bounds are 422s
 naming the field; errors carry OpenAI's error object (type, param, code); any valid key
@@ -35,7 +35,16 @@ from memexdb.embeddings.models import (
     EMBEDDINGS_MAX_TOTAL_CHARS,
 )
 from tests.conftest import drop_database, new_database, scratch_dir
-from tests.live_service import Service, client, free_port, required, service_env, uvicorn_args
+from tests.live_service import (
+    Service,
+    Through,
+    client,
+    free_port,
+    in_process_service,
+    required,
+    service_env,
+    uvicorn_args,
+)
 from tests.test_typescript_client import npm_env, run
 
 TEXTS = [
@@ -60,34 +69,59 @@ def decoded(embedding: list[float] | str) -> np.ndarray:
 
 @dataclass
 class Live:
-    service: Service
     dsn: str
     http: httpx.Client
     token: str  # a read key of agent "A": any valid key may embed
+    base_url: str
+    service: Service | None = None  # None: the app runs in this process (`http`'s transport)
 
     def openai(self, token: str | None = None, **options: object) -> openai.OpenAI:
+        # In process, the OpenAI client sends through the module's TestClient (its own
+        # httpx.Client around it, which it may close without ending the module's app).
+        transport = None if self.service else Through(self.http)
         return openai.OpenAI(
-            base_url=f"{self.service.base_url}/v1",
+            base_url=f"{self.base_url}/v1",
             api_key=token or self.token,
             max_retries=0,
             timeout=120,
+            http_client=httpx.Client(transport=transport, timeout=120),
             **options,  # type: ignore[arg-type]
         )
 
 
-@pytest.fixture(scope="module")
-def live(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[Live]:
-    dsn = new_database(pg_server)
+def _read_key(dsn: str) -> str:
     with psycopg.connect(dsn, autocommit=True) as conn:
         row = conn.execute("select token from memex.create_key('read', 'A')").fetchone()
         assert row is not None
+        return str(row[0])
+
+
+@pytest.fixture(scope="module")
+def live(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[Live]:
+    """The service's app in this process (tests.live_service.in_process_service) on its own
+    database, which has a read key: what the endpoint answers, without a process."""
+    dsn = new_database(pg_server)
+    try:
+        token = _read_key(dsn)
+        with in_process_service(dsn) as http:
+            yield Live(dsn, http, token, str(http.base_url).rstrip("/"))
+    finally:
+        drop_database(pg_server, dsn)
+
+
+@pytest.fixture(scope="module")
+def served(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[Live]:
+    """A uvicorn process on its own database: for the clients that run as other programs
+    (a Python script, Node), e2e."""
+    dsn = new_database(pg_server)
+    token = _read_key(dsn)
     root = scratch_dir("memexdb-embeddings-")
     port = free_port()
     service = Service(uvicorn_args(port), service_env(MEMEX_DATABASE_URL=dsn), port, root / "log")
     try:
         service.wait_healthy()
         with client(service.base_url) as http:
-            yield Live(service, dsn, http, row[0])
+            yield Live(dsn, http, token, service.base_url, service)
         assert "Traceback" not in service.output(), service.output()[-4000:]
         service.stop()
     finally:
@@ -141,16 +175,19 @@ def test_the_model_may_be_left_out_but_no_other_may_be_named(
     assert refused.value.param is None
     assert embedder.model_id in refused.value.message
     assert "text-embedding-3-small" in refused.value.message
-    # memexdb's own clients: a NotFound
-    with (
-        MemexClient(live.service.base_url, live.token, retries=1) as memex,
-        pytest.raises(NotFound, match="not served here"),
-    ):
-        memex.embed_texts("hello", model="text-embedding-3-small")
-    # and the OpenAPI document says which model (and size) it takes
+    # the OpenAPI document says which model (and size) it takes
     schema = live.http.get("/openapi.json").json()["components"]["schemas"]["EmbeddingRequest"]
     assert schema["properties"]["model"]["anyOf"][0]["enum"] == [embedder.model_id]
     assert schema["properties"]["dimensions"]["anyOf"][0]["enum"] == [embedder.dim]
+
+
+def test_memexdbs_own_client_gets_a_not_found_for_another_model(served: Live) -> None:
+    # memexdb's HTTP client runs its own event loop, so it talks to a process (e2e)
+    with (
+        MemexClient(served.base_url, served.token, retries=1) as memex,
+        pytest.raises(NotFound, match="not served here"),
+    ):
+        memex.embed_texts("hello", model="text-embedding-3-small")
 
 
 def test_dimensions_may_be_the_models_own(live: Live, embedder: Embedder) -> None:
@@ -293,12 +330,13 @@ def test_embedding_counts_against_the_read_rate_limit(live: Live, embedder: Embe
             conn.execute(limit, ("null",))
 
 
-def test_the_docs_example_runs_as_written(live: Live) -> None:
+def test_the_docs_example_runs_as_written(served: Live) -> None:
+    live = served
     """The example of docs/embeddings.md (moved there from the README)."""
     page = (Path(__file__).resolve().parents[1] / "docs" / "embeddings.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", page, flags=re.S)
     block = next(b for b in blocks if "embeddings.create" in b)
-    script = block.replace("http://localhost:8000", live.service.base_url)
+    script = block.replace("http://localhost:8000", live.base_url)
     out = subprocess.run(
         [sys.executable, "-c", script],
         capture_output=True,
@@ -341,15 +379,16 @@ console.log(JSON.stringify(out));
 
 
 def test_the_npm_openai_client_reads_the_error_object(
-    live: Live, embedder: Embedder, tmp_path: Path
+    served: Live, embedder: Embedder, tmp_path: Path
 ) -> None:
+    live = served
     npm = required(shutil.which("npm"), "npm is not installed")
     node = required(shutil.which("node"), "node is not installed")
     (tmp_path / "package.json").write_text('{"private": true, "type": "module"}\n')
     run([npm, "install", "--no-audit", "--no-fund", "--loglevel=error", NPM_OPENAI], tmp_path)
     (tmp_path / "errors.mjs").write_text(NPM_SCRIPT)
     env = npm_env(
-        BASE=f"{live.service.base_url}/v1",
+        BASE=f"{live.base_url}/v1",
         KEY=live.token,
         MODEL=embedder.model_id,
         DIM=str(embedder.dim),

@@ -1,5 +1,6 @@
-"""What every entry point checks before it does any work (issue 21, "smaller holes"), on a
-real service whose database has keys: credentials before input (a 401, not a 422 naming
+"""What every entry point checks before it does any work (issue 21, "smaller holes"), on the
+service's app in process (a uvicorn process for MCP's network clients and legacy SSE
+streams) whose database has keys: credentials before input (a 401, not a 422 naming
 fields), JSON in a query string bounded like a body's, console pages for admin keys only,
 legacy SSE sessions owned by the key that opened them, 404s that name what was not found,
 and no memory stored already expired."""
@@ -33,7 +34,14 @@ from memexdb.errors import InvalidArgument
 from memexdb.fields import METADATA_MAX_DEPTH
 from memexdb.rest.app import ENDPOINTS
 from tests.conftest import drop_database, new_database, scratch_dir
-from tests.live_service import Service, free_port, service_env, uvicorn_args
+from tests.live_service import (
+    Service,
+    Through,
+    free_port,
+    in_process_service,
+    service_env,
+    uvicorn_args,
+)
 from tests.test_mcp_support import call, call_error, connected
 
 ANY_ID = "7f0c0b5e-3d3c-4f55-9a53-2b1c8f7d9e01"
@@ -44,17 +52,14 @@ SECRET = "The vault code of alice is 4711."
 
 @dataclass
 class Keyed:
-    service: Service
     dsn: str
+    url: str
     operator: str  # admin of every agent
     admin_a: str  # admin of agent A
     writer_a: str
     reader_a: str
     writer_b: str
-
-    @property
-    def url(self) -> str:
-        return self.service.base_url
+    app: httpx.Client | None = None  # the app in this process (its TestClient), or None
 
 
 def _key(dsn: str, access: str, agent_id: str | None = None) -> str:
@@ -67,27 +72,46 @@ def _key(dsn: str, access: str, agent_id: str | None = None) -> str:
     return str(row[0])
 
 
+def _world(dsn: str, url: str, app: httpx.Client | None = None) -> Keyed:
+    """The keys of every test, and alice's secret stored by A's writer."""
+    world = Keyed(
+        dsn,
+        url,
+        operator=_key(dsn, "admin"),
+        admin_a=_key(dsn, "admin", "A"),
+        writer_a=_key(dsn, "write", "A"),
+        reader_a=_key(dsn, "read", "A"),
+        writer_b=_key(dsn, "write", "B"),
+        app=app,
+    )
+    with _http(world, world.writer_a) as http:
+        memory = {"agent_id": "A", "user_id": "alice", "content": SECRET}
+        assert http.post("/v1/memories", json=memory).status_code == 201
+    return world
+
+
 @pytest.fixture(scope="module")
 def keyed(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[Keyed]:
+    """The service's app in this process (tests.live_service.in_process_service): what
+    the REST API and the console answer."""
+    dsn = new_database(pg_server)
+    try:
+        with in_process_service(dsn) as app:
+            yield _world(dsn, str(app.base_url).rstrip("/"), app)
+    finally:
+        drop_database(pg_server, dsn)
+
+
+@pytest.fixture(scope="module")
+def served(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[Keyed]:
+    """A uvicorn process: for the MCP SDK's network clients and legacy SSE streams (e2e)."""
     dsn = new_database(pg_server)
     log = scratch_dir("memexdb-guards-") / "service.log"
     port = free_port()
     running = Service(uvicorn_args(port), service_env(MEMEX_DATABASE_URL=dsn), port, log)
     try:
-        world = Keyed(
-            running,
-            dsn,
-            operator=_key(dsn, "admin"),
-            admin_a=_key(dsn, "admin", "A"),
-            writer_a=_key(dsn, "write", "A"),
-            reader_a=_key(dsn, "read", "A"),
-            writer_b=_key(dsn, "write", "B"),
-        )
         running.wait_healthy()
-        with _http(world, world.writer_a) as http:
-            memory = {"agent_id": "A", "user_id": "alice", "content": SECRET}
-            assert http.post("/v1/memories", json=memory).status_code == 201
-        yield world
+        yield _world(dsn, running.base_url)
         assert "Traceback" not in running.output(), running.output()[-4000:]
     finally:
         running.close()
@@ -100,7 +124,10 @@ def _auth(token: str | None) -> dict[str, str]:
 
 
 def _http(keyed: Keyed, token: str | None = None, **options: Any) -> httpx.Client:
-    return httpx.Client(base_url=keyed.url, headers=_auth(token), timeout=60, **options)
+    transport = None if keyed.app is None else Through(keyed.app)
+    return httpx.Client(
+        base_url=keyed.url, headers=_auth(token), timeout=60, transport=transport, **options
+    )
 
 
 def _error(r: httpx.Response, status: int) -> dict[str, Any]:
@@ -215,15 +242,15 @@ async def _mcp_http(keyed: Keyed, token: str | None) -> AsyncIterator[Client]:
             yield c
 
 
-async def test_mcp_bad_arguments_without_a_key_are_not_authenticated(keyed: Keyed) -> None:
+async def test_mcp_bad_arguments_without_a_key_are_not_authenticated(served: Keyed) -> None:
     bad = {"agent_id": "A", "user_id": "alice", "content": "x", "importance": 7}
     call_ = {"name": "store_memory", "arguments": bad}
     message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call_}
     accept = {"accept": "application/json, text/event-stream"}
-    with _http(keyed) as http:  # refused over HTTP before the arguments are read
+    with _http(served) as http:  # refused over HTTP before the arguments are read
         r = http.post("/mcp", json=message, headers=accept)
         assert _error(r, 401)["code"] == "unauthenticated" and "importance" not in r.text
-    async with _mcp_http(keyed, keyed.writer_a) as writer:
+    async with _mcp_http(served, served.writer_a) as writer:
         message = await call_error(writer, "store_memory", **bad)
         assert "invalid arguments" in message and "importance" in message, message
 
@@ -294,24 +321,24 @@ def test_sse_without_a_valid_key_is_a_401(keyed: Keyed) -> None:
             assert r.headers["www-authenticate"].startswith("Bearer")
 
 
-async def test_sse_official_client_needs_a_key_and_works_with_one(keyed: Keyed) -> None:
+async def test_sse_official_client_needs_a_key_and_works_with_one(served: Keyed) -> None:
     with pytest.raises(Exception):  # noqa: B017 (the SDK raises its HTTP client's error)
-        async with connected(Client(sse_client(f"{keyed.url}/sse"), mode="legacy")):
+        async with connected(Client(sse_client(f"{served.url}/sse"), mode="legacy")):
             pass
     who = {"agent_id": "A", "user_id": "sse"}
-    transport = sse_client(f"{keyed.url}/sse", headers=_auth(keyed.writer_a))
+    transport = sse_client(f"{served.url}/sse", headers=_auth(served.writer_a))
     async with connected(Client(transport, mode="legacy", read_timeout_seconds=120)) as c:
         await call(c, "store_memory", **who, content="Prefers tea over coffee.")
         assert (await call(c, "count_memories", **who))["count"] == 1
 
 
-async def test_sse_official_client_posting_with_another_key_is_refused(keyed: Keyed) -> None:
+async def test_sse_official_client_posting_with_another_key_is_refused(served: Keyed) -> None:
     """The stream is A's; the client's messages carry B's key: every one is refused."""
     refused: list[int] = []
 
     async def swap_key(request: httpx2.Request) -> None:
         if request.method == "POST":
-            request.headers["Authorization"] = f"Bearer {keyed.writer_b}"
+            request.headers["Authorization"] = f"Bearer {served.writer_b}"
 
     async def record(response: httpx2.Response) -> None:
         if response.request.method == "POST":
@@ -326,7 +353,7 @@ async def test_sse_official_client_posting_with_another_key_is_refused(keyed: Ke
         return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks)
 
     transport = sse_client(
-        f"{keyed.url}/sse", headers=_auth(keyed.writer_a), httpx_client_factory=factory
+        f"{served.url}/sse", headers=_auth(served.writer_a), httpx_client_factory=factory
     )
     with pytest.raises(Exception):  # noqa: B017 (initialize is never answered)
         async with connected(Client(transport, mode="legacy", read_timeout_seconds=5)):
@@ -345,36 +372,39 @@ INITIALIZE = {
 }
 
 
-def test_sse_messages_with_other_credentials_are_refused_and_never_answered(keyed: Keyed) -> None:
+def test_sse_messages_with_other_credentials_are_refused_and_never_answered(served: Keyed) -> None:
     """Before: A's message, authorised by A's key, was answered into a keyless stream."""
-    with _http(keyed) as http, http.stream("GET", "/sse", headers=_auth(keyed.writer_a)) as stream:
+    with (
+        _http(served) as http,
+        http.stream("GET", "/sse", headers=_auth(served.writer_a)) as stream,
+    ):
         assert stream.status_code == 200
         lines = stream.iter_lines()
         endpoint = next(line for line in lines if line.startswith("data: "))[6:]
         session = endpoint.rsplit("=", 1)[1]
         spellings = [endpoint, endpoint.replace(session, str(uuid.UUID(hex=session)).upper())]
         for url in spellings:
-            for token, status in ((keyed.writer_b, 403), (keyed.admin_a, 403), (None, 401)):
+            for token, status in ((served.writer_b, 403), (served.admin_a, 403), (None, 401)):
                 r = http.post(url, json={**INITIALIZE, "id": f"{token}"}, headers=_auth(token))
                 assert r.status_code == status, (url, r.status_code, r.text)
             r = http.post(url, json={"bogus": 1}, headers={"Authorization": "Basic eA=="})
             assert r.status_code == 401
-        r = http.post(endpoint, json={**INITIALIZE, "id": "from-A"}, headers=_auth(keyed.writer_a))
+        r = http.post(endpoint, json={**INITIALIZE, "id": "from-A"}, headers=_auth(served.writer_a))
         assert r.status_code == 202, r.text
         # the first message of the stream answers A's: nothing was answered before it
         answer = json.loads(next(line for line in lines if line.startswith("data: "))[6:])
         assert answer["id"] == "from-A" and "result" in answer
 
 
-def test_sse_message_with_a_revoked_key_is_a_401(keyed: Keyed) -> None:
+def test_sse_message_with_a_revoked_key_is_a_401(served: Keyed) -> None:
     """The key is checked before the session's owner (issue 34, item 7). Before: a message
     with the opener's revoked key was let through, one with another revoked key got 403."""
-    opener, other = _key(keyed.dsn, "write", "A"), _key(keyed.dsn, "write", "A")
-    with _http(keyed) as http, http.stream("GET", "/sse", headers=_auth(opener)) as stream:
+    opener, other = _key(served.dsn, "write", "A"), _key(served.dsn, "write", "A")
+    with _http(served) as http, http.stream("GET", "/sse", headers=_auth(opener)) as stream:
         assert stream.status_code == 200
         lines = stream.iter_lines()  # (kept: a dropped line iterator closes the stream)
         endpoint = next(line for line in lines if line.startswith("data: "))[6:]
-        with psycopg.connect(keyed.dsn, autocommit=True) as conn:
+        with psycopg.connect(served.dsn, autocommit=True) as conn:
             for token in (opener, other):
                 conn.execute("select memex.revoke_key(%s)", (token.split("_")[1],))
         for token in (opener, other):

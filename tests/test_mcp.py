@@ -40,6 +40,7 @@ from tests.live_service import (
     REPO,
     Service,
     cli_args,
+    in_process_service,
     kill_postgres,
     service_env,
     wait_no_postgres,
@@ -74,6 +75,41 @@ def service(
     try:
         with serve(tmp_path_factory.mktemp("mcp-serve"), dsn=dsn) as running:
             yield running
+    finally:
+        drop_database(pg_server, dsn)
+
+
+@dataclasses.dataclass(frozen=True)
+class InProcess:
+    """The service's app in this process (tests.live_service.in_process_service) on its
+    own database for this module: MCP's and REST's HTTP behaviour, without a process."""
+
+    http: httpx.Client
+    dsn: str
+    port: int = 8000  # the TestClient's base URL, http://127.0.0.1:8000
+
+
+@pytest.fixture(scope="module")
+def app(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[InProcess]:
+    dsn = new_database(pg_server)
+    try:
+        with in_process_service(dsn) as http:
+            yield InProcess(http, dsn)
+    finally:
+        drop_database(pg_server, dsn)
+
+
+@pytest.fixture(scope="module")
+def keyed_app(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[tuple[InProcess, str]]:
+    """The app in process on a fresh database that has an admin key (every caller needs
+    one), and that key."""
+    dsn = new_database(pg_server)
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            row = conn.execute("select token from memex.create_key(p_access => 'admin')")
+            key = str(row.fetchone()[0])  # type: ignore[index]
+        with in_process_service(dsn) as http:
+            yield InProcess(http, dsn), key
     finally:
         drop_database(pg_server, dsn)
 
@@ -333,33 +369,31 @@ async def test_sse(service: Service) -> None:
         await exercise_errors(c, who)
 
 
-def test_http_endpoints(service: Service) -> None:
+def test_http_endpoints(app: InProcess) -> None:
     """/mcp and /mcp/ answer without a redirect; a stateless server has no GET stream
     (405, not a stream that never ends); each response names its worker."""
     headers = {"accept": "application/json, text/event-stream"}
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-    with httpx.Client(base_url=service.base_url, timeout=30, follow_redirects=False) as http:
-        for path in ("/mcp", "/mcp/"):
-            r = http.post(path, json=ping, headers=headers)
-            assert (r.status_code, r.json()) == (200, {"jsonrpc": "2.0", "id": 1, "result": {}})
-            assert r.headers["x-memex-worker"] == str(service.proc.pid)  # one worker: itself
-        r = http.get("/mcp", headers={"accept": "text/event-stream"})
-        assert r.status_code == 405 and r.headers["allow"] == "POST"
-        # Malformed messages are protocol errors; the service keeps answering.
-        r = http.post(
-            "/mcp", content=b"{not json", headers={**headers, "content-type": "application/json"}
-        )
-        assert r.status_code == 400 and r.json()["error"]["code"] == -32700
-        r = http.post(
-            "/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "no/such"}, headers=headers
-        )
-        assert r.json()["error"]["code"] == -32601
-        # REST answers as before, behind the same port.
-        assert http.get("/health").status_code == 200
-        assert http.get("/v1/nothing-here").json()["error"]["code"] == "not_found"
+    http = app.http
+    for path in ("/mcp", "/mcp/"):
+        r = http.post(path, json=ping, headers=headers, follow_redirects=False)
+        assert (r.status_code, r.json()) == (200, {"jsonrpc": "2.0", "id": 1, "result": {}})
+        assert r.headers["x-memex-worker"] == str(os.getpid())  # the app's process: ours
+    r = http.get("/mcp", headers={"accept": "text/event-stream"})
+    assert r.status_code == 405 and r.headers["allow"] == "POST"
+    # Malformed messages are protocol errors; the service keeps answering.
+    r = http.post(
+        "/mcp", content=b"{not json", headers={**headers, "content-type": "application/json"}
+    )
+    assert r.status_code == 400 and r.json()["error"]["code"] == -32700
+    r = http.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "no/such"}, headers=headers)
+    assert r.json()["error"]["code"] == -32601
+    # REST answers as before, behind the same port.
+    assert http.get("/health").status_code == 200
+    assert http.get("/v1/nothing-here").json()["error"]["code"] == "not_found"
 
 
-def test_dns_rebinding_protection(service: Service) -> None:
+def test_dns_rebinding_protection(app: InProcess) -> None:
     """MCP and REST answer only requests naming this machine (Host) from its own pages
     (Origin): a web page re-pointing its name at 127.0.0.1 reads no memories."""
     init = {
@@ -373,39 +407,38 @@ def test_dns_rebinding_protection(service: Service) -> None:
         },
     }
     accept = {"accept": "application/json, text/event-stream"}
-    host = f"127.0.0.1:{service.port}"
-    with httpx.Client(base_url=service.base_url, timeout=30) as http:
-        evil_host = {**accept, "host": "evil.example.com"}
-        assert http.post("/mcp", json=init, headers=evil_host).status_code == 421
-        evil_origin = {**accept, "origin": "http://evil.example.com"}
-        assert http.post("/mcp", json=init, headers=evil_origin).status_code == 403
-        assert http.get("/sse", headers={"host": "evil.example.com"}).status_code == 421
-        posted = http.post("/messages/?session_id=0", json=init, headers=evil_host)
-        assert posted.status_code == 421
-        for ok in (
-            {**accept, "host": host, "origin": f"http://{host}"},
-            {**accept, "host": f"localhost:{service.port}", "origin": "http://localhost:3000"},
-        ):
-            assert http.post("/mcp", json=init, headers=ok).status_code == 200
+    host = f"127.0.0.1:{app.port}"
+    http = app.http
+    evil_host = {**accept, "host": "evil.example.com"}
+    assert http.post("/mcp", json=init, headers=evil_host).status_code == 421
+    evil_origin = {**accept, "origin": "http://evil.example.com"}
+    assert http.post("/mcp", json=init, headers=evil_origin).status_code == 403
+    assert http.get("/sse", headers={"host": "evil.example.com"}).status_code == 421
+    posted = http.post("/messages/?session_id=0", json=init, headers=evil_host)
+    assert posted.status_code == 421
+    for ok in (
+        {**accept, "host": host, "origin": f"http://{host}"},
+        {**accept, "host": f"localhost:{app.port}", "origin": "http://localhost:3000"},
+    ):
+        assert http.post("/mcp", json=init, headers=ok).status_code == 200
 
-        # The REST API shares the rules, with its typed JSON errors; /health stays open
-        # to probes that address the machine by an IP of its own.
-        who = {"agent_id": "rebind", "user_id": "victim"}
-        search = {**who, "query": "passwords"}
-        refused = http.get("/v1/memories/count", params=who, headers={"host": "evil.example"})
-        assert refused.status_code == 421
-        assert refused.json()["error"]["code"] == "host_not_allowed"
-        refused = http.post("/v1/memories/search", json=search, headers=evil_origin)
-        assert refused.status_code == 403
-        assert refused.json()["error"]["code"] == "origin_not_allowed"
-        assert http.get("/docs", headers={"host": "evil.example"}).status_code == 421
-        assert http.get("/health", headers={"host": "10.1.2.3:8000"}).status_code == 200
-        local = {"host": f"localhost:{service.port}", "origin": "http://localhost:3000"}
-        assert http.post("/v1/memories/search", json=search, headers=local).status_code == 200
-    assert "Traceback" not in service.output()
+    # The REST API shares the rules, with its typed JSON errors; /health stays open
+    # to probes that address the machine by an IP of its own.
+    who = {"agent_id": "rebind", "user_id": "victim"}
+    search = {**who, "query": "passwords"}
+    refused = http.get("/v1/memories/count", params=who, headers={"host": "evil.example"})
+    assert refused.status_code == 421
+    assert refused.json()["error"]["code"] == "host_not_allowed"
+    refused = http.post("/v1/memories/search", json=search, headers=evil_origin)
+    assert refused.status_code == 403
+    assert refused.json()["error"]["code"] == "origin_not_allowed"
+    assert http.get("/docs", headers={"host": "evil.example"}).status_code == 421
+    assert http.get("/health", headers={"host": "10.1.2.3:8000"}).status_code == 200
+    local = {"host": f"localhost:{app.port}", "origin": "http://localhost:3000"}
+    assert http.post("/v1/memories/search", json=search, headers=local).status_code == 200
 
 
-def test_host_names_are_case_insensitive(service: Service) -> None:
+def test_host_names_are_case_insensitive(app: InProcess) -> None:
     """`Host: LOCALHOST` names this machine as `localhost` does (issue 34, item 7); before:
     421 host_not_allowed."""
     init = {
@@ -420,17 +453,15 @@ def test_host_names_are_case_insensitive(service: Service) -> None:
     }
     accept = {"accept": "application/json, text/event-stream"}
     who = {"agent_id": "case", "user_id": "alice"}
-    with httpx.Client(base_url=service.base_url, timeout=30) as http:
-        for name in ("LOCALHOST", "LocalHost", "localhost"):
-            host = {"host": f"{name}:{service.port}"}
-            r = http.get("/v1/memories/count", params=who, headers=host)
-            assert r.status_code == 200, (name, r.text)
-            origin = {**host, "origin": f"HTTP://{name}:3000"}
-            assert http.get("/v1/memories/count", params=who, headers=origin).status_code == 200
-            assert http.post("/mcp", json=init, headers={**accept, **host}).status_code == 200
-        assert (
-            http.get("/v1/memories/count", params=who, headers={"host": "EVIL"}).status_code == 421
-        )
+    http = app.http
+    for name in ("LOCALHOST", "LocalHost", "localhost"):
+        host = {"host": f"{name}:{app.port}"}
+        r = http.get("/v1/memories/count", params=who, headers=host)
+        assert r.status_code == 200, (name, r.text)
+        origin = {**host, "origin": f"HTTP://{name}:3000"}
+        assert http.get("/v1/memories/count", params=who, headers=origin).status_code == 200
+        assert http.post("/mcp", json=init, headers={**accept, **host}).status_code == 200
+    assert http.get("/v1/memories/count", params=who, headers={"host": "EVIL"}).status_code == 421
 
 
 NO_SUCH_KEY = "mxk_000000000000_" + "0" * 64
@@ -450,33 +481,36 @@ def _bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-def test_http_without_a_valid_key_is_a_401_before_any_json_rpc(keyed: Keyed) -> None:
+def test_http_without_a_valid_key_is_a_401_before_any_json_rpc(
+    keyed_app: tuple[InProcess, str],
+) -> None:
     """Once a key exists, `POST /mcp` and `GET /sse` without a valid one are HTTP 401s
     with `WWW-Authenticate: Bearer` (the MCP authorization spec's signal), not a tool
     error inside a 200; the same request with the key is answered."""
     accept = {"accept": "application/json, text/event-stream"}
     refused: list[dict[str, str]] = [{}, _bearer(NO_SUCH_KEY), {"Authorization": "Basic eA=="}]
-    with httpx.Client(base_url=keyed.service.base_url, timeout=30) as http:
-        for headers in refused:
-            for method, path in (("POST", "/mcp"), ("POST", "/mcp/"), ("GET", "/sse")):
-                body = INITIALIZE if method == "POST" else None
-                r = http.request(method, path, json=body, headers={**accept, **headers})
-                assert r.status_code == 401, (path, headers, r.text)
-                assert r.headers["www-authenticate"] == 'Bearer realm="memexdb"'
-                assert r.json()["error"]["code"] == "unauthenticated"
-                assert "jsonrpc" not in r.json()
-        r = http.post("/mcp", json=INITIALIZE, headers={**accept, **_bearer(keyed.key)})
-        assert r.status_code == 200 and r.json()["result"]["serverInfo"]["name"] == "memexdb"
+    app, key = keyed_app
+    http = app.http
+    for headers in refused:
+        for method, path in (("POST", "/mcp"), ("POST", "/mcp/"), ("GET", "/sse")):
+            body = INITIALIZE if method == "POST" else None
+            r = http.request(method, path, json=body, headers={**accept, **headers})
+            assert r.status_code == 401, (path, headers, r.text)
+            assert r.headers["www-authenticate"] == 'Bearer realm="memexdb"'
+            assert r.json()["error"]["code"] == "unauthenticated"
+            assert "jsonrpc" not in r.json()
+    r = http.post("/mcp", json=INITIALIZE, headers={**accept, **_bearer(key)})
+    assert r.status_code == 200 and r.json()["result"]["serverInfo"]["name"] == "memexdb"
 
 
-def test_http_without_keys_on_loopback_stays_open(service: Service) -> None:
+def test_http_without_keys_on_loopback_stays_open(app: InProcess) -> None:
     accept = {"accept": "application/json, text/event-stream"}
-    with httpx.Client(base_url=service.base_url, timeout=30) as http:
-        r = http.post("/mcp", json=INITIALIZE, headers=accept)
-        assert r.status_code == 200 and "result" in r.json()
-        # an invalid key is refused even there: it names no one
-        r = http.post("/mcp", json=INITIALIZE, headers={**accept, **_bearer(NO_SUCH_KEY)})
-        assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer")
+    http = app.http
+    r = http.post("/mcp", json=INITIALIZE, headers=accept)
+    assert r.status_code == 200 and "result" in r.json()
+    # an invalid key is refused even there: it names no one
+    r = http.post("/mcp", json=INITIALIZE, headers={**accept, **_bearer(NO_SUCH_KEY)})
+    assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer")
 
 
 async def test_official_client_with_and_without_a_key(keyed: Keyed, tmp_path: Path) -> None:

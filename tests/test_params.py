@@ -70,6 +70,14 @@ VEC = unit((0, 1.0))
 WHO = {"agent_id": "a", "user_id": "u"}
 
 
+@pytest.fixture
+def conn(rolled_back_conn: psycopg.Connection) -> psycopg.Connection:
+    """This module's cases read the catalog and call functions with boundary values, each
+    in a transaction rolled back on one database for the module (conftest's
+    rolled_back_conn): 97 cases, one database clone."""
+    return rolled_back_conn
+
+
 def _defaults(conn: psycopg.Connection, function: str) -> dict[str, str]:
     """Argument name -> default expression, as pg_proc declares them."""
     row = conn.execute(

@@ -82,6 +82,13 @@ def test_every_fetch_is_found() -> None:
     assert {"SearchHit", "Memory", "File", "ConsolidationRun"} <= {t for t, _ in FETCHES}
 
 
+@pytest.fixture
+def conn(rolled_back_conn: psycopg.Connection) -> psycopg.Connection:
+    """The cases only prepare and describe statements: one database for the module, each
+    case in a transaction rolled back (conftest's rolled_back_conn), not a clone a case."""
+    return rolled_back_conn
+
+
 @pytest.mark.parametrize(("row_type", "query"), FETCHES, ids=[q for _, q in FETCHES])
 def test_the_row_type_follows_the_sql_result(
     conn: psycopg.Connection, row_type: str, query: str

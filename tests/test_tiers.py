@@ -6,11 +6,13 @@ unnoticed."""
 from __future__ import annotations
 
 import subprocess as processes  # not spelled as the detector looks for: see the last test
+from pathlib import Path
 
+import psycopg
 import pytest
 
 from tests import live_service
-from tests.conftest import E2E, _starts_process
+from tests.conftest import E2E, LONG_MODULES, _module_order, _starts_process
 
 
 def _pure() -> int:
@@ -53,3 +55,54 @@ def test_a_test_using_a_process_fixture_is_marked_e2e(
 def test_a_fast_test_that_starts_a_process_fails() -> None:
     with pytest.raises(AssertionError, match="is not marked e2e"):
         processes.run(["true"], check=True)
+
+
+class _Item:
+    def __init__(self, nodeid: str, e2e: bool = False) -> None:
+        self.nodeid = nodeid
+        self.e2e = e2e
+
+    def get_closest_marker(self, name: str) -> object | None:
+        return object() if name == E2E and self.e2e else None
+
+
+def test_long_modules_then_end_to_end_ones_are_handed_out_first(
+    request: pytest.FixtureRequest,
+) -> None:
+    # xdist's loadfile keeps the collection's module order only with its reordering off
+    assert request.config.option.loadscopereorder is False
+    items = [
+        _Item("tests/test_a.py::one"),
+        _Item("tests/test_a.py::two"),
+        _Item("tests/test_b.py::one", e2e=True),
+        _Item(f"tests/{LONG_MODULES[1]}::x", e2e=True),
+        _Item("tests/test_c.py::one"),
+        _Item("tests/test_c.py::two"),
+        _Item("tests/test_c.py::three"),
+        _Item(f"tests/{LONG_MODULES[0]}::y", e2e=True),
+        _Item(f"tests/{LONG_MODULES[0]}::z"),
+    ]
+    ordered = [i.nodeid for i in _module_order(items)]  # type: ignore[arg-type]
+    assert ordered == [
+        f"tests/{LONG_MODULES[0]}::y",
+        f"tests/{LONG_MODULES[0]}::z",
+        f"tests/{LONG_MODULES[1]}::x",
+        "tests/test_b.py::one",
+        "tests/test_c.py::one",
+        "tests/test_c.py::two",
+        "tests/test_c.py::three",
+        "tests/test_a.py::one",
+        "tests/test_a.py::two",
+    ]
+    assert all((Path(__file__).parent / name).is_file() for name in LONG_MODULES)
+
+
+@pytest.mark.parametrize("run", [1, 2])
+def test_rolled_back_conn_leaves_the_module_database_as_it_found_it(
+    rolled_back_conn: psycopg.Connection, run: int
+) -> None:
+    # both runs share the module's database: the second sees nothing of the first
+    exists = "select to_regclass('public.tiers_probe') is not null"
+    assert rolled_back_conn.execute(exists).fetchone() == (False,), run
+    rolled_back_conn.execute("create table tiers_probe (run int)")
+    rolled_back_conn.execute("insert into tiers_probe values (%s)", (run,))

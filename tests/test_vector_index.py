@@ -195,6 +195,9 @@ def test_query_knobs_become_session_settings_and_are_restored(conn: psycopg.Conn
         assert conn.execute("show ivfflat.iterative_scan").fetchone() == ("off",)
 
 
+# An evaluation (recall over 10,000 rows under each index kind, ~30 s): the e2e tier.
+# configure()'s behaviour for each kind is tested above, in the fast tier.
+@pytest.mark.e2e
 def test_every_kind_keeps_recall_on_the_ann_path(conn: psycopg.Connection) -> None:
     # Load without an ANN index (as for any bulk load), then build each kind on the data.
     configure(conn, "none")
