@@ -91,6 +91,7 @@ from memexdb.types import (
     MaintenanceResult,
     Memory,
     MemoryPage,
+    MemoryRevision,
     MemoryType,
     MetricFigure,
     ModelCount,
@@ -143,11 +144,19 @@ class AsyncMemex(Session):
         expires_at: datetime | None = None,
         created_at: datetime | None = None,
         id: UUID | None = None,
+        supersedes: Sequence[UUID] | None = None,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
     ) -> Memory:
         """Embed `content` and store it as a memory of tenant (agent_id, user_id). With
         `id`, a repeat of the same memory returns the stored one (a retry stores once);
-        another memory with that id raises Conflict."""
-        return await self.call(memories.STORE, **_given(locals()))
+        another memory with that id raises Conflict. `supersedes`: the older memories this
+        one is a newer version of (they leave the default search); `valid_from` /
+        `valid_to`: when the fact held."""
+        values = _given(locals())
+        if supersedes is not None:
+            values["supersedes"] = list(supersedes)
+        return await self.call(memories.STORE, **values)
 
     async def store_many(self, items: Sequence[MemoryCreate]) -> list[Memory]:
         """Embed and store many memories (`NewMemory` items) in one statement, all or
@@ -177,11 +186,19 @@ class AsyncMemex(Session):
         context_weight: float | None = None,
         metadata: dict[str, Any] | None = None,
         include_archived: bool = False,
+        include_superseded: bool = False,
+        as_of: datetime | None = None,
+        valid_at: datetime | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
     ) -> list[SearchHit]:
         """Rank the tenant's memories for `query`; see memex.search for the formula.
         `metadata` keeps only memories whose metadata contains that object, before
         ranking; `include_archived` ranks the memories consolidation archived too;
-        `now` ranks as of that time."""
+        `include_superseded` the memories a newer version superseded (after it);
+        `now` ranks as of that time; `as_of` answers with what the memory held then;
+        `valid_at` keeps the facts valid at that moment; created_after <= created_at <
+        created_before."""
         values = _given(locals())
         if memory_types is not None:
             values["memory_types"] = list(memory_types)
@@ -204,8 +221,11 @@ class AsyncMemex(Session):
         can find."""
         return await self.call(memories.COUNT, **_given(locals()))
 
-    async def get(self, agent_id: str, user_id: str, memory_id: UUID) -> Memory:
-        """One live memory of the tenant by id; raises NotFound if it is not theirs."""
+    async def get(
+        self, agent_id: str, user_id: str, memory_id: UUID, *, as_of: datetime | None = None
+    ) -> Memory:
+        """One memory of the tenant by id (with `as_of`: as it was at that moment); raises
+        NotFound if it is not theirs (or did not exist then)."""
         return await self.call(memories.GET, **_given(locals()))
 
     async def list_memories(
@@ -239,6 +259,10 @@ class AsyncMemex(Session):
         memory_type: MemoryType | str | None = None,
         expires_at: datetime | None = None,
         clear_expires_at: bool = False,
+        supersedes: Sequence[UUID] | None = None,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+        clear_valid_to: bool = False,
     ) -> Memory:
         """Change the given fields of one live memory of the tenant (None: unchanged) and
         return it. A new `content` is embedded again; `metadata` replaces the whole
@@ -246,14 +270,47 @@ class AsyncMemex(Session):
         theirs, InvalidArgument if nothing would change."""
         # None is "unchanged" here; in the request, a field left out is (null clears)
         values = {k: v for k, v in _given(locals()).items() if v is not None}
-        del values["clear_expires_at"]
+        del values["clear_expires_at"], values["clear_valid_to"]
         if clear_expires_at:
             if expires_at is not None:
                 raise InvalidArgument("expires_at", "cannot be set and cleared at once")
             values["expires_at"] = None
+        if clear_valid_to:
+            if valid_to is not None:
+                raise InvalidArgument("valid_to", "cannot be set and cleared at once")
+            values["valid_to"] = None
+        if supersedes is not None:
+            values["supersedes"] = list(supersedes)
         if values.keys() <= {"agent_id", "user_id", "memory_id"}:
             raise InvalidArgument("patch", "must change at least one field")
         return await self.call(memories.UPDATE, **values)
+
+    async def memory_history(
+        self,
+        agent_id: str,
+        user_id: str,
+        memory_id: UUID,
+        *,
+        limit: int = DEFAULT_LIST_LIMIT,
+        before: int | None = None,
+    ) -> list[MemoryRevision]:
+        """The revisions of one memory of the tenant, newest first (each a full snapshot:
+        every change leaves one); `before` (a revision number) for the next page."""
+        return await self.call(memories.HISTORY, **_given(locals()))
+
+    async def memory_revision_diff(
+        self, agent_id: str, user_id: str, memory_id: UUID, from_revision: int, to_revision: int
+    ) -> dict[str, Any]:
+        """What changed in a memory between two revisions: {"content": a unified diff,
+        "fields": {field: {"from", "to"}}} (memex.diff_memory_revisions)."""
+        return await self.call(memories.REVISION_DIFF, **_given(locals()))
+
+    async def revert_memory(
+        self, agent_id: str, user_id: str, memory_id: UUID, revision: int
+    ) -> Memory:
+        """Make what a memory said at `revision` current again (a new 'revert' revision;
+        a changed content is embedded again by the embed worker)."""
+        return await self.call(memories.REVERT, **_given(locals()))
 
     async def erase_user(self, agent_id: str, user_id: str, *, confirm: str) -> dict[str, int]:
         """Delete everything of tenant (agent_id, user_id) in every table (archived and
@@ -896,6 +953,9 @@ class Memex:
     call = blocking(AsyncMemex.call)
     store = blocking(AsyncMemex.store)
     store_many = blocking(AsyncMemex.store_many)
+    memory_history = blocking(AsyncMemex.memory_history)
+    memory_revision_diff = blocking(AsyncMemex.memory_revision_diff)
+    revert_memory = blocking(AsyncMemex.revert_memory)
     search = blocking(AsyncMemex.search)
     forget = blocking(AsyncMemex.forget)
     count = blocking(AsyncMemex.count)

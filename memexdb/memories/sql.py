@@ -14,7 +14,9 @@ select * from memex.store(
     p_embedding => %(embedding)s, p_embedding_model => %(embedding_model)s,
     p_memory_type => %(memory_type)s::text::memex.memory_type,
     p_importance => %(importance)s, p_metadata => %(metadata)s,
-    p_expires_at => %(expires_at)s, p_created_at => %(created_at)s, p_id => %(id)s)
+    p_expires_at => %(expires_at)s, p_created_at => %(created_at)s, p_id => %(id)s,
+    p_supersedes => %(supersedes)s::uuid[], p_valid_from => %(valid_from)s,
+    p_valid_to => %(valid_to)s)
 """
 
 STORE_MANY = """
@@ -36,7 +38,10 @@ select * from memex.search(
     p_query_text => %(query_text)s, p_mode => %(mode)s,
     p_embedding_model => %(embedding_model)s, p_now => %(now)s,
     p_context_weight => %(context_weight)s, p_metadata => %(metadata)s,
-    p_include_archived => %(include_archived)s)
+    p_include_archived => %(include_archived)s,
+    p_include_superseded => %(include_superseded)s, p_as_of => %(as_of)s,
+    p_valid_at => %(valid_at)s, p_created_after => %(created_after)s,
+    p_created_before => %(created_before)s)
 """
 
 FORGET = """
@@ -51,7 +56,7 @@ select memex.count(p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
 
 GET_MEMORY = """
 select * from memex.get_memory(p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
-                               p_id => %(id)s)
+                               p_id => %(id)s, p_as_of => %(as_of)s)
 """
 
 LIST_MEMORIES = """
@@ -69,7 +74,9 @@ select * from memex.update_memory(
     p_content => %(content)s, p_embedding => %(embedding)s,
     p_embedding_model => %(embedding_model)s, p_importance => %(importance)s,
     p_metadata => %(metadata)s, p_memory_type => %(memory_type)s::text::memex.memory_type,
-    p_expires_at => %(expires_at)s, p_clear_expires_at => %(clear_expires_at)s)
+    p_expires_at => %(expires_at)s, p_clear_expires_at => %(clear_expires_at)s,
+    p_supersedes => %(supersedes)s::uuid[], p_valid_from => %(valid_from)s,
+    p_valid_to => %(valid_to)s, p_clear_valid_to => %(clear_valid_to)s)
 """
 
 ERASE_USER = """
@@ -105,4 +112,22 @@ EXPORT_HISTORY = """
 select * from memex.export_history(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_after_kind => %(after_kind)s,
     p_after_id => %(after_id)s, p_limit => %(limit)s)
+"""
+
+LIST_MEMORY_REVISIONS = """
+select * from memex.list_memory_revisions(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_id => %(id)s,
+    p_limit => %(limit)s, p_before => %(before)s)
+"""
+
+DIFF_MEMORY_REVISIONS = """
+select memex.diff_memory_revisions(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_id => %(id)s,
+    p_from_revision => %(from_revision)s, p_to_revision => %(to_revision)s)
+"""
+
+REVERT_MEMORY = """
+select * from memex.revert_memory(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_id => %(id)s,
+    p_revision => %(revision)s)
 """

@@ -30,6 +30,7 @@ from memexdb_client.types import (
     ImportResult,
     Memory,
     MemoryPage,
+    MemoryRevision,
     MemoryType,
     RevokedKey,
     SearchHit,
@@ -53,6 +54,9 @@ class AsyncMemoryAPI(Protocol):
         expires_at: datetime | None = ...,
         created_at: datetime | None = ...,
         id: UUID | None = ...,
+        supersedes: Sequence[UUID] | None = ...,
+        valid_from: datetime | None = ...,
+        valid_to: datetime | None = ...,
     ) -> Memory: ...
 
     async def store_many(self, items: Sequence[Any]) -> list[Memory]: ...
@@ -72,6 +76,11 @@ class AsyncMemoryAPI(Protocol):
         context_weight: float | None = ...,
         metadata: dict[str, Any] | None = ...,
         include_archived: bool = ...,
+        include_superseded: bool = ...,
+        as_of: datetime | None = ...,
+        valid_at: datetime | None = ...,
+        created_after: datetime | None = ...,
+        created_before: datetime | None = ...,
     ) -> list[SearchHit]: ...
 
     async def forget(self, agent_id: str, user_id: str, memory_id: UUID) -> Memory | None: ...
@@ -85,7 +94,9 @@ class AsyncMemoryAPI(Protocol):
         metadata: dict[str, Any] | None = ...,
     ) -> int: ...
 
-    async def get(self, agent_id: str, user_id: str, memory_id: UUID) -> Memory: ...
+    async def get(
+        self, agent_id: str, user_id: str, memory_id: UUID, *, as_of: datetime | None = ...
+    ) -> Memory: ...
 
     async def list_memories(
         self,
@@ -113,6 +124,28 @@ class AsyncMemoryAPI(Protocol):
         memory_type: MemoryType | str | None = ...,
         expires_at: datetime | None = ...,
         clear_expires_at: bool = ...,
+        supersedes: Sequence[UUID] | None = ...,
+        valid_from: datetime | None = ...,
+        valid_to: datetime | None = ...,
+        clear_valid_to: bool = ...,
+    ) -> Memory: ...
+
+    async def memory_history(
+        self,
+        agent_id: str,
+        user_id: str,
+        memory_id: UUID,
+        *,
+        limit: int = ...,
+        before: int | None = ...,
+    ) -> list[MemoryRevision]: ...
+
+    async def memory_revision_diff(
+        self, agent_id: str, user_id: str, memory_id: UUID, from_revision: int, to_revision: int
+    ) -> dict[str, Any]: ...
+
+    async def revert_memory(
+        self, agent_id: str, user_id: str, memory_id: UUID, revision: int
     ) -> Memory: ...
 
     async def erase_user(self, agent_id: str, user_id: str, *, confirm: str) -> dict[str, int]: ...

@@ -45,6 +45,7 @@ from memexdb_client.types import (
     ImportResult,
     Memory,
     MemoryPage,
+    MemoryRevision,
     MemoryType,
     RevokedKey,
     SearchHit,
@@ -202,12 +203,17 @@ class AsyncMemexClient:
         expires_at: datetime | None = None,
         created_at: datetime | None = None,
         id: UUID | None = None,
+        supersedes: Sequence[UUID] | None = None,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
     ) -> Memory:
         """Embed `content` and store it as a memory of tenant (agent_id, user_id). Sent
         with `id` (default: a new UUID made here), so that a retry after a lost answer
         stores once: the service answers a repeat with the memory it stored."""
         values = _given(locals())
         values["id"] = id if id is not None else uuid.uuid4()
+        if supersedes is not None:
+            values["supersedes"] = list(supersedes)
         return _as(Memory, await self._request("store", values))
 
     async def store_many(self, items: Sequence[Any]) -> list[Memory]:
@@ -241,6 +247,11 @@ class AsyncMemexClient:
         context_weight: float | None = None,
         metadata: dict[str, Any] | None = None,
         include_archived: bool = False,
+        include_superseded: bool = False,
+        as_of: datetime | None = None,
+        valid_at: datetime | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
     ) -> list[SearchHit]:
         """Rank the tenant's memories for `query` (see AsyncMemex.search)."""
         values = _given(locals())
@@ -266,8 +277,11 @@ class AsyncMemexClient:
         answer = await self._request("count", _given(locals()))
         return int(answer["count"])
 
-    async def get(self, agent_id: str, user_id: str, memory_id: UUID) -> Memory:
-        """One live memory of the tenant by id; raises NotFound if it is not theirs."""
+    async def get(
+        self, agent_id: str, user_id: str, memory_id: UUID, *, as_of: datetime | None = None
+    ) -> Memory:
+        """One memory of the tenant by id (with `as_of`: as it was then); raises NotFound
+        if it is not theirs."""
         return _as(Memory, await self._request("get", _given(locals())))
 
     async def list_memories(
@@ -314,17 +328,53 @@ class AsyncMemexClient:
         memory_type: MemoryType | str | None = None,
         expires_at: datetime | None = None,
         clear_expires_at: bool = False,
+        supersedes: Sequence[UUID] | None = None,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+        clear_valid_to: bool = False,
     ) -> Memory:
         """Change the given fields of one live memory (see AsyncMemex.update)."""
         values = {k: v for k, v in _given(locals()).items() if v is not None}
-        del values["clear_expires_at"]
+        del values["clear_expires_at"], values["clear_valid_to"]
         if clear_expires_at:
             if expires_at is not None:
                 raise InvalidArgument("expires_at", "cannot be set and cleared at once")
             values["expires_at"] = None
+        if clear_valid_to:
+            if valid_to is not None:
+                raise InvalidArgument("valid_to", "cannot be set and cleared at once")
+            values["valid_to"] = None
+        if supersedes is not None:
+            values["supersedes"] = list(supersedes)
         if values.keys() <= {"agent_id", "user_id", "memory_id"}:
             raise InvalidArgument("patch", "must change at least one field")
         return _as(Memory, await self._request("update", values))
+
+    async def memory_history(
+        self,
+        agent_id: str,
+        user_id: str,
+        memory_id: UUID,
+        *,
+        limit: int = DEFAULT_LIST_LIMIT,
+        before: int | None = None,
+    ) -> list[MemoryRevision]:
+        """The revisions of one memory, newest first (see AsyncMemex.memory_history)."""
+        answer = await self._request("memory_history", _given(locals()))
+        return _as(list[MemoryRevision], answer["revisions"])
+
+    async def memory_revision_diff(
+        self, agent_id: str, user_id: str, memory_id: UUID, from_revision: int, to_revision: int
+    ) -> dict[str, Any]:
+        """What changed in a memory between two revisions: {"content", "fields"}."""
+        answer = await self._request("memory_revision_diff", _given(locals()))
+        return {"content": answer["content"], "fields": answer["fields"]}
+
+    async def revert_memory(
+        self, agent_id: str, user_id: str, memory_id: UUID, revision: int
+    ) -> Memory:
+        """Make what a memory said at `revision` current again (a new revision)."""
+        return _as(Memory, await self._request("revert_memory", _given(locals())))
 
     async def erase_user(self, agent_id: str, user_id: str, *, confirm: str) -> dict[str, int]:
         """Delete everything of the tenant (admin keys only; `confirm` must repeat
@@ -772,6 +822,9 @@ class MemexClient:
 
     store = blocking(AsyncMemexClient.store)
     store_many = blocking(AsyncMemexClient.store_many)
+    memory_history = blocking(AsyncMemexClient.memory_history)
+    memory_revision_diff = blocking(AsyncMemexClient.memory_revision_diff)
+    revert_memory = blocking(AsyncMemexClient.revert_memory)
     search = blocking(AsyncMemexClient.search)
     forget = blocking(AsyncMemexClient.forget)
     count = blocking(AsyncMemexClient.count)
