@@ -102,7 +102,10 @@ select * from memex.search(
     p_alpha => $5::float8, p_half_life_days => $6::float8,
     p_memory_types => $7::text[]::memex.memory_type[], p_query_text => $8, p_mode => $9,
     p_embedding_model => $10, p_now => $11::timestamptz, p_context_weight => $12::float8,
-    p_metadata => $13::jsonb, p_include_archived => $14::boolean)`;
+    p_metadata => $13::jsonb, p_include_archived => $14::boolean,
+    p_include_superseded => $15::boolean, p_as_of => $16::timestamptz,
+    p_valid_at => $17::timestamptz, p_created_after => $18::timestamptz,
+    p_created_before => $19::timestamptz)`;
 
 const LIST_MEMORIES = `
 select m.*, memex.memory_cursor(m.created_at, m.id) as next_cursor
@@ -120,7 +123,9 @@ select * from memex.update_memory(
     p_agent_id => $1, p_user_id => $2, p_id => $3::uuid, p_content => $4,
     p_embedding => $5::vector, p_embedding_model => $6, p_importance => $7::float8,
     p_metadata => $8::jsonb, p_memory_type => $9::text::memex.memory_type,
-    p_expires_at => $10::timestamptz, p_clear_expires_at => $11::boolean)`;
+    p_expires_at => $10::timestamptz, p_clear_expires_at => $11::boolean,
+    p_supersedes => $12::uuid[], p_valid_from => $13::timestamptz,
+    p_valid_to => $14::timestamptz, p_clear_valid_to => $15::boolean)`;
 
 /**
  * A memexdb client over Postgres, as a bound SQL role: `store`/`storeMany` queue their
@@ -208,6 +213,20 @@ export class MemexDirectClient {
   /** Store memories in one statement (all or nothing), queued for embedding. */
   async storeMany(request: Requests["storeMany"]): Promise<Results["storeMany"]> {
     const items = request.memories;
+    // memex.store_queued takes no supersession or validity: refused, never dropped
+    // (the service's single store takes them)
+    items.forEach((m, i) => {
+      for (const name of ["supersedes", "valid_from", "valid_to"] as const) {
+        if (m[name] !== undefined && m[name] !== null) {
+          const message = "not in direct mode (the service's store takes it)";
+          throw new InvalidArgumentError(`memories[${i}].${name}: ${message}`, {
+            code: "invalid_argument",
+            status: 422,
+            fields: [{ field: `memories[${i}].${name}`, message }],
+          });
+        }
+      }
+    });
     const rows = await this.#rows(STORE_QUEUED, [
       items.map((m) => m.agent_id),
       items.map((m) => m.user_id),
@@ -256,6 +275,11 @@ export class MemexDirectClient {
       request.context_weight ?? null,
       json(request.metadata),
       request.include_archived ?? false,
+      request.include_superseded ?? false,
+      request.as_of ?? null,
+      request.valid_at ?? null,
+      request.created_after ?? null,
+      request.created_before ?? null,
     ]);
     return {
       agent_id: request.agent_id,
@@ -293,8 +317,9 @@ export class MemexDirectClient {
 
   async get(request: Requests["get"]): Promise<Results["get"]> {
     const row = await this.#one(
-      "select * from memex.get_memory(p_agent_id => $1, p_user_id => $2, p_id => $3::uuid)",
-      [request.agent_id, request.user_id, request.memory_id],
+      `select * from memex.get_memory(p_agent_id => $1, p_user_id => $2, p_id => $3::uuid,
+                                     p_as_of => $4::timestamptz)`,
+      [request.agent_id, request.user_id, request.memory_id, request.as_of ?? null],
     );
     return row as Results["get"];
   }
@@ -316,6 +341,10 @@ export class MemexDirectClient {
       request.memory_type ?? null,
       request.expires_at ?? null,
       "expires_at" in request && request.expires_at === null,
+      request.supersedes ?? null,
+      request.valid_from ?? null,
+      request.valid_to ?? null,
+      "valid_to" in request && request.valid_to === null,
     ]);
     return row as Results["update"];
   }
