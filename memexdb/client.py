@@ -168,6 +168,11 @@ class AsyncMemex(Session):
         # NewMemory items checked themselves when they were built; a plain MemoryCreate
         # has no id (memories.store_many reads it with getattr)
         given = cast(list[MemoryStore], list(items))
+        for i, item in enumerate(given):
+            # memex.store_many takes no supersession or validity: refused, never dropped
+            for name in ("supersedes", "valid_from", "valid_to"):
+                if getattr(item, name, None) is not None:
+                    raise InvalidArgument(f"memories[{i}].{name}", "only in a single store")
         batch = MemoryBatchCreate.model_construct(memories=given)
         return await self.run(memories.STORE_MANY, batch)
 

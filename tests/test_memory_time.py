@@ -333,3 +333,16 @@ async def test_python_client_history_supersession_and_as_of(live: Live) -> None:
                 created_after=datetime(2030, 1, 1, tzinfo=UTC),
                 created_before=datetime(2020, 1, 1, tzinfo=UTC),
             )
+
+
+async def test_store_many_in_process_refuses_supersedes(amemex: Any) -> None:
+    from memexdb import NewMemory
+    from memexdb.errors import InvalidArgument as Invalid
+
+    who = tenant()
+    old = await amemex.store(who["agent_id"], who["user_id"], HOME_OLD)
+    item = NewMemory(**who, content=HOME_NEW, supersedes=[old.id])
+    with pytest.raises(Invalid) as refused:
+        await amemex.store_many([item])
+    assert refused.value.field == "memories[0].supersedes"
+    assert await amemex.count(who["agent_id"], who["user_id"]) == 1
