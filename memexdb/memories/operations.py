@@ -347,6 +347,7 @@ STORE = Operation(
         "Stored (or, for a repeat of the same memory with its id, the memory stored before)",
         status=201,
         errors=(
+            Reply(404, "A memory named in supersedes is not one of this tenant's", ErrorResponse),
             Reply(409, "A memory with this id exists already with other content", ErrorResponse),
         ),
     ),
