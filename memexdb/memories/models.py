@@ -303,6 +303,7 @@ Supersedes = Annotated[
         " linked both ways (superseded_by), out of the default search, and their validity"
         f" ends where this one's starts. At most {SUPERSEDES_MAX}, no repeats; an unknown id,"
         " or another tenant's, is a 404.",
+        json_schema_extra={"uniqueItems": True},
     ),
     AfterValidator(_distinct),
 ]
