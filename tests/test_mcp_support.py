@@ -37,6 +37,7 @@ TOOLS = {
     "get_memory",
     "update_memory",
     "list_memories",
+    "memory_history",
     "memory_list",
     "memory_read",
     "memory_write",

@@ -40,6 +40,7 @@ ELSEWHERE: dict[str, Any] = {
 # Python parameters that are not request fields, and why
 PYTHON_ONLY = {
     ("update", "clear_expires_at"),  # None means "unchanged" in Python; this clears expires_at
+    ("update", "clear_valid_to"),  # likewise: this reopens valid_to
     ("store_many", "items"),  # the batch's memories, already validated NewMemory items
     ("embed_texts", "texts"),  # OpenAI's `input`, named for Python
     ("memorize", "memex"),  # the client the layer above calls

@@ -61,7 +61,12 @@ _COMMON: dict[str, Method] = {
     "count": Method("count", positional=("agent_id", "user_id", "memory_type")),
     "get": Method("get"),
     "list_memories": Method("list_memories"),
-    "update": Method("update", extra=("clear_expires_at: bool = False",)),
+    "update": Method(
+        "update", extra=("clear_expires_at: bool = False", "clear_valid_to: bool = False")
+    ),
+    "memory_history": Method("memory_history"),
+    "memory_revision_diff": Method("memory_revision_diff"),
+    "revert_memory": Method("revert_memory"),
     "erase_user": Method("erase_user", keyword=("confirm",)),
     "write_file": Method("write_file"),
     "read_file": Method("read_file"),

@@ -284,6 +284,46 @@ def type_filter(
     return memory_types or ([memory_type] if memory_type else None)
 
 
+SUPERSEDES_MAX = 100  # memex.store's bound on p_supersedes
+
+
+def _distinct(value: list[UUID] | None) -> list[UUID] | None:
+    if value is not None and len(set(value)) != len(value):
+        raise ValueError("must not name a memory twice")
+    return value
+
+
+Supersedes = Annotated[
+    list[UUID] | None,
+    Field(
+        min_length=1,
+        max_length=SUPERSEDES_MAX,
+        description="The ids of older memories of this tenant that this one replaces (a"
+        " newer version of the same fact: moved, changed job, replaced the car). They stay,"
+        " linked both ways (superseded_by), out of the default search, and their validity"
+        f" ends where this one's starts. At most {SUPERSEDES_MAX}, no repeats; an unknown id,"
+        " or another tenant's, is a 404.",
+        json_schema_extra={"uniqueItems": True},
+    ),
+    AfterValidator(_distinct),
+]
+ValidFrom = Annotated[
+    Timestamp,
+    Field(
+        description="When the fact started to hold (default: when it was recorded; UTC if naive)."
+    ),
+]
+ValidTo = Annotated[
+    Timestamp,
+    Field(description="When the fact stopped holding (default: still holds; UTC if naive)."),
+]
+
+
+def _validity(valid_from: datetime | None, valid_to: datetime | None) -> None:
+    if valid_from is not None and valid_to is not None and valid_to <= valid_from:
+        raise ValueError("valid_to must be after valid_from")
+
+
 class MemoryCreate(TenantRequest):
     """A memory to store for tenant (agent_id, user_id)."""
 
@@ -316,6 +356,19 @@ class MemoryStore(MemoryCreate):
             " 409 conflict."
         ),
     ] = None
+    supersedes: Supersedes = None
+    valid_from: ValidFrom = None
+    valid_to: ValidTo = None
+
+    @model_validator(mode="after")
+    def _coherent(self) -> MemoryStore:
+        _validity(self.valid_from, self.valid_to)
+        if self.id is not None and self.supersedes and self.id in self.supersedes:
+            raise ValueError("supersedes: a memory cannot supersede itself")
+        return self
+
+
+_NOT_IN_BATCH = ("supersedes", "valid_from", "valid_to")
 
 
 class NewMemory(MemoryStore):
@@ -350,6 +403,18 @@ class MemoryBatchCreate(RequestModel):
 
     memories: list[MemoryStore] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
 
+    @model_validator(mode="after")
+    def _plain(self) -> MemoryBatchCreate:
+        # memex.store_many takes no supersession or validity yet: refused, never dropped
+        for i, item in enumerate(self.memories):
+            given = item.model_fields_set & set(_NOT_IN_BATCH)
+            if given:
+                raise ValueError(
+                    f"memories[{i}]: {', '.join(sorted(given))} only in a single store"
+                    " (POST /v1/memories), not in a batch"
+                )
+        return self
+
 
 _INCLUDE_ARCHIVED = Field(
     description="Also the memories consolidation archived (by default their summary"
@@ -374,6 +439,32 @@ class MemorySearchRequest(TenantRequest):
     context_weight: ContextWeight = None
     metadata: MetadataFilter = None
     include_archived: IncludeArchived = False
+    include_superseded: Annotated[
+        bool,
+        Field(
+            description="Also the memories a newer version superseded, each ranked right"
+            " after its successor when both are found."
+        ),
+        Strict(),
+    ] = False
+    as_of: Annotated[
+        Timestamp,
+        Field(
+            description="Answer as of this moment: only memories recorded by then and not"
+            " yet superseded, archived or expired then, ranked with recency from then"
+            " (UTC if naive). Forgotten memories stay forgotten."
+        ),
+    ] = None
+    valid_at: Annotated[
+        Timestamp,
+        Field(description="Only facts valid at this moment (valid_from <= it < valid_to)."),
+    ] = None
+    created_after: Annotated[
+        Timestamp, Field(description="Only memories created at or after this (UTC if naive).")
+    ] = None
+    created_before: Annotated[
+        Timestamp, Field(description="Only memories created before this (UTC if naive).")
+    ] = None
     now: Annotated[
         Timestamp,
         Field(
@@ -381,6 +472,13 @@ class MemorySearchRequest(TenantRequest):
             " the database's now; UTC if naive). For evaluations that ask at a past date."
         ),
     ] = None
+
+    @model_validator(mode="after")
+    def _window(self) -> MemorySearchRequest:
+        after, before = self.created_after, self.created_before
+        if after is not None and before is not None and after >= before:
+            raise ValueError("created_after must be before created_before")
+        return self
 
     def types(self) -> list[MemoryType] | None:
         return type_filter(self.memory_type, self.memory_types)
@@ -403,10 +501,125 @@ class EraseUserRequest(TenantQuery):
     ]
 
 
-class MemoryRef(TenantQuery):
-    """One memory of a tenant, by id (in REST: the tenant in the query, the id in the path)."""
+AsOf = Annotated[
+    QueryTimestamp,
+    Field(
+        description="Read the memory as it was at this moment (ISO 8601): its revision then"
+        " (404 if it did not exist yet).",
+        examples=["2100-01-01T00:00:00Z"],
+    ),
+]
+
+
+class MemoryReadQuery(TenantQuery):
+    """Query string of GET /v1/memories/{memory_id}: the tenant, and optionally a moment."""
+
+    as_of: AsOf = None
+
+
+class MemoryRef(MemoryReadQuery):
+    """One memory of a tenant, by id (in REST: the tenant in the query, the id in the path),
+    optionally as it was at a moment."""
 
     memory_id: MemoryId
+
+
+RevisionNumber = Annotated[
+    int,
+    Field(ge=1, le=2**31 - 1, description="A revision number (1 is the first).", examples=[1]),
+    BeforeValidator(integral),
+]
+
+
+class MemoryHistoryQuery(TenantQuery):
+    """Query string of GET /v1/memories/{memory_id}/revisions: a page of revisions."""
+
+    limit: ListLimit = DEFAULT_LIST_LIMIT
+    before: Annotated[
+        RevisionNumber | None,
+        Field(description="Revisions older than this one (next_before of the previous page)."),
+    ] = None
+
+
+class MemoryHistory(MemoryHistoryQuery):
+    """The revisions of one memory, newest first, a page at a time."""
+
+    memory_id: MemoryId
+
+
+class MemoryDiffQuery(TenantQuery):
+    """Query string of GET /v1/memories/{memory_id}/revisions/diff."""
+
+    from_revision: RevisionNumber
+    to_revision: RevisionNumber
+
+
+class MemoryDiff(MemoryDiffQuery):
+    """Two revisions of one memory to compare."""
+
+    memory_id: MemoryId
+
+
+class MemoryRevertBody(TenantRequest):
+    """Body of POST /v1/memories/{memory_id}/revert."""
+
+    revision: Annotated[RevisionNumber, Strict()]
+
+
+class MemoryRevert(MemoryRevertBody):
+    """Make what a memory said at a revision current again (a new revision)."""
+
+    memory_id: MemoryId
+
+
+class MemoryRevisionOut(BaseModel):
+    """One revision of a memory: a full snapshot of what it said after a change."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    agent_id: str
+    user_id: str
+    memory_id: UUID
+    revision: int
+    operation: str = Field(
+        description="store, update, supersede, superseded, archive, restore, revert or import"
+    )
+    changed: list[str] = Field(description="the fields this change changed")
+    actor: str
+    at: datetime
+    content: str
+    memory_type: MemoryType
+    importance: float
+    metadata: dict[str, Any]
+    expires_at: datetime | None
+    valid_from: datetime | None
+    valid_to: datetime | None
+    supersedes: list[UUID] | None
+    superseded_by: UUID | None
+    superseded_at: datetime | None
+    archived_at: datetime | None
+    details: dict[str, Any]
+
+
+class MemoryRevisionList(BaseModel):
+    """Revisions of a memory, newest first; next_before pages on (null: the last page)."""
+
+    revisions: list[MemoryRevisionOut]
+    next_before: int | None
+
+
+class MemoryDiffOut(BaseModel):
+    """What changed from one revision of a memory to another: per changed field its value
+    in each (memex.diff_memory_revisions)."""
+
+    memory_id: UUID
+    from_revision: int
+    to_revision: int
+    content: str = Field(description="a unified diff of the content (empty: the same text)")
+    fields: dict[str, Any] = Field(
+        description='each other field that differs: {"from": value, "to": value}'
+    )
 
 
 AnyUserOfAgent = Annotated[
@@ -480,14 +693,26 @@ class ExportQuery(RequestModel):
     ] = False
 
 
-_PATCH_FIELDS = ("content", "importance", "metadata", "memory_type", "expires_at")
+_PATCH_FIELDS = (
+    "content",
+    "importance",
+    "metadata",
+    "memory_type",
+    "supersedes",
+    "valid_from",
+    "expires_at",
+    "valid_to",
+)
+_NULLABLE = ("expires_at", "valid_to")  # null removes the expiry / reopens the validity
 
 
 def _patch_schema(schema: dict[str, Any]) -> None:
-    # At least one field to change; only expires_at may be null (null removes the expiry).
+    # At least one field to change; only expires_at and valid_to may be null.
     schema["anyOf"] = [{"required": [f]} for f in _PATCH_FIELDS]
     schema["examples"] = [{"agent_id": EXAMPLE_AGENT, "user_id": EXAMPLE_USER, "importance": 1.5}]
-    for name in _PATCH_FIELDS[:-1]:
+    for name in _PATCH_FIELDS:
+        if name in _NULLABLE:
+            continue
         prop = schema["properties"][name]
         options = [o for o in prop.pop("anyOf") if o != {"type": "null"}]
         prop.pop("default", None)
@@ -512,16 +737,27 @@ class MemoryPatch(RequestModel):
         FutureTimestamp,
         Field(description="A new expiry, in the future (UTC if naive); null removes it."),
     ] = None
+    supersedes: Supersedes = None
+    valid_from: ValidFrom = None
+    valid_to: Annotated[
+        Timestamp,
+        Field(description="When the fact stopped holding (UTC if naive); null: it still holds."),
+    ] = None
 
     @model_validator(mode="after")
     def _changes_something(self) -> MemoryPatch:
         given = self.model_fields_set & set(_PATCH_FIELDS)
         if not given:
             raise ValueError(f"must change at least one of {', '.join(_PATCH_FIELDS)}")
-        for name in given - {"expires_at"}:
+        for name in given - set(_NULLABLE):
             if getattr(self, name) is None:
                 raise ValueError(f"{name} may not be null (leave it out to keep it)")
+        _validity(self.valid_from, self.valid_to)
         return self
+
+    @property
+    def clear_valid_to(self) -> bool:
+        return "valid_to" in self.model_fields_set and self.valid_to is None
 
     @property
     def clear_expires_at(self) -> bool:
@@ -558,10 +794,24 @@ class MemoryOut(BaseModel):
         default_factory=list, description="a summary's sources (consolidation); else empty"
     )
     superseded_by: UUID | None = Field(
-        default=None, description="the summary that replaced this archived memory"
+        default=None,
+        description="the summary that replaced this archived memory, or the newer version"
+        " that superseded it",
     )
     archived_at: datetime | None = Field(
         default=None, description="when consolidation archived it (null: live)"
+    )
+    valid_from: datetime | None = Field(
+        default=None, description="when the fact started to hold (null: from created_at)"
+    )
+    valid_to: datetime | None = Field(
+        default=None, description="when the fact stopped holding (null: it still holds)"
+    )
+    superseded_at: datetime | None = Field(
+        default=None, description="when a newer memory (superseded_by) replaced it"
+    )
+    supersedes: list[UUID] | None = Field(
+        default=None, description="the older memories this one replaced"
     )
 
 

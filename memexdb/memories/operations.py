@@ -36,13 +36,23 @@ from memexdb.memories.models import (
     MemoryBatchCreate,
     MemoryBatchResponse,
     MemoryCreate,
+    MemoryDiff,
+    MemoryDiffOut,
+    MemoryDiffQuery,
     MemoryForget,
+    MemoryHistory,
+    MemoryHistoryQuery,
     MemoryIds,
     MemoryImport,
     MemoryOut,
     MemoryPage,
     MemoryPatch,
+    MemoryReadQuery,
     MemoryRef,
+    MemoryRevert,
+    MemoryRevertBody,
+    MemoryRevisionList,
+    MemoryRevisionOut,
     MemorySearchRequest,
     MemoryStore,
     MemoryUpdate,
@@ -54,7 +64,15 @@ from memexdb.memories.models import (
 from memexdb.operation import Operation, Paging, Reply, Route, Tool
 from memexdb.paging import next_key
 from memexdb.session import Session, jsonb_or_none
-from memexdb.types import ErasedRows, ExportRow, HistoryRow, Memory, SearchHit, SearchMode
+from memexdb.types import (
+    ErasedRows,
+    ExportRow,
+    HistoryRow,
+    Memory,
+    MemoryRevision,
+    SearchHit,
+    SearchMode,
+)
 from memexdb.types import MemoryPage as Page
 
 # where the next page of an export starts: (user_id, created_at, id) of the last row
@@ -99,6 +117,9 @@ async def store(session: Session, item: MemoryStore | MemoryCreate) -> Memory:
         "embedding": embedding,
         "embedding_model": session.model_id,
         "id": getattr(item, "id", None),  # a MemoryCreate (memorize's fallback) has none
+        "supersedes": getattr(item, "supersedes", None),
+        "valid_from": getattr(item, "valid_from", None),
+        "valid_to": getattr(item, "valid_to", None),
     }
     rows: list[Memory] = await session.fetch(Memory, sql.STORE, values, reservation=reservation)
     metrics.count_by_type(metrics.MEMORIES_STORED, rows)
@@ -146,6 +167,15 @@ async def search(session: Session, request: MemorySearchRequest) -> list[SearchH
             "context_weight": request.context_weight,
             "metadata": jsonb_or_none(request.metadata),
             "include_archived": request.include_archived,
+            **request.model_dump(
+                include={
+                    "include_superseded",
+                    "as_of",
+                    "valid_at",
+                    "created_after",
+                    "created_before",
+                }
+            ),
         },
         reservation=reservation,
     )
@@ -153,15 +183,13 @@ async def search(session: Session, request: MemorySearchRequest) -> list[SearchH
     return hits
 
 
-async def _by_id(session: Session, sql: str, ref: MemoryRef) -> Memory:
+async def get(session: Session, ref: MemoryRef) -> Memory:
     rows: list[Memory] = await session.fetch(
-        Memory, sql, {**ref.model_dump(include={"agent_id", "user_id"}), "id": ref.memory_id}
+        Memory,
+        sql.GET_MEMORY,
+        {**ref.model_dump(include={"agent_id", "user_id", "as_of"}), "id": ref.memory_id},
     )
     return rows[0]
-
-
-async def get(session: Session, ref: MemoryRef) -> Memory:
-    return await _by_id(session, sql.GET_MEMORY, ref)
 
 
 async def forget(session: Session, ref: MemoryForget) -> Memory:
@@ -222,8 +250,50 @@ async def update(session: Session, patch: MemoryUpdate) -> Memory:
             "memory_type": str(patch.memory_type) if patch.memory_type else None,
             "expires_at": patch.expires_at,
             "clear_expires_at": patch.clear_expires_at,
+            "supersedes": patch.supersedes,
+            "valid_from": patch.valid_from,
+            "valid_to": patch.valid_to,
+            "clear_valid_to": patch.clear_valid_to,
         },
         reservation=reservation,
+    )
+    return rows[0]
+
+
+async def memory_history(session: Session, query: MemoryHistory) -> list[MemoryRevision]:
+    rows: list[MemoryRevision] = await session.fetch(
+        MemoryRevision,
+        sql.LIST_MEMORY_REVISIONS,
+        {
+            **query.model_dump(include={"agent_id", "user_id", "limit", "before"}),
+            "id": query.memory_id,
+        },
+    )
+    return rows
+
+
+async def memory_revision_diff(session: Session, query: MemoryDiff) -> dict[str, Any]:
+    rows = await session.fetch(
+        None,
+        sql.DIFF_MEMORY_REVISIONS,
+        {
+            **query.model_dump(include={"agent_id", "user_id", "from_revision", "to_revision"}),
+            "id": query.memory_id,
+        },
+    )
+    diff: dict[str, Any] = rows[0]
+    return diff
+
+
+async def revert_memory(session: Session, request: MemoryRevert) -> Memory:
+    # (SQL charges the store rate limit and queues the restored text for the embed worker)
+    rows: list[Memory] = await session.fetch(
+        Memory,
+        sql.REVERT_MEMORY,
+        {
+            **request.model_dump(include={"agent_id", "user_id", "revision"}),
+            "id": request.memory_id,
+        },
     )
     return rows[0]
 
@@ -245,6 +315,23 @@ def _searched(request: MemorySearchRequest, hits: list[SearchHit]) -> SearchResp
         query=request.query,
         total=len(results),
         results=results,
+    )
+
+
+def _history(query: MemoryHistory, rows: list[MemoryRevision]) -> MemoryRevisionList:
+    before = rows[-1].revision if len(rows) == query.limit and rows[-1].revision > 1 else None
+    return MemoryRevisionList(
+        revisions=[MemoryRevisionOut.model_validate(r) for r in rows], next_before=before
+    )
+
+
+def _diffed(query: MemoryDiff, diff: dict[str, Any]) -> MemoryDiffOut:
+    return MemoryDiffOut(
+        memory_id=query.memory_id,
+        from_revision=query.from_revision,
+        to_revision=query.to_revision,
+        content=diff.get("content") or "",
+        fields=diff.get("fields") or {},
     )
 
 
@@ -281,6 +368,7 @@ STORE = Operation(
         "Stored (or, for a repeat of the same memory with its id, the memory stored before)",
         status=201,
         errors=(
+            Reply(404, "A memory named in supersedes is not one of this tenant's", ErrorResponse),
             Reply(409, "A memory with this id exists already with other content", ErrorResponse),
         ),
     ),
@@ -288,7 +376,10 @@ STORE = Operation(
         "store_memory",
         "Store a memory",
         "Remember something for later: store one memory (a fact, an event or a procedure)"
-        f" {_TENANT}. Returns the stored memory with its id.",
+        f" {_TENANT}. Returns the stored memory with its id. When the new fact replaces an"
+        " older one you found by search (the user moved, changed job, replaced the car),"
+        " pass the older memory's id in `supersedes`: it stays in the history but leaves"
+        " the default search, so the current version is what is recalled.",
     ),
 )
 
@@ -442,15 +533,15 @@ GET = Operation(
         "/v1/memories/{memory_id:uuid}",
         "The memory",
         source="query",
-        wire=TenantQuery,
+        wire=MemoryReadQuery,
         path_params=_MEMORY_ID,
         errors=(_NOT_FOUND,),
     ),
     tool=Tool(
         "get_memory",
         "Get a memory",
-        "Read one memory of the tenant by its id. Fails if the id is not one of this"
-        " tenant's live memories.",
+        "Read one memory of the tenant by its id (with as_of: as it was at that moment)."
+        " Fails if the id is not one of this tenant's memories.",
         read_only=True,
         renames=_ID,
     ),
@@ -697,6 +788,86 @@ IMPORT_MEMORY_BATCH = Operation(
     embeds="(the memories without a vector of the caller's model)",
 )
 
+HISTORY = Operation(
+    name="memory_history",
+    summary="List the revisions of one memory, newest first (every change leaves one)",
+    request=MemoryHistory,
+    run=memory_history,
+    response=MemoryRevisionList,
+    answer=_history,
+    sql=("memex.list_memory_revisions",),
+    access="read",
+    domain="memories",
+    pages=Paging("before", "next_before"),
+    rest=Route(
+        "GET",
+        "/v1/memories/{memory_id:uuid}/revisions",
+        "A page of revisions, each a full snapshot",
+        source="query",
+        wire=MemoryHistoryQuery,
+        path_params=_MEMORY_ID,
+        errors=(_NOT_FOUND,),
+    ),
+    tool=Tool(
+        "memory_history",
+        "Memory history",
+        "List the revisions of one memory of the tenant, newest first: what it said after"
+        " each change (store, update, supersede, superseded, archive, restore, revert),"
+        " which fields changed, who and when. To read it as it was at a moment, use"
+        " get_memory with as_of.",
+        read_only=True,
+        renames=_ID,
+    ),
+)
+
+REVISION_DIFF = Operation(
+    name="memory_revision_diff",
+    summary="What changed in one memory from one revision to another",
+    request=MemoryDiff,
+    run=memory_revision_diff,
+    response=MemoryDiffOut,
+    answer=_diffed,
+    sql=("memex.diff_memory_revisions",),
+    access="read",
+    domain="memories",
+    rest=Route(
+        "GET",
+        "/v1/memories/{memory_id:uuid}/revisions/diff",
+        "A unified diff of the content and the other fields that differ",
+        source="query",
+        wire=MemoryDiffQuery,
+        path_params=_MEMORY_ID,
+        errors=(_NOT_FOUND,),
+    ),
+)
+
+REVERT = Operation(
+    name="revert_memory",
+    summary="Make what a memory said at an earlier revision current again (a new revision)",
+    request=MemoryRevert,
+    run=revert_memory,
+    response=MemoryOut,
+    answer=_memory,
+    sql=("memex.revert_memory",),
+    access="write",
+    domain="memories",
+    rest=Route(
+        "POST",
+        "/v1/memories/{memory_id:uuid}/revert",
+        "The memory as reverted",
+        wire=MemoryRevertBody,
+        path_params=_MEMORY_ID,
+        errors=(
+            _NOT_FOUND,
+            Reply(
+                409,
+                "The memory is a file (POST /v1/files/restore), or says that already",
+                ErrorResponse,
+            ),
+        ),
+    ),
+)
+
 OPERATIONS: tuple[Operation[Any, Any], ...] = (
     STORE,
     STORE_MANY,
@@ -706,6 +877,9 @@ OPERATIONS: tuple[Operation[Any, Any], ...] = (
     GET,
     UPDATE,
     LIST,
+    HISTORY,
+    REVISION_DIFF,
+    REVERT,
     ERASE_USER,
     EXPORT_PAGE,  # the Python API's (GET /v1/export streams pages of it)
     # export and import's own (memexdb.moving runs them, page after page, batch by batch)

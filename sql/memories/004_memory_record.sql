@@ -11,7 +11,8 @@ as $$
     select row(p_row.id, p_row.agent_id, p_row.user_id, p_row.memory_type, p_row.content,
                p_row.importance, p_row.metadata, p_row.embedding_model, p_row.created_at,
                p_row.updated_at, p_row.expires_at, p_row.source_ids, p_row.superseded_by,
-               p_row.archived_at)::memex.memory_record
+               p_row.archived_at, p_row.valid_from, p_row.valid_to, p_row.superseded_at,
+               p_row.supersedes)::memex.memory_record
 $$;
 
 comment on function memex._memory_record(memex.memories) is

@@ -23,7 +23,8 @@ begin
             select h.id, h.agent_id, h.user_id, h.memory_type, h.content, h.importance,
                    h.metadata, h.created_at, h.expires_at, h.similarity, h.text_rank,
                    h.relevance, h.recency, h.score, h.source_ids, h.superseded_by,
-                   h.archived_at, h.updated_at, h.embedding_model
+                   h.archived_at, h.updated_at, h.embedding_model, h.valid_from, h.valid_to,
+                   h.superseded_at, h.supersedes
             from unnest(p_hits) with ordinality as h
             order by h.ordinality;
         return;
@@ -45,7 +46,8 @@ begin
     select h.id, h.agent_id, h.user_id, h.memory_type, h.content, h.importance, h.metadata,
            h.created_at, h.expires_at, h.similarity, h.text_rank, h.relevance, h.recency,
            coalesce(c.adjusted, h.score), h.source_ids, h.superseded_by, h.archived_at,
-           h.updated_at, h.embedding_model
+           h.updated_at, h.embedding_model, h.valid_from, h.valid_to, h.superseded_at,
+           h.supersedes
     from hits h left join chain c on c.id = h.id
     order by coalesce(c.adjusted, h.score) desc, h.created_at desc, h.id;
 end

@@ -229,7 +229,8 @@ begin
                m.importance::double precision as importance,
                m.metadata, m.created_at, m.expires_at, t.similarity, null::double precision,
                t.similarity, t.recency, t.score, m.source_ids, m.superseded_by, m.archived_at,
-               m.updated_at, m.embedding_model
+               m.updated_at, m.embedding_model, m.valid_from, m.valid_to, m.superseded_at,
+               m.supersedes
         from top t join memex.memories m on m.id = t.id
         order by t.score desc, t.created_at desc, t.id) h), p_include_superseded);
     else
@@ -290,7 +291,7 @@ begin
         select m.id, m.agent_id, m.user_id, m.memory_type, m.content, m.importance, m.metadata,
                m.created_at, m.expires_at, t.similarity, t.text_rank, t.relevance, t.recency,
                t.score, m.source_ids, m.superseded_by, m.archived_at, m.updated_at,
-               m.embedding_model
+               m.embedding_model, m.valid_from, m.valid_to, m.superseded_at, m.supersedes
         from top t
              -- one primary-key lookup per row of the top k: for "limit p_top_k" the generic
              -- plan assumes 10 % of the candidates, and would hash a small table whole
@@ -300,7 +301,8 @@ begin
                  select m.id, m.agent_id, m.user_id, m.memory_type, m.content,
                         m.importance::double precision as importance, m.metadata,
                         m.created_at, m.expires_at, m.source_ids, m.superseded_by,
-                        m.archived_at, m.updated_at, m.embedding_model
+                        m.archived_at, m.updated_at, m.embedding_model, m.valid_from,
+                        m.valid_to, m.superseded_at, m.supersedes
                  from memex.memories m where m.id = t.id offset 0
              ) m
         order by t.score desc, t.created_at desc, t.id) h), p_include_superseded);

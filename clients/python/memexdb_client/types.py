@@ -54,6 +54,12 @@ class Memory:
     source_ids: list[UUID] = field(default_factory=list)
     superseded_by: UUID | None = None
     archived_at: datetime | None = None
+    # time (issue 36): when the fact held (null valid_from: from created_at; null valid_to:
+    # still holds), when a newer memory superseded it, and the memories this one supersedes
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    superseded_at: datetime | None = None
+    supersedes: list[UUID] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -353,6 +359,33 @@ class FileEntry:
     size: int
     created_at: datetime
     updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRevision:
+    """One row of memex.memory_revisions: a memory's state after one change (issue 36)."""
+
+    id: int
+    agent_id: str
+    user_id: str
+    memory_id: UUID
+    revision: int
+    operation: str
+    changed: list[str]
+    actor: str
+    at: datetime
+    content: str
+    memory_type: MemoryType
+    importance: float
+    metadata: dict[str, Any]
+    expires_at: datetime | None
+    valid_from: datetime | None
+    valid_to: datetime | None
+    supersedes: list[UUID] | None
+    superseded_by: UUID | None
+    superseded_at: datetime | None
+    archived_at: datetime | None
+    details: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

@@ -186,6 +186,20 @@ export class MemexDirectClient {
   /** Store memories in one statement (all or nothing), queued for embedding. */
   async storeMany(request: Requests["storeMany"]): Promise<Results["storeMany"]> {
     const items = request.memories;
+    // memex.store_queued takes no supersession or validity: refused, never dropped
+    // (the service's single store takes them)
+    items.forEach((m, i) => {
+      for (const name of ["supersedes", "valid_from", "valid_to"] as const) {
+        if (m[name] !== undefined && m[name] !== null) {
+          const message = "not in direct mode (the service's store takes it)";
+          throw new InvalidArgumentError(`memories[${i}].${name}: ${message}`, {
+            code: "invalid_argument",
+            status: 422,
+            fields: [{ field: `memories[${i}].${name}`, message }],
+          });
+        }
+      }
+    });
     const rows = await this.#from(
       sql.storeQueued({
         agent_ids: items.map((m) => m.agent_id),
@@ -237,6 +251,11 @@ export class MemexDirectClient {
         context_weight: request.context_weight ?? null,
         metadata: json(request.metadata),
         include_archived: request.include_archived ?? false,
+        include_superseded: request.include_superseded ?? false,
+        as_of: request.as_of ?? null,
+        valid_at: request.valid_at ?? null,
+        created_after: request.created_after ?? null,
+        created_before: request.created_before ?? null,
       }),
     );
     return {
@@ -274,7 +293,12 @@ export class MemexDirectClient {
 
   async get(request: Requests["get"]): Promise<Results["get"]> {
     const row = await this.#oneFrom(
-      sql.getMemory({ agent_id: request.agent_id, user_id: request.user_id, id: request.memory_id }),
+      sql.getMemory({
+        agent_id: request.agent_id,
+        user_id: request.user_id,
+        id: request.memory_id,
+        as_of: request.as_of ?? null,
+      }),
     );
     return row as Results["get"];
   }
@@ -297,6 +321,10 @@ export class MemexDirectClient {
         memory_type: request.memory_type ?? null,
         expires_at: request.expires_at ?? null,
         clear_expires_at: "expires_at" in request && request.expires_at === null,
+        supersedes: request.supersedes ?? null,
+        valid_from: request.valid_from ?? null,
+        valid_to: request.valid_to ?? null,
+        clear_valid_to: "valid_to" in request && request.valid_to === null,
       }),
     );
     return row as Results["update"];

@@ -505,6 +505,57 @@ export interface paths {
         patch: operations["update"];
         trace?: never;
     };
+    "/v1/memories/{memory_id}/revert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make what a memory said at an earlier revision current again (a new revision) */
+        post: operations["revert_memory"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/memories/{memory_id}/revisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the revisions of one memory, newest first (every change leaves one) */
+        get: operations["memory_history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/memories/{memory_id}/revisions/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What changed in one memory from one revision to another */
+        get: operations["memory_revision_diff"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/memorize": {
         parameters: {
             query?: never;
@@ -1574,6 +1625,34 @@ export interface components {
             total: number;
         };
         /**
+         * MemoryDiffOut
+         * @description What changed from one revision of a memory to another: per changed field its value
+         *     in each (memex.diff_memory_revisions).
+         */
+        MemoryDiffOut: {
+            /**
+             * Content
+             * @description a unified diff of the content (empty: the same text)
+             */
+            content: string;
+            /**
+             * Fields
+             * @description each other field that differs: {"from": value, "to": value}
+             */
+            fields: {
+                [key: string]: unknown;
+            };
+            /** From Revision */
+            from_revision: number;
+            /**
+             * Memory Id
+             * Format: uuid
+             */
+            memory_id: string;
+            /** To Revision */
+            to_revision: number;
+        };
+        /**
          * MemoryOut
          * @description A stored memory.
          */
@@ -1628,11 +1707,23 @@ export interface components {
              */
             source_ids?: string[];
             /**
+             * Superseded At
+             * @description when a newer memory (superseded_by) replaced it
+             * @default null
+             */
+            superseded_at?: string | null;
+            /**
              * Superseded By
-             * @description the summary that replaced this archived memory
+             * @description the summary that replaced this archived memory, or the newer version that superseded it
              * @default null
              */
             superseded_by?: string | null;
+            /**
+             * Supersedes
+             * @description the older memories this one replaced
+             * @default null
+             */
+            supersedes?: string[] | null;
             /**
              * Updated At
              * @description last change
@@ -1641,6 +1732,18 @@ export interface components {
             updated_at?: string | null;
             /** User Id */
             user_id: string;
+            /**
+             * Valid From
+             * @description when the fact started to hold (null: from created_at)
+             * @default null
+             */
+            valid_from?: string | null;
+            /**
+             * Valid To
+             * @description when the fact stopped holding (null: it still holds)
+             * @default null
+             */
+            valid_to?: string | null;
         };
         /**
          * MemoryPage
@@ -1703,11 +1806,125 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
+             * Supersedes
+             * @description The ids of older memories of this tenant that this one replaces (a newer version of the same fact: moved, changed job, replaced the car). They stay, linked both ways (superseded_by), out of the default search, and their validity ends where this one's starts. At most 100, no repeats; an unknown id, or another tenant's, is a 404.
+             */
+            supersedes?: string[];
+            /**
              * User Id
              * @description The user the memories are about or belong to.
              * @example alice
              */
             user_id: string;
+            /**
+             * Valid From
+             * Format: date-time
+             * @description When the fact started to hold (default: when it was recorded; UTC if naive).
+             */
+            valid_from?: string;
+            /**
+             * Valid To
+             * @description When the fact stopped holding (UTC if naive); null: it still holds.
+             * @default null
+             */
+            valid_to?: string | null;
+        };
+        /**
+         * MemoryRevertBody
+         * @description Body of POST /v1/memories/{memory_id}/revert.
+         */
+        MemoryRevertBody: {
+            /**
+             * Agent Id
+             * @description Your agent's id; memories are private to (agent_id, user_id).
+             * @example demo-agent
+             */
+            agent_id: string;
+            /**
+             * Revision
+             * @description A revision number (1 is the first).
+             * @example 1
+             */
+            revision: number;
+            /**
+             * User Id
+             * @description The user the memories are about or belong to.
+             * @example alice
+             */
+            user_id: string;
+        };
+        /**
+         * MemoryRevisionList
+         * @description Revisions of a memory, newest first; next_before pages on (null: the last page).
+         */
+        MemoryRevisionList: {
+            /** Next Before */
+            next_before: number | null;
+            /** Revisions */
+            revisions: components["schemas"]["MemoryRevisionOut"][];
+        };
+        /**
+         * MemoryRevisionOut
+         * @description One revision of a memory: a full snapshot of what it said after a change.
+         */
+        MemoryRevisionOut: {
+            /** Actor */
+            actor: string;
+            /** Agent Id */
+            agent_id: string;
+            /** Archived At */
+            archived_at: string | null;
+            /**
+             * At
+             * Format: date-time
+             */
+            at: string;
+            /**
+             * Changed
+             * @description the fields this change changed
+             */
+            changed: string[];
+            /** Content */
+            content: string;
+            /** Details */
+            details: {
+                [key: string]: unknown;
+            };
+            /** Expires At */
+            expires_at: string | null;
+            /** Id */
+            id: number;
+            /** Importance */
+            importance: number;
+            /**
+             * Memory Id
+             * Format: uuid
+             */
+            memory_id: string;
+            memory_type: components["schemas"]["MemoryType"];
+            /** Metadata */
+            metadata: {
+                [key: string]: unknown;
+            };
+            /**
+             * Operation
+             * @description store, update, supersede, superseded, archive, restore, revert or import
+             */
+            operation: string;
+            /** Revision */
+            revision: number;
+            /** Superseded At */
+            superseded_at: string | null;
+            /** Superseded By */
+            superseded_by: string | null;
+            /** Supersedes */
+            supersedes: string[] | null;
+            /** User Id */
+            user_id: string;
+            /** Valid From */
+            valid_from: string | null;
+            /** Valid To */
+            valid_to: string | null;
         };
         /**
          * MemorySearchRequest
@@ -1728,11 +1945,29 @@ export interface components {
              */
             alpha?: number | null;
             /**
+             * As Of
+             * @description Answer as of this moment: only memories recorded by then and not yet superseded, archived or expired then, ranked with recency from then (UTC if naive). Forgotten memories stay forgotten.
+             * @default null
+             */
+            as_of?: string | null;
+            /**
              * Context Weight
              * @description How much a memory's neighbours in time lend it relevance (default 0 in vector mode, 0.5 in text and hybrid mode).
              * @default null
              */
             context_weight?: number | null;
+            /**
+             * Created After
+             * @description Only memories created at or after this (UTC if naive).
+             * @default null
+             */
+            created_after?: string | null;
+            /**
+             * Created Before
+             * @description Only memories created before this (UTC if naive).
+             * @default null
+             */
+            created_before?: string | null;
             /**
              * Half Life Days
              * @description Age in days at which recency has halved. Not sent (null, the default): 90 days without alpha, 30 with alpha.
@@ -1745,6 +1980,12 @@ export interface components {
              * @default false
              */
             include_archived?: boolean;
+            /**
+             * Include Superseded
+             * @description Also the memories a newer version superseded, each ranked right after its successor when both are found.
+             * @default false
+             */
+            include_superseded?: boolean;
             /**
              * @description Only memories of this type.
              * @default null
@@ -1794,6 +2035,12 @@ export interface components {
              * @example alice
              */
             user_id: string;
+            /**
+             * Valid At
+             * @description Only facts valid at this moment (valid_from <= it < valid_to).
+             * @default null
+             */
+            valid_at?: string | null;
         };
         /**
          * MemoryStore
@@ -1855,11 +2102,29 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             /**
+             * Supersedes
+             * @description The ids of older memories of this tenant that this one replaces (a newer version of the same fact: moved, changed job, replaced the car). They stay, linked both ways (superseded_by), out of the default search, and their validity ends where this one's starts. At most 100, no repeats; an unknown id, or another tenant's, is a 404.
+             * @default null
+             */
+            supersedes?: string[] | null;
+            /**
              * User Id
              * @description The user the memories are about or belong to.
              * @example alice
              */
             user_id: string;
+            /**
+             * Valid From
+             * @description When the fact started to hold (default: when it was recorded; UTC if naive).
+             * @default null
+             */
+            valid_from?: string | null;
+            /**
+             * Valid To
+             * @description When the fact stopped holding (default: still holds; UTC if naive).
+             * @default null
+             */
+            valid_to?: string | null;
         };
         /**
          * MemoryType
@@ -2286,11 +2551,23 @@ export interface components {
              */
             source_ids?: string[];
             /**
+             * Superseded At
+             * @description when a newer memory (superseded_by) replaced it
+             * @default null
+             */
+            superseded_at?: string | null;
+            /**
              * Superseded By
-             * @description the summary that replaced this archived memory
+             * @description the summary that replaced this archived memory, or the newer version that superseded it
              * @default null
              */
             superseded_by?: string | null;
+            /**
+             * Supersedes
+             * @description the older memories this one replaced
+             * @default null
+             */
+            supersedes?: string[] | null;
             /**
              * Text Rank
              * @description BM25 score (text and hybrid modes)
@@ -2304,6 +2581,18 @@ export interface components {
             updated_at?: string | null;
             /** User Id */
             user_id: string;
+            /**
+             * Valid From
+             * @description when the fact started to hold (null: from created_at)
+             * @default null
+             */
+            valid_from?: string | null;
+            /**
+             * Valid To
+             * @description when the fact stopped holding (null: it still holds)
+             * @default null
+             */
+            valid_to?: string | null;
         };
         /** SkippedStep */
         SkippedStep: {
@@ -4983,6 +5272,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A memory named in supersedes is not one of this tenant's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description A memory with this id exists already with other content */
             409: {
                 headers: {
@@ -5334,6 +5632,8 @@ export interface operations {
                 agent_id: string;
                 /** @example alice */
                 user_id: string;
+                /** @example 2100-01-01T00:00:00Z */
+                as_of?: string | null;
             };
             header?: never;
             path: {
@@ -5586,6 +5886,311 @@ export interface operations {
             };
             /** @description Request body larger than 16 MiB */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Host not allowed (MEMEX_ALLOWED_HOSTS) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Invalid input; `error.fields` names each bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; see the Retry-After header */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    revert_memory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47 */
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "agent_id": "demo-agent",
+                 *       "revision": 1,
+                 *       "user_id": "alice"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MemoryRevertBody"];
+            };
+        };
+        responses: {
+            /** @description The memory as reverted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryOut"];
+                };
+            };
+            /** @description No API key where one is required, or not a valid one (checked before the input: a 422 goes only to a caller with valid credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The key may not do this (another agent or user, too little access), or a browser Origin not allowed (MEMEX_ALLOWED_ORIGINS) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such live memory for this tenant (or an id that is not a UUID) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The memory is a file (POST /v1/files/restore), or says that already */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request body larger than 16 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Host not allowed (MEMEX_ALLOWED_HOSTS) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Invalid input; `error.fields` names each bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; see the Retry-After header */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    memory_history: {
+        parameters: {
+            query: {
+                /** @example demo-agent */
+                agent_id: string;
+                /** @example alice */
+                user_id: string;
+                /** @example 50 */
+                limit?: number;
+                /** @example 1 */
+                before?: number | null;
+            };
+            header?: never;
+            path: {
+                /** @example 0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47 */
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of revisions, each a full snapshot */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryRevisionList"];
+                };
+            };
+            /** @description No API key where one is required, or not a valid one (checked before the input: a 422 goes only to a caller with valid credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The key may not do this (another agent or user, too little access), or a browser Origin not allowed (MEMEX_ALLOWED_ORIGINS) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such live memory for this tenant (or an id that is not a UUID) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Host not allowed (MEMEX_ALLOWED_HOSTS) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Invalid input; `error.fields` names each bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; see the Retry-After header */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    memory_revision_diff: {
+        parameters: {
+            query: {
+                /** @example demo-agent */
+                agent_id: string;
+                /** @example alice */
+                user_id: string;
+                /** @example 1 */
+                from_revision: number;
+                /** @example 1 */
+                to_revision: number;
+            };
+            header?: never;
+            path: {
+                /** @example 0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47 */
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A unified diff of the content and the other fields that differ */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryDiffOut"];
+                };
+            };
+            /** @description No API key where one is required, or not a valid one (checked before the input: a 422 goes only to a caller with valid credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The key may not do this (another agent or user, too little access), or a browser Origin not allowed (MEMEX_ALLOWED_ORIGINS) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such live memory for this tenant (or an id that is not a UUID) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -114,6 +114,52 @@ export const OPERATIONS = {
       "items": "memories"
     }
   },
+  memoryHistory: {
+    "operation": "memory_history",
+    "method": "GET",
+    "path": "/v1/memories/{memory_id}/revisions",
+    "source": "query",
+    "pathParams": [
+      "memory_id"
+    ],
+    "status": 200,
+    "noBody": false,
+    "access": "read",
+    "retrySafe": true,
+    "paging": {
+      "cursor": "before",
+      "next": "next_before",
+      "items": "revisions"
+    }
+  },
+  memoryRevisionDiff: {
+    "operation": "memory_revision_diff",
+    "method": "GET",
+    "path": "/v1/memories/{memory_id}/revisions/diff",
+    "source": "query",
+    "pathParams": [
+      "memory_id"
+    ],
+    "status": 200,
+    "noBody": false,
+    "access": "read",
+    "retrySafe": true,
+    "paging": null
+  },
+  revertMemory: {
+    "operation": "revert_memory",
+    "method": "POST",
+    "path": "/v1/memories/{memory_id}/revert",
+    "source": "body",
+    "pathParams": [
+      "memory_id"
+    ],
+    "status": 200,
+    "noBody": false,
+    "access": "write",
+    "retrySafe": false,
+    "paging": null
+  },
   eraseUser: {
     "operation": "erase_user",
     "method": "POST",
@@ -470,6 +516,9 @@ export interface OperationEntries {
   get: paths["/v1/memories/{memory_id}"]["get"];
   update: paths["/v1/memories/{memory_id}"]["patch"];
   listMemories: paths["/v1/memories"]["get"];
+  memoryHistory: paths["/v1/memories/{memory_id}/revisions"]["get"];
+  memoryRevisionDiff: paths["/v1/memories/{memory_id}/revisions/diff"]["get"];
+  revertMemory: paths["/v1/memories/{memory_id}/revert"]["post"];
   eraseUser: paths["/v1/users/erase"]["post"];
   listFiles: paths["/v1/files"]["get"];
   readFile: paths["/v1/files/read"]["get"];
@@ -514,6 +563,9 @@ export interface Results {
   get: ResultOf<OperationEntries["get"], 200>;
   update: ResultOf<OperationEntries["update"], 200>;
   listMemories: ResultOf<OperationEntries["listMemories"], 200>;
+  memoryHistory: ResultOf<OperationEntries["memoryHistory"], 200>;
+  memoryRevisionDiff: ResultOf<OperationEntries["memoryRevisionDiff"], 200>;
+  revertMemory: ResultOf<OperationEntries["revertMemory"], 200>;
   eraseUser: ResultOf<OperationEntries["eraseUser"], 200>;
   listFiles: ResultOf<OperationEntries["listFiles"], 200>;
   readFile: ResultOf<OperationEntries["readFile"], 200>;
@@ -544,6 +596,7 @@ export interface Results {
 
 export type PagedOperationName =
   | "listMemories"
+  | "memoryHistory"
   | "listFiles"
   | "listRevisions"
   | "accessLog"
@@ -555,6 +608,7 @@ export type PagedOperationName =
 /** The items of each paged listing. */
 export interface Items {
   listMemories: Results["listMemories"]["memories"][number];
+  memoryHistory: Results["memoryHistory"]["revisions"][number];
   listFiles: Results["listFiles"]["files"][number];
   listRevisions: Results["listRevisions"]["revisions"][number];
   accessLog: Results["accessLog"]["events"][number];
@@ -583,6 +637,14 @@ export interface OperationMethods {
   listMemories(request: Requests["listMemories"], options?: CallOptions): Promise<Results["listMemories"]>;
   /** Every item of `listMemories`, page after page (following `next_cursor`). */
   iterListMemories(request: Requests["listMemories"], options?: CallOptions): AsyncIterableIterator<Items["listMemories"]>;
+  /** List the revisions of one memory, newest first (every change leaves one) (GET /v1/memories/{memory_id}/revisions) */
+  memoryHistory(request: Requests["memoryHistory"], options?: CallOptions): Promise<Results["memoryHistory"]>;
+  /** Every item of `memoryHistory`, page after page (following `next_before`). */
+  iterMemoryHistory(request: Requests["memoryHistory"], options?: CallOptions): AsyncIterableIterator<Items["memoryHistory"]>;
+  /** What changed in one memory from one revision to another (GET /v1/memories/{memory_id}/revisions/diff) */
+  memoryRevisionDiff(request: Requests["memoryRevisionDiff"], options?: CallOptions): Promise<Results["memoryRevisionDiff"]>;
+  /** Make what a memory said at an earlier revision current again (a new revision) (POST /v1/memories/{memory_id}/revert) */
+  revertMemory(request: Requests["revertMemory"], options?: CallOptions): Promise<Results["revertMemory"]>;
   /** Erase a user: delete every row of the tenant in every table (admin; confirm repeats user_id) (POST /v1/users/erase) */
   eraseUser(request: Requests["eraseUser"], options?: CallOptions): Promise<Results["eraseUser"]>;
   /** List a tenant's files under a path prefix, in path order (memory_list) (GET /v1/files) */
@@ -652,6 +714,7 @@ export interface OperationMethods {
 /** The iterator method of each paged operation. */
 export const ITERATORS = {
   iterListMemories: "listMemories",
+  iterMemoryHistory: "memoryHistory",
   iterListFiles: "listFiles",
   iterListRevisions: "listRevisions",
   iterAccessLog: "accessLog",
