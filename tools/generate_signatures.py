@@ -65,8 +65,13 @@ _COMMON: dict[str, Method] = {
         "update", extra=("clear_expires_at: bool = False", "clear_valid_to: bool = False")
     ),
     "memory_history": Method("memory_history"),
-    "memory_revision_diff": Method("memory_revision_diff"),
-    "revert_memory": Method("revert_memory"),
+    "memory_revision_diff": Method(
+        "memory_revision_diff",
+        positional=("agent_id", "user_id", "memory_id", "from_revision", "to_revision"),
+    ),
+    "revert_memory": Method(
+        "revert_memory", positional=("agent_id", "user_id", "memory_id", "revision")
+    ),
     "erase_user": Method("erase_user", keyword=("confirm",)),
     "write_file": Method("write_file"),
     "read_file": Method("read_file"),
