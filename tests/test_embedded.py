@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -60,22 +61,31 @@ def spawn(data_dir: Path, hold: float = 120.0) -> subprocess.Popen[str]:
     return subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env)
 
 
-def server_procs(root: Path) -> list[psutil.Process]:
-    """Postgres processes (postmaster and backends) whose cwd, i.e. PGDATA, is under root."""
-    found = []
+def server_parents(root: Path) -> dict[psutil.Process, int]:
+    """Postgres processes (postmaster and backends) whose cwd, i.e. PGDATA, is under root,
+    each with its parent's pid, in one look: a process that exits while it is looked at
+    (a backend ending, the startup process after crash recovery) is left out, never an
+    error."""
+    found = {}
     for p in psutil.process_iter():
         try:
             alive = p.name() == "postgres" and p.status() != psutil.STATUS_ZOMBIE
             if alive and Path(p.cwd()).is_relative_to(root):
-                found.append(p)
+                found[p] = p.ppid()
         except psutil.Error:
             continue
     return found
 
 
+def server_procs(root: Path) -> list[psutil.Process]:
+    return list(server_parents(root))
+
+
 def postmasters(root: Path) -> list[int]:
-    pids = {p.pid for p in server_procs(root)}
-    return [p.pid for p in server_procs(root) if p.ppid() not in pids]
+    """The pids of the servers under root: the processes whose parent is none of them."""
+    parents = server_parents(root)
+    pids = {p.pid for p in parents}
+    return [p.pid for p, ppid in parents.items() if ppid not in pids]
 
 
 def wait_no_server(root: Path, timeout: float = 5.0) -> None:
@@ -93,7 +103,8 @@ def root() -> Iterator[Path]:
     d.chmod(0o755)
     yield d
     for p in server_procs(d):
-        p.kill()
+        with contextlib.suppress(psutil.NoSuchProcess):  # it may end meanwhile
+            p.kill()
     shutil.rmtree(d)
 
 
@@ -266,6 +277,34 @@ def test_keeper_relaunches_a_killed_postmaster(root: Path) -> None:
             keeper.close()
         server.stop()
     wait_no_server(root)
+
+
+def test_the_look_at_server_processes_holds_while_they_exit(root: Path) -> None:
+    """postmasters() and server_procs() while processes named postgres under root come
+    and go (as backends do, and the startup process after crash recovery): one that
+    exits while it is looked at is left out, never psutil.NoSuchProcess."""
+    shutil.copy("/bin/sleep", root / "postgres")
+    done = threading.Event()
+
+    def churn() -> None:
+        while not done.is_set():
+            batch = [subprocess.Popen([root / "postgres", "0.02"], cwd=root) for _ in range(40)]
+            for child in batch:
+                child.wait()
+
+    churner = threading.Thread(target=churn)
+    churner.start()
+    looks = 0
+    try:
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            postmasters(root)
+            server_procs(root)
+            looks += 1
+    finally:
+        done.set()
+        churner.join()
+    assert looks > 10
 
 
 def test_keeper_survives_an_unexpected_error(
