@@ -19,6 +19,7 @@ comes from here too.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
@@ -59,13 +60,22 @@ class Reply:
     media_type: str = "application/json"
 
 
+# The JSON schema of a path parameter by its Starlette convertor.
+_CONVERTOR_SCHEMAS: Mapping[str, Mapping[str, str]] = {
+    "str": {"type": "string"},
+    "int": {"type": "integer"},
+    "uuid": {"type": "string", "format": "uuid"},
+}
+
+
 @dataclass(frozen=True)
 class Route:
     """Where the operation is served over REST. The request is read from `source` (the
     JSON body or the query string) together with the path's parameters, as one request
     model, or from the path's parameters alone (`path`: no body or query string is read);
     `wire` is what the body or query string documents when the request model has path
-    fields too (default: the request model)."""
+    fields too (default: the request model); the path's parameters are typed by their
+    convertors (`path_params`)."""
 
     method: str
     path: str  # Starlette's, with convertors: /v1/memories/{memory_id:uuid}
@@ -73,9 +83,16 @@ class Route:
     status: int = 200
     source: Literal["body", "query", "path"] = "body"
     wire: type[BaseModel] | None = None
-    path_params: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     errors: tuple[Reply, ...] = ()
     no_body: bool = False  # the success reply has no body (204)
+
+    @property
+    def path_params(self) -> dict[str, dict[str, str]]:
+        """Each parameter of the path and its JSON schema, from its convertor."""
+        return {
+            name: dict(_CONVERTOR_SCHEMAS[convertor or "str"])
+            for name, convertor in re.findall(r"\{(\w+)(?::(\w+))?\}", self.path)
+        }
 
 
 @dataclass(frozen=True)
@@ -114,11 +131,12 @@ class Operation(Generic[Req, Res]):
     summary: str
     request: type[Req]
     run: Callable[[Session, Req], Awaitable[Res]]
-    response: type[BaseModel] | None  # what REST and MCP answer (None: nothing)
-    answer: Callable[[Req, Res], BaseModel | None]
     sql: tuple[str, ...]  # the memex.* functions it calls
     access: Access
     domain: Domain  # the OpenAPI tag
+    response: type[BaseModel] | None = None  # what REST and MCP answer (None: nothing)
+    # the answer from the request and the result (None: the result as `response`)
+    answer: Callable[[Req, Res], BaseModel | None] | None = None
     embeds: str | None = None  # the request field that is embedded
     pages: Paging | None = None
     rest: Route | None = None
@@ -131,10 +149,17 @@ class Operation(Generic[Req, Res]):
         except ValidationError as exc:
             raise invalid_argument(exc) from None
 
+    def reply(self, request: Req, result: Res) -> BaseModel | None:
+        """What REST and MCP answer: `answer`'s, else the result validated as `response`
+        (None when there is none)."""
+        if self.answer is not None:
+            return self.answer(request, result)
+        return None if self.response is None else self.response.model_validate(result)
+
     def tool_response(self) -> type[BaseModel] | None:
         return self.tool.response if self.tool and self.tool.response else self.response
 
     def tool_answer(self, request: Req, result: Res) -> BaseModel | None:
         if self.tool is not None and self.tool.answer is not None:
             return self.tool.answer(request, result)
-        return self.answer(request, result)
+        return self.reply(request, result)

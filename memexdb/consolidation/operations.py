@@ -144,7 +144,6 @@ DREAM_CONFIG = Operation(
     request=NoArguments,
     run=dream_config,
     response=DreamConfigOut,
-    answer=lambda _, config: config,
     sql=("memex.dream_config",),
     access="admin",
     domain="consolidation",
@@ -157,7 +156,6 @@ SET_DREAM_CONFIG = Operation(
     request=DreamConfig,
     run=set_dream_config,
     response=DreamConfigOut,
-    answer=lambda _, config: config,
     sql=("memex.set_dream_config",),
     access="admin",
     domain="consolidation",
@@ -195,7 +193,6 @@ SET_DREAM_PAUSED = Operation(
         "/v1/admin/dream/users/{user_id}/paused",
         "Whether it is paused now",
         wire=PauseRequest,
-        path_params={"user_id": {"type": "string"}},
         errors=(Reply(404, "The tenant has no memories", ErrorResponse),),
     ),
 )
@@ -220,7 +217,6 @@ RESTORE_CONSOLIDATION = Operation(
     request=RunRef,
     run=restore_consolidation,
     response=RunOut,
-    answer=lambda _, run: RunOut.model_validate(run),
     sql=("memex.restore_consolidation",),
     access="write",
     domain="consolidation",
@@ -230,7 +226,6 @@ RESTORE_CONSOLIDATION = Operation(
         "The restore run",
         source="query",
         wire=RunAgent,
-        path_params={"run_id": {"type": "integer"}},
         errors=(
             Reply(404, "No such run in this caller's scope", ErrorResponse),
             Reply(409, "Not a completed condense run", ErrorResponse),
@@ -303,17 +298,11 @@ async def dream_plan(session: Session, query: DreamPlanQuery) -> list[DreamPlan]
     return await session.fetch(DreamPlan, sql.DREAM_PLAN, query.model_dump())
 
 
-def _nothing(_: object, __: object) -> None:
-    return None
-
-
 READ_DREAM_CONFIG = Operation(
     name="read_dream_config",
     summary="The consolidation settings as any caller reads them (AsyncMemex.dream_config)",
     request=NoArguments,
     run=read_dream_config,
-    response=None,
-    answer=_nothing,
     sql=("memex.dream_config",),
     access="read",
     domain="consolidation",
@@ -324,8 +313,6 @@ CONSOLIDATE = Operation(
     summary="Condense one tenant's oldest episodic memories if it is due (or forced)",
     request=ConsolidateRequest,
     run=consolidate,
-    response=None,
-    answer=_nothing,
     sql=("memex.consolidate_tenant",),
     access="write",
     domain="consolidation",
@@ -336,8 +323,6 @@ DREAM = Operation(
     summary="Tidy one tenant's files if it is due (or forced), with the LLM's edits",
     request=DreamTenantRequest,
     run=dream,
-    response=None,
-    answer=_nothing,
     sql=("memex.dream_tenant",),
     access="write",
     domain="consolidation",
@@ -348,8 +333,6 @@ CONSOLIDATE_DUE = Operation(
     summary="One consolidation tick over every tenant",
     request=ConsolidateDueRequest,
     run=consolidate_due,
-    response=None,
-    answer=_nothing,
     sql=("memex.consolidate_due",),
     access="admin",
     domain="consolidation",
@@ -360,8 +343,6 @@ DREAM_DUE = Operation(
     summary="One tick of dreaming over files, every tenant",
     request=DreamDueRequest,
     run=dream_due,
-    response=None,
-    answer=_nothing,
     sql=("memex.dream_due",),
     access="admin",
     domain="consolidation",
@@ -372,8 +353,6 @@ DREAM_PLAN = Operation(
     summary="The files the next dream reads: of the due tenants, or of one",
     request=DreamPlanQuery,
     run=dream_plan,
-    response=None,
-    answer=_nothing,
     sql=("memex.dream_plan",),
     access="write",
     domain="consolidation",

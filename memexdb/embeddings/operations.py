@@ -103,10 +103,6 @@ EMBED = Operation(
 )
 
 
-def _nothing(_: object, __: object) -> None:
-    return None
-
-
 async def embedding_models(session: Session, _: NoArguments) -> dict[str, int]:
     rows: list[ModelCount] = await session.fetch(ModelCount, sql.EMBEDDING_MODELS)
     return {row.embedding_model: row.memories for row in rows}
@@ -204,8 +200,6 @@ EMBEDDING_MODELS = Operation(
     summary="How many memories carry vectors of each embedding model, most first",
     request=NoArguments,
     run=embedding_models,
-    response=None,
-    answer=_nothing,
     sql=("memex.embedding_models",),
     access="operator",
     domain="embeddings",
@@ -216,8 +210,6 @@ EMBED_QUEUE_DEPTH = Operation(
     summary="The embed queue: entries queued, due, failing; oldest and next due",
     request=NoArguments,
     run=embed_queue_depth,
-    response=None,
-    answer=_nothing,
     sql=("memex.embed_queue_depth",),
     access="operator",
     domain="embeddings",
@@ -228,8 +220,6 @@ REEMBED_PAGE = Operation(
     summary="Embed again one page of the memories whose vector is another model's",
     request=ReembedQuery,
     run=reembed_page,
-    response=None,
-    answer=_nothing,
     sql=("memex.stale_embeddings", "memex.set_embeddings"),
     access="operator",
     domain="embeddings",
@@ -241,8 +231,6 @@ EMBED_QUEUED = Operation(
     summary="Take, embed and store one batch of the embed queue (the embed worker's)",
     request=NoArguments,
     run=embed_queued,
-    response=None,
-    answer=_nothing,
     sql=("memex.embed_queue_take", "memex.set_embeddings", "memex.embed_queue_failed"),
     access="operator",
     domain="embeddings",

@@ -187,10 +187,6 @@ async def access_log(session: Session, query: AccessLogQuery) -> list[AccessEven
     return rows
 
 
-def _file(_: object, file: File) -> FileOut:
-    return FileOut.model_validate(file)
-
-
 def _files(_: FileListQuery, page: tuple[list[FileEntry], str | None]) -> FileList:
     files, after = page
     return FileList(files=[FileEntryOut.model_validate(f) for f in files], next_after=after)
@@ -253,7 +249,6 @@ READ = Operation(
     request=FileReadQuery,
     run=read_file,
     response=FileOut,
-    answer=_file,
     sql=("memex.read_file",),
     access="read",
     domain="files",
@@ -274,7 +269,6 @@ WRITE = Operation(
     request=FileWrite,
     run=write_file,
     response=FileOut,
-    answer=_file,
     sql=("memex.write_file",),
     access="write",
     domain="files",
@@ -297,7 +291,6 @@ PATCH = Operation(
     request=FilePatch,
     run=patch_file,
     response=FileOut,
-    answer=_file,
     sql=("memex.patch_file",),
     access="write",
     domain="files",
@@ -321,7 +314,6 @@ DELETE = Operation(
     request=FileDeleteQuery,
     run=delete_file,
     response=FileOut,
-    answer=_file,
     sql=("memex.delete_file",),
     access="write",
     domain="files",
@@ -347,7 +339,6 @@ SMART_READ = Operation(
     request=SmartReadRequest,
     run=smart_read,
     response=SmartReadOut,
-    answer=lambda _, block: SmartReadOut.model_validate(block),
     sql=("memex.smart_read",),
     access="read",
     domain="files",
@@ -390,7 +381,6 @@ REVISION = Operation(
     request=RevisionQuery,
     run=get_revision,
     response=RevisionOut,
-    answer=lambda _, revision: RevisionOut.model_validate(revision),
     sql=("memex.get_revision",),
     access="read",
     domain="files",
@@ -422,7 +412,6 @@ RESTORE = Operation(
     request=RestoreRequest,
     run=restore_revision,
     response=FileOut,
-    answer=_file,
     sql=("memex.restore_revision",),
     access="write",
     domain="files",
@@ -477,8 +466,6 @@ PASSAGES = Operation(
     summary="Files and memories ranked for a query, each cut to a passage",
     request=PassageSearchRequest,
     run=ranked_passages,
-    response=None,
-    answer=lambda _, __: None,
     sql=("memex.search_passages",),
     access="read",
     domain="files",

@@ -29,10 +29,6 @@ from memexdb.session import Session
 from memexdb.types import AgentStats, MaintenanceResult, MetricFigure, SchemaState, UserStats
 
 
-def _nothing(_: object, __: object) -> None:
-    return None
-
-
 async def ping(session: Session, _: NoArguments) -> None:
     # no caller: whether the database answers at all
     await session.fetch(None, core_sql.PING, enter=False)
@@ -79,8 +75,6 @@ PING = Operation(
     summary="Whether the database answers (no caller needed)",
     request=NoArguments,
     run=ping,
-    response=None,
-    answer=_nothing,
     sql=(),
     access="read",
     domain="operations",
@@ -91,8 +85,6 @@ METRICS_SNAPSHOT = Operation(
     summary="The database's figures for GET /metrics",
     request=NoArguments,
     run=metrics_snapshot,
-    response=None,
-    answer=_nothing,
     sql=("memex.metrics_snapshot",),
     access="operator",
     domain="operations",
@@ -103,8 +95,6 @@ SCHEMA_STATE = Operation(
     summary="The schema's revision and whether a migration runs now (no caller needed)",
     request=NoArguments,
     run=schema_state,
-    response=None,
-    answer=_nothing,
     sql=("memex.schema_state",),
     access="read",
     domain="operations",
@@ -115,8 +105,6 @@ LOCK_WAITS = Operation(
     summary="Sessions waiting for a lock on a memex table, and who blocks them",
     request=NoArguments,
     run=lock_waits,
-    response=None,
-    answer=_nothing,
     sql=("memex.lock_waits",),
     access="read",
     domain="operations",
@@ -127,8 +115,6 @@ MAINTENANCE = Operation(
     summary="Delete expired memories and stale rate-limit rows; move grown tenants to ANN",
     request=NoArguments,
     run=maintenance,
-    response=None,
-    answer=_nothing,
     sql=("memex.maintenance",),
     access="operator",
     domain="operations",
@@ -139,8 +125,6 @@ SET_SETTING = Operation(
     summary="Write an operator setting (memex.settings)",
     request=SettingWrite,
     run=set_setting,
-    response=None,
-    answer=_nothing,
     sql=("memex.set_setting",),
     access="operator",
     domain="operations",
@@ -151,8 +135,6 @@ AGENT_STATS = Operation(
     summary="Agents with their users and memories by type, archived, expired and files",
     request=AgentStatsQuery,
     run=agent_stats,
-    response=None,
-    answer=_nothing,
     sql=("memex.agent_stats",),
     access="admin",
     domain="operations",
@@ -163,8 +145,6 @@ USER_STATS = Operation(
     summary="The users of an agent with their memories, files and consolidation pause",
     request=UserStatsQuery,
     run=user_stats,
-    response=None,
-    answer=_nothing,
     sql=("memex.user_stats",),
     access="admin",
     domain="operations",
@@ -175,8 +155,6 @@ OVERVIEW_STATS = Operation(
     summary="The console overview's figures: the largest tenants, growth, consolidation",
     request=OverviewQuery,
     run=overview_stats,
-    response=None,
-    answer=_nothing,
     sql=("memex.overview_stats",),
     access="operator",
     domain="operations",

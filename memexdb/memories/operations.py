@@ -78,7 +78,6 @@ from memexdb.types import MemoryPage as Page
 # where the next page of an export starts: (user_id, created_at, id) of the last row
 ExportCursor = tuple[str, datetime, UUID] | None
 
-_MEMORY_ID = {"memory_id": {"type": "string", "format": "uuid"}}
 _NOT_FOUND = Reply(404, "No such live memory for this tenant (or an id that is not a UUID)")
 _ID = {"id": "memory_id"}  # the MCP tools' name of the id (memex's tools)
 _IS_A_FILE = Reply(
@@ -303,10 +302,6 @@ async def erase_user(session: Session, request: EraseUserRequest) -> dict[str, i
     return {row.table_name: row.deleted for row in rows}
 
 
-def _memory(_: object, memory: Memory) -> MemoryOut:
-    return MemoryOut.model_validate(memory)
-
-
 def _searched(request: MemorySearchRequest, hits: list[SearchHit]) -> SearchResponse:
     results = [SearchResult.model_validate(h) for h in hits]
     return SearchResponse(
@@ -357,7 +352,6 @@ STORE = Operation(
     request=MemoryStore,
     run=store,
     response=MemoryOut,
-    answer=_memory,
     sql=("memex.store",),
     access="write",
     domain="memories",
@@ -460,8 +454,6 @@ FORGET = Operation(
     summary="Delete one memory of the tenant (or, without user_id, of the agent)",
     request=MemoryForget,
     run=forget,
-    response=None,
-    answer=lambda _, __: None,
     sql=("memex.forget",),
     access="write",
     domain="memories",
@@ -472,7 +464,6 @@ FORGET = Operation(
         status=204,
         source="query",
         wire=ForgetQuery,
-        path_params=_MEMORY_ID,
         errors=(
             Reply(404, "No such memory for this tenant (or an id that is not a UUID)"),
             _IS_A_FILE,
@@ -524,7 +515,6 @@ GET = Operation(
     request=MemoryRef,
     run=get,
     response=MemoryOut,
-    answer=_memory,
     sql=("memex.get_memory",),
     access="read",
     domain="memories",
@@ -534,7 +524,6 @@ GET = Operation(
         "The memory",
         source="query",
         wire=MemoryReadQuery,
-        path_params=_MEMORY_ID,
         errors=(_NOT_FOUND,),
     ),
     tool=Tool(
@@ -553,7 +542,6 @@ UPDATE = Operation(
     request=MemoryUpdate,
     run=update,
     response=MemoryOut,
-    answer=_memory,
     sql=("memex.update_memory",),
     access="write",
     domain="memories",
@@ -563,7 +551,6 @@ UPDATE = Operation(
         "/v1/memories/{memory_id:uuid}",
         "The memory as changed",
         wire=MemoryPatch,
-        path_params=_MEMORY_ID,
         errors=(_NOT_FOUND, _IS_A_FILE),
     ),
     tool=Tool(
@@ -638,8 +625,6 @@ EXPORT_PAGE = Operation(
     summary="One page of an export of an agent's user's (or all its users') memories",
     request=ExportPageQuery,
     run=export_page,
-    response=None,
-    answer=lambda _, __: None,
     sql=("memex.export_memories",),
     access="read",
     domain="memories",
@@ -740,8 +725,6 @@ EXPORT_HISTORY = Operation(
     summary="One page of an export's history: file revisions, access log, runs",
     request=HistoryPageQuery,
     run=export_history,
-    response=None,
-    answer=lambda _, __: None,
     sql=("memex.export_history",),
     access="read",
     domain="memories",
@@ -752,8 +735,6 @@ MISSING_MEMORY_IDS = Operation(
     summary="Which of these memory ids no memory has yet (an import skips the others)",
     request=MemoryIds,
     run=missing_memory_ids,
-    response=None,
-    answer=lambda _, __: None,
     sql=("memex.missing_memory_ids",),
     access="read",
     domain="memories",
@@ -764,8 +745,6 @@ IMPORT_HISTORY = Operation(
     summary="Import one batch of history records of one kind (admin of each tenant)",
     request=HistoryImport,
     run=import_history,
-    response=None,
-    answer=lambda _, __: None,
     sql=(
         "memex.import_file_revisions",
         "memex.import_access_log",
@@ -780,8 +759,6 @@ IMPORT_MEMORY_BATCH = Operation(
     summary="Import one batch of new memories keeping their ids and history",
     request=MemoryImport,
     run=import_memory_batch,
-    response=None,
-    answer=lambda _, __: None,
     sql=("memex.import_memories",),
     access="write",
     domain="memories",
@@ -805,7 +782,6 @@ HISTORY = Operation(
         "A page of revisions, each a full snapshot",
         source="query",
         wire=MemoryHistoryQuery,
-        path_params=_MEMORY_ID,
         errors=(_NOT_FOUND,),
     ),
     tool=Tool(
@@ -836,7 +812,6 @@ REVISION_DIFF = Operation(
         "A unified diff of the content and the other fields that differ",
         source="query",
         wire=MemoryDiffQuery,
-        path_params=_MEMORY_ID,
         errors=(_NOT_FOUND,),
     ),
 )
@@ -847,7 +822,6 @@ REVERT = Operation(
     request=MemoryRevert,
     run=revert_memory,
     response=MemoryOut,
-    answer=_memory,
     sql=("memex.revert_memory",),
     access="write",
     domain="memories",
@@ -856,7 +830,6 @@ REVERT = Operation(
         "/v1/memories/{memory_id:uuid}/revert",
         "The memory as reverted",
         wire=MemoryRevertBody,
-        path_params=_MEMORY_ID,
         errors=(
             _NOT_FOUND,
             Reply(

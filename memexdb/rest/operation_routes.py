@@ -34,7 +34,7 @@ def _handler(operation: Operation[Any, Any]) -> Handler:
         else:
             parsed = operation.request.model_validate(path)
         result = await operation.run(memex_of(request), parsed)
-        answer = operation.answer(parsed, result)
+        answer = operation.reply(parsed, result)
         if answer is None:
             return Response(status_code=route.status)
         return json_of(answer, route.status)
