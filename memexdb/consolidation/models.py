@@ -49,6 +49,16 @@ RUNS_LIMIT_MAX = 1000
 DEFAULT_RUNS_LIMIT = 100
 
 
+# A setting to change (null: left as it is): an integer within its DREAM_BOUNDS.
+Setting = Annotated[int | None, Strict(), BeforeValidator(integral)]
+
+
+def _setting(name: str, description: str) -> Any:
+    """The field of setting `name`: its DREAM_BOUNDS, said in its description too."""
+    low, high = DREAM_BOUNDS[name]
+    return Field(None, ge=low, le=high, description=f"{description} ({low} to {high}).")
+
+
 class DreamConfig(RequestModel):
     """Consolidation settings to change (PUT /v1/admin/dream/config): any of them."""
 
@@ -63,87 +73,17 @@ class DreamConfig(RequestModel):
         ),
         Strict(),
     ] = None
-    interval_seconds: Annotated[
-        int | None,
-        Field(
-            ge=DREAM_BOUNDS["interval_seconds"][0],
-            le=DREAM_BOUNDS["interval_seconds"][1],
-            description="Seconds between the service's ticks ({} to {}).".format(
-                *DREAM_BOUNDS["interval_seconds"]
-            ),
-        ),
-        Strict(),
-        BeforeValidator(integral),
-    ] = None
-    grace_minutes: Annotated[
-        int | None,
-        Field(
-            ge=DREAM_BOUNDS["grace_minutes"][0],
-            le=DREAM_BOUNDS["grace_minutes"][1],
-            description="Minutes a batch must be old to be condensed, and a tenant quiet"
-            " before its files are dreamed over ({} to {}).".format(*DREAM_BOUNDS["grace_minutes"]),
-        ),
-        Strict(),
-        BeforeValidator(integral),
-    ] = None
-    threshold: Annotated[
-        int | None,
-        Field(
-            ge=DREAM_BOUNDS["threshold"][0],
-            le=DREAM_BOUNDS["threshold"][1],
-            description="Live episodic memories a tenant must exceed ({} to {}).".format(
-                *DREAM_BOUNDS["threshold"]
-            ),
-        ),
-        Strict(),
-        BeforeValidator(integral),
-    ] = None
-    batch_size: Annotated[
-        int | None,
-        Field(
-            ge=DREAM_BOUNDS["batch_size"][0],
-            le=DREAM_BOUNDS["batch_size"][1],
-            description="Oldest episodic memories per summary ({} to {}).".format(
-                *DREAM_BOUNDS["batch_size"]
-            ),
-        ),
-        Strict(),
-        BeforeValidator(integral),
-    ] = None
-    summary_chars: Annotated[
-        int | None,
-        Field(
-            ge=DREAM_BOUNDS["summary_chars"][0],
-            le=DREAM_BOUNDS["summary_chars"][1],
-            description="Longest extractive summary ({} to {}).".format(
-                *DREAM_BOUNDS["summary_chars"]
-            ),
-        ),
-        Strict(),
-        BeforeValidator(integral),
-    ] = None
-    write_budget: Annotated[
-        int | None,
-        Field(
-            ge=DREAM_BOUNDS["write_budget"][0],
-            le=DREAM_BOUNDS["write_budget"][1],
-            description="Most summaries and file rewrites per tick ({} to {}).".format(
-                *DREAM_BOUNDS["write_budget"]
-            ),
-        ),
-        Strict(),
-        BeforeValidator(integral),
-    ] = None
-    concurrency: Annotated[
-        int | None,
-        Field(
-            ge=DREAM_BOUNDS["concurrency"][0],
-            le=DREAM_BOUNDS["concurrency"][1],
-            description="Most tenants per tick ({} to {}).".format(*DREAM_BOUNDS["concurrency"]),
-        ),
-        Strict(),
-        BeforeValidator(integral),
-    ] = None
+    interval_seconds: Setting = _setting("interval_seconds", "Seconds between the service's ticks")
+    grace_minutes: Setting = _setting(
+        "grace_minutes",
+        "Minutes a batch must be old to be condensed, and a tenant quiet before its files are"
+        " dreamed over",
+    )
+    threshold: Setting = _setting("threshold", "Live episodic memories a tenant must exceed")
+    batch_size: Setting = _setting("batch_size", "Oldest episodic memories per summary")
+    summary_chars: Setting = _setting("summary_chars", "Longest extractive summary")
+    write_budget: Setting = _setting("write_budget", "Most summaries and file rewrites per tick")
+    concurrency: Setting = _setting("concurrency", "Most tenants per tick")
 
     def changes(self) -> dict[str, Any]:
         """The settings given (null: left as they are)."""
@@ -232,16 +172,20 @@ class TenantPause(PauseRequest):
     user_id: UserId
 
 
+# the agent of a run to undo
+RunAgentId = Annotated[
+    AgentId | None,
+    Field(
+        description="The run's agent (run ids are numbers within an agent's runs): needed"
+        " by a caller of every agent when several agents have a run of that number."
+    ),
+]
+
+
 class RunAgent(RequestModel):
     """The query string of POST /v1/admin/dream/runs/{run_id}/restore."""
 
-    agent_id: Annotated[
-        AgentId | None,
-        Field(
-            description="The run's agent (run ids are numbers within an agent's runs): needed"
-            " by a caller of every agent when several agents have a run of that number."
-        ),
-    ] = None
+    agent_id: RunAgentId = None
 
 
 class RunRef(RequestModel):
@@ -253,13 +197,7 @@ class RunRef(RequestModel):
         Strict(),
         BeforeValidator(query_integer),
     ]
-    agent_id: Annotated[
-        AgentId | None,
-        Field(
-            description="The run's agent (run ids are numbers within an agent's runs): needed"
-            " by a caller of every agent when several agents have a run of that number."
-        ),
-    ] = None
+    agent_id: RunAgentId = None
 
 
 # one tenant (both ids) or a tick (neither); force is for one tenant: said in the schema
