@@ -15,7 +15,7 @@ from pathlib import Path
 from uuid import UUID
 
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Mount, Route
@@ -27,7 +27,7 @@ from memexdb.errors import Forbidden, MemexError, Unauthenticated
 from memexdb.mcp.relay import SseMessageRelay
 from memexdb.mcp.server import MemexMCP
 from memexdb.rest.errors import memex_error_response
-from memexdb.rest.host_guard import lowercase_host
+from memexdb.rest.host_guard import HostGuard
 
 log = logging.getLogger("memexdb.mcp")
 
@@ -132,7 +132,7 @@ class McpTransports:
             transport_security=security,
         )
         self._manager = server.session_manager
-        streamable = _HostGuard(
+        streamable = HostGuard(
             _KeyRequired(_PostOnly(StreamableHTTPASGIApp(self._manager)), server), security
         )
         sse = server.sse_app(
@@ -147,10 +147,10 @@ class McpTransports:
                 self._relay = SseMessageRelay(
                     _SessionOwnerOnly(route.app, owners, server), relay_dir
                 )
-                route = Mount(route.path, app=_HostGuard(self._relay, security))
+                route = Mount(route.path, app=HostGuard(self._relay, security))
             elif isinstance(route, Route):  # the event stream
                 opened = _AuthenticatedStream(_OneResponse(route.app), server, owners)
-                route = Route(route.path, _HostGuard(opened, security), methods=["GET"])
+                route = Route(route.path, HostGuard(opened, security), methods=["GET"])
             sse_routes.append(route)
         # Route, not Mount: /mcp and /mcp/ are both answered directly (a redirect from
         # /mcp to /mcp/ would lose the body of a POST in some clients).
@@ -217,24 +217,6 @@ class _OneResponse:
         await self.app(scope, receive, send_once)
 
 
-class _HostGuard:
-    """Refuse a foreign Host or Origin (421 / 403) before the SDK transports see the
-    request (they check too, but the SSE endpoint would answer and then raise)."""
-
-    def __init__(self, app: ASGIApp, security: TransportSecuritySettings) -> None:
-        self.app = app
-        self._check = TransportSecurityMiddleware(security)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            scope = lowercase_host(scope)
-            refused = await self._check.validate_request(Request(scope, receive), is_post=False)
-            if refused is not None:
-                await refused(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
 class _KeyRequired:
     """POST /mcp: the caller's credentials are checked as every call checks them before
     the SDK reads any JSON-RPC, so that a missing or invalid key (on a service that has
@@ -266,6 +248,15 @@ def _fingerprint(headers: Mapping[str, str]) -> bytes:
     return hashlib.sha256(key.encode()).digest() if key is not None else b""
 
 
+async def _checked_caller(server: MemexMCP, headers: Mapping[str, str]) -> bytes:
+    """The fingerprint of a request's credentials, checked as every call checks them
+    (MemexError when refused)."""
+    caller = _fingerprint(headers)
+    if server.authenticate is not None:
+        await server.authenticate(headers)
+    return caller
+
+
 class SseOwners:
     """The credentials that opened each SSE session held by this worker: a session
     belongs to the key that opened its stream."""
@@ -287,9 +278,7 @@ class _AuthenticatedStream:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         try:
-            owner = _fingerprint(request.headers)
-            if self.server.authenticate is not None:
-                await self.server.authenticate(request.headers)
+            owner = await _checked_caller(self.server, request.headers)
         except MemexError as exc:
             await memex_error_response(exc)(scope, receive, send)
             return
@@ -337,9 +326,7 @@ class _SessionOwnerOnly:
             owner = self.owners.by_session.get(_session_of(request))
             if owner is not None:
                 try:
-                    caller = _fingerprint(request.headers)
-                    if self.server.authenticate is not None:
-                        await self.server.authenticate(request.headers)
+                    caller = await _checked_caller(self.server, request.headers)
                 except MemexError as exc:
                     await memex_error_response(exc)(scope, receive, send)
                     return

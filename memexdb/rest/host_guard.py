@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memexdb.rest.errors import error_response
@@ -42,35 +43,51 @@ def _open(scope: Scope) -> bool:
     return path in OPEN_PATHS
 
 
-class RestHostGuard:
-    """Answer 421 `host_not_allowed` to a foreign Host and 403 `origin_not_allowed` to a
-    foreign browser Origin, before the request reaches a route."""
+class HostGuard:
+    """Refuse a foreign Host or Origin (their case folded first: lowercase_host) with the
+    MCP SDK's rules before `app` sees the request: as the SDK answers (421 / 403), unless
+    `refusal` says otherwise; `checks` says which requests are checked (all HTTP ones)."""
 
     def __init__(self, app: ASGIApp, security: TransportSecuritySettings) -> None:
         self.app = app
         self._check = TransportSecurityMiddleware(security)
 
+    def checks(self, scope: Scope) -> bool:
+        return True
+
+    def refusal(self, request: Request, refused: Response) -> Response:
+        return refused
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             scope = lowercase_host(scope)
-        if scope["type"] == "http" and not _open(scope):
-            request = Request(scope, receive)
-            refused = await self._check.validate_request(request, is_post=False)
-            if refused is not None:
-                if refused.status_code == 421:
-                    host = request.headers.get("host", "")
-                    response = error_response(
-                        421,
-                        "host_not_allowed",
-                        f"Host {host!r} is not allowed; add it to MEMEX_ALLOWED_HOSTS",
-                    )
-                else:
-                    origin = request.headers.get("origin", "")
-                    response = error_response(
-                        403,
-                        "origin_not_allowed",
-                        f"Origin {origin!r} is not allowed; add it to MEMEX_ALLOWED_ORIGINS",
-                    )
-                await response(scope, receive, send)
-                return
+            if self.checks(scope):
+                request = Request(scope, receive)
+                refused = await self._check.validate_request(request, is_post=False)
+                if refused is not None:
+                    await self.refusal(request, refused)(scope, receive, send)
+                    return
         await self.app(scope, receive, send)
+
+
+class RestHostGuard(HostGuard):
+    """Answer 421 `host_not_allowed` to a foreign Host and 403 `origin_not_allowed` to a
+    foreign browser Origin, before the request reaches a route."""
+
+    def checks(self, scope: Scope) -> bool:
+        return not _open(scope)
+
+    def refusal(self, request: Request, refused: Response) -> Response:
+        if refused.status_code == 421:
+            host = request.headers.get("host", "")
+            return error_response(
+                421,
+                "host_not_allowed",
+                f"Host {host!r} is not allowed; add it to MEMEX_ALLOWED_HOSTS",
+            )
+        origin = request.headers.get("origin", "")
+        return error_response(
+            403,
+            "origin_not_allowed",
+            f"Origin {origin!r} is not allowed; add it to MEMEX_ALLOWED_ORIGINS",
+        )
