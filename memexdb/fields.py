@@ -114,6 +114,14 @@ def text_field(max_chars: int, description: str, example: str, *, blank: bool = 
     )
 
 
+def any_text(max_chars: int, description: str) -> Any:
+    """The field of a text that may be empty or blank (but holds no NUL: NoNul next to it
+    says so to a person, the pattern to the schema's readers)."""
+    return Field(
+        max_length=max_chars, description=description, json_schema_extra={"pattern": NO_NUL}
+    )
+
+
 # The examples of the OpenAPI document (one tenant, one memory and one file that go
 # together: /docs "Try it out" stores, then finds, the same memory).
 EXAMPLE_AGENT = "demo-agent"

@@ -58,8 +58,14 @@ def time_charts(samples: list[Sample], now: float, interval: float) -> list[Char
     """The charts of the metrics history, on one time axis."""
     start = min(now - interval * MIN_SPAN_SAMPLES, samples[0].at if samples else now)
     axis: dict[str, Any] = {"start": start, "end": now}
-    titled = [
-        (
+
+    def chart(
+        title: str, chart_id: str, lines: list[Line], unit: str = "", whole: bool = False
+    ) -> Chart:
+        return (title, charts.line_chart(chart_id, title, lines, unit=unit, whole=whole, **axis))
+
+    return [
+        chart(
             "Requests per minute",
             "chart-requests",
             [
@@ -67,37 +73,27 @@ def time_charts(samples: list[Sample], now: float, interval: float) -> list[Char
                 _line("4xx", per_minute(samples, lambda s: s.client_errors)),
                 _line("5xx", per_minute(samples, lambda s: s.server_errors)),
             ],
-            "",
-            False,
         ),
-        (
+        chart(
             "Request latency",
             "chart-latency",
             [_line("p50", latency_ms(samples, 0.5)), _line("p99", latency_ms(samples, 0.99))],
-            " ms",
-            False,
+            unit=" ms",
         ),
-        (
+        chart(
             "Stores and searches per minute",
             "chart-stores-searches",
             [
                 _line("memories stored", per_minute(samples, lambda s: s.stores)),
                 _line("searches", per_minute(samples, lambda s: s.searches)),
             ],
-            "",
-            False,
         ),
-        (
+        chart(
             "Embed queue depth",
             "chart-embed-queue",
             [_line("memories waiting", gauge(samples, lambda s: s.queue_depth))],
-            "",
-            True,
+            whole=True,
         ),
-    ]
-    return [
-        (title, charts.line_chart(chart_id, title, lines, unit=unit, whole=whole, **axis))
-        for title, chart_id, lines, unit, whole in titled
     ]
 
 

@@ -5,7 +5,6 @@ points at a folder that already holds it; this machine reaches no hub, so only t
 bundled MiniLM (see local_minilm.py) works offline.
 """
 
-import functools
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +37,9 @@ class _LoadedModel:
 
 
 _load_lock = threading.Lock()
+# what a model is loaded with: its name, threads, cache dir, model path, local files only
+_LoadArguments = tuple[str, int, Path, Path | None, bool]
+_loaded: dict[_LoadArguments, _LoadedModel] = {}
 
 
 def load_text_embedding(
@@ -49,18 +51,15 @@ def load_text_embedding(
     local_files_only: bool,
 ) -> _LoadedModel:
     """Load a fastembed model once per process and argument set."""
+    key = (model_name, threads, cache_dir, specific_model_path, local_files_only)
     with _load_lock:  # a second caller waits for the first load instead of loading again
-        return _load_cached(model_name, threads, cache_dir, specific_model_path, local_files_only)
+        if key not in _loaded:
+            _loaded[key] = _load(key)
+        return _loaded[key]
 
 
-@functools.cache
-def _load_cached(
-    model_name: str,
-    threads: int,
-    cache_dir: Path,
-    specific_model_path: Path | None,
-    local_files_only: bool,
-) -> _LoadedModel:
+def _load(arguments: _LoadArguments) -> _LoadedModel:
+    model_name, threads, cache_dir, specific_model_path, local_files_only = arguments
     try:
         model = TextEmbedding(
             model_name=model_name,

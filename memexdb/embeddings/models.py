@@ -18,11 +18,11 @@ from pydantic import (
 
 from memexdb.fields import (
     EXAMPLE_CONTENT,
-    NO_NUL,
     QUERY_MAX_CHARS,
     NoNul,
     NotBlank,
     RequestModel,
+    any_text,
     text_field,
 )
 
@@ -113,11 +113,7 @@ class EmbeddingRequest(RequestModel):
     ] = "float"
     user: Annotated[
         str | None,
-        Field(
-            max_length=EMBEDDING_USER_MAX_CHARS,
-            description="OpenAI's end-user id; accepted and ignored.",
-            json_schema_extra={"pattern": NO_NUL},
-        ),
+        any_text(EMBEDDING_USER_MAX_CHARS, "OpenAI's end-user id; accepted and ignored."),
         NoNul,
     ] = None
     dimensions: Annotated[

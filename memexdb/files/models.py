@@ -26,7 +26,6 @@ from memexdb.fields import (
     EXAMPLE_PATH,
     EXAMPLE_USER,
     LIST_LIMIT_MAX,
-    NO_NUL,
     AgentId,
     NoNul,
     NotBlank,
@@ -38,6 +37,7 @@ from memexdb.fields import (
     TenantQuery,
     TenantRequest,
     UserId,
+    any_text,
     integral,
     older_than,
     query_integer,
@@ -263,13 +263,7 @@ class FilePatch(RequestModel):
         NoNul,
     ] = None
     new_text: Annotated[
-        str | None,
-        Field(
-            max_length=CONTENT_MAX_CHARS,
-            description="What old_text becomes.",
-            json_schema_extra={"pattern": NO_NUL},
-        ),
-        NoNul,
+        str | None, any_text(CONTENT_MAX_CHARS, "What old_text becomes."), NoNul
     ] = None
     base_revision: BaseRevision = None
 

@@ -18,7 +18,6 @@ from pydantic.config import JsonDict
 
 from memexdb.fields import (
     EXAMPLE_AGENT,
-    NO_NUL,
     AgentId,
     NoNul,
     OutModel,
@@ -27,6 +26,7 @@ from memexdb.fields import (
     RequestModel,
     Timestamp,
     UserId,
+    any_text,
     enum_field,
     older_than,
     per_page,
@@ -47,13 +47,7 @@ CONFIRM_LAST_KEY = Field(
     "stays closed to requests without one once they are all revoked or expired."
 )
 KeyName = Annotated[
-    str,
-    Field(
-        max_length=KEY_NAME_MAX_CHARS,
-        description="A label for people (who holds the key).",
-        json_schema_extra={"pattern": NO_NUL},
-    ),
-    NoNul,
+    str, any_text(KEY_NAME_MAX_CHARS, "A label for people (who holds the key)."), NoNul
 ]
 
 

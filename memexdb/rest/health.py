@@ -25,7 +25,7 @@ from memexdb.client import AsyncMemex
 from memexdb.errors import DatabaseUnavailable, MemexError
 from memexdb.health.models import BlockedLock, HealthResponse, LiveResponse, NotReady, ReadyResponse
 from memexdb.migrations import older_revisions
-from memexdb.rest.endpoint import Endpoint, Reply
+from memexdb.rest.endpoint import Endpoint, Handler, Reply
 from memexdb.rest.parsing import json_of
 
 log = logging.getLogger("memexdb.rest")
@@ -166,39 +166,47 @@ async def health(request: Request) -> Response:
     return json_of(HealthResponse(status="ok", db="ok", version=__version__))
 
 
-ENDPOINTS = (
-    Endpoint(
+def _probe(
+    path: str, handler: Handler, summary: str, ok: Reply, *errors: Reply, operation_id: str
+) -> Endpoint:
+    """A probe: GET, open to everyone (no key, and none of the common errors)."""
+    return Endpoint(
         "GET",
+        path,
+        handler,
+        summary,
+        ok,
+        errors=errors,
+        open=True,
+        operation_id=operation_id,
+        tag="operations",
+    )
+
+
+ENDPOINTS = (
+    _probe(
         "/health",
         health,
         "200 when the database answers, 503 otherwise",
         Reply(200, "Healthy", HealthResponse),
-        errors=(Reply(503, "Database unreachable", HealthResponse),),
-        open=True,
+        Reply(503, "Database unreachable", HealthResponse),
         operation_id="health",
-        tag="operations",
     ),
-    Endpoint(
-        "GET",
+    _probe(
         "/health/live",
         live,
         "Liveness: 200 while the process serves requests (the database is not asked)",
         Reply(200, "Alive", LiveResponse),
-        open=True,
         operation_id="health_live",
-        tag="operations",
     ),
-    Endpoint(
-        "GET",
+    _probe(
         "/health/ready",
         ready,
         "Readiness: 200 when the database answers, no migration runs and the schema is"
         " current; 503 with the reason otherwise",
         Reply(200, "Ready", ReadyResponse),
-        errors=(Reply(503, "Not ready; `reason` says why", ReadyResponse),),
-        open=True,
+        Reply(503, "Not ready; `reason` says why", ReadyResponse),
         operation_id="health_ready",
-        tag="operations",
     ),
     Endpoint(
         "GET",
