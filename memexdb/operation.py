@@ -163,3 +163,14 @@ class Operation(Generic[Req, Res]):
         if self.tool is not None and self.tool.answer is not None:
             return self.tool.answer(request, result)
         return self.reply(request, result)
+
+
+def declared(namespace: Mapping[str, object]) -> tuple[Operation[Any, Any], ...]:
+    """The operations a module declares, in the order it declares them: a domain's
+    OPERATIONS is `declared(globals())`, so that an operation is listed by being written
+    (an order the REST document's paths and the MCP tools keep)."""
+    found: dict[int, Operation[Any, Any]] = {}
+    for name, value in namespace.items():
+        if isinstance(value, Operation) and not name.startswith("_"):
+            found.setdefault(id(value), value)
+    return tuple(found.values())

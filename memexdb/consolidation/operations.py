@@ -43,7 +43,7 @@ from memexdb.consolidation.models import (
 from memexdb.core import sql as core_sql
 from memexdb.error_models import ErrorResponse, validated
 from memexdb.fields import NoArguments, TenantQuery
-from memexdb.operation import Operation, Paging, Reply, Route
+from memexdb.operation import Operation, Paging, Reply, Route, declared
 from memexdb.paging import next_key
 from memexdb.session import Session
 from memexdb.types import ConsolidationRun, DreamPlan, DreamUser
@@ -358,19 +358,6 @@ DREAM_PLAN = Operation(
     domain="consolidation",
 )
 
-# (in the order of their paths' methods: GET before PUT, as a 405's Allow header lists them)
-OPERATIONS: tuple[Operation[Any, Any], ...] = (
-    DREAM_CONFIG,
-    SET_DREAM_CONFIG,
-    DREAM_USERS,
-    SET_DREAM_PAUSED,
-    CONSOLIDATION_RUNS,
-    RESTORE_CONSOLIDATION,
-    # the Python API's alone (no REST or MCP surface here)
-    READ_DREAM_CONFIG,
-    CONSOLIDATE,
-    DREAM,
-    CONSOLIDATE_DUE,
-    DREAM_DUE,
-    DREAM_PLAN,
-)
+# In declaration order: their paths' methods GET before PUT, as a 405's Allow header
+# lists them; then the Python API's alone (no REST or MCP surface here).
+OPERATIONS = declared(globals())

@@ -28,7 +28,7 @@ from memexdb.embeddings.models import (
 from memexdb.error_models import OpenAIErrorResponse
 from memexdb.errors import InvalidArgument, ModelNotFound
 from memexdb.fields import NoArguments
-from memexdb.operation import Operation, Reply, Route
+from memexdb.operation import Operation, Reply, Route, declared
 from memexdb.paging import next_key
 from memexdb.session import Session
 from memexdb.types import (
@@ -237,10 +237,4 @@ EMBED_QUEUED = Operation(
     embeds="(the queued memories' contents)",
 )
 
-OPERATIONS: tuple[Operation[Any, Any], ...] = (
-    EMBED,
-    EMBEDDING_MODELS,
-    EMBED_QUEUE_DEPTH,
-    REEMBED_PAGE,
-    EMBED_QUEUED,
-)
+OPERATIONS = declared(globals())

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import random
 from time import monotonic
-from typing import Any
 
 from memexdb import metrics
 from memexdb.error_models import ErrorResponse
@@ -42,7 +41,7 @@ from memexdb.files.models import (
     SmartReadOut,
     SmartReadRequest,
 )
-from memexdb.operation import Operation, Paging, Reply, Route, Tool
+from memexdb.operation import Operation, Paging, Reply, Route, Tool, declared
 from memexdb.paging import next_key
 from memexdb.session import Session
 from memexdb.types import (
@@ -440,8 +439,6 @@ ACCESS_LOG = Operation(
     rest=Route("GET", "/v1/access-log", "A page of entries", source="query"),
 )
 
-# In the order of the MCP tools (tools/list) and the REST endpoints' paths.
-
 
 async def ranked_passages(session: Session, request: PassageSearchRequest) -> list[Passage]:
     """memex.search_passages for a validated request: files and memories ranked for its
@@ -472,17 +469,6 @@ PASSAGES = Operation(
     embeds="query",
 )
 
-OPERATIONS: tuple[Operation[Any, Any], ...] = (
-    LIST,
-    READ,
-    WRITE,
-    PATCH,
-    DELETE,
-    SMART_READ,
-    REVISIONS,
-    REVISION,
-    DIFF,
-    RESTORE,
-    ACCESS_LOG,
-    PASSAGES,  # the Python API's (memory_search is memexdb.agentic's SEARCH_PASSAGES)
-)
+# In declaration order, the order of the MCP tools (tools/list) and the REST endpoints'
+# paths; PASSAGES last, the Python API's (memory_search is memexdb.agentic's).
+OPERATIONS = declared(globals())

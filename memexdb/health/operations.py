@@ -9,8 +9,6 @@ as it runs every other operation (`self.call`), validated once, one memex.* call
 
 from __future__ import annotations
 
-from typing import Any
-
 from psycopg.types.json import Jsonb
 
 from memexdb.core import sql as core_sql
@@ -24,7 +22,7 @@ from memexdb.health.models import (
     SettingWrite,
     UserStatsQuery,
 )
-from memexdb.operation import Operation
+from memexdb.operation import Operation, declared
 from memexdb.session import Session
 from memexdb.types import AgentStats, MaintenanceResult, MetricFigure, SchemaState, UserStats
 
@@ -160,14 +158,4 @@ OVERVIEW_STATS = Operation(
     domain="operations",
 )
 
-OPERATIONS: tuple[Operation[Any, Any], ...] = (
-    PING,
-    METRICS_SNAPSHOT,
-    SCHEMA_STATE,
-    LOCK_WAITS,
-    MAINTENANCE,
-    SET_SETTING,
-    AGENT_STATS,
-    USER_STATS,
-    OVERVIEW_STATS,  # the console's (memexdb.console.overview)
-)
+OPERATIONS = declared(globals())

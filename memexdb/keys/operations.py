@@ -10,7 +10,6 @@ scope (memex.create_key, ...).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from memexdb.core import sql as core_sql
 from memexdb.fields import NoArguments
@@ -30,7 +29,7 @@ from memexdb.keys.models import (
     KeyRevokeQuery,
     KeysQuery,
 )
-from memexdb.operation import Operation, Paging, Reply, Route
+from memexdb.operation import Operation, Paging, Reply, Route, declared
 from memexdb.paging import next_key
 from memexdb.session import Session
 from memexdb.types import ApiKey, AuditEvent, CreatedKey, RevokedKey
@@ -166,12 +165,4 @@ ALLOW_KEYLESS = Operation(
     domain="keys",
 )
 
-OPERATIONS: tuple[Operation[Any, Any], ...] = (
-    CREATE_KEY,
-    LIST_KEYS,
-    REVOKE_KEY,
-    AUDIT_EVENTS,
-    AUTHENTICATE,
-    AUTHORIZE,
-    ALLOW_KEYLESS,  # `memexdb keys allow-keyless`
-)
+OPERATIONS = declared(globals())
