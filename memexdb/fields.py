@@ -235,6 +235,12 @@ QueryInt = Annotated[int, Strict(), BeforeValidator(query_integer)]
 QueryIntOrNone = Annotated[int | None, Strict(), BeforeValidator(query_integer)]
 
 
+def within(low: int, high: int, default: int | None, description: str) -> Any:
+    """The field of an Integral from `low` to `high` (`default` when left out), which
+    `description` names where it says {low} and {high}."""
+    return Field(default, ge=low, le=high, description=description.format(low=low, high=high))
+
+
 def per_page(maximum: int, what: str, default: int) -> Any:
     """The field of a page size: 1 to `maximum` `what` per page (a QueryInt)."""
     return Field(default, ge=1, le=maximum, description=f"{what} per page (1 to {maximum}).")
@@ -249,6 +255,10 @@ def older_than(description: str, maximum: int = 2**63 - 1) -> Any:
 def integral(value: Any) -> Any:
     # JSON Schema counts 3.0 as an integer; strict mode (below) would refuse it.
     return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# An integer of a JSON body (3.0 counts, as JSON Schema says).
+Integral = Annotated[int, Strict(), BeforeValidator(integral)]
 
 
 QueryTimestamp = Annotated[datetime | None, AfterValidator(_utc)]

@@ -31,6 +31,7 @@ from memexdb.fields import (
     older_than,
     per_page,
     query_integer,
+    within,
 )
 
 # --- Consolidation ("dreaming"): memex.consolidate_*, memex.dream_* ---
@@ -55,8 +56,7 @@ Setting = Annotated[int | None, Strict(), BeforeValidator(integral)]
 
 def _setting(name: str, description: str) -> Any:
     """The field of setting `name`: its DREAM_BOUNDS, said in its description too."""
-    low, high = DREAM_BOUNDS[name]
-    return Field(None, ge=low, le=high, description=f"{description} ({low} to {high}).")
+    return within(*DREAM_BOUNDS[name], None, description + " ({low} to {high}).")
 
 
 class DreamConfig(RequestModel):

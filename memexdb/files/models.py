@@ -27,6 +27,7 @@ from memexdb.fields import (
     EXAMPLE_USER,
     LIST_LIMIT_MAX,
     AgentId,
+    Integral,
     NoNul,
     NotBlank,
     OutModel,
@@ -42,6 +43,7 @@ from memexdb.fields import (
     older_than,
     query_integer,
     text_field,
+    within,
 )
 
 # --- File memory (memex.write_file, read_file, list_files, patch_file, ...) ---
@@ -151,17 +153,6 @@ LineNumber = Annotated[
     Field(ge=1, le=LINE_MAX, description="A line number (1-based, inclusive).", examples=[1]),
     Strict(),
     BeforeValidator(query_integer),
-]
-Budget = Annotated[
-    int,
-    Field(
-        ge=SMART_READ_MIN_BUDGET,
-        le=SMART_READ_MAX_BUDGET,
-        description=f"Most characters the context block may hold ({SMART_READ_MIN_BUDGET} to"
-        f" {SMART_READ_MAX_BUDGET}).",
-    ),
-    Strict(),
-    BeforeValidator(integral),
 ]
 PageLimit = Annotated[
     int,
@@ -352,7 +343,12 @@ class SmartReadRequest(TenantRequest):
     """One bounded context block from the most relevant files and memories."""
 
     query: Query
-    budget: Budget = DEFAULT_SMART_READ_BUDGET
+    budget: Integral = within(
+        SMART_READ_MIN_BUDGET,
+        SMART_READ_MAX_BUDGET,
+        DEFAULT_SMART_READ_BUDGET,
+        "Most characters the context block may hold ({low} to {high}).",
+    )
 
 
 class AccessLogQuery(TenantQuery):
@@ -465,27 +461,6 @@ PASSAGE_MAX_CHARS = 8000
 DEFAULT_PASSAGE_CHARS = 800
 
 
-PassageTopK = Annotated[
-    int,
-    Field(
-        ge=1,
-        le=PASSAGES_TOP_K_MAX,
-        description=f"How many passages to return (1 to {PASSAGES_TOP_K_MAX}).",
-    ),
-    Strict(),
-    BeforeValidator(integral),
-]
-PassageChars = Annotated[
-    int,
-    Field(
-        ge=PASSAGE_MIN_CHARS,
-        le=PASSAGE_MAX_CHARS,
-        description=f"Most characters per passage ({PASSAGE_MIN_CHARS} to"
-        f" {PASSAGE_MAX_CHARS}); longer ones are cut, ending in '…'.",
-    ),
-    Strict(),
-    BeforeValidator(integral),
-]
 AnswerWanted = Annotated[
     bool,
     Field(
@@ -500,8 +475,18 @@ class PassageSearchRequest(TenantRequest):
     """memory_search: passages of files and memories for a query, optionally answered."""
 
     query: Query
-    top_k: PassageTopK = DEFAULT_PASSAGES_TOP_K
-    passage_chars: PassageChars = DEFAULT_PASSAGE_CHARS
+    top_k: Integral = within(
+        1,
+        PASSAGES_TOP_K_MAX,
+        DEFAULT_PASSAGES_TOP_K,
+        "How many passages to return ({low} to {high}).",
+    )
+    passage_chars: Integral = within(
+        PASSAGE_MIN_CHARS,
+        PASSAGE_MAX_CHARS,
+        DEFAULT_PASSAGE_CHARS,
+        "Most characters per passage ({low} to {high}); longer ones are cut, ending in '…'.",
+    )
     answer: AnswerWanted = False
 
 
