@@ -1,47 +1,8 @@
 """The result types, defined once in memexdb_client (the HTTP client returns them too);
 re-exported here for the server and in-process code."""
 
-from memexdb_client.types import (
-    Access,
-    AccessEvent,
-    AgentStats,
-    ApiKey,
-    AuditEvent,
-    ConsolidationRun,
-    CreatedKey,
-    DreamPlan,
-    DreamUser,
-    EmbedBatch,
-    Embeddings,
-    EmbedQueueDepth,
-    ErasedRows,
-    ExportRow,
-    File,
-    FileEntry,
-    FileRevision,
-    HistoryRow,
-    ImportResult,
-    KeyScope,
-    MaintenanceResult,
-    Memory,
-    MemoryPage,
-    MemoryRevision,
-    MemoryType,
-    MetricFigure,
-    ModelCount,
-    Passage,
-    PatchPreview,
-    QueuedMemory,
-    RateLimitResult,
-    ReembedPage,
-    RevokedKey,
-    SchemaState,
-    SearchHit,
-    SearchMode,
-    SmartRead,
-    StaleEmbedding,
-    UserStats,
-)
+# ruff: noqa: F405 (the names of __all__ come from this star import)
+from memexdb_client.types import *  # noqa: F403
 
 __all__ = [
     "Access",

@@ -32,7 +32,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from types import TracebackType
 from urllib.parse import quote
 
 import platformdirs
@@ -198,12 +197,7 @@ class EmbeddedPostgres:
         self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # -- internals --

@@ -5,7 +5,6 @@ llama.cpp, text-embeddings-inference, LiteLLM, ...).
 """
 
 from collections.abc import Sequence
-from types import TracebackType
 from typing import Any, Self
 
 import httpx
@@ -89,12 +88,7 @@ class OpenAIEmbeddings:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:  # no api key here: reprs end up in logs

@@ -166,10 +166,9 @@ async def health(request: Request) -> Response:
     return json_of(HealthResponse(status="ok", db="ok", version=__version__))
 
 
-def _probe(
-    path: str, handler: Handler, summary: str, ok: Reply, *errors: Reply, operation_id: str
-) -> Endpoint:
-    """A probe: GET, open to everyone (no key, and none of the common errors)."""
+def _probe(path: str, handler: Handler, summary: str, ok: Reply, *errors: Reply) -> Endpoint:
+    """A probe: GET, open to everyone (no key, and none of the common errors), named by
+    its path (/health/ready: health_ready)."""
     return Endpoint(
         "GET",
         path,
@@ -178,7 +177,7 @@ def _probe(
         ok,
         errors=errors,
         open=True,
-        operation_id=operation_id,
+        operation_id=path.strip("/").replace("/", "_"),
         tag="operations",
     )
 
@@ -190,14 +189,12 @@ ENDPOINTS = (
         "200 when the database answers, 503 otherwise",
         Reply(200, "Healthy", HealthResponse),
         Reply(503, "Database unreachable", HealthResponse),
-        operation_id="health",
     ),
     _probe(
         "/health/live",
         live,
         "Liveness: 200 while the process serves requests (the database is not asked)",
         Reply(200, "Alive", LiveResponse),
-        operation_id="health_live",
     ),
     _probe(
         "/health/ready",
@@ -206,7 +203,6 @@ ENDPOINTS = (
         " current; 503 with the reason otherwise",
         Reply(200, "Ready", ReadyResponse),
         Reply(503, "Not ready; `reason` says why", ReadyResponse),
-        operation_id="health_ready",
     ),
     Endpoint(
         "GET",
