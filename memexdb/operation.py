@@ -166,9 +166,9 @@ class Operation(Generic[Req, Res]):
 
 
 def declared(namespace: Mapping[str, object]) -> tuple[Operation[Any, Any], ...]:
-    """The operations a module declares, in the order it declares them: a domain's
-    OPERATIONS is `declared(globals())`, so that an operation is listed by being written
-    (an order the REST document's paths and the MCP tools keep)."""
+    """The operations a module declares (`vars(module)`), in the order it declares them:
+    what memexdb.operation_table lists of a domain, so that an operation is listed by being
+    written (the order the REST document's paths and the MCP tools keep)."""
     found: dict[int, Operation[Any, Any]] = {}
     for name, value in namespace.items():
         if isinstance(value, Operation) and not name.startswith("_"):

@@ -1,5 +1,7 @@
 """Every operation of memexdb, by domain: what the REST app serves, the MCP server lists,
-the clients are generated from, and tests/test_operations.py checks."""
+the clients are generated from, and tests/test_operations.py checks. A domain's are those
+its operations module declares, in the order declared (memexdb.operation.declared), but
+for memories and agentic, which list theirs in their own order (OPERATIONS)."""
 
 from __future__ import annotations
 
@@ -12,14 +14,14 @@ from memexdb.files import operations as files
 from memexdb.health import operations as health
 from memexdb.keys import operations as keys
 from memexdb.memories import operations as memories
-from memexdb.operation import Operation
+from memexdb.operation import Operation, declared
 
 OPERATIONS: tuple[Operation[Any, Any], ...] = (
     *memories.OPERATIONS,
-    *files.OPERATIONS,
+    *declared(vars(files)),
     *agentic.OPERATIONS,
-    *embeddings.OPERATIONS,
-    *keys.OPERATIONS,
-    *consolidation.OPERATIONS,
-    *health.OPERATIONS,
+    *declared(vars(embeddings)),
+    *declared(vars(keys)),
+    *declared(vars(consolidation)),
+    *declared(vars(health)),
 )

@@ -43,7 +43,7 @@ from memexdb.consolidation.models import (
 from memexdb.core import sql as core_sql
 from memexdb.error_models import ErrorResponse, validated
 from memexdb.fields import NoArguments, TenantQuery
-from memexdb.operation import Operation, Paging, Reply, Route, declared
+from memexdb.operation import Operation, Paging, Reply, Route
 from memexdb.paging import next_key
 from memexdb.session import Session
 from memexdb.types import ConsolidationRun, DreamPlan, DreamUser
@@ -138,6 +138,8 @@ def _users(query: DreamUsersQuery, rows: list[DreamUser]) -> DreamUserList:
     )
 
 
+# (declared in the table's order: their paths' methods GET before PUT, as a 405's Allow
+# header lists them; then the Python API's alone, with no REST or MCP surface here)
 DREAM_CONFIG = Operation(
     name="dream_config",
     summary="The consolidation settings (dream_* in memex.settings, else their defaults)",
@@ -357,7 +359,3 @@ DREAM_PLAN = Operation(
     access="write",
     domain="consolidation",
 )
-
-# In declaration order: their paths' methods GET before PUT, as a 405's Allow header
-# lists them; then the Python API's alone (no REST or MCP surface here).
-OPERATIONS = declared(globals())

@@ -28,7 +28,7 @@ from memexdb.embeddings.models import (
 from memexdb.error_models import OpenAIErrorResponse
 from memexdb.errors import InvalidArgument, ModelNotFound
 from memexdb.fields import NoArguments
-from memexdb.operation import Operation, Reply, Route, declared
+from memexdb.operation import Operation, Reply, Route
 from memexdb.paging import next_key
 from memexdb.session import Session
 from memexdb.types import (
@@ -236,5 +236,3 @@ EMBED_QUEUED = Operation(
     domain="embeddings",
     embeds="(the queued memories' contents)",
 )
-
-OPERATIONS = declared(globals())

@@ -41,7 +41,7 @@ from memexdb.files.models import (
     SmartReadOut,
     SmartReadRequest,
 )
-from memexdb.operation import Operation, Paging, Reply, Route, Tool, declared
+from memexdb.operation import Operation, Paging, Reply, Route, Tool
 from memexdb.paging import next_key
 from memexdb.session import Session
 from memexdb.types import (
@@ -218,6 +218,8 @@ _NO_FILE = Reply(404, "No such file (or revision) for this tenant", ErrorRespons
 _MOVED_ON = Reply(409, "The file moved past base_revision: read it again", ErrorResponse)
 _NEW_REVISION = "The file at its new revision"
 
+# (declared in the table's order: the MCP tools' (tools/list) and the REST endpoints'
+# paths'; PASSAGES last, the Python API's, as memory_search is memexdb.agentic's)
 LIST = Operation(
     name="list_files",
     summary="List a tenant's files under a path prefix, in path order (memory_list)",
@@ -468,7 +470,3 @@ PASSAGES = Operation(
     domain="files",
     embeds="query",
 )
-
-# In declaration order, the order of the MCP tools (tools/list) and the REST endpoints'
-# paths; PASSAGES last, the Python API's (memory_search is memexdb.agentic's).
-OPERATIONS = declared(globals())

@@ -22,7 +22,7 @@ from memexdb.health.models import (
     SettingWrite,
     UserStatsQuery,
 )
-from memexdb.operation import Operation, declared
+from memexdb.operation import Operation
 from memexdb.session import Session
 from memexdb.types import AgentStats, MaintenanceResult, MetricFigure, SchemaState, UserStats
 
@@ -157,5 +157,3 @@ OVERVIEW_STATS = Operation(
     access="operator",
     domain="operations",
 )
-
-OPERATIONS = declared(globals())

@@ -29,7 +29,7 @@ from memexdb.keys.models import (
     KeyRevokeQuery,
     KeysQuery,
 )
-from memexdb.operation import Operation, Paging, Reply, Route, declared
+from memexdb.operation import Operation, Paging, Reply, Route
 from memexdb.paging import next_key
 from memexdb.session import Session
 from memexdb.types import ApiKey, AuditEvent, CreatedKey, RevokedKey
@@ -164,5 +164,3 @@ ALLOW_KEYLESS = Operation(
     access="operator",
     domain="keys",
 )
-
-OPERATIONS = declared(globals())
