@@ -31,6 +31,7 @@ from memexdb.session import Session
 
 Req = TypeVar("Req", bound=BaseModel)
 Res = TypeVar("Res")
+Row = TypeVar("Row")
 
 # What the caller's key needs (SQL checks it: memex._authorize; this is what the docs
 # and the tests read): read or write within its tenants, admin (keys, audit,
@@ -174,3 +175,28 @@ def declared(namespace: Mapping[str, object]) -> tuple[Operation[Any, Any], ...]
         if isinstance(value, Operation) and not name.startswith("_"):
             found.setdefault(id(value), value)
     return tuple(found.values())
+
+
+def fetch_rows(
+    row: type[Row], call: str, *, enter: bool = True
+) -> Callable[[Session, BaseModel], Awaitable[list[Row]]]:
+    """The `run` of an operation that is one statement: `call` (a generated call) with the
+    request's fields as its values, answering its rows as `row`s (`enter`: Session.fetch's)."""
+
+    async def run(session: Session, request: BaseModel) -> list[Row]:
+        rows: list[Row] = await session.fetch(row, call, request.model_dump() or None, enter=enter)
+        return rows
+
+    return run
+
+
+def fetch_first(
+    row: type[Row], call: str, *, enter: bool = True
+) -> Callable[[Session, BaseModel], Awaitable[Row]]:
+    """As fetch_rows, answering the first row (the statement's one)."""
+    rows = fetch_rows(row, call, enter=enter)
+
+    async def run(session: Session, request: BaseModel) -> Row:
+        return (await rows(session, request))[0]
+
+    return run

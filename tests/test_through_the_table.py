@@ -36,6 +36,8 @@ ALLOWED_SQL: dict[str, str] = {
     " schema may exist, without loading the embedding model a Session needs",
     "cli_keys.py": "`memexdb keys bootstrap` alone (the other commands run operations):"
     " memex.api_keys' table lock, as the login role, which memex_app may not take",
+    "operation.py": "fetch_rows / fetch_first: the `run` of an operation that is one"
+    " statement, a call its domain's operations.py passes in (from its sql.py)",
 }
 
 

@@ -43,7 +43,7 @@ from memexdb.consolidation.models import (
 from memexdb.core import sql as core_sql
 from memexdb.error_models import ErrorResponse, validated
 from memexdb.fields import NoArguments, TenantQuery
-from memexdb.operation import Operation, Paging, Reply, Route
+from memexdb.operation import Operation, Paging, Reply, Route, fetch_first, fetch_rows
 from memexdb.paging import next_key
 from memexdb.session import Session
 from memexdb.types import ConsolidationRun, DreamPlan, DreamUser
@@ -96,15 +96,8 @@ async def set_dream_config(session: Session, request: DreamConfig) -> DreamConfi
     return await _with_schedules(session, rows[0])
 
 
-async def consolidation_runs(session: Session, query: RunsQuery) -> list[ConsolidationRun]:
-    return await session.fetch(ConsolidationRun, sql.CONSOLIDATION_HISTORY, query.model_dump())
-
-
-async def restore_consolidation(session: Session, ref: RunRef) -> ConsolidationRun:
-    rows: list[ConsolidationRun] = await session.fetch(
-        ConsolidationRun, sql.RESTORE_CONSOLIDATION, ref.model_dump()
-    )
-    return rows[0]
+consolidation_runs = fetch_rows(ConsolidationRun, sql.CONSOLIDATION_HISTORY)
+restore_consolidation = fetch_first(ConsolidationRun, sql.RESTORE_CONSOLIDATION)
 
 
 async def dream_users(session: Session, query: DreamUsersQuery) -> list[DreamUser]:
@@ -279,10 +272,7 @@ async def dream(session: Session, request: DreamTenantRequest) -> ConsolidationR
     )
 
 
-async def consolidate_due(
-    session: Session, request: ConsolidateDueRequest
-) -> list[ConsolidationRun]:
-    return await session.fetch(ConsolidationRun, sql.CONSOLIDATE_DUE, request.model_dump())
+consolidate_due = fetch_rows(ConsolidationRun, sql.CONSOLIDATE_DUE)
 
 
 async def dream_due(session: Session, request: DreamDueRequest) -> list[ConsolidationRun]:

@@ -41,7 +41,7 @@ from memexdb.files.models import (
     SmartReadOut,
     SmartReadRequest,
 )
-from memexdb.operation import Operation, Paging, Reply, Route, Tool
+from memexdb.operation import Operation, Paging, Reply, Route, Tool, fetch_first, fetch_rows
 from memexdb.paging import next_key
 from memexdb.session import Session
 from memexdb.types import (
@@ -70,9 +70,7 @@ async def write_file(session: Session, request: FileWrite) -> File:
     return rows[0]
 
 
-async def read_file(session: Session, query: FileReadQuery) -> File:
-    rows: list[File] = await session.fetch(File, sql.READ_FILE, query.model_dump())
-    return rows[0]
+read_file = fetch_first(File, sql.READ_FILE)
 
 
 async def list_files(session: Session, query: FileListQuery) -> tuple[list[FileEntry], str | None]:
@@ -130,18 +128,8 @@ async def delete_file(session: Session, query: FileDeleteQuery) -> File:
     return rows[0]
 
 
-async def list_revisions(session: Session, query: RevisionListQuery) -> list[FileRevision]:
-    rows: list[FileRevision] = await session.fetch(
-        FileRevision, sql.LIST_REVISIONS, query.model_dump()
-    )
-    return rows
-
-
-async def get_revision(session: Session, query: RevisionQuery) -> FileRevision:
-    rows: list[FileRevision] = await session.fetch(
-        FileRevision, sql.GET_REVISION, query.model_dump()
-    )
-    return rows[0]
+list_revisions = fetch_rows(FileRevision, sql.LIST_REVISIONS)
+get_revision = fetch_first(FileRevision, sql.GET_REVISION)
 
 
 async def diff_revisions(session: Session, query: DiffQuery) -> str:
@@ -179,11 +167,7 @@ async def smart_read(session: Session, request: SmartReadRequest) -> SmartRead:
     return rows[0]
 
 
-async def access_log(session: Session, query: AccessLogQuery) -> list[AccessEvent]:
-    rows: list[AccessEvent] = await session.fetch(
-        AccessEvent, sql.ACCESS_EVENTS, query.model_dump()
-    )
-    return rows
+access_log = fetch_rows(AccessEvent, sql.ACCESS_EVENTS)
 
 
 def _files(_: FileListQuery, page: tuple[list[FileEntry], str | None]) -> FileList:

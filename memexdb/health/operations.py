@@ -22,7 +22,7 @@ from memexdb.health.models import (
     SettingWrite,
     UserStatsQuery,
 )
-from memexdb.operation import Operation
+from memexdb.operation import Operation, fetch_first, fetch_rows
 from memexdb.session import Session
 from memexdb.types import AgentStats, MaintenanceResult, MetricFigure, SchemaState, UserStats
 
@@ -32,22 +32,10 @@ async def ping(session: Session, _: NoArguments) -> None:
     await session.fetch(None, core_sql.PING, enter=False)
 
 
-async def metrics_snapshot(session: Session, _: NoArguments) -> list[MetricFigure]:
-    return await session.fetch(MetricFigure, sql.METRICS_SNAPSHOT)
-
-
-async def schema_state(session: Session, _: NoArguments) -> SchemaState:
-    rows: list[SchemaState] = await session.fetch(SchemaState, sql.SCHEMA_STATE, enter=False)
-    return rows[0]
-
-
-async def lock_waits(session: Session, _: NoArguments) -> list[BlockedLock]:
-    return await session.fetch(BlockedLock, sql.LOCK_WAITS, enter=False)
-
-
-async def maintenance(session: Session, _: NoArguments) -> MaintenanceResult:
-    rows: list[MaintenanceResult] = await session.fetch(MaintenanceResult, sql.MAINTENANCE)
-    return rows[0]
+metrics_snapshot = fetch_rows(MetricFigure, sql.METRICS_SNAPSHOT)
+schema_state = fetch_first(SchemaState, sql.SCHEMA_STATE, enter=False)
+lock_waits = fetch_rows(BlockedLock, sql.LOCK_WAITS, enter=False)
+maintenance = fetch_first(MaintenanceResult, sql.MAINTENANCE)
 
 
 async def set_setting(session: Session, request: SettingWrite) -> None:
@@ -56,16 +44,9 @@ async def set_setting(session: Session, request: SettingWrite) -> None:
     )
 
 
-async def agent_stats(session: Session, query: AgentStatsQuery) -> list[AgentStats]:
-    return await session.fetch(AgentStats, sql.AGENT_STATS, query.model_dump())
-
-
-async def user_stats(session: Session, query: UserStatsQuery) -> list[UserStats]:
-    return await session.fetch(UserStats, sql.USER_STATS, query.model_dump())
-
-
-async def overview_stats(session: Session, query: OverviewQuery) -> list[OverviewFigure]:
-    return await session.fetch(OverviewFigure, sql.OVERVIEW_STATS, query.model_dump())
+agent_stats = fetch_rows(AgentStats, sql.AGENT_STATS)
+user_stats = fetch_rows(UserStats, sql.USER_STATS)
+overview_stats = fetch_rows(OverviewFigure, sql.OVERVIEW_STATS)
 
 
 PING = Operation(

@@ -29,7 +29,7 @@ from memexdb.keys.models import (
     KeyRevokeQuery,
     KeysQuery,
 )
-from memexdb.operation import Operation, Paging, Reply, Route
+from memexdb.operation import Operation, Paging, Reply, Route, fetch_first, fetch_rows
 from memexdb.paging import next_key
 from memexdb.session import Session
 from memexdb.types import ApiKey, AuditEvent, CreatedKey, RevokedKey
@@ -41,17 +41,9 @@ async def create_key(session: Session, request: KeyCreate) -> CreatedKey:
     return rows[0]
 
 
-async def list_keys(session: Session, query: KeysQuery) -> list[ApiKey]:
-    return await session.fetch(ApiKey, sql.LIST_KEYS, query.model_dump())
-
-
-async def revoke_key(session: Session, ref: KeyRef) -> RevokedKey:
-    rows: list[RevokedKey] = await session.fetch(RevokedKey, sql.REVOKE_KEY, ref.model_dump())
-    return rows[0]
-
-
-async def audit_events(session: Session, query: AuditQuery) -> list[AuditEvent]:
-    return await session.fetch(AuditEvent, sql.AUDIT_EVENTS, query.model_dump())
+list_keys = fetch_rows(ApiKey, sql.LIST_KEYS)
+revoke_key = fetch_first(RevokedKey, sql.REVOKE_KEY)
+audit_events = fetch_rows(AuditEvent, sql.AUDIT_EVENTS)
 
 
 def _audit_page(query: AuditQuery, events: list[AuditEvent]) -> AuditList:
