@@ -108,6 +108,34 @@ def root() -> Iterator[Path]:
     shutil.rmtree(d)
 
 
+def test_the_look_at_server_processes_holds_while_they_exit(root: Path) -> None:
+    """postmasters() and server_procs() while processes named postgres under root come
+    and go (as backends do, and the startup process after crash recovery): one that
+    exits while it is looked at is left out, never psutil.NoSuchProcess."""
+    shutil.copy("/bin/sleep", root / "postgres")
+    done = threading.Event()
+
+    def churn() -> None:
+        while not done.is_set():
+            batch = [subprocess.Popen([root / "postgres", "0.02"], cwd=root) for _ in range(40)]
+            for child in batch:
+                child.wait()
+
+    churner = threading.Thread(target=churn)
+    churner.start()
+    looks = 0
+    try:
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            postmasters(root)
+            server_procs(root)
+            looks += 1
+    finally:
+        done.set()
+        churner.join()
+    assert looks > 10
+
+
 def test_start_connect_vector_stop(root: Path) -> None:
     with EmbeddedPostgres(root / "pg18") as pg:
         assert pg.dsn.startswith("postgresql://postgres@/memexdb?host=")
@@ -277,34 +305,6 @@ def test_keeper_relaunches_a_killed_postmaster(root: Path) -> None:
             keeper.close()
         server.stop()
     wait_no_server(root)
-
-
-def test_the_look_at_server_processes_holds_while_they_exit(root: Path) -> None:
-    """postmasters() and server_procs() while processes named postgres under root come
-    and go (as backends do, and the startup process after crash recovery): one that
-    exits while it is looked at is left out, never psutil.NoSuchProcess."""
-    shutil.copy("/bin/sleep", root / "postgres")
-    done = threading.Event()
-
-    def churn() -> None:
-        while not done.is_set():
-            batch = [subprocess.Popen([root / "postgres", "0.02"], cwd=root) for _ in range(40)]
-            for child in batch:
-                child.wait()
-
-    churner = threading.Thread(target=churn)
-    churner.start()
-    looks = 0
-    try:
-        deadline = time.monotonic() + 2
-        while time.monotonic() < deadline:
-            postmasters(root)
-            server_procs(root)
-            looks += 1
-    finally:
-        done.set()
-        churner.join()
-    assert looks > 10
 
 
 def test_keeper_survives_an_unexpected_error(
