@@ -319,17 +319,3 @@ def test_a_revision_number_is_one_or_more(db: psycopg.Connection, call: str, fie
         db.execute(f"select * from {call}", {"vec": VEC})
     assert (invalid.value.sqlstate, invalid.value.diag.column_name) == ("MX422", field)
     assert str(invalid.value).startswith(f"{field}: must be a revision number (1 or more)")
-
-
-@pytest.mark.parametrize(
-    "helper", ["_check_revision(integer,text)", "_authorize_import(jsonb,text)"]
-)
-def test_the_shared_prologue_helpers_are_internal(db: psycopg.Connection, helper: str) -> None:
-    """The helpers the security definers share are not a tenant's to call: a tenant's role
-    reaches them only through the functions that authorize it first."""
-    row = db.execute(
-        "select has_function_privilege('memex_tenant', %s, 'execute') as tenant,"
-        " has_function_privilege('memex_app', %s, 'execute') as app",
-        (f"memex.{helper}", f"memex.{helper}"),
-    ).fetchone()
-    assert (row["tenant"], row["app"]) == (False, True)
