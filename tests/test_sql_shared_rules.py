@@ -1,9 +1,11 @@
 """The rules several SQL functions share live in one internal helper each (issue 35): a
 listing's page size (memex._check_page_limit), a file's revision number
 (memex._check_revision, tests/test_sql_files.py), the prologue of the history imports
-(memex._authorize_import, tests/test_moving.py). Every function that takes the rule
-answers as it did with its own copy: the same SQLSTATE, field and message. The helpers are
-internal: a tenant's role cannot execute them (tests/golden/privileges.txt)."""
+(memex._authorize_import, tests/test_moving.py), the start of a condense or dream run
+(memex._start_run, tests/test_sql_consolidation.py and tests/test_sql_dream.py). Every
+function that takes the rule answers as it did with its own copy: the same SQLSTATE, field
+and message. The helpers are internal: a tenant's role cannot execute them
+(tests/golden/privileges.txt)."""
 
 from __future__ import annotations
 
@@ -44,6 +46,7 @@ def test_the_bounds_are_pages(conn: psycopg.Connection, call: str) -> None:
         "_check_page_limit(integer)",
         "_check_revision(integer,text)",
         "_authorize_import(jsonb,text)",
+        "_start_run(text,text,text,timestamptz)",
     ],
 )
 def test_the_shared_helpers_are_internal(conn: psycopg.Connection, helper: str) -> None:
