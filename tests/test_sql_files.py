@@ -299,3 +299,23 @@ def test_memory_calls_cannot_bypass_a_files_revisions(db: psycopg.Connection) ->
     # its importance and metadata are a memory's, not the file's content
     db.execute("select * from memex.update_memory('a', 'u', %s, p_importance => 1.5)", (file_id,))
     assert read(db, "user/p.md")["content"] == "v1"
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        ("memex.get_revision('a', 'u', 'user/p.md', 0)", "revision"),
+        ("memex.restore_revision('a', 'u', 'user/p.md', null, %(vec)s, 'm')", "revision"),
+        ("memex.diff_revisions('a', 'u', 'user/p.md', 0, 1)", "from_revision"),
+        ("memex.diff_revisions('a', 'u', 'user/p.md', 1, -1)", "to_revision"),
+        ("memex._check_revision(0)", "revision"),
+        ("memex._check_revision(null, 'from_revision')", "from_revision"),
+    ],
+)
+def test_a_revision_number_is_one_or_more(db: psycopg.Connection, call: str, field: str) -> None:
+    """One rule, memex._check_revision, for every function that names a file's revision."""
+    write(db, "user/p.md", "v1")
+    with pytest.raises(psycopg.Error) as invalid:
+        db.execute(f"select * from {call}", {"vec": VEC})
+    assert (invalid.value.sqlstate, invalid.value.diag.column_name) == ("MX422", field)
+    assert str(invalid.value).startswith(f"{field}: must be a revision number (1 or more)")

@@ -17,7 +17,7 @@
 --     the embed worker embeds its text (memex._queue_embedding);
 --   * the sources are archived (archived_at, superseded_by), never deleted: search skips
 --     them unless asked, memex.restore_consolidation brings them back;
---   * written as dream-agent (memex._delegate) and recorded in memex.consolidation_runs;
+--   * written as dream-agent and recorded in memex.consolidation_runs (memex._start_run);
 --   * a restore sticks (issue 36): memories memex.restore_consolidation brought back
 --     (restored_at) are not condensed again until a memory newer than the restore arrives
 --     for the tenant (its newest created_at is after restored_at), or p_force;
@@ -157,10 +157,7 @@ begin
                         from unnest(v_ids, v_times, v_texts) with ordinality u(i, t, c, o)));
         return v_run;
     end if;
-    perform memex._delegate('dream-agent');
-    insert into memex.consolidation_runs (agent_id, user_id, kind, status, actor, started_at)
-    values (p_agent_id, p_user_id, 'condense', 'running', memex._actor(), v_run.started_at)
-    returning id into v_run.id;
+    v_run.id := memex._start_run(p_agent_id, p_user_id, 'condense', v_run.started_at);
     insert into memex.memories (agent_id, user_id, memory_type, content, importance, metadata,
                                 created_at, source_ids, embedding, embedding_model)
     select p_agent_id, p_user_id, 'semantic', v_summary, max(m.importance),

@@ -1,9 +1,10 @@
 -- privileges: service
 -- memex.consolidate_due: one consolidation tick over every tenant, as pg_cron runs it
 -- (`memexdb schedule`) or the service's scheduler where the server has no pg_cron.
--- Nothing happens unless dream_config.enabled. Tenants that may be due (not paused, more
--- memories than the threshold; memex.consolidate_tenant decides exactly) are taken
--- largest first, at most dream_config.concurrency of them; each is condensed batch after
+-- Nothing happens unless dream_config.enabled. Tenants that may be due
+-- (memex._consolidate_due_tenants: not paused, more memories than the threshold;
+-- memex.consolidate_tenant decides exactly) are taken largest first, at most
+-- dream_config.concurrency of them; each is condensed batch after
 -- batch while it stays due, within dream_config.write_budget summaries for the whole
 -- tick. A tenant whose run fails is recorded as a failed run (its work rolled back) and
 -- the tick goes on. The tick yields to clients' writes: a run skips a tenant being
@@ -32,12 +33,7 @@ begin
     if not (v_config ->> 'enabled')::boolean then
         return;
     end if;
-    for v_tenant in
-        select t.agent_id, t.user_id from memex.tenants t
-        where not t.dream_paused
-          and t.memory_count > (v_config ->> 'threshold')::bigint
-        order by t.memory_count desc, t.agent_id, t.user_id
-        limit (v_config ->> 'concurrency')::integer
+    for v_tenant in select * from memex._consolidate_due_tenants(v_config)
     loop
         exit when v_budget <= 0;
         loop

@@ -1,8 +1,9 @@
 -- privileges: service
 -- memex.consolidate_due_tick: memex.consolidate_due's tick, committing after every batch:
 -- what pg_cron runs (`call memex.consolidate_due_tick()`, registered by `memexdb
--- schedule`). The same tenants in the same order (not paused, more memories than the
--- threshold, largest first, at most dream_config.concurrency), each condensed batch after
+-- schedule`). The same tenants in the same order (memex._consolidate_due_tenants: not
+-- paused, more memories than the threshold, largest first, at most
+-- dream_config.concurrency), each condensed batch after
 -- batch while it stays due, within dream_config.write_budget summaries; a tenant whose run
 -- fails becomes a failed run and the tick goes on. After each batch (a summary, or a
 -- failed run) it commits, so the locks a batch took (the tenant's rows, its consolidation
@@ -32,14 +33,10 @@ begin
     if not (v_config ->> 'enabled')::boolean then
         return;
     end if;
-    select pg_catalog.array_agg(t.agent_id order by t.memory_count desc, t.agent_id, t.user_id),
-           pg_catalog.array_agg(t.user_id order by t.memory_count desc, t.agent_id, t.user_id)
+    select pg_catalog.array_agg(d.agent_id order by d.n),
+           pg_catalog.array_agg(d.user_id order by d.n)
     into v_agents, v_users
-    from (select t.agent_id, t.user_id, t.memory_count from memex.tenants t
-          where not t.dream_paused
-            and t.memory_count > (v_config ->> 'threshold')::bigint
-          order by t.memory_count desc, t.agent_id, t.user_id
-          limit (v_config ->> 'concurrency')::integer) t;
+    from memex._consolidate_due_tenants(v_config) with ordinality d(agent_id, user_id, n);
     commit;  -- the list read, nothing held while the batches run
     for i in 1 .. coalesce(pg_catalog.cardinality(v_agents), 0) loop
         exit when v_budget <= 0;

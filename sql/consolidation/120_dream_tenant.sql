@@ -155,12 +155,7 @@ begin
         v_saved := null;
         if not p_dry_run then
             if v_run.id is null then
-                perform memex._delegate('dream-agent');
-                insert into memex.consolidation_runs (agent_id, user_id, kind, status, actor,
-                                                      started_at)
-                values (p_agent_id, p_user_id, 'dream', 'running', memex._actor(),
-                        v_run.started_at)
-                returning id into v_run.id;
+                v_run.id := memex._start_run(p_agent_id, p_user_id, 'dream', v_run.started_at);
             end if;
             begin
                 v_saved := memex._save_file(
@@ -240,12 +235,7 @@ begin
         elsif v_run.id is null then
             -- files were read and found tidy: a run with no file touched, recorded (as
             -- MemexAI's no-op runs are) so that the operator sees the tenant was looked at
-            perform memex._delegate('dream-agent');
-            insert into memex.consolidation_runs (agent_id, user_id, kind, status, actor,
-                                                  started_at)
-            values (p_agent_id, p_user_id, 'dream', 'running', memex._actor(),
-                    v_run.started_at)
-            returning id into v_run.id;
+            v_run.id := memex._start_run(p_agent_id, p_user_id, 'dream', v_run.started_at);
         end if;
     elsif p_dry_run then
         v_run.status := 'dry_run';

@@ -19,9 +19,7 @@ stable
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-    if p_limit is null or p_limit not between 1 and 1000 then
-        perform memex._invalid('limit', 'must be 1 to 1000');
-    end if;
+    perform memex._check_page_limit(p_limit);
     perform memex._authorize(p_agent_id, case when p_agent_id is not null then p_user_id end,
                              'read');
     return query

@@ -30,9 +30,7 @@ stable
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-    if p_limit is null or p_limit not between 1 and 1000 then
-        perform memex._invalid('limit', 'must be 1 to 1000');
-    end if;
+    perform memex._check_page_limit(p_limit);
     if (p_after_agent_id is null) <> (p_after_user_id is null) then
         perform memex._invalid('after', 'needs both agent_id and user_id of the last row');
     end if;

@@ -6,9 +6,9 @@
 -- (memex._history_id), in the order given; a restored condense run is linked to the
 -- restore run that undid it (restored_by) again through their summary_id, whichever of
 -- the two comes first, and the restore run's details.run names the run's new id. Other
--- details keep the ids of the database they were exported from. Actors are checked (memex._check_imported_actor). Returns the
--- number inserted. Only the operator or an admin key of
--- each record's tenant may import history. A security definer (owned by memex_owner:
+-- details keep the ids of the database they were exported from. Actors are checked
+-- (memex._authorize_import). Returns the number inserted. Only the operator or an admin
+-- key of each record's tenant may import history. A security definer (owned by memex_owner:
 -- row-level security still applies), as the consolidation functions are.
 create or replace function memex.import_consolidation_runs(p_records jsonb)
 returns integer
@@ -20,10 +20,7 @@ as $$
 declare
     v_count integer;
 begin
-    perform memex._authorize_history(p_records, 'consolidation runs');
-    perform memex._check_imported_actor(e.value ->> 'agent_id', e.value ->> 'actor',
-                                        format('records[%s].actor', e.ord - 1))
-    from jsonb_array_elements(p_records) with ordinality e(value, ord) order by e.ord;
+    perform memex._authorize_import(p_records, 'consolidation runs');
     insert into memex.consolidation_runs
         (agent_id, user_id, kind, status, actor, started_at, finished_at, memories_in,
          memories_out, files_in, files_out, files_touched, summary_id, error, details)

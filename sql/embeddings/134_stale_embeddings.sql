@@ -19,9 +19,7 @@ begin
     if p_embedding_model is null or p_embedding_model = '' then
         perform memex._invalid('embedding_model', 'is required');
     end if;
-    if p_limit is null or p_limit not between 1 and 1000 then
-        perform memex._invalid('limit', 'must be 1 to 1000');
-    end if;
+    perform memex._check_page_limit(p_limit);
     return query
     select m.id, m.content, m.embedding_model
     from memex.memories m

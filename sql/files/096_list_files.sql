@@ -21,9 +21,7 @@ begin
     if p_prefix is not null and (length(p_prefix) > 512 or p_prefix !~ '^[A-Za-z0-9._/-]*$') then
         perform memex._invalid('prefix', 'must be at most 512 characters of A-Z a-z 0-9 . _ - /');
     end if;
-    if p_limit is null or p_limit not between 1 and 1000 then
-        perform memex._invalid('limit', 'must be 1 to 1000');
-    end if;
+    perform memex._check_page_limit(p_limit);
     if p_after is not null then
         perform memex._check_path(p_after, 'after');
     end if;

@@ -19,9 +19,7 @@ as $$
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);
     perform memex._check_path(p_path);
-    if p_limit is null or p_limit not between 1 and 1000 then
-        perform memex._invalid('limit', 'must be 1 to 1000');
-    end if;
+    perform memex._check_page_limit(p_limit);
     perform memex._authorize(p_agent_id, p_user_id, 'read');
     perform memex._log_access(p_agent_id, p_user_id, 'revisions', p_path);
     return query

@@ -23,9 +23,7 @@ declare
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);
     perform memex._check_path(p_path);
-    if p_revision is null or p_revision < 1 then
-        perform memex._invalid('revision', 'must be a revision number (1 or more)');
-    end if;
+    perform memex._check_revision(p_revision);
     perform memex._authorize(p_agent_id, p_user_id, 'write');
     v_old := memex._revision_row(p_agent_id, p_user_id, p_path, p_revision);
     if v_old.operation = 'delete' then

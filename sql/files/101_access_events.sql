@@ -18,9 +18,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);
-    if p_limit is null or p_limit not between 1 and 1000 then
-        perform memex._invalid('limit', 'must be 1 to 1000');
-    end if;
+    perform memex._check_page_limit(p_limit);
     perform memex._authorize(p_agent_id, p_user_id, 'read');
     return query
         select l.* from memex.access_log l

@@ -23,12 +23,8 @@ declare
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);
     perform memex._check_path(p_path);
-    if p_from_revision is null or p_from_revision < 1 then
-        perform memex._invalid('from_revision', 'must be a revision number (1 or more)');
-    end if;
-    if p_to_revision is null or p_to_revision < 1 then
-        perform memex._invalid('to_revision', 'must be a revision number (1 or more)');
-    end if;
+    perform memex._check_revision(p_from_revision, 'from_revision');
+    perform memex._check_revision(p_to_revision, 'to_revision');
     perform memex._authorize(p_agent_id, p_user_id, 'read');
     v_old := memex._revision_row(p_agent_id, p_user_id, p_path, p_from_revision);
     v_new := memex._revision_row(p_agent_id, p_user_id, p_path, p_to_revision);

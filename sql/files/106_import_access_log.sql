@@ -3,7 +3,7 @@
 -- 'access' records: agent_id, user_id, actor, operation, target, at, details) as they
 -- were recorded. An entry of the same tenant, time, actor, operation and target exists
 -- already: skipped (entries are stamped with clock_timestamp(), so that is the same
--- entry), so an import can be run again. Actors are checked (memex._check_imported_actor).
+-- entry), so an import can be run again. Actors are checked (memex._authorize_import).
 -- Entries older than settings.access_log_retention_days are inserted too, and pruned by
 -- the next memex.maintenance() as live ones are (docs/operations.md; an import's answer
 -- counts them, access_log_expiring). Returns the number inserted. Only the operator
@@ -20,10 +20,7 @@ as $$
 declare
     v_count integer;
 begin
-    perform memex._authorize_history(p_records, 'access-log entries');
-    perform memex._check_imported_actor(e.value ->> 'agent_id', e.value ->> 'actor',
-                                        format('records[%s].actor', e.ord - 1))
-    from jsonb_array_elements(p_records) with ordinality e(value, ord) order by e.ord;
+    perform memex._authorize_import(p_records, 'access-log entries');
     insert into memex.access_log (agent_id, user_id, actor, operation, target, at, details)
     select r.agent_id, r.user_id, r.actor, r.operation, r.target, r.at,
            coalesce(r.details, '{}')

@@ -11,9 +11,7 @@ as $$
 declare
     v_caller jsonb := memex._authorize(memex._caller() ->> 'agent', null, 'admin');
 begin
-    if p_limit is null or p_limit not between 1 and 1000 then
-        perform memex._invalid('limit', 'must be 1 to 1000');
-    end if;
+    perform memex._check_page_limit(p_limit);
     return query
     select a.* from memex.audit_log a
     where (p_before is null or a.id < p_before)

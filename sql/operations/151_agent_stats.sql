@@ -28,9 +28,7 @@ as $$
 declare
     v_now timestamptz := coalesce(p_now, now());
 begin
-    if p_limit is null or p_limit not between 1 and 1000 then
-        perform memex._invalid('limit', 'must be 1 to 1000');
-    end if;
+    perform memex._check_page_limit(p_limit);
     perform memex._authorize(p_agent_id, null, 'admin');
     return query
         select a.agent_id, a.users,

@@ -32,9 +32,7 @@ begin
     if p_agent_id is null then
         perform memex._invalid('agent_id', 'is required');
     end if;
-    if p_limit is null or p_limit not between 1 and 1000 then
-        perform memex._invalid('limit', 'must be 1 to 1000');
-    end if;
+    perform memex._check_page_limit(p_limit);
     perform memex._authorize(p_agent_id, null, 'admin');
     return query
         select t.agent_id, t.user_id,
