@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -437,3 +438,147 @@ async def test_a_value_past_the_metadata_limit_is_an_invalid_argument(store: Mem
     with pytest.raises(InvalidArgument):
         await store.aput(("big",), "k", {"text": "x" * 70_000})
     assert await store.aget(("big",), "k") is None
+
+
+# --- issue 37: LangGraph's store contract under concurrency and at its edges ---
+
+
+async def test_a_put_racing_a_delete_of_the_same_key_never_fails(store: MemexStore) -> None:
+    """gather(aput, adelete, aput) of one key, from one store (coalesced into one batch)
+    and from three stores of the tenant (three concurrent upserts and deletes): no call
+    fails, and the item ends as one of the puts left it or deleted."""
+    others = [MemexStore(store.client, store.agent_id) for _ in range(2)]
+    ns = ("race",)
+    values = ({"v": 1}, {"v": 2})
+
+    async def rounds() -> None:
+        for i in range(30):
+            key = f"k{i % 3}"
+            await asyncio.gather(
+                store.aput(ns, key, values[0]),
+                store.adelete(ns, key),
+                store.aput(ns, key, values[1]),
+            )
+            item = await store.aget(ns, key)
+            assert item is not None and item.value == values[1]  # one batch: the last put
+            await asyncio.gather(
+                others[0].aput(ns, key, values[0]),
+                others[1].adelete(ns, key),
+                store.aput(ns, key, values[1]),
+            )
+            item = await store.aget(ns, key)
+            assert item is None or item.value in values
+
+    await asyncio.wait_for(rounds(), timeout=120)
+
+
+async def test_six_thousand_ops_go_out_in_bulk_and_finish(store: MemexStore) -> None:
+    """6,000 puts in one abatch, 6,000 concurrent aputs (gather), then 6,000 gets each
+    way: no pool timeout, no op lost, in seconds. The values share a few texts, so that
+    this measures the store's bulk calls and bounded fan-out, not the embedding model
+    (which embeds a text a batch holds twice once)."""
+    n = 6000
+    ns = ("bulk",)
+    indexed = MemexStore(store.client, store.agent_id, index_fields=["text"])
+    started = time.monotonic()
+    await asyncio.wait_for(
+        indexed.abatch([PutOp(ns, f"b{i}", {"text": f"note {i % 7}", "n": i}) for i in range(n)]),
+        timeout=120,
+    )
+    got = await asyncio.wait_for(indexed.abatch([GetOp(ns, f"b{i}") for i in range(n)]), 60)
+    assert [item.value["n"] for item in got] == list(range(n))  # type: ignore[union-attr]
+    in_one_batch = time.monotonic() - started
+
+    started = time.monotonic()
+    await asyncio.wait_for(
+        asyncio.gather(
+            *(indexed.aput(ns, f"g{i}", {"text": f"note {i % 7}", "n": i}) for i in range(n))
+        ),
+        timeout=120,
+    )
+    items = await asyncio.wait_for(
+        asyncio.gather(*(indexed.aget(ns, f"g{i}") for i in range(n))), timeout=60
+    )
+    assert [item.value["n"] for item in items if item is not None] == list(range(n))
+    concurrent = time.monotonic() - started
+    hits = await indexed.asearch(ns, query="note 3", limit=5)
+    assert len(hits) == 5 and all(hit.value["text"] == "note 3" for hit in hits)
+    print(f"6000 puts + 6000 gets: abatch {in_one_batch:.1f} s, gather {concurrent:.1f} s")
+
+
+async def test_a_dotted_label_reads_no_other_namespace(store: MemexStore) -> None:
+    await store.aput(("foo", "bar"), "k", {"v": 1})
+    assert await store.abatch([GetOp(("foo.bar",), "k")]) == [None]
+    item = await store.aget(("foo", "bar"), "k")
+    assert item is not None and item.value == {"v": 1}
+    reference = InMemoryStore()
+    await reference.aput(("foo", "bar"), "k", {"v": 1})
+    assert await reference.abatch([GetOp(("foo.bar",), "k")]) == [None]
+
+
+async def test_the_langgraph_root_is_refused_by_put_only(store: MemexStore) -> None:
+    """BaseStore.put refuses the root "langgraph"; a raw PutOp, which LangGraph's own
+    stores take, is stored."""
+    ns = ("langgraph", "internal")
+    await store.abatch([PutOp(ns, "k", {"v": 1})])
+    [item] = await store.abatch([GetOp(ns, "k")])
+    assert isinstance(item, Item) and item.value == {"v": 1}
+    with pytest.raises(InvalidNamespaceError):
+        await store.aput(ns, "k", {"v": 2})
+
+
+async def test_a_value_up_to_64_kib_is_stored_without_index_fields(store: MemexStore) -> None:
+    from memexdb_client import InvalidArgument
+
+    value = {"text": "y" * 60_000}  # 60 KB of JSON: more than a memory's 32,768 characters
+    await store.aput(("big",), "k", value)
+    item = await store.aget(("big",), "k")
+    assert item is not None and item.value == value
+    with pytest.raises(InvalidArgument) as refused:
+        await store.aput(("big",), "k2", {"text": "x" * 70_000})
+    assert "65536 bytes of JSON" in str(refused.value) and "String" not in str(refused.value)
+
+
+async def test_a_nul_in_a_filter_value_matches_nothing(store: MemexStore) -> None:
+    await store.aput(("nul",), "k", {"text": "hello", "tag": "a"})
+    assert await store.asearch(("nul",), filter={"tag": "a\x00b"}) == []
+    assert await store.asearch(("nul",), query="hello", filter={"tag": "a\x00"}) == []
+    assert [h.key for h in await store.asearch(("nul",), filter={"tag": "a"})] == ["k"]
+
+
+async def test_index_false_items_are_stored_listed_and_got_but_not_found_by_a_query(
+    store: MemexStore,
+) -> None:
+    ns = ("notes",)
+    await store.aput(ns, "indexed", {"text": "The lighthouse keeper feeds the gulls"})
+    await store.aput(ns, "hidden", {"text": "The lighthouse keeper feeds the gulls"}, index=False)
+    hits = await store.asearch(ns, query="lighthouse keeper gulls", limit=10)
+    assert [h.key for h in hits] == ["indexed"]
+    hidden = await store.aget(ns, "hidden")
+    assert hidden is not None and hidden.value["text"].startswith("The lighthouse")
+    assert sorted(h.key for h in await store.asearch(ns)) == ["hidden", "indexed"]
+    # put again with an index, it is found
+    await store.aput(ns, "hidden", {"text": "The lighthouse keeper feeds the gulls"})
+    hits = await store.asearch(ns, query="lighthouse keeper gulls", limit=10)
+    assert sorted(h.key for h in hits) == ["hidden", "indexed"]
+
+
+async def test_index_config_says_the_dims_and_fields(store: MemexStore) -> None:
+    assert store.index_config == {"dims": 384, "fields": ["$"]}
+    indexed = MemexStore(store.client, store.agent_id, index_fields=["text", "facts[*].text"])
+    assert indexed.index_config == {"dims": 384, "fields": ["text", "facts[*].text"]}
+    vectors = (await store.client.embed_texts(["dims"])).vectors
+    assert vectors.shape[1] == store.index_config["dims"]
+
+
+async def test_a_put_of_another_tenants_id_is_a_conflict(store: MemexStore) -> None:
+    from memexdb_client import Conflict
+
+    theirs = await store.client.store(store.agent_id, "someone-else", "their memory")
+    with pytest.raises(Conflict):
+        await store.client.put_memories(
+            store.agent_id, store.user_id, [{"id": theirs.id, "content": "mine now"}]
+        )
+    assert (await store.client.get(store.agent_id, "someone-else", theirs.id)).content == (
+        "their memory"
+    )

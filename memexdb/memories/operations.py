@@ -155,8 +155,10 @@ async def put_memories(session: Session, batch: MemoryPutBatch) -> list[Memory]:
     vectors: dict[int, np.ndarray] = {}
     if puts:
         reservation = await session.reserve("store", [(batch.agent_id, batch.user_id)] * len(items))
-        embedded = await session.embedder.embed_many([i.content or "" for i in puts])
-        vectors = {id(i): v for i, v in zip(puts, embedded, strict=True)}
+        # a text the batch holds twice is embedded once
+        texts = list(dict.fromkeys(i.content or "" for i in puts))
+        embedded = dict(zip(texts, await session.embedder.embed_many(texts), strict=True))
+        vectors = {id(i): embedded[i.content or ""] for i in puts}
     written: list[Memory] = await session.fetch(
         Memory,
         sql.PUT_MEMORIES,

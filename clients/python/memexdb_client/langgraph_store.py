@@ -198,18 +198,25 @@ class MemexStore(BaseStore):
         """Run the ops of several callers as one batch: the reads first (one call for
         every get, the searches and listings `concurrency` at a time), then the writes
         (the last put per key, `put_memories` per 1000)."""
-        gets: dict[uuid.UUID, Memory] = {}
-        ids = list(dict.fromkeys(p.id for b in batches for p in b.gets.values()))
-        for some in _chunks(ids, _PAGE):
-            for memory in await self.client.get_memories(self.agent_id, self.user_id, some):
-                gets[memory.id] = memory
         limit = asyncio.Semaphore(self.concurrency)
 
-        async def bounded(work: Awaitable[Result]) -> Result:
+        async def bounded(work: Awaitable[_T]) -> _T:
             async with limit:
                 return await work
 
-        reads: list[tuple[list[Result], int, Awaitable[Result]]] = []
+        gets: dict[uuid.UUID, Memory] = {}
+        ids = list(dict.fromkeys(p.id for b in batches for p in b.gets.values()))
+        pages = await asyncio.gather(
+            *(
+                bounded(self.client.get_memories(self.agent_id, self.user_id, some))
+                for some in _chunks(ids, _PAGE)
+            )
+        )
+        for page in pages:
+            for memory in page:
+                gets[memory.id] = memory
+
+        reads: list[tuple[list[Result], int, Awaitable[Any]]] = []
         for b in batches:
             for i, op in b.searches.items():
                 reads.append((b.results, i, bounded(self._search(op))))
@@ -228,10 +235,17 @@ class MemexStore(BaseStore):
             for write in b.writes:
                 writes.pop(write["id"], None)  # the last put of a key is the one sent
                 writes[write["id"]] = write
-        for part in _write_chunks(list(writes.values())):
-            await self.client.put_memories(
-                self.agent_id, self.user_id, part, memory_type=self.memory_type
+        # one id per item now: the requests are independent of each other
+        await asyncio.gather(
+            *(
+                bounded(
+                    self.client.put_memories(
+                        self.agent_id, self.user_id, part, memory_type=self.memory_type
+                    )
+                )
+                for part in _write_chunks(list(writes.values()))
             )
+        )
         return [b.results for b in batches]
 
     # --- operations ---
@@ -314,9 +328,10 @@ class MemexStore(BaseStore):
                     return found[op.offset : wanted]
                 top_k = _TOP_K_MAX
         cursor: str | None = None
+        page_size = min(max(wanted, 1), _PAGE) if exact else _PAGE
         while len(found) < wanted:
             page = await self.client.list_memories(
-                self.agent_id, self.user_id, limit=_PAGE, cursor=cursor, metadata=containment
+                self.agent_id, self.user_id, limit=page_size, cursor=cursor, metadata=containment
             )
             for memory in page.memories:
                 entry = memory.metadata.get(_FIELD)
