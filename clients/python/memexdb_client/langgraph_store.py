@@ -24,6 +24,10 @@ The mapping (docs/langgraph.md):
   client, as LangGraph's InMemoryStore checks them.
 - `list_namespaces` pages over the tenant's items (prefix conditions without wildcards
   narrow it by containment), then matches, cuts to `max_depth`, sorts and slices.
+- A batch's reads see the store before its writes (LangGraph's stores' order); its gets
+  are one `get_memories` call, its puts and deletes one `put_memories` upsert per 1000
+  (a put racing a delete never fails); concurrent calls on a loop are coalesced. Items
+  put with `index=False` are stored and listed, but a query leaves them out.
 """
 
 from __future__ import annotations
