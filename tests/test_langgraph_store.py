@@ -5,6 +5,7 @@ embedding model, a real compiled LangGraph StateGraph; no LLM, no mocks."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import threading
 import time
@@ -13,6 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, TypedDict
 
+import httpx
 import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import (
@@ -582,3 +584,66 @@ async def test_a_put_of_another_tenants_id_is_a_conflict(store: MemexStore) -> N
     assert (await store.client.get(store.agent_id, "someone-else", theirs.id)).content == (
         "their memory"
     )
+
+
+@pytest.mark.e2e
+async def test_two_thousand_concurrent_http_calls_are_all_answered(
+    live_url: tuple[str, str],
+) -> None:
+    """The HTTP client queues for its connection pool instead of failing: 2,000 calls at
+    once (searches: each embeds its query on the service) over 8 connections, each
+    answered (hits or a typed Busy), none lost to a client-side pool timeout, with a
+    per-request timeout of 2 s that most of them wait longer than for a connection, and
+    no retries to hide a call that gave up."""
+    from memexdb_client import Busy
+
+    base_url, token = live_url
+    agent = f"lg-{uuid.uuid4().hex[:8]}"
+    pool = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=8))
+    async with AsyncMemexClient(base_url, token, timeout=2.0, retries=1, transport=pool) as client:
+        await client.store(agent, "u", "one memory to find")
+        started = time.monotonic()
+        answers = await asyncio.gather(
+            *(client.search(agent, "u", f"memory {i}") for i in range(2000)),
+            return_exceptions=True,
+        )
+        took = time.monotonic() - started
+    failures = [a for a in answers if isinstance(a, BaseException) and not isinstance(a, Busy)]
+    assert not failures, f"{len(failures)} calls lost, e.g. {failures[0]!r}"
+    assert sum(1 for a in answers if isinstance(a, list) and len(a) == 1) >= 1900
+    print(f"2000 concurrent searches over HTTP: {took:.1f} s")
+
+
+async def test_a_saturated_pool_is_busy_not_unavailable(
+    dsn: str, batching_embedder: BatchingEmbedder
+) -> None:
+    """Every connection of the service's pool taken (the database up): a request is
+    refused with the typed Busy (503 `busy`, retry), and /health says busy, not that the
+    database is unreachable; once a connection is free both answer again."""
+    from types import SimpleNamespace
+
+    from memexdb_client import Busy
+    from starlette.requests import Request
+
+    from memexdb.rest import health
+
+    memex = await AsyncMemex.connect(dsn, embedder=batching_embedder, max_size=1)
+    app = SimpleNamespace(state=SimpleNamespace(memex=memex))
+    request = Request({"type": "http", "app": app, "method": "GET", "path": "/health"})
+    try:
+        memex.pool.timeout = 0.5
+        async with memex.pool.connection():  # the only connection is taken
+            with pytest.raises(Busy, match="saturated"):
+                await memex.count("agent", "u")
+            answer = await health.health(request)
+            assert answer.status_code == 503
+            assert json.loads(bytes(answer.body)) | {"version": None} == {
+                "status": "busy",
+                "db": "busy",
+                "version": None,
+            }
+        assert await memex.count("agent", "u") == 0
+        answer = await health.health(request)
+        assert answer.status_code == 200
+    finally:
+        await memex.aclose()
