@@ -647,3 +647,37 @@ async def test_a_saturated_pool_is_busy_not_unavailable(
         assert answer.status_code == 200
     finally:
         await memex.aclose()
+
+
+async def test_put_memories_upserts_and_deletes_by_id_in_one_call(store: MemexStore) -> None:
+    """The bulk calls the store sends, as any client may: an upsert keeps created_at and
+    moves updated_at; of one id given twice the last counts (a delete too); deleting what
+    is not there is no error; get_memories answers in the order asked, unknown ids left
+    out."""
+    client, agent, user = store.client, store.agent_id, "bulk-user"
+    a, b, c, missing = (uuid.uuid4() for _ in range(4))
+    first = await client.put_memories(
+        agent,
+        user,
+        [{"id": a, "content": "alpha"}, {"id": b, "content": "beta", "metadata": {"n": 1}}],
+    )
+    assert [m.id for m in first] == [a, b] and first[1].metadata == {"n": 1}
+    written = await client.put_memories(
+        agent,
+        user,
+        [
+            {"id": a, "content": "alpha again"},
+            {"id": b, "content": None},
+            {"id": c, "content": "gamma"},
+            {"id": c, "content": None},
+            {"id": missing, "content": None},
+            {"id": b, "content": "beta back"},
+        ],
+    )
+    assert [m.content for m in written] == ["alpha again", "beta back"]
+    found = await client.get_memories(agent, user, [c, b, missing, a])
+    assert [m.id for m in found] == [b, a]
+    again = {m.id: m for m in found}
+    assert again[a].created_at == first[0].created_at
+    assert again[a].updated_at > first[0].updated_at
+    assert again[a].memory_type == "semantic"

@@ -5,8 +5,8 @@
 -- embedding, metadata, type, expiry; created_at kept, updated_at = now()), all by one
 -- `insert ... on conflict (id) do update`, so a put racing a delete of the same id
 -- stores it and never fails. Item i with a null content deletes that memory (nothing to
--- delete is no error), as memex.forget does. Of several items with one id, the last
--- counts (the batch's end state, as if they ran in order). An id held by another tenant, or by a file,
+-- delete is no error), as memex.forget does. Of several items with one id only the last
+-- is applied (a delete followed by a put of one id is an upsert: created_at kept). An id held by another tenant, or by a file,
 -- is MX409 (memories[i].id) and nothing of the batch is written. Each item is checked
 -- as memex.store checks one memory (MX422) and counts one against the store rate limit.
 -- Returns the memories written (upserts only), in input order.
