@@ -80,7 +80,12 @@ def translate(exc: BaseException) -> BaseException:
     if isinstance(exc, MemexError):
         return exc
     if isinstance(exc, psycopg_pool.PoolTimeout):
-        return DatabaseUnavailable("database connection pool timed out")
+        # the database answers (an outage is DatabaseUnavailable at once: memexdb.db):
+        # every connection of the pool stayed busy for its whole timeout
+        return Busy(
+            "no database connection was free within the pool's timeout (the service is"
+            " saturated); nothing was applied"
+        )
     if not isinstance(exc, psycopg.Error):
         return exc
     state = exc.sqlstate or ""

@@ -5,13 +5,16 @@ embedding model, a real compiled LangGraph StateGraph; no LLM, no mocks."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, TypedDict
 
+import httpx
 import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import (
@@ -25,6 +28,7 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
 )
+from langgraph.store.memory import InMemoryStore
 from memexdb_client import AsyncMemexClient, MemexClient
 
 from memexdb import AsyncMemex
@@ -245,31 +249,41 @@ async def test_list_namespaces(store: MemexStore) -> None:
     assert await store.alist_namespaces(prefix=("users",)) == [("users", "456", "settings")]
 
 
-async def test_batch_runs_in_order(store: MemexStore) -> None:
+def _shape(result: Any) -> Any:
+    """A batch result without the times (which differ between two stores)."""
+    if isinstance(result, Item):
+        return (result.namespace, result.key, result.value)
+    if isinstance(result, list):
+        return [_shape(r) for r in result]
+    return result
+
+
+async def test_a_batch_answers_as_langgraphs_in_memory_store(store: MemexStore) -> None:
+    """The reads of a batch see the store as it was before the batch's writes, and of
+    several puts to one key the last one stays: InMemoryStore's answers, op for op."""
     ns = ("batch",)
-    results = await store.abatch(
-        [
-            PutOp(ns, "k1", {"v": 1}),
-            GetOp(ns, "k1"),
-            PutOp(ns, "k2", {"v": "first"}),
-            PutOp(ns, "k2", {"v": "second"}),
-            SearchOp(ns, filter={"v": 1}),
-            ListNamespacesOp(match_conditions=(MatchCondition("prefix", ns),)),
-            GetOp(ns, "missing"),
-            PutOp(ns, "k1", None),
-            GetOp(ns, "k1"),
-        ]
-    )
-    assert len(results) == 9
-    assert results[0] is None and results[2] is None and results[3] is None
-    first = results[1]
-    assert isinstance(first, Item) and first.value == {"v": 1}
-    assert [item.key for item in results[4]] == ["k1"]  # type: ignore[union-attr]
-    assert results[5] == [ns]
-    assert results[6] is None
-    assert results[8] is None
-    k2 = await store.aget(ns, "k2")
-    assert k2 is not None and k2.value == {"v": "second"}
+    before = [PutOp(ns, "k0", {"v": 0}), PutOp(ns, "k1", {"v": "old"})]
+    ops = [
+        PutOp(ns, "k1", {"v": 1}),
+        GetOp(ns, "k1"),
+        PutOp(ns, "k2", {"v": "first"}),
+        PutOp(ns, "k2", {"v": "second"}),
+        SearchOp(ns, filter={"v": 0}),
+        ListNamespacesOp(match_conditions=(MatchCondition("prefix", ns),)),
+        GetOp(ns, "missing"),
+        PutOp(ns, "k0", None),
+        GetOp(ns, "k0"),
+    ]
+    after = [GetOp(ns, "k0"), GetOp(ns, "k1"), GetOp(ns, "k2")]
+    reference = InMemoryStore()
+    for target in (reference, store):
+        await target.abatch(before)
+    expected = [_shape(r) for r in await reference.abatch(ops)]
+    assert [_shape(r) for r in await store.abatch(ops)] == expected
+    assert expected[1] == (ns, "k1", {"v": "old"}) and expected[8] == (ns, "k0", {"v": 0})
+    expected_after = [_shape(r) for r in await reference.abatch(after)]
+    assert [_shape(r) for r in await store.abatch(after)] == expected_after
+    assert expected_after == [None, (ns, "k1", {"v": 1}), (ns, "k2", {"v": "second"})]
 
 
 async def test_invalid_namespaces_are_refused(store: MemexStore) -> None:
@@ -304,7 +318,7 @@ async def test_sync_methods_run_on_the_store_loop(store: MemexStore) -> None:
     assert result["item"].value == {"text": "hello"}
     assert [h.key for h in result["hits"]] == ["k"]
     assert result["namespaces"] == [("sync",)]
-    with pytest.raises(RuntimeError, match="async methods"):
+    with pytest.raises(asyncio.InvalidStateError, match="async methods"):
         store.get(("sync",), "k")  # on the loop itself it would deadlock: refused
 
 
@@ -426,3 +440,244 @@ async def test_a_value_past_the_metadata_limit_is_an_invalid_argument(store: Mem
     with pytest.raises(InvalidArgument):
         await store.aput(("big",), "k", {"text": "x" * 70_000})
     assert await store.aget(("big",), "k") is None
+
+
+# --- issue 37: LangGraph's store contract under concurrency and at its edges ---
+
+
+async def test_a_put_racing_a_delete_of_the_same_key_never_fails(store: MemexStore) -> None:
+    """gather(aput, adelete, aput) of one key, from one store (coalesced into one batch)
+    and from three stores of the tenant (three concurrent upserts and deletes): no call
+    fails, and the item ends as one of the puts left it or deleted."""
+    others = [MemexStore(store.client, store.agent_id) for _ in range(2)]
+    ns = ("race",)
+    values = ({"v": 1}, {"v": 2})
+
+    async def rounds() -> None:
+        for i in range(30):
+            key = f"k{i % 3}"
+            await asyncio.gather(
+                store.aput(ns, key, values[0]),
+                store.adelete(ns, key),
+                store.aput(ns, key, values[1]),
+            )
+            item = await store.aget(ns, key)
+            assert item is not None and item.value == values[1]  # one batch: the last put
+            await asyncio.gather(
+                others[0].aput(ns, key, values[0]),
+                others[1].adelete(ns, key),
+                store.aput(ns, key, values[1]),
+            )
+            item = await store.aget(ns, key)
+            assert item is None or item.value in values
+
+    await asyncio.wait_for(rounds(), timeout=120)
+
+
+async def test_six_thousand_ops_go_out_in_bulk_and_finish(store: MemexStore) -> None:
+    """6,000 puts in one abatch, 6,000 concurrent aputs (gather), then 6,000 gets each
+    way: no pool timeout, no op lost, in seconds. The values share a few texts, so that
+    this measures the store's bulk calls and bounded fan-out, not the embedding model
+    (which embeds a text a batch holds twice once)."""
+    n = 6000
+    ns = ("bulk",)
+    indexed = MemexStore(store.client, store.agent_id, index_fields=["text"])
+    started = time.monotonic()
+    await asyncio.wait_for(
+        indexed.abatch([PutOp(ns, f"b{i}", {"text": f"note {i % 7}", "n": i}) for i in range(n)]),
+        timeout=120,
+    )
+    got = await asyncio.wait_for(indexed.abatch([GetOp(ns, f"b{i}") for i in range(n)]), 60)
+    assert [item.value["n"] for item in got] == list(range(n))  # type: ignore[union-attr]
+    in_one_batch = time.monotonic() - started
+
+    started = time.monotonic()
+    await asyncio.wait_for(
+        asyncio.gather(
+            *(indexed.aput(ns, f"g{i}", {"text": f"note {i % 7}", "n": i}) for i in range(n))
+        ),
+        timeout=120,
+    )
+    items = await asyncio.wait_for(
+        asyncio.gather(*(indexed.aget(ns, f"g{i}") for i in range(n))), timeout=60
+    )
+    assert [item.value["n"] for item in items if item is not None] == list(range(n))
+    concurrent = time.monotonic() - started
+    hits = await indexed.asearch(ns, query="note 3", limit=5)
+    assert len(hits) == 5 and all(hit.value["text"] == "note 3" for hit in hits)
+    print(f"6000 puts + 6000 gets: abatch {in_one_batch:.1f} s, gather {concurrent:.1f} s")
+
+
+async def test_a_dotted_label_reads_no_other_namespace(store: MemexStore) -> None:
+    await store.aput(("foo", "bar"), "k", {"v": 1})
+    assert await store.abatch([GetOp(("foo.bar",), "k")]) == [None]
+    item = await store.aget(("foo", "bar"), "k")
+    assert item is not None and item.value == {"v": 1}
+    reference = InMemoryStore()
+    await reference.aput(("foo", "bar"), "k", {"v": 1})
+    assert await reference.abatch([GetOp(("foo.bar",), "k")]) == [None]
+
+
+async def test_the_langgraph_root_is_refused_by_put_only(store: MemexStore) -> None:
+    """BaseStore.put refuses the root "langgraph"; a raw PutOp, which LangGraph's own
+    stores take, is stored."""
+    ns = ("langgraph", "internal")
+    await store.abatch([PutOp(ns, "k", {"v": 1})])
+    [item] = await store.abatch([GetOp(ns, "k")])
+    assert isinstance(item, Item) and item.value == {"v": 1}
+    with pytest.raises(InvalidNamespaceError):
+        await store.aput(ns, "k", {"v": 2})
+
+
+async def test_a_value_up_to_64_kib_is_stored_without_index_fields(store: MemexStore) -> None:
+    from memexdb_client import InvalidArgument
+
+    value = {"text": "y" * 60_000}  # 60 KB of JSON: more than a memory's 32,768 characters
+    await store.aput(("big",), "k", value)
+    item = await store.aget(("big",), "k")
+    assert item is not None and item.value == value
+    with pytest.raises(InvalidArgument) as refused:
+        await store.aput(("big",), "k2", {"text": "x" * 70_000})
+    assert "65536 bytes of JSON" in str(refused.value) and "String" not in str(refused.value)
+
+
+async def test_a_nul_in_a_filter_value_matches_nothing(store: MemexStore) -> None:
+    await store.aput(("nul",), "k", {"text": "hello", "tag": "a"})
+    assert await store.asearch(("nul",), filter={"tag": "a\x00b"}) == []
+    assert await store.asearch(("nul",), query="hello", filter={"tag": "a\x00"}) == []
+    assert [h.key for h in await store.asearch(("nul",), filter={"tag": "a"})] == ["k"]
+
+
+async def test_index_false_items_are_stored_listed_and_got_but_not_found_by_a_query(
+    store: MemexStore,
+) -> None:
+    ns = ("notes",)
+    await store.aput(ns, "indexed", {"text": "The lighthouse keeper feeds the gulls"})
+    await store.aput(ns, "hidden", {"text": "The lighthouse keeper feeds the gulls"}, index=False)
+    hits = await store.asearch(ns, query="lighthouse keeper gulls", limit=10)
+    assert [h.key for h in hits] == ["indexed"]
+    hidden = await store.aget(ns, "hidden")
+    assert hidden is not None and hidden.value["text"].startswith("The lighthouse")
+    assert sorted(h.key for h in await store.asearch(ns)) == ["hidden", "indexed"]
+    # put again with an index, it is found
+    await store.aput(ns, "hidden", {"text": "The lighthouse keeper feeds the gulls"})
+    hits = await store.asearch(ns, query="lighthouse keeper gulls", limit=10)
+    assert sorted(h.key for h in hits) == ["hidden", "indexed"]
+
+
+async def test_index_config_says_the_dims_and_fields(store: MemexStore) -> None:
+    assert store.index_config == {"dims": 384, "fields": ["$"]}
+    indexed = MemexStore(store.client, store.agent_id, index_fields=["text", "facts[*].text"])
+    assert indexed.index_config == {"dims": 384, "fields": ["text", "facts[*].text"]}
+    vectors = (await store.client.embed_texts(["dims"])).vectors
+    assert len(vectors[0]) == store.index_config["dims"]
+
+
+async def test_a_put_of_another_tenants_id_is_a_conflict(store: MemexStore) -> None:
+    from memexdb_client import Conflict
+
+    theirs = await store.client.store(store.agent_id, "someone-else", "their memory")
+    with pytest.raises(Conflict):
+        await store.client.put_memories(
+            store.agent_id, store.user_id, [{"id": theirs.id, "content": "mine now"}]
+        )
+    assert (await store.client.get(store.agent_id, "someone-else", theirs.id)).content == (
+        "their memory"
+    )
+
+
+@pytest.mark.e2e
+async def test_two_thousand_concurrent_http_calls_are_all_answered(
+    live_url: tuple[str, str],
+) -> None:
+    """The HTTP client queues for its connection pool instead of failing: 2,000 calls at
+    once (searches: each embeds its query on the service) over 8 connections, each
+    answered (hits or a typed Busy), none lost to a client-side pool timeout, with a
+    per-request timeout of 2 s that most of them wait longer than for a connection, and
+    no retries to hide a call that gave up."""
+    from memexdb_client import Busy
+
+    base_url, token = live_url
+    agent = f"lg-{uuid.uuid4().hex[:8]}"
+    pool = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=8))
+    async with AsyncMemexClient(base_url, token, timeout=2.0, retries=1, transport=pool) as client:
+        await client.store(agent, "u", "one memory to find")
+        started = time.monotonic()
+        answers = await asyncio.gather(
+            *(client.search(agent, "u", f"memory {i}") for i in range(2000)),
+            return_exceptions=True,
+        )
+        took = time.monotonic() - started
+    failures = [a for a in answers if isinstance(a, BaseException) and not isinstance(a, Busy)]
+    assert not failures, f"{len(failures)} calls lost, e.g. {failures[0]!r}"
+    assert sum(1 for a in answers if isinstance(a, list) and len(a) == 1) >= 1900
+    print(f"2000 concurrent searches over HTTP: {took:.1f} s")
+
+
+async def test_a_saturated_pool_is_busy_not_unavailable(
+    dsn: str, batching_embedder: BatchingEmbedder
+) -> None:
+    """Every connection of the service's pool taken (the database up): a request is
+    refused with the typed Busy (503 `busy`, retry), and /health says busy, not that the
+    database is unreachable; once a connection is free both answer again."""
+    from types import SimpleNamespace
+
+    from memexdb_client import Busy
+    from starlette.requests import Request
+
+    from memexdb.rest import health
+
+    memex = await AsyncMemex.connect(dsn, embedder=batching_embedder, max_size=1)
+    app = SimpleNamespace(state=SimpleNamespace(memex=memex))
+    request = Request({"type": "http", "app": app, "method": "GET", "path": "/health"})
+    try:
+        memex.pool.timeout = 0.5
+        async with memex.pool.connection():  # the only connection is taken
+            with pytest.raises(Busy, match="saturated"):
+                await memex.count("agent", "u")
+            answer = await health.health(request)
+            assert answer.status_code == 503
+            assert json.loads(bytes(answer.body)) | {"version": None} == {
+                "status": "busy",
+                "db": "busy",
+                "version": None,
+            }
+        assert await memex.count("agent", "u") == 0
+        answer = await health.health(request)
+        assert answer.status_code == 200
+    finally:
+        await memex.aclose()
+
+
+async def test_put_memories_upserts_and_deletes_by_id_in_one_call(store: MemexStore) -> None:
+    """The bulk calls the store sends, as any client may: an upsert keeps created_at and
+    moves updated_at; of one id given twice the last counts (a delete too); deleting what
+    is not there is no error; get_memories answers in the order asked, unknown ids left
+    out."""
+    client, agent, user = store.client, store.agent_id, "bulk-user"
+    a, b, c, missing = (uuid.uuid4() for _ in range(4))
+    first = await client.put_memories(
+        agent,
+        user,
+        [{"id": a, "content": "alpha"}, {"id": b, "content": "beta", "metadata": {"n": 1}}],
+    )
+    assert [m.id for m in first] == [a, b] and first[1].metadata == {"n": 1}
+    written = await client.put_memories(
+        agent,
+        user,
+        [
+            {"id": a, "content": "alpha again"},
+            {"id": b, "content": None},
+            {"id": c, "content": "gamma"},
+            {"id": c, "content": None},
+            {"id": missing, "content": None},
+            {"id": b, "content": "beta back"},
+        ],
+    )
+    assert [m.content for m in written] == ["alpha again", "beta back"]
+    found = await client.get_memories(agent, user, [c, b, missing, a])
+    assert [m.id for m in found] == [b, a]
+    again = {m.id: m for m in found}
+    assert again[a].created_at == first[0].created_at
+    assert again[a].updated_at > first[0].updated_at
+    assert again[a].memory_type == "semantic"

@@ -34,6 +34,10 @@ EXPORT_MEMORIES = SqlCall("""select * from memex.export_memories(
 # sql/memories/050_forget.sql
 FORGET = SqlCall("""select * from memex.forget(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_id => %(id)s)""")
+# sql/memories/061_get_memories.sql
+GET_MEMORIES = SqlCall("""select * from memex.get_memories(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
+    p_ids => %(ids)s::uuid[], p_now => %(now)s)""", defaults=1)
 # sql/memories/052_get_memory.sql
 GET_MEMORY = SqlCall("""select * from memex.get_memory(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_id => %(id)s,
@@ -73,6 +77,15 @@ MEMORY_CURSOR = SqlCall("""select memex.memory_cursor(
 MEMORY_CURSOR_KEY = SqlCall("select * from memex.memory_cursor_key(p_cursor => %(cursor)s)")
 # sql/memories/033_missing_memory_ids.sql
 MISSING_MEMORY_IDS = SqlCall("select * from memex.missing_memory_ids(p_ids => %(ids)s::uuid[])")
+# sql/memories/061_put_memories.sql
+PUT_MEMORIES = SqlCall("""select * from memex.put_memories(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
+    p_ids => %(ids)s::uuid[], p_contents => %(contents)s::text[],
+    p_embeddings => %(embeddings)s::vector[],
+    p_embedding_model => %(embedding_model)s,
+    p_metadata => %(metadata)s::jsonb[],
+    p_memory_type => %(memory_type)s::text::memex.memory_type,
+    p_expires_at => %(expires_at)s::timestamptz[])""", defaults=2)
 # sql/memories/059_revert_memory.sql
 REVERT_MEMORY = SqlCall("""select * from memex.revert_memory(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_id => %(id)s,

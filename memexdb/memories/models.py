@@ -416,6 +416,60 @@ class MemoryBatchCreate(RequestModel):
         return self
 
 
+class MemoryPut(RequestModel):
+    """One write of a put batch: an upsert by id, or a delete (content null)."""
+
+    id: Annotated[
+        UUID,
+        Field(
+            description="The memory's id (the caller's key, e.g. a LangGraph store item's):"
+            " the memory with this id is replaced, or made when the tenant has none."
+        ),
+    ]
+    content: Annotated[
+        Content | None,
+        Field(description="The text embedded and searched; null deletes the memory."),
+    ] = None
+    metadata: Metadata = None
+    expires_at: Annotated[
+        FutureTimestamp,
+        Field(description="The memory disappears after this (UTC if naive); null: never."),
+    ] = None
+
+
+class MemoryPutBatch(TenantRequest):
+    """Upserts and deletes of one tenant's memories by id, in order, in one statement (what
+    the LangGraph store's batches send): a put racing a delete of the same id stores it."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "agent_id": EXAMPLE_AGENT,
+                    "user_id": EXAMPLE_USER,
+                    "memories": [
+                        {
+                            "id": "0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47",
+                            "content": EXAMPLE_CONTENT,
+                        }
+                    ],
+                }
+            ]
+        },
+    )
+
+    memory_type: Kind = MemoryType.SEMANTIC
+    memories: list[MemoryPut] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
+
+
+class MemoryLookup(TenantRequest):
+    """Many memories of one tenant by id in one request (ids it does not have are left
+    out of the answer)."""
+
+    memory_ids: list[UUID] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
+
+
 _INCLUDE_ARCHIVED = Field(
     description="Also the memories consolidation archived (by default their summary"
     " stands in for them); each says which summary replaced it (superseded_by)."

@@ -44,9 +44,11 @@ from memexdb.memories.models import (
     MemoryHistoryQuery,
     MemoryIds,
     MemoryImport,
+    MemoryLookup,
     MemoryOut,
     MemoryPage,
     MemoryPatch,
+    MemoryPutBatch,
     MemoryReadQuery,
     MemoryRef,
     MemoryRevert,
@@ -143,6 +145,47 @@ async def store_many(session: Session, batch: MemoryBatchCreate) -> list[Memory]
     )
     metrics.count_by_type(metrics.MEMORIES_STORED, stored)
     return stored
+
+
+async def put_memories(session: Session, batch: MemoryPutBatch) -> list[Memory]:
+    items = batch.memories
+    puts = [i for i in items if i.content is not None]
+    reservation = None
+    vectors: dict[int, np.ndarray] = {}
+    if puts:
+        reservation = await session.reserve("store", [(batch.agent_id, batch.user_id)] * len(items))
+        # a text the batch holds twice is embedded once
+        texts = list(dict.fromkeys(i.content or "" for i in puts))
+        embedded = dict(zip(texts, await session.embedder.embed_many(texts), strict=True))
+        vectors = {id(i): embedded[i.content or ""] for i in puts}
+    written: list[Memory] = await session.fetch(
+        Memory,
+        sql.PUT_MEMORIES,
+        {
+            "agent_id": batch.agent_id,
+            "user_id": batch.user_id,
+            "ids": [i.id for i in items],
+            "contents": [i.content for i in items],
+            "embeddings": [vectors.get(id(i)) for i in items],
+            "embedding_model": session.model_id,
+            "metadata": [Jsonb(i.metadata if i.metadata is not None else {}) for i in items],
+            "memory_type": str(batch.memory_type),
+            "expires_at": [i.expires_at for i in items],
+        },
+        reservation=reservation,
+        batch=len(items),
+    )
+    metrics.count_by_type(metrics.MEMORIES_STORED, written)
+    return written
+
+
+async def get_memories(session: Session, lookup: MemoryLookup) -> list[Memory]:
+    found: list[Memory] = await session.fetch(
+        Memory,
+        sql.GET_MEMORIES,
+        {"agent_id": lookup.agent_id, "user_id": lookup.user_id, "ids": lookup.memory_ids},
+    )
+    return found
 
 
 async def search(session: Session, request: MemorySearchRequest) -> list[SearchHit]:
@@ -341,8 +384,15 @@ def _page(_: ListQuery, page: Page) -> MemoryPage:
     return MemoryPage(memories=memories, next_cursor=page.next_cursor)
 
 
-def _stored_many(_: MemoryBatchCreate, stored: list[Memory]) -> MemoryBatchResponse:
+def _stored_many(
+    _: MemoryBatchCreate | MemoryPutBatch, stored: list[Memory]
+) -> MemoryBatchResponse:
     memories = [MemoryOut.model_validate(m) for m in stored]
+    return MemoryBatchResponse(memories=memories, total=len(memories))
+
+
+def _found_many(_: MemoryLookup, found: list[Memory]) -> MemoryBatchResponse:
+    memories = [MemoryOut.model_validate(m) for m in found]
     return MemoryBatchResponse(memories=memories, total=len(memories))
 
 
@@ -402,6 +452,48 @@ STORE_MANY = Operation(
                 ErrorResponse,
             ),
         ),
+    ),
+)
+
+PUT_MEMORIES = Operation(
+    name="put_memories",
+    summary="Upsert or delete up to 1000 memories of a tenant by id, in one statement",
+    request=MemoryPutBatch,
+    run=put_memories,
+    response=MemoryBatchResponse,
+    answer=_stored_many,
+    sql=("memex.put_memories",),
+    access="write",
+    domain="memories",
+    embeds="memories[].content",
+    rest=Route(
+        "PUT",
+        "/v1/memories/batch",
+        "The memories written (the upserts, in input order; deletes answer nothing)",
+        errors=(
+            Reply(
+                409,
+                "One of the ids is another tenant's memory or a file; nothing was written",
+                ErrorResponse,
+            ),
+        ),
+    ),
+)
+
+GET_MEMORIES = Operation(
+    name="get_memories",
+    summary="Read up to 1000 memories of a tenant by id in one request",
+    request=MemoryLookup,
+    run=get_memories,
+    response=MemoryBatchResponse,
+    answer=_found_many,
+    sql=("memex.get_memories",),
+    access="read",
+    domain="memories",
+    rest=Route(
+        "POST",
+        "/v1/memories/lookup",
+        "The memories found, in the order of the ids (ids the tenant has not are left out)",
     ),
 )
 
@@ -844,6 +936,8 @@ REVERT = Operation(
 OPERATIONS: tuple[Operation[Any, Any], ...] = (
     STORE,
     STORE_MANY,
+    PUT_MEMORIES,
+    GET_MEMORIES,
     SEARCH,
     FORGET,
     COUNT,

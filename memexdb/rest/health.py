@@ -22,7 +22,7 @@ from starlette.responses import Response
 from memexdb import __version__, metrics
 from memexdb.bearer import bearer_key
 from memexdb.client import AsyncMemex
-from memexdb.errors import DatabaseUnavailable, MemexError
+from memexdb.errors import Busy, DatabaseUnavailable, MemexError
 from memexdb.health.models import BlockedLock, HealthResponse, LiveResponse, NotReady, ReadyResponse
 from memexdb.migrations import older_revisions
 from memexdb.rest.endpoint import Endpoint, Handler, Reply
@@ -159,11 +159,30 @@ async def health(request: Request) -> Response:
     try:
         async with asyncio.timeout(2.0):
             await request.app.state.memex.ping()
-    except (DatabaseUnavailable, TimeoutError):
+    except (DatabaseUnavailable, Busy, TimeoutError) as exc:
+        if _saturated(request.app.state.memex, exc):
+            # the database answers, but every connection of the pool is taken
+            return json_of(HealthResponse(status="busy", db="busy", version=__version__), 503)
         return json_of(
             HealthResponse(status="unavailable", db="unreachable", version=__version__), 503
         )
     return json_of(HealthResponse(status="ok", db="ok", version=__version__))
+
+
+def _saturated(memex: AsyncMemex, exc: BaseException) -> bool:
+    """Whether a ping that failed with `exc` only waited for a busy pool: no outage is
+    known and no connection of the pool was free."""
+    if isinstance(exc, DatabaseUnavailable):
+        return False
+    availability = getattr(memex.pool, "availability", None)
+    if availability is not None and availability.down:
+        return False
+    if isinstance(exc, Busy):
+        return True
+    stats = memex.pool.get_stats()
+    return stats.get("pool_available", 0) == 0 and stats.get("pool_size", 0) >= stats.get(
+        "pool_max", 1
+    )
 
 
 def _probe(path: str, handler: Handler, summary: str, ok: Reply, *errors: Reply) -> Endpoint:

@@ -109,8 +109,9 @@ class Unavailable(MemexError):
 
 class Busy(MemexError):
     """A request waited longer than its lock timeout (another request holds what it
-    needs) or ran past its statement timeout (memex._enter sets both); nothing of it was
-    applied. Retry."""
+    needs) or ran past its statement timeout (memex._enter sets both), or found no free
+    connection in the service's pool within its timeout (the database up); nothing of it
+    was applied. Retry."""
 
     code = "busy"
 
@@ -262,7 +263,8 @@ ERRORS: tuple[ErrorKind, ...] = (
         "Busy",
         Busy,
         503,
-        "a lock or statement timeout, or a lost deadlock or serialization conflict;"
+        "a lock or statement timeout, a lost deadlock or serialization conflict, or no"
+        " free database connection in the service's pool (saturated, the database up);"
         " nothing was applied, retry",
         {
             "55P03": "timed out waiting for a lock another request holds; nothing was applied",

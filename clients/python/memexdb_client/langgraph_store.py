@@ -24,21 +24,27 @@ The mapping (docs/langgraph.md):
   client, as LangGraph's InMemoryStore checks them.
 - `list_namespaces` pages over the tenant's items (prefix conditions without wildcards
   narrow it by containment), then matches, cuts to `max_depth`, sorts and slices.
+- A batch's reads see the store before its writes (LangGraph's stores' order); its gets
+  are one `get_memories` call, its puts and deletes one `put_memories` upsert per 1000
+  (a put racing a delete never fails); concurrent calls on a loop are coalesced. Items
+  put with `index=False` are stored and listed, but a query leaves them out.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+import weakref
+from collections.abc import Awaitable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    IndexConfig,
     Item,
     ListNamespacesOp,
     MatchCondition,
@@ -51,7 +57,7 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from memexdb_client.api import AsyncMemoryAPI
-from memexdb_client.errors import Conflict, NotFound
+from memexdb_client.errors import InvalidArgument
 from memexdb_client.types import Memory
 
 __all__ = ["MemexStore"]
@@ -60,6 +66,13 @@ _ID_NAMESPACE = uuid.UUID("6f1d8a52-4c1e-4b8e-9a0c-6c616e676772")
 _FIELD = "langgraph"
 _PAGE = 1000  # memories per page of list_memories (its maximum)
 _TOP_K_MAX = 100  # memexdb's search returns at most 100 hits
+_SLACK = 20  # hits asked for beyond a query's offset + limit (index=False items drop out)
+_DIMS = 384  # the vector size of memexdb's default model (all-MiniLM-L6-v2)
+_CONCURRENCY = 4  # searches and listings of one batch in flight at once
+_METADATA_MAX_BYTES = 65536  # memexdb's metadata limit (JSON text)
+_CONTENT_MAX_CHARS = 32768  # memexdb's content limit
+_REQUEST_BYTES = 8 * 1024 * 1024  # of JSON per put_memories request (the service: 16 MiB)
+_T = TypeVar("_T")
 
 
 def item_id(agent_id: str, user_id: str, namespace: tuple[str, ...], key: str) -> uuid.UUID:
@@ -74,7 +87,12 @@ class MemexStore(BaseStore):
     `client` is an `AsyncMemex` or an `AsyncMemexClient`. The async methods (`aput`,
     `asearch`, ..., what `graph.ainvoke` uses) run on the caller's event loop; the sync
     ones (`graph.invoke`) hand the work to the loop the store was built on, which must
-    be running in another thread (as LangGraph's AsyncPostgresStore does)."""
+    be running in another thread (as LangGraph's AsyncPostgresStore does).
+
+    Concurrent calls on one loop are coalesced, as LangGraph's batched stores do: what
+    arrives while a batch runs goes out together next, its gets as one `get_memories`
+    call and its puts and deletes as one `put_memories` upsert per 1000 items, its
+    searches and listings at most `concurrency` at a time."""
 
     supports_ttl = False
 
@@ -87,18 +105,26 @@ class MemexStore(BaseStore):
         index_fields: Sequence[str] | None = None,
         memory_type: str = "semantic",
         loop: asyncio.AbstractEventLoop | None = None,
+        dims: int = _DIMS,
+        concurrency: int = _CONCURRENCY,
     ) -> None:
         self.client = client
         self.agent_id = agent_id
         self.user_id = user_id
         self.index_fields = list(index_fields) if index_fields else None
         self.memory_type = memory_type
+        self.concurrency = max(1, concurrency)
+        # as LangGraph's stores expose theirs: the vector size and the fields embedded
+        self.index_config: IndexConfig = {"dims": dims, "fields": self.index_fields or ["$"]}
         if loop is None:
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
                 loop = None
         self.loop = loop
+        self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Queue] = (
+            weakref.WeakKeyDictionary()
+        )
 
     # --- BaseStore ---
 
@@ -110,110 +136,206 @@ class MemexStore(BaseStore):
         except RuntimeError:
             running = None
         if running is self.loop:
-            # waiting here for work that this very loop must run would never end
-            raise RuntimeError(
-                "synchronous MemexStore calls cannot run on the client's event loop: "
-                "use the async methods (abatch, asearch, graph.ainvoke)"
+            # waiting here for work that this very loop must run would never end: the
+            # error LangGraph's own async stores raise
+            raise asyncio.InvalidStateError(
+                "Synchronous calls to MemexStore detected in the event loop its client runs"
+                " on: use the async methods (abatch, aget, asearch, aput, graph.ainvoke)"
             )
         future = asyncio.run_coroutine_threadsafe(self.abatch(ops), self.loop)
         return future.result()
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        # one after the other, in order: a get sees the puts before it in the batch
-        results: list[Result] = []
-        for op in ops:
-            if isinstance(op, GetOp):
-                results.append(await self._get(op))
-            elif isinstance(op, SearchOp):
-                results.append(await self._search(op))
-            elif isinstance(op, ListNamespacesOp):
-                results.append(await self._list_namespaces(op))
-            elif isinstance(op, PutOp):
-                await self._put(op)
-                results.append(None)
-            else:
-                raise ValueError(f"Unknown operation type: {type(op)}")
-        return results
+        """The results of `ops`, in order, as LangGraph's stores give them: the reads
+        (gets, searches, listings) see the store as it was before the batch's writes; of
+        several puts to one (namespace, key) the last one stays. Calls made at the same
+        time on one loop go out together (a caller whose own ops are refused fails
+        alone)."""
+        prepared = _Prepared(self, list(ops))  # a bad op raises here, for its caller only
+        loop = asyncio.get_running_loop()
+        queue = self._queues.get(loop)
+        if queue is None:
+            queue = self._queues[loop] = _Queue()
+        future: asyncio.Future[list[Result]] = loop.create_future()
+        queue.waiting.append((prepared, future))
+        if queue.task is None or queue.task.done():
+            queue.task = loop.create_task(self._drain(queue))
+        return await future
+
+    async def _drain(self, queue: _Queue) -> None:
+        while queue.waiting:
+            await asyncio.sleep(0)  # let the callers of this moment join the batch
+            taken, queue.waiting = queue.waiting, []
+            taken = [(p, f) for p, f in taken if not f.done()]  # (cancelled callers)
+            if not taken:
+                continue
+            try:
+                results = await self._run([p for p, _ in taken])
+            except Exception as exc:
+                if len(taken) == 1:
+                    if not taken[0][1].done():
+                        taken[0][1].set_exception(exc)
+                else:  # whose ops failed? each caller's again, alone
+                    for prepared, future in taken:
+                        await self._settle(prepared, future)
+                continue
+            except BaseException as exc:  # cancelled: no caller waits forever
+                for _, future in taken:
+                    if not future.done():
+                        future.set_exception(exc)
+                raise
+            for (_, future), result in zip(taken, results, strict=True):
+                if not future.done():
+                    future.set_result(result)
+
+    async def _settle(self, prepared: _Prepared, future: asyncio.Future[list[Result]]) -> None:
+        try:
+            (result,) = await self._run([prepared])
+        except Exception as exc:
+            if not future.done():
+                future.set_exception(exc)
+        else:
+            if not future.done():
+                future.set_result(result)
+
+    async def _run(self, batches: list[_Prepared]) -> list[list[Result]]:
+        """Run the ops of several callers as one batch: the reads first (one call for
+        every get, the searches and listings `concurrency` at a time), then the writes
+        (the last put per key, `put_memories` per 1000)."""
+        limit = asyncio.Semaphore(self.concurrency)
+
+        async def bounded(work: Awaitable[_T]) -> _T:
+            async with limit:
+                return await work
+
+        gets: dict[uuid.UUID, Memory] = {}
+        ids = list(dict.fromkeys(p.id for b in batches for p in b.gets.values()))
+        pages = await asyncio.gather(
+            *(
+                bounded(self.client.get_memories(self.agent_id, self.user_id, some))
+                for some in _chunks(ids, _PAGE)
+            )
+        )
+        for page in pages:
+            for memory in page:
+                gets[memory.id] = memory
+
+        reads: list[tuple[list[Result], int, Awaitable[Any]]] = []
+        for b in batches:
+            for i, op in b.searches.items():
+                reads.append((b.results, i, bounded(self._search(op))))
+            for i, listing in b.listings.items():
+                reads.append((b.results, i, bounded(self._list_namespaces(listing))))
+        if reads:
+            done = await asyncio.gather(*(work for _, _, work in reads))
+            for (results, i, _), result in zip(reads, done, strict=True):
+                results[i] = result
+        for b in batches:
+            for i, wanted in b.gets.items():
+                found = gets.get(wanted.id)
+                b.results[i] = None if found is None else _item(found, wanted.op)
+        writes: dict[uuid.UUID, dict[str, Any]] = {}
+        for b in batches:
+            for write in b.writes:
+                writes.pop(write["id"], None)  # the last put of a key is the one sent
+                writes[write["id"]] = write
+        # one id per item now: the requests are independent of each other
+        await asyncio.gather(
+            *(
+                bounded(
+                    self.client.put_memories(
+                        self.agent_id, self.user_id, part, memory_type=self.memory_type
+                    )
+                )
+                for part in _write_chunks(list(writes.values()))
+            )
+        )
+        return [b.results for b in batches]
 
     # --- operations ---
 
     def _id(self, namespace: tuple[str, ...], key: str) -> uuid.UUID:
         return item_id(self.agent_id, self.user_id, namespace, key)
 
-    async def _get(self, op: GetOp) -> Item | None:
-        try:
-            memory = await self.client.get(
-                self.agent_id, self.user_id, self._id(op.namespace, op.key)
-            )
-        except NotFound:
-            return None
-        return _item(memory)
+    def _write(self, op: PutOp) -> dict[str, Any]:
+        """The `put_memories` item of a put (content None: a delete)."""
+        _check_labels(op.namespace)  # (the root "langgraph" is BaseStore.put's to refuse)
+        if not op.namespace:
+            from langgraph.store.base import InvalidNamespaceError
 
-    async def _put(self, op: PutOp) -> None:
-        _check_namespace(op.namespace)
+            raise InvalidNamespaceError("Namespace cannot be empty.")
         memory_id = self._id(op.namespace, op.key)
         if op.value is None:
-            with contextlib.suppress(NotFound):  # deleting what is gone is no error
-                await self.client.forget(self.agent_id, self.user_id, memory_id)
-            return
+            return {"id": memory_id, "content": None}
         value = dict(op.value)
-        content = self._content(value, op.index)
-        metadata = {
-            _FIELD: {
-                "namespace": list(op.namespace),
-                "path": {str(i): label for i, label in enumerate(op.namespace)},
-                "key": op.key,
-                "value": value,
-                "put_at": datetime.now(UTC).isoformat(),
-            }
+        entry: dict[str, Any] = {
+            "namespace": list(op.namespace),
+            "path": {str(i): label for i, label in enumerate(op.namespace)},
+            "key": op.key,
+            "value": value,
+            "put_at": datetime.now(UTC).isoformat(),
         }
-        try:
-            await self.client.get(self.agent_id, self.user_id, memory_id)
-        except NotFound:
-            try:
-                await self.client.store(
-                    self.agent_id,
-                    self.user_id,
-                    content,
-                    memory_type=self.memory_type,
-                    metadata=metadata,
-                    id=memory_id,
-                )
-                return
-            except Conflict:
-                pass  # another writer stored it first: update theirs
-        await self.client.update(
-            self.agent_id, self.user_id, memory_id, content=content, metadata=metadata
-        )
+        if op.index is False:
+            entry["index"] = False  # stored, got and listed; a query leaves it out
+        metadata = {_FIELD: entry}
+        size = len(json.dumps(metadata, ensure_ascii=False, default=str).encode())
+        if size > _METADATA_MAX_BYTES:
+            raise InvalidArgument(
+                "value",
+                f"must be at most {_METADATA_MAX_BYTES} bytes of JSON with its namespace and"
+                f" key (64 KiB, memexdb's metadata limit); this item is {size} bytes",
+            )
+        return {
+            "id": memory_id,
+            "content": self._content(value, op.index),
+            "metadata": metadata,
+        }
 
     def _content(self, value: dict[str, Any], index: Any) -> str:
         fields = index if isinstance(index, list) else self.index_fields
         texts: list[str] = []
         for path in fields or ():
+            if path == "$":
+                continue  # the whole value: its JSON, below
             texts.extend(t for t in get_text_at_path(value, tokenize_path(path)) if t)
-        if texts:
-            return "\n".join(texts)
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        content = "\n".join(texts)
+        if not content.strip():
+            content = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        # what is embedded and searched: memexdb keeps up to its content limit (the
+        # embedding model reads far less); the whole value is in the metadata
+        return content[:_CONTENT_MAX_CHARS]
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         _check_labels(op.namespace_prefix)
+        if _holds_nul(op.filter):
+            return []  # no stored value holds a NUL (JSON in Postgres cannot): no match
         containment, exact = _containment(op.namespace_prefix, op.filter)
         wanted = op.offset + op.limit
         found: list[SearchItem] = []
         if op.query:
-            top_k = _TOP_K_MAX if not exact else min(max(wanted, 1), _TOP_K_MAX)
-            hits = await self.client.search(
-                self.agent_id, self.user_id, op.query, top_k=top_k, metadata=containment
-            )
-            for hit in hits:
-                entry = hit.metadata.get(_FIELD)
-                if isinstance(entry, dict) and _matches(entry.get("value"), op.filter):
-                    found.append(_search_item(entry, hit.created_at, hit.updated_at, hit.score))
-            return found[op.offset : wanted]
+            # a few more than wanted: items put with index=False are left out here
+            top_k = _TOP_K_MAX if not exact else min(max(wanted, 1) + _SLACK, _TOP_K_MAX)
+            while True:
+                hits = await self.client.search(
+                    self.agent_id, self.user_id, op.query, top_k=top_k, metadata=containment
+                )
+                found = []
+                for hit in hits:
+                    entry = hit.metadata.get(_FIELD)
+                    if (
+                        isinstance(entry, dict)
+                        and entry.get("index") is not False
+                        and _matches(entry.get("value"), op.filter)
+                    ):
+                        found.append(_search_item(entry, hit.created_at, hit.updated_at, hit.score))
+                if len(found) >= wanted or len(hits) < top_k or top_k >= _TOP_K_MAX:
+                    return found[op.offset : wanted]
+                top_k = _TOP_K_MAX
         cursor: str | None = None
+        page_size = min(max(wanted, 1), _PAGE) if exact else _PAGE
         while len(found) < wanted:
             page = await self.client.list_memories(
-                self.agent_id, self.user_id, limit=_PAGE, cursor=cursor, metadata=containment
+                self.agent_id, self.user_id, limit=page_size, cursor=cursor, metadata=containment
             )
             for memory in page.memories:
                 entry = memory.metadata.get(_FIELD)
@@ -264,16 +386,6 @@ class MemexStore(BaseStore):
 # --- helpers ---
 
 
-def _check_namespace(namespace: tuple[str, ...]) -> None:
-    from langgraph.store.base import InvalidNamespaceError
-
-    if not namespace:
-        raise InvalidNamespaceError("Namespace cannot be empty.")
-    if namespace[0] == "langgraph":
-        raise InvalidNamespaceError(f'Root label cannot be "langgraph": {namespace}')
-    _check_labels(namespace)
-
-
 def _check_labels(namespace: tuple[str, ...]) -> None:
     from langgraph.store.base import InvalidNamespaceError
 
@@ -282,9 +394,15 @@ def _check_labels(namespace: tuple[str, ...]) -> None:
             raise InvalidNamespaceError(f"Invalid namespace label {label!r} in {namespace}")
 
 
-def _item(memory: Memory) -> Item | None:
+def _item(memory: Memory, op: GetOp) -> Item | None:
     entry = memory.metadata.get(_FIELD)
-    if not isinstance(entry, dict):
+    # the id names (namespace, key) with its labels joined by dots: the item must be
+    # the one asked for, label by label
+    if (
+        not isinstance(entry, dict)
+        or entry.get("namespace") != list(op.namespace)
+        or entry.get("key") != op.key
+    ):
         return None
     return Item(
         value=entry["value"],
@@ -293,6 +411,89 @@ def _item(memory: Memory) -> Item | None:
         created_at=memory.created_at,
         updated_at=memory.updated_at,
     )
+
+
+def _labels_ok(namespace: tuple[str, ...]) -> bool:
+    return bool(namespace) and all(
+        isinstance(label, str) and label and "." not in label and "\x00" not in label
+        for label in namespace
+    )
+
+
+def _holds_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_holds_nul(v) for v in value)
+    return False
+
+
+def _chunks(items: list[_T], size: int) -> Iterator[list[_T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _write_chunks(writes: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """Requests of at most 1000 items and about _REQUEST_BYTES of JSON (the service
+    takes bodies of up to 16 MiB)."""
+    chunk: list[dict[str, Any]] = []
+    size = 0
+    for write in writes:
+        weight = 2 * len(write.get("content") or "") + len(
+            json.dumps(write.get("metadata"), default=str)
+        )
+        if chunk and (len(chunk) >= _PAGE or size + weight > _REQUEST_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(write)
+        size += weight
+    if chunk:
+        yield chunk
+
+
+@dataclass
+class _Queue:
+    """The calls waiting on one event loop, and the task that runs them."""
+
+    waiting: list[tuple[_Prepared, asyncio.Future[list[Result]]]] = field(default_factory=list)
+    task: asyncio.Task[None] | None = None
+
+
+@dataclass
+class _Get:
+    op: GetOp
+    id: uuid.UUID
+
+
+class _Prepared:
+    """One caller's ops, checked and sorted by kind (their results, in order, filled in
+    by MemexStore._run)."""
+
+    def __init__(self, store: MemexStore, ops: list[Op]) -> None:
+        self.results: list[Result] = [None] * len(ops)
+        self.gets: dict[int, _Get] = {}
+        self.searches: dict[int, SearchOp] = {}
+        self.listings: dict[int, ListNamespacesOp] = {}
+        self.writes: list[dict[str, Any]] = []
+        for i, op in enumerate(ops):
+            if isinstance(op, GetOp):
+                # a label with a dot (or none) names no item: ("foo.bar",) is not
+                # ("foo", "bar"), whose id it would share
+                if _labels_ok(op.namespace):
+                    self.gets[i] = _Get(op, store._id(op.namespace, op.key))
+            elif isinstance(op, SearchOp):
+                _check_labels(op.namespace_prefix)
+                self.searches[i] = op
+            elif isinstance(op, ListNamespacesOp):
+                for condition in op.match_conditions or ():
+                    _check_labels(tuple(condition.path))
+                self.listings[i] = op
+            elif isinstance(op, PutOp):
+                self.writes.append(store._write(op))
+            else:
+                raise ValueError(f"Unknown operation type: {type(op)}")
 
 
 def _search_item(

@@ -443,7 +443,8 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        put?: never;
+        /** Upsert or delete up to 1000 memories of a tenant by id, in one statement */
+        put: operations["put_memories"];
         /** Store up to 1000 memories in one statement (imports) */
         post: operations["store_many"];
         delete?: never;
@@ -463,6 +464,23 @@ export interface paths {
         get: operations["count"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/memories/lookup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Read up to 1000 memories of a tenant by id in one request */
+        post: operations["get_memories"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1653,6 +1671,27 @@ export interface components {
             to_revision: number;
         };
         /**
+         * MemoryLookup
+         * @description Many memories of one tenant by id in one request (ids it does not have are left
+         *     out of the answer).
+         */
+        MemoryLookup: {
+            /**
+             * Agent Id
+             * @description Your agent's id; memories are private to (agent_id, user_id).
+             * @example demo-agent
+             */
+            agent_id: string;
+            /** Memory Ids */
+            memory_ids: string[];
+            /**
+             * User Id
+             * @description The user the memories are about or belong to.
+             * @example alice
+             */
+            user_id: string;
+        };
+        /**
          * MemoryOut
          * @description A stored memory.
          */
@@ -1828,6 +1867,78 @@ export interface components {
              * @default null
              */
             valid_to?: string | null;
+        };
+        /**
+         * MemoryPut
+         * @description One write of a put batch: an upsert by id, or a delete (content null).
+         */
+        MemoryPut: {
+            /**
+             * Content
+             * @description The text embedded and searched; null deletes the memory.
+             * @default null
+             */
+            content?: string | null;
+            /**
+             * Expires At
+             * @description The memory disappears after this (UTC if naive); null: never.
+             * @default null
+             */
+            expires_at?: string | null;
+            /**
+             * Id
+             * Format: uuid
+             * @description The memory's id (the caller's key, e.g. a LangGraph store item's): the memory with this id is replaced, or made when the tenant has none.
+             */
+            id: string;
+            /**
+             * Metadata
+             * @description Optional JSON object kept with the memory: its values any JSON (strings, numbers, booleans, null, arrays, objects), at most 65536 bytes as JSON text, nested at most 32 levels, no NUL character in any key or string (a 422 names the bound a value breaks).
+             * @default null
+             * @example {
+             *       "source": "chat"
+             *     }
+             */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
+        };
+        /**
+         * MemoryPutBatch
+         * @description Upserts and deletes of one tenant's memories by id, in order, in one statement (what
+         *     the LangGraph store's batches send): a put racing a delete of the same id stores it.
+         * @example {
+         *       "agent_id": "demo-agent",
+         *       "memories": [
+         *         {
+         *           "content": "Alice prefers green tea to coffee.",
+         *           "id": "0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47"
+         *         }
+         *       ],
+         *       "user_id": "alice"
+         *     }
+         */
+        MemoryPutBatch: {
+            /**
+             * Agent Id
+             * @description Your agent's id; memories are private to (agent_id, user_id).
+             * @example demo-agent
+             */
+            agent_id: string;
+            /** Memories */
+            memories: components["schemas"]["MemoryPut"][];
+            /**
+             * @description semantic: facts and preferences; episodic: events and conversations; procedural: how to do things.
+             * @default semantic
+             * @enum {string}
+             */
+            memory_type?: "episodic" | "semantic" | "procedural";
+            /**
+             * User Id
+             * @description The user the memories are about or belong to.
+             * @example alice
+             */
+            user_id: string;
         };
         /**
          * MemoryRevertBody
@@ -5337,6 +5448,114 @@ export interface operations {
             };
         };
     };
+    put_memories: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "agent_id": "demo-agent",
+                 *       "memories": [
+                 *         {
+                 *           "content": "Alice prefers green tea to coffee.",
+                 *           "id": "0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47"
+                 *         }
+                 *       ],
+                 *       "user_id": "alice"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MemoryPutBatch"];
+            };
+        };
+        responses: {
+            /** @description The memories written (the upserts, in input order; deletes answer nothing) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryBatchResponse"];
+                };
+            };
+            /** @description No API key where one is required, or not a valid one (checked before the input: a 422 goes only to a caller with valid credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The key may not do this (another agent or user, too little access), or a browser Origin not allowed (MEMEX_ALLOWED_ORIGINS) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description One of the ids is another tenant's memory or a file; nothing was written */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request body larger than 16 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Host not allowed (MEMEX_ALLOWED_HOSTS) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Invalid input; `error.fields` names each bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; see the Retry-After header */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     store_many: {
         parameters: {
             query?: never;
@@ -5486,6 +5705,93 @@ export interface operations {
             };
             /** @description The key may not do this (another agent or user, too little access), or a browser Origin not allowed (MEMEX_ALLOWED_ORIGINS) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Host not allowed (MEMEX_ALLOWED_HOSTS) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Invalid input; `error.fields` names each bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; see the Retry-After header */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    get_memories: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemoryLookup"];
+            };
+        };
+        responses: {
+            /** @description The memories found, in the order of the ids (ids the tenant has not are left out) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryBatchResponse"];
+                };
+            };
+            /** @description No API key where one is required, or not a valid one (checked before the input: a 422 goes only to a caller with valid credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The key may not do this (another agent or user, too little access), or a browser Origin not allowed (MEMEX_ALLOWED_ORIGINS) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request body larger than 16 MiB */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

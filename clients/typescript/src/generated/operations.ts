@@ -32,6 +32,30 @@ export const OPERATIONS = {
     "retrySafe": false,
     "paging": null
   },
+  putMemories: {
+    "operation": "put_memories",
+    "method": "PUT",
+    "path": "/v1/memories/batch",
+    "source": "body",
+    "pathParams": [],
+    "status": 200,
+    "noBody": false,
+    "access": "write",
+    "retrySafe": false,
+    "paging": null
+  },
+  getMemories: {
+    "operation": "get_memories",
+    "method": "POST",
+    "path": "/v1/memories/lookup",
+    "source": "body",
+    "pathParams": [],
+    "status": 200,
+    "noBody": false,
+    "access": "read",
+    "retrySafe": true,
+    "paging": null
+  },
   search: {
     "operation": "search",
     "method": "POST",
@@ -510,6 +534,8 @@ export type OperationName = keyof typeof OPERATIONS;
 export interface OperationEntries {
   store: paths["/v1/memories"]["post"];
   storeMany: paths["/v1/memories/batch"]["post"];
+  putMemories: paths["/v1/memories/batch"]["put"];
+  getMemories: paths["/v1/memories/lookup"]["post"];
   search: paths["/v1/memories/search"]["post"];
   forget: paths["/v1/memories/{memory_id}"]["delete"];
   count: paths["/v1/memories/count"]["get"];
@@ -557,6 +583,8 @@ export type Requests = {
 export interface Results {
   store: ResultOf<OperationEntries["store"], 201>;
   storeMany: ResultOf<OperationEntries["storeMany"], 201>;
+  putMemories: ResultOf<OperationEntries["putMemories"], 200>;
+  getMemories: ResultOf<OperationEntries["getMemories"], 200>;
   search: ResultOf<OperationEntries["search"], 200>;
   forget: void;
   count: ResultOf<OperationEntries["count"], 200>;
@@ -623,6 +651,10 @@ export interface OperationMethods {
   store(request: Requests["store"], options?: CallOptions): Promise<Results["store"]>;
   /** Store up to 1000 memories in one statement (imports) (POST /v1/memories/batch) */
   storeMany(request: Requests["storeMany"], options?: CallOptions): Promise<Results["storeMany"]>;
+  /** Upsert or delete up to 1000 memories of a tenant by id, in one statement (PUT /v1/memories/batch) */
+  putMemories(request: Requests["putMemories"], options?: CallOptions): Promise<Results["putMemories"]>;
+  /** Read up to 1000 memories of a tenant by id in one request (POST /v1/memories/lookup) */
+  getMemories(request: Requests["getMemories"], options?: CallOptions): Promise<Results["getMemories"]>;
   /** Search a tenant's memories (relevance + recency + importance) (POST /v1/memories/search) */
   search(request: Requests["search"], options?: CallOptions): Promise<Results["search"]>;
   /** Delete one memory of the tenant (or, without user_id, of the agent) (DELETE /v1/memories/{memory_id}) */

@@ -107,6 +107,11 @@ export function forget(args: { agent_id: unknown; user_id: unknown; id: unknown 
   return call("forget", [["agent_id", "", false], ["user_id", "", false], ["id", "::uuid", false]], args, first);
 }
 
+/** memex.get_memories (sql/memories/061_get_memories.sql) */
+export function getMemories(args: { agent_id: unknown; user_id: unknown; ids: unknown; now?: unknown }, first = 1): SqlCall {
+  return call("get_memories", [["agent_id", "", false], ["user_id", "", false], ["ids", "::uuid[]", false], ["now", "::timestamptz", true]], args, first);
+}
+
 /** memex.get_memory (sql/memories/052_get_memory.sql) */
 export function getMemory(args: { agent_id: unknown; user_id: unknown; id: unknown; now?: unknown; as_of?: unknown }, first = 1): SqlCall {
   return call("get_memory", [["agent_id", "", false], ["user_id", "", false], ["id", "::uuid", false], ["now", "::timestamptz", true], ["as_of", "::timestamptz", true]], args, first);
@@ -185,6 +190,11 @@ export function patchFile(args: { agent_id: unknown; user_id: unknown; path: unk
 /** memex.preview_patch (sql/files/093_preview_patch.sql) */
 export function previewPatch(args: { agent_id: unknown; user_id: unknown; path: unknown; heading?: unknown; append?: unknown; old_text?: unknown; new_text?: unknown }, first = 1): SqlCall {
   return call("preview_patch", [["agent_id", "", false], ["user_id", "", false], ["path", "", false], ["heading", "", true], ["append", "", true], ["old_text", "", true], ["new_text", "", true]], args, first);
+}
+
+/** memex.put_memories (sql/memories/061_put_memories.sql) */
+export function putMemories(args: { agent_id: unknown; user_id: unknown; ids: unknown; contents: unknown; embeddings: unknown; embedding_model: unknown; metadata: unknown; memory_type?: unknown; expires_at?: unknown }, first = 1): SqlCall {
+  return call("put_memories", [["agent_id", "", false], ["user_id", "", false], ["ids", "::uuid[]", false], ["contents", "::text[]", false], ["embeddings", "::vector[]", false], ["embedding_model", "", false], ["metadata", "::jsonb[]", false], ["memory_type", "::text::memex.memory_type", true], ["expires_at", "::timestamptz[]", true]], args, first);
 }
 
 /** memex.read_file (sql/files/095_read_file.sql) */
