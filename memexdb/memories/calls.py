@@ -73,6 +73,10 @@ MEMORY_CURSOR = SqlCall("""select memex.memory_cursor(
 MEMORY_CURSOR_KEY = SqlCall("select * from memex.memory_cursor_key(p_cursor => %(cursor)s)")
 # sql/memories/033_missing_memory_ids.sql
 MISSING_MEMORY_IDS = SqlCall("select * from memex.missing_memory_ids(p_ids => %(ids)s::uuid[])")
+# sql/memories/061_retire_memories.sql
+RETIRE_MEMORIES = SqlCall("""select * from memex.retire_memories(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
+    p_ids => %(ids)s::uuid[], p_reason => %(reason)s)""", defaults=1)
 # sql/memories/059_revert_memory.sql
 REVERT_MEMORY = SqlCall("""select * from memex.revert_memory(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_id => %(id)s,
@@ -110,7 +114,8 @@ STORE_MANY = SqlCall("""select * from memex.store_many(
     p_importances => %(importances)s::float8[],
     p_metadata => %(metadata)s::jsonb[],
     p_expires_at => %(expires_at)s::timestamptz[],
-    p_created_at => %(created_at)s::timestamptz[], p_ids => %(ids)s::uuid[])""", defaults=6)
+    p_created_at => %(created_at)s::timestamptz[], p_ids => %(ids)s::uuid[],
+    p_supersedes => %(supersedes)s::jsonb[])""", defaults=7)
 # sql/memories/033_store_queued.sql
 STORE_QUEUED = SqlCall("""select * from memex.store_queued(
     p_agent_ids => %(agent_ids)s::text[], p_user_ids => %(user_ids)s::text[],
@@ -119,7 +124,8 @@ STORE_QUEUED = SqlCall("""select * from memex.store_queued(
     p_importances => %(importances)s::float8[],
     p_metadata => %(metadata)s::jsonb[],
     p_expires_at => %(expires_at)s::timestamptz[],
-    p_created_at => %(created_at)s::timestamptz[], p_ids => %(ids)s::uuid[])""", defaults=6)
+    p_created_at => %(created_at)s::timestamptz[], p_ids => %(ids)s::uuid[],
+    p_supersedes => %(supersedes)s::jsonb[])""", defaults=7)
 # sql/memories/054_update_memory.sql
 UPDATE_MEMORY = SqlCall("""select * from memex.update_memory(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_id => %(id)s,

@@ -368,7 +368,7 @@ class MemoryStore(MemoryCreate):
         return self
 
 
-_NOT_IN_BATCH = ("supersedes", "valid_from", "valid_to")
+_NOT_IN_BATCH = ("valid_from", "valid_to")
 
 
 class NewMemory(MemoryStore):
@@ -405,7 +405,8 @@ class MemoryBatchCreate(RequestModel):
 
     @model_validator(mode="after")
     def _plain(self) -> MemoryBatchCreate:
-        # memex.store_many takes no supersession or validity yet: refused, never dropped
+        # memex.store_many takes no validity yet: refused, never dropped (supersedes it
+        # takes, per item, in batch order)
         for i, item in enumerate(self.memories):
             given = item.model_fields_set & set(_NOT_IN_BATCH)
             if given:

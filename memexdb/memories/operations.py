@@ -138,12 +138,22 @@ async def store_many(session: Session, batch: MemoryBatchCreate) -> list[Memory]
         {
             **store_params(items, embeddings, session.model_id),
             "ids": ids if any(i is not None for i in ids) else None,
+            "supersedes": _batch_supersedes(items),
         },
         reservation=reservation,
         batch=len(items),  # a batch's budget, not one store's (memex._batch_budget)
     )
     metrics.count_by_type(metrics.MEMORIES_STORED, stored)
     return stored
+
+
+def _batch_supersedes(items: Sequence[MemoryCreate]) -> list[Jsonb | None] | None:
+    """memex.store_many's p_supersedes: per item a JSON array of ids, or null (None: no
+    item supersedes anything)."""
+    lists = [getattr(i, "supersedes", None) for i in items]  # (a MemoryCreate has none)
+    if not any(lists):
+        return None
+    return [Jsonb([str(u) for u in ids]) if ids else None for ids in lists]
 
 
 async def search(session: Session, request: MemorySearchRequest) -> list[SearchHit]:
@@ -401,6 +411,12 @@ STORE_MANY = Operation(
         " before)",
         status=201,
         errors=(
+            Reply(
+                404,
+                "A memory named in an item's supersedes is not one of its tenant's; nothing"
+                " was stored",
+                ErrorResponse,
+            ),
             Reply(
                 409,
                 "A memory with one of the ids exists already with other content; nothing"

@@ -5393,6 +5393,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A memory named in an item's supersedes is not one of its tenant's; nothing was stored */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description A memory with one of the ids exists already with other content; nothing was stored */
             409: {
                 headers: {
