@@ -370,6 +370,19 @@ class MemoryStore(MemoryCreate):
 
 _NOT_IN_BATCH = ("valid_from", "valid_to")
 
+RETIRE_REASON_MAX_CHARS = 300  # memex.retire_memories' bound on p_reason
+
+
+class MemoryRetire(TenantRequest):
+    """Memories of a tenant that no longer hold and have no newer version (memorize's
+    "retire"): superseded with no successor, out of the default search, kept in history
+    (memex.retire_memories)."""
+
+    ids: Annotated[
+        list[UUID], Field(min_length=1, max_length=SUPERSEDES_MAX), AfterValidator(_distinct)
+    ]
+    reason: Annotated[str, Field(max_length=RETIRE_REASON_MAX_CHARS)] | None = None
+
 
 class NewMemory(MemoryStore):
     """One item of AsyncMemex.store_many, built by hand: a bad field raises the Python

@@ -49,6 +49,7 @@ from memexdb.memories.models import (
     MemoryPatch,
     MemoryReadQuery,
     MemoryRef,
+    MemoryRetire,
     MemoryRevert,
     MemoryRevertBody,
     MemoryRevisionList,
@@ -882,6 +883,30 @@ REVERT = Operation(
             ),
         ),
     ),
+)
+
+
+async def retire(session: Session, request: MemoryRetire) -> list[Memory]:
+    rows: list[Memory] = await session.fetch(
+        Memory,
+        sql.RETIRE_MEMORIES,
+        request.model_dump(include={"agent_id", "user_id", "ids", "reason"}),
+    )
+    return rows
+
+
+# memory_memorize's "retire" decision (memexdb.agentic.memorizing runs it; no REST route
+# or MCP tool of its own yet, so it is not in OPERATIONS)
+RETIRE = Operation(
+    name="retire",
+    summary="Retire memories that no longer hold (superseded with no successor)",
+    request=MemoryRetire,
+    run=retire,
+    response=None,
+    answer=lambda _, __: None,
+    sql=("memex.retire_memories",),
+    access="write",
+    domain="memories",
 )
 
 OPERATIONS: tuple[Operation[Any, Any], ...] = (
