@@ -138,7 +138,8 @@ async def memorize(
     memex: AsyncMemex, request: MemorizeRequest, now: datetime | None = None
 ) -> MemorizeOut:
     """Keep what is durable in `request.text` (see the module's docstring); `now` (by
-    default the time of the call) dates the fallback's memory."""
+    default the time of the call) dates the memories it stores (the fallback's, the
+    facts added or superseding)."""
     now = now or utc_now()
     agent = memex.delegated(MEMORIZE_ACTOR)
     # Refuse a caller without write access before spending a model call on it.
@@ -271,7 +272,9 @@ async def _apply(agent: AsyncMemex, request: MemorizeRequest, call: ToolCall) ->
             patch = ProposedPatch.model_validate(arguments)
             file = await agent.patch_file(*who, **patch.model_dump())
         else:
-            raise _Refused(f"unknown tool {call.name[:100]!r}: memory_write or memory_patch")
+            raise _Refused(
+                f"unknown tool {call.name[:100]!r}: memory_fact, memory_write or memory_patch"
+            )
     except ValidationError as exc:
         raise _Refused(_errors(exc)) from None
     except InvalidArgument as exc:

@@ -160,7 +160,7 @@ async def memorize(
 ) -> MemorizeOut:
     """memory_memorize: keep what is durable in `text`, through the LLM's proposals or the
     fallback (one episodic memory); see memexdb.agentic.memorizing. `now` dates the
-    fallback's memory."""
+    memories it stores."""
     request = MEMORIZE.validate({"agent_id": agent_id, "user_id": user_id, "text": text})
     return await memorizing.memorize(memex, request, now)
 
