@@ -321,3 +321,45 @@ async def test_a_decision_sql_refuses_is_refused_and_the_rest_applies(
     ]
     history = await with_llm.memory_history(A, U, paris.id)
     assert "retired" not in history[0].details  # the other writer's revision, not memorize's
+
+
+async def test_a_fact_the_whole_text_ranks_low_still_meets_its_old_version(
+    with_llm: AsyncMemex, llm: ScriptedLLM
+) -> None:
+    """A text of several facts: each of its first sentences is searched too, so the old
+    version of a fact the whole text's search ranks outside the top 10 is shown (and can
+    be superseded)."""
+    foods = [
+        "Alice loves Neapolitan pizza with fresh basil.",
+        "Alice drinks green tea every morning.",
+        "Alice bakes sourdough bread on Sundays.",
+        "Alice dislikes cilantro in her salads.",
+        "Alice orders ramen at the Tokyo Bar on Fridays.",
+        "Alice eats oatmeal with blueberries for breakfast.",
+        "Alice cooks lentil soup in winter.",
+        "Alice prefers dark chocolate to milk chocolate.",
+        "Alice grows tomatoes and basil on her balcony.",
+        "Alice makes fresh pasta by hand.",
+        "Alice likes spicy Thai curries.",
+        "Alice drinks oat milk in her coffee.",
+        "Alice puts basil and tomatoes on her pizza.",
+        "Alice keeps sourdough starter in the fridge.",
+        "Alice eats chocolate after dinner.",
+        "Alice talked about ramen for an hour once.",
+    ]
+    for text in foods:
+        await stored(with_llm, text)
+    job = await stored(with_llm, "Alice is an accountant at Initech.")
+    text = (
+        "We talked about food for an hour: pizza, tea, sourdough bread, ramen, pasta and"
+        " chocolate, tomatoes and basil from the balcony, curries and lentil soup. She also"
+        " said her job changed: she is a designer now."
+    )
+    whole = await with_llm.search(A, U, text, top_k=10)
+    assert job.id not in {h.id for h in whole}  # what the one search would have shown
+    llm.script(tool_calls(fact("supersede", fact="Alice works as a designer.", ids=[job.id])))
+    result = await agentic.memorize(with_llm, A, U, text)
+    assert f"- id {job.id} (recorded " in prompt_of(llm)
+    [decision] = result.decisions
+    assert decision.action == "supersede" and result.refused == []
+    assert (await with_llm.get(A, U, job.id)).superseded_by == decision.memory_id

@@ -4,7 +4,8 @@ With an LLM configured, the model reads the text next to the tenant's most relev
 files and memories and proposes calls: per durable fact a memory_fact decision (mem0's
 add / update / delete / none: here add, supersede, retire, none) against the tenant's
 most similar memories, listed with their ids (MEMORIZE_CANDIDATES of them, the default
-search for the text, files left out); memory_write / memory_patch for the memory files.
+search for the text, files left out, and the top few for each of its first sentences);
+memory_write / memory_patch for the memory files.
 Each proposal is untrusted input: it is parsed and validated like a request (the tenant
 is always the caller's; the model only names a virtual path, or ids among the
 candidates it was shown), bounded in number and size, and applied through the same
@@ -37,6 +38,7 @@ in the same statement. The result says which path ran.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -52,6 +54,8 @@ from memexdb.agentic.models import (
     MEMORIZE_MAX_PROPOSALS,
     MEMORIZE_MAX_RETIRED,
     MEMORIZE_PROPOSAL_MAX_CHARS,
+    MEMORIZE_SENTENCE_CANDIDATES,
+    MEMORIZE_SENTENCE_SEARCHES,
     MemorizeChange,
     MemorizeDecision,
     MemorizeOut,
@@ -293,14 +297,29 @@ async def _candidates(
 ) -> list[SearchHit]:
     """The tenant's memories most similar to the text, as the default search ranks them
     (superseded and archived ones left out), the files listed (`paths`: their ids) left
-    out: what memory_fact decides against."""
+    out: what memory_fact decides against. A text of several sentences adds the top few
+    of each of its first sentences (a fact the whole text's search ranks low)."""
+    who = (request.agent_id, request.user_id)
     hits = await agent.search(
-        request.agent_id,
-        request.user_id,
-        request.text[:QUERY_MAX_CHARS],
-        top_k=MEMORIZE_CANDIDATES + len(paths),
+        *who, request.text[:QUERY_MAX_CHARS], top_k=MEMORIZE_CANDIDATES + len(paths)
     )
-    return [h for h in hits if h.id not in paths][:MEMORIZE_CANDIDATES]
+    found = [h for h in hits if h.id not in paths][:MEMORIZE_CANDIDATES]
+    seen = {h.id for h in found} | paths
+    sentences = _sentences(request.text)
+    for sentence in sentences[:MEMORIZE_SENTENCE_SEARCHES] if len(sentences) > 1 else []:
+        hits = await agent.search(
+            *who, sentence[:QUERY_MAX_CHARS], top_k=MEMORIZE_SENTENCE_CANDIDATES + len(paths)
+        )
+        fresh = [h for h in hits if h.id not in seen][:MEMORIZE_SENTENCE_CANDIDATES]
+        found.extend(fresh)
+        seen.update(h.id for h in fresh)
+    return found
+
+
+def _sentences(text: str) -> list[str]:
+    """The sentences of a text worth a search of their own (4 words or more)."""
+    parts = re.split(r"(?<=[.!?])\s+|\n+", text)
+    return [p.strip() for p in parts if len(p.split()) >= 4]
 
 
 def _candidate_lines(candidates: list[SearchHit]) -> str:

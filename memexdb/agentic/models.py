@@ -35,6 +35,11 @@ MEMORIZE_FILE_LIST = 100
 # that invalidates more than a few facts with no new version is rare; an injected "forget
 # everything" is not given the rest)
 MEMORIZE_CANDIDATES = 10
+# a text of several sentences: each of its first MEMORIZE_SENTENCE_SEARCHES sentences (of
+# 4 words or more) is searched too, its top MEMORIZE_SENTENCE_CANDIDATES added when not
+# listed yet, so that a fact the whole text's search ranks low still meets its old version
+MEMORIZE_SENTENCE_SEARCHES = 3
+MEMORIZE_SENTENCE_CANDIDATES = 3
 MEMORIZE_CANDIDATE_CHARS = 500
 MEMORIZE_DECISION_MAX_IDS = 3
 MEMORIZE_MAX_RETIRED = 3
