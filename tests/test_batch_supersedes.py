@@ -126,6 +126,16 @@ async def test_a_memory_superseded_before_is_relinked_as_by_store(amemex: AsyncM
     )
     assert (await amemex.get(A, U, old.id)).superseded_by == second.id
     assert first.id != second.id
+    # two items of one batch naming the same memory: the later one ends its successor
+    paris = await amemex.store(A, U, "Alice lived in Paris.")
+    one, two = await amemex.store_many(
+        [
+            NewMemory(agent_id=A, user_id=U, content=HOME_NEW, supersedes=[paris.id]),
+            NewMemory(agent_id=A, user_id=U, content=HOME_NEWER, supersedes=[paris.id]),
+        ]
+    )
+    assert (one.supersedes, two.supersedes) == ([paris.id], [paris.id])
+    assert (await amemex.get(A, U, paris.id)).superseded_by == two.id
 
 
 def test_the_rest_batch_takes_supersedes(dsn: str) -> None:

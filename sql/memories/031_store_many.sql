@@ -10,11 +10,12 @@
 -- MX409 (memories[i].id) and nothing of the batch is stored.
 -- p_supersedes (issue 36; null, or a null item: supersedes nothing): item i's element is a
 -- JSON array of the ids of the older memories it replaces, as memex.store's p_supersedes,
--- by the same rules (memex._supersede: the same tenant's memories, MX404 otherwise; a file
--- or an archived memory MX409; one superseded before is re-linked), applied in batch
--- order, as if the items were stored one by one: an item may supersede a memory stored
--- before the batch or an earlier item of it (named by its id in p_ids), not itself nor a
--- later item (MX422, memories[i].supersedes). All in the call's transaction: any refusal
+-- by memex._supersede's rules (the same tenant's memories, MX404 otherwise; a file or an
+-- archived memory MX409; one superseded before is re-linked), with the same result as if
+-- the items were stored one by one, in batch order (made for the whole batch in two
+-- updates, not one memex._supersede per item, which cost twice the batch): an item may
+-- supersede a memory stored before the batch or an earlier item of it (named by its id
+-- in p_ids), not itself nor a later item (MX422, memories[i].supersedes). All in the call's transaction: any refusal
 -- stores nothing. A repeat of an item stored before (its id exists) supersedes nothing more.
 -- The new memory's revision 1 (store) is the batch insert's; the link it makes is its
 -- revision 2 (supersede), and each older memory's next revision (superseded).
@@ -46,6 +47,10 @@ declare
     v_older uuid[];
     v_item record;
     v_later bigint;
+    -- the links the batch asks for, in batch order: item (its ordinal), older memory
+    v_link_ord bigint[] := '{}';
+    v_link_old uuid[] := '{}';
+    v_refused record;
 begin
     -- an expiry must be in the future, as memex.store says (an import may restore a past one)
     select min(e.ord) into v_past
@@ -146,9 +151,59 @@ begin
         if v_ids[v_item.ord] = any (v_existing) then
             continue;  -- a repeat of a memory stored before (a retry): as it is
         end if;
-        perform memex._supersede(p_agent_ids[v_item.ord], p_user_ids[v_item.ord],
-                                 v_ids[v_item.ord], v_older);
+        v_link_ord := v_link_ord || array_fill(v_item.ord, array[cardinality(v_older)]);
+        v_link_old := v_link_old || v_older;
     end loop;
+    if cardinality(v_link_old) > 0 then
+        -- the links of the whole batch in two statements, as memex._supersede makes each
+        -- (one per item cost as much again): an older memory named by several items ends
+        -- superseded by the last of them, its validity closed where the first starts, as
+        -- storing them one by one would leave it. A new item has no successor yet and
+        -- names no later item (checked above): no cycle to look for.
+        -- what could not be superseded: missing or another tenant's (MX404), a file or an
+        -- archived memory (MX409), as memex._supersede refuses them
+        select l.old_id, m.id is not null as is_there, m.path, m.archived_at into v_refused
+        from unnest(v_link_ord, v_link_old) as l(ord, old_id)
+        left join memex.memories m
+          on m.id = l.old_id and m.agent_id = p_agent_ids[l.ord]
+             and m.user_id = p_user_ids[l.ord]
+        where m.id is null or m.path is not null or m.archived_at is not null
+        order by m.id is not null, l.old_id
+        limit 1;
+        if v_refused.old_id is not null then
+            if not v_refused.is_there then
+                raise exception 'memory % not found', v_refused.old_id using errcode = 'MX404';
+            elsif v_refused.path is not null then
+                raise exception using errcode = 'MX409', message = format(
+                    'memory %s is a file: files are not superseded', v_refused.old_id);
+            end if;
+            raise exception using errcode = 'MX409',
+                message = format('memory %s is archived by consolidation', v_refused.old_id);
+        end if;
+        update memex.memories m
+        set superseded_by = l.last_id,
+            superseded_at = now(),
+            valid_to = coalesce(m.valid_to,
+                                greatest(l.first_start, coalesce(m.valid_from, m.created_at)))
+        from (
+            select x.old_id,
+                   (array_agg(n.id order by x.ord desc))[1] as last_id,
+                   (array_agg(coalesce(n.valid_from, n.created_at) order by x.ord))[1]
+                       as first_start
+            from unnest(v_link_ord, v_link_old) as x(ord, old_id)
+            join memex.memories n on n.id = v_ids[x.ord]
+            group by x.old_id
+        ) l
+        where m.id = l.old_id;
+        update memex.memories m
+        set supersedes = l.ids
+        from (
+            select v_ids[x.ord] as new_id, array_agg(distinct x.old_id order by x.old_id) as ids
+            from unnest(v_link_ord, v_link_old) as x(ord, old_id)
+            group by x.ord
+        ) l
+        where m.id = l.new_id;
+    end if;
     return query
     select (memex._memory_record(m)).*
     from unnest(v_ids) with ordinality as i(id, ord)
