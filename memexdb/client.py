@@ -144,15 +144,17 @@ class AsyncMemex(Session):
         """Embed and store many memories (`NewMemory` items) in one statement, all or
         nothing; returned in input order. With an `id` on every item, a repeat of the same
         memories returns the stored ones; another memory with one of the ids raises
-        Conflict (and nothing is stored)."""
+        Conflict (and nothing is stored). An item's `supersedes` names the older memories
+        it replaces, as in `store`, linked in batch order (an earlier item of the batch,
+        by its id, included)."""
         if not items:
             raise InvalidArgument("memories", "must hold at least one memory")
         # NewMemory items checked themselves when they were built; a plain MemoryCreate
         # has no id (memories.store_many reads it with getattr)
         given = cast(list[MemoryStore], list(items))
         for i, item in enumerate(given):
-            # memex.store_many takes no supersession or validity: refused, never dropped
-            for name in ("supersedes", "valid_from", "valid_to"):
+            # memex.store_many takes no validity: refused, never dropped
+            for name in ("valid_from", "valid_to"):
                 if getattr(item, name, None) is not None:
                     raise InvalidArgument(f"memories[{i}].{name}", "only in a single store")
         batch = MemoryBatchCreate.model_construct(memories=given)

@@ -94,8 +94,9 @@ def _when(value: Any) -> datetime | None:
 
 
 def _coherent_validity(item: dict[str, Any], batch: bool) -> None:
-    # Issue 36's fields, what the schema cannot say: a batch takes none of them (the same
-    # item model as a single store, refused there with a 422), and a validity ends after
+    # Issue 36's fields, what the schema cannot say: a batch takes no validity (the same
+    # item model as a single store, refused there with a 422; its supersedes, random ids
+    # here, would name no memory of the tenant), and a validity ends after
     # it starts (after the memory's creation when it has no start: moved into the future)
     if batch:
         for name in ("supersedes", "valid_from", "valid_to"):

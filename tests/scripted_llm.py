@@ -11,13 +11,13 @@ from __future__ import annotations
 import contextlib
 import json
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import ThreadingHTTPServer
 from typing import Any
 
 from tests.json_http import JsonHandler, serving
 
-Reply = dict[str, Any] | int
+Reply = dict[str, Any] | int | Callable[[], dict[str, Any] | int]
 
 
 def tool_calls(*calls: tuple[str, dict[str, Any] | str]) -> dict[str, Any]:
@@ -50,6 +50,8 @@ class ChatHandler(JsonHandler):
     def do_POST(self) -> None:
         self.server.requests.append({"path": self.path, "body": self.read_json()})
         reply = self.server.replies.popleft() if self.server.replies else 503
+        if callable(reply):  # what happens meanwhile, then the reply
+            reply = reply()
         if self.path != "/v1/chat/completions":
             reply = 404
         if isinstance(reply, int):
@@ -74,7 +76,8 @@ class ScriptedLLM(ThreadingHTTPServer):
 
     def script(self, *replies: Reply) -> None:
         """Queue replies: a dict from tool_calls()/answer(), or an HTTP status to fail with
-        (with nothing queued the server answers 503)."""
+        (with nothing queued the server answers 503), or a function called when the
+        request arrives that returns one (to change something while the model "thinks")."""
         self.replies.extend(replies)
 
 

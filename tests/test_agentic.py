@@ -57,6 +57,7 @@ async def with_llm(
 async def test_memorize_without_an_llm_keeps_the_text(amemex: AsyncMemex) -> None:
     first = await agentic.memorize(amemex, A, U, "I moved to Lisbon last week.", now=NOW)
     assert first.mode == "fallback" and first.llm_error is None and first.refused == []
+    assert first.decisions == []  # nothing is superseded by guesswork
     [stored] = first.applied  # one home for the text
     assert (stored.tool, stored.path) == ("store_memory", None)
     memory = await amemex.get(A, U, stored.memory_id)
@@ -173,11 +174,16 @@ async def test_memorize_applies_valid_proposals_and_refuses_the_rest(
     assert revisions[0].details["on_behalf_of"] == "open"
     # what the model was given: the two tools, the file names, the relevant memory, the text
     body = llm.requests[0]["body"]
-    assert [t["function"]["name"] for t in body["tools"]] == ["memory_write", "memory_patch"]
+    assert [t["function"]["name"] for t in body["tools"]] == [
+        "memory_fact",
+        "memory_write",
+        "memory_patch",
+    ]
     prompt = body["messages"][1]["content"]
     assert "- user/profile.md (" in prompt and "### user/profile.md" in prompt
     assert prompt.endswith("I moved to Lisbon and switched from Rust to Go.")
-    assert body["tools"][0]["function"]["parameters"]["additionalProperties"] is False
+    assert all(t["function"]["parameters"]["additionalProperties"] is False for t in body["tools"])
+    assert result.decisions == []
 
 
 async def test_memorize_refuses_the_rest_of_too_many_proposals(

@@ -193,12 +193,17 @@ def test_bad_supersedes_get_typed_errors(live: Live) -> None:
     # a repeat, and not a list of ids
     error(http.post(STORE, json={**who, "content": HOME_NEW, "supersedes": [mine["id"]] * 2}), 422)
     error(http.post(STORE, json={**who, "content": HOME_NEW, "supersedes": ["x"]}), 422)
-    # not in a batch (refused, not dropped)
+    # in a batch, by the same rules: another tenant's id is the same 404, nothing stored
     r = http.post(
         f"{STORE}/batch",
-        json={"memories": [{**who, "content": HOME_NEW, "supersedes": [mine["id"]]}]},
+        json={
+            "memories": [
+                {**who, "content": HOME_NEW, "supersedes": [mine["id"]]},
+                {**who, "content": HOME_NEW, "supersedes": [theirs["id"]]},
+            ]
+        },
     )
-    error(r, 422)
+    assert error(r, 404)["code"] == foreign["code"]
     # nothing of these was stored, and the old one is untouched
     assert http.get(f"{STORE}/{mine['id']}", params=who).json()["superseded_by"] is None
     assert [h["id"] for h in search(http, who)] == [mine["id"]]
@@ -335,14 +340,15 @@ async def test_python_client_history_supersession_and_as_of(live: Live) -> None:
             )
 
 
-async def test_store_many_in_process_refuses_supersedes(amemex: Any) -> None:
+async def test_store_many_in_process_refuses_validity(amemex: Any) -> None:
+    """A batch takes supersedes (tests/test_batch_supersedes.py), not validity yet."""
     from memexdb import NewMemory
     from memexdb.errors import InvalidArgument as Invalid
 
     who = tenant()
-    old = await amemex.store(who["agent_id"], who["user_id"], HOME_OLD)
-    item = NewMemory(**who, content=HOME_NEW, supersedes=[old.id])
+    await amemex.store(who["agent_id"], who["user_id"], HOME_OLD)
+    item = NewMemory(**who, content=HOME_NEW, valid_to=datetime(2030, 1, 1, tzinfo=UTC))
     with pytest.raises(Invalid) as refused:
         await amemex.store_many([item])
-    assert refused.value.field == "memories[0].supersedes"
+    assert refused.value.field == "memories[0].valid_to"
     assert await amemex.count(who["agent_id"], who["user_id"]) == 1

@@ -71,24 +71,34 @@ def _runs(_: DreamRunRequest, result: RunNowResult) -> RunNowOut:
 
 MEMORIZE = Operation(
     name="memorize",
-    summary="Keep what is durable in raw text: the LLM's validated writes and patches, or the"
-    " fallback (one episodic memory) (memory_memorize)",
+    summary="Keep what is durable in raw text: the LLM's validated decisions per fact (add,"
+    " supersede, retire, none) and file writes and patches, or the fallback (one episodic"
+    " memory) (memory_memorize)",
     request=MemorizeRequest,
     run=memorize_text,
     response=MemorizeOut,
     answer=lambda _, result: result,
-    # the LLM's proposals, or the fallback (one episodic memory)
-    sql=("memex.write_file", "memex.patch_file", "memex.store"),
+    # the LLM's proposals (its decisions per fact: store, with supersedes, or retire; file
+    # writes and patches), or the fallback (one episodic memory)
+    sql=("memex.write_file", "memex.patch_file", "memex.store", "memex.retire_memories"),
     access="write",
     domain="agentic",
-    rest=Route("POST", "/v1/memorize", "Which path ran, what was written and what was refused"),
+    rest=Route(
+        "POST",
+        "/v1/memorize",
+        "Which path ran, what was written, what was decided per fact and what was refused",
+    ),
     tool=Tool(
         "memory_memorize",
         "Memorize",
         "Hand over raw text (a conversation turn, a note) and let memory keep what is"
-        " durable: with an LLM configured on the service, it writes or patches the right"
-        " memory files; without one, the text is stored as one episodic memory, dated (a"
-        " search finds it once). The result says which ran and what changed.",
+        " durable: with an LLM configured on the service, it decides per fact against the"
+        " most similar memories whether to add it, supersede an older version (which"
+        " stays in history, out of the default search), retire a fact that no longer"
+        " holds, or do nothing (already known), each with its reason, and writes or"
+        " patches the right memory files; without one, the text is stored as one episodic"
+        " memory, dated (a search finds it once), and nothing is superseded. The result"
+        " says which ran, what changed and what was refused.",
     ),
 )
 
@@ -150,7 +160,7 @@ async def memorize(
 ) -> MemorizeOut:
     """memory_memorize: keep what is durable in `text`, through the LLM's proposals or the
     fallback (one episodic memory); see memexdb.agentic.memorizing. `now` dates the
-    fallback's memory."""
+    memories it stores."""
     request = MEMORIZE.validate({"agent_id": agent_id, "user_id": user_id, "text": text})
     return await memorizing.memorize(memex, request, now)
 

@@ -86,6 +86,10 @@ PUT_MEMORIES = SqlCall("""select * from memex.put_memories(
     p_metadata => %(metadata)s::jsonb[],
     p_memory_type => %(memory_type)s::text::memex.memory_type,
     p_expires_at => %(expires_at)s::timestamptz[])""", defaults=2)
+# sql/memories/061_retire_memories.sql
+RETIRE_MEMORIES = SqlCall("""select * from memex.retire_memories(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
+    p_ids => %(ids)s::uuid[], p_reason => %(reason)s)""", defaults=1)
 # sql/memories/059_revert_memory.sql
 REVERT_MEMORY = SqlCall("""select * from memex.revert_memory(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_id => %(id)s,
@@ -123,7 +127,8 @@ STORE_MANY = SqlCall("""select * from memex.store_many(
     p_importances => %(importances)s::float8[],
     p_metadata => %(metadata)s::jsonb[],
     p_expires_at => %(expires_at)s::timestamptz[],
-    p_created_at => %(created_at)s::timestamptz[], p_ids => %(ids)s::uuid[])""", defaults=6)
+    p_created_at => %(created_at)s::timestamptz[], p_ids => %(ids)s::uuid[],
+    p_supersedes => %(supersedes)s::jsonb[])""", defaults=7)
 # sql/memories/033_store_queued.sql
 STORE_QUEUED = SqlCall("""select * from memex.store_queued(
     p_agent_ids => %(agent_ids)s::text[], p_user_ids => %(user_ids)s::text[],
@@ -132,7 +137,8 @@ STORE_QUEUED = SqlCall("""select * from memex.store_queued(
     p_importances => %(importances)s::float8[],
     p_metadata => %(metadata)s::jsonb[],
     p_expires_at => %(expires_at)s::timestamptz[],
-    p_created_at => %(created_at)s::timestamptz[], p_ids => %(ids)s::uuid[])""", defaults=6)
+    p_created_at => %(created_at)s::timestamptz[], p_ids => %(ids)s::uuid[],
+    p_supersedes => %(supersedes)s::jsonb[])""", defaults=7)
 # sql/memories/054_update_memory.sql
 UPDATE_MEMORY = SqlCall("""select * from memex.update_memory(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_id => %(id)s,

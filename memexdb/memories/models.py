@@ -368,7 +368,20 @@ class MemoryStore(MemoryCreate):
         return self
 
 
-_NOT_IN_BATCH = ("supersedes", "valid_from", "valid_to")
+_NOT_IN_BATCH = ("valid_from", "valid_to")
+
+RETIRE_REASON_MAX_CHARS = 300  # memex.retire_memories' bound on p_reason
+
+
+class MemoryRetire(TenantRequest):
+    """Memories of a tenant that no longer hold and have no newer version (memorize's
+    "retire"): superseded with no successor, out of the default search, kept in history
+    (memex.retire_memories)."""
+
+    ids: Annotated[
+        list[UUID], Field(min_length=1, max_length=SUPERSEDES_MAX), AfterValidator(_distinct)
+    ]
+    reason: Annotated[str, Field(max_length=RETIRE_REASON_MAX_CHARS)] | None = None
 
 
 class NewMemory(MemoryStore):
@@ -405,7 +418,8 @@ class MemoryBatchCreate(RequestModel):
 
     @model_validator(mode="after")
     def _plain(self) -> MemoryBatchCreate:
-        # memex.store_many takes no supersession or validity yet: refused, never dropped
+        # memex.store_many takes no validity yet: refused, never dropped (supersedes it
+        # takes, per item, in batch order)
         for i, item in enumerate(self.memories):
             given = item.model_fields_set & set(_NOT_IN_BATCH)
             if given:

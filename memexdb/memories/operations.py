@@ -51,6 +51,7 @@ from memexdb.memories.models import (
     MemoryPutBatch,
     MemoryReadQuery,
     MemoryRef,
+    MemoryRetire,
     MemoryRevert,
     MemoryRevertBody,
     MemoryRevisionList,
@@ -139,6 +140,7 @@ async def store_many(session: Session, batch: MemoryBatchCreate) -> list[Memory]
         {
             **store_params(items, embeddings, session.model_id),
             "ids": ids if any(i is not None for i in ids) else None,
+            "supersedes": _batch_supersedes(items),
         },
         reservation=reservation,
         batch=len(items),  # a batch's budget, not one store's (memex._batch_budget)
@@ -186,6 +188,15 @@ async def get_memories(session: Session, lookup: MemoryLookup) -> list[Memory]:
         {"agent_id": lookup.agent_id, "user_id": lookup.user_id, "ids": lookup.memory_ids},
     )
     return found
+
+
+def _batch_supersedes(items: Sequence[MemoryCreate]) -> list[Jsonb | None] | None:
+    """memex.store_many's p_supersedes: per item a JSON array of ids, or null (None: no
+    item supersedes anything)."""
+    lists = [getattr(i, "supersedes", None) for i in items]  # (a MemoryCreate has none)
+    if not any(lists):
+        return None
+    return [Jsonb([str(u) for u in ids]) if ids else None for ids in lists]
 
 
 async def search(session: Session, request: MemorySearchRequest) -> list[SearchHit]:
@@ -445,6 +456,12 @@ STORE_MANY = Operation(
         " before)",
         status=201,
         errors=(
+            Reply(
+                404,
+                "A memory named in an item's supersedes is not one of its tenant's; nothing"
+                " was stored",
+                ErrorResponse,
+            ),
             Reply(
                 409,
                 "A memory with one of the ids exists already with other content; nothing"
@@ -931,6 +948,30 @@ REVERT = Operation(
             ),
         ),
     ),
+)
+
+
+async def retire(session: Session, request: MemoryRetire) -> list[Memory]:
+    rows: list[Memory] = await session.fetch(
+        Memory,
+        sql.RETIRE_MEMORIES,
+        request.model_dump(include={"agent_id", "user_id", "ids", "reason"}),
+    )
+    return rows
+
+
+# memory_memorize's "retire" decision (memexdb.agentic.memorizing runs it; no REST route
+# or MCP tool of its own yet, so it is not in OPERATIONS)
+RETIRE = Operation(
+    name="retire",
+    summary="Retire memories that no longer hold (superseded with no successor)",
+    request=MemoryRetire,
+    run=retire,
+    response=None,
+    answer=lambda _, __: None,
+    sql=("memex.retire_memories",),
+    access="write",
+    domain="memories",
 )
 
 OPERATIONS: tuple[Operation[Any, Any], ...] = (

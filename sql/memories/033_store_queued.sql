@@ -9,7 +9,8 @@
 -- that names its embedding model (the service, the Python and TypeScript clients with an
 -- embedder) therefore skips it until it is embedded; a text-mode search without a model
 -- finds it at once. Arguments, checks, ids (a retried batch stores once), rate limit and
--- result as memex.store_many. A security definer only to queue (memex._queue_embedding is
+-- result as memex.store_many, p_supersedes (what each item replaces) included.
+-- A security definer only to queue (memex._queue_embedding is
 -- the service's): memex.store_many authorizes the caller (its binding follows
 -- session_user) and row-level security applies to memex_owner, so the caller reaches no
 -- other tenant; only memories this call stored with the stand-in model are queued.
@@ -22,7 +23,8 @@ create or replace function memex.store_queued(
     p_metadata jsonb[] default null,
     p_expires_at timestamptz[] default null,
     p_created_at timestamptz[] default null,
-    p_ids uuid[] default null
+    p_ids uuid[] default null,
+    p_supersedes jsonb[] default null
 )
 returns setof memex.memory_record
 language plpgsql
@@ -41,7 +43,7 @@ begin
             array_fill(array_fill(1 / sqrt(v_dims), array[v_dims])::real[]::public.vector,
                        array[coalesce(cardinality(p_contents), 0)]),
             v_model, p_memory_types, p_importances, p_metadata, p_expires_at, p_created_at,
-            p_ids)
+            p_ids, p_supersedes)
     loop
         if v_stored.embedding_model = v_model then  -- a repeat of an embedded one: as it is
             perform memex._queue_embedding(v_stored.id);
@@ -53,6 +55,6 @@ $$;
 
 comment on function memex.store_queued(text[], text[], text[], memex.memory_type[],
                                        double precision[], jsonb[], timestamptz[],
-                                       timestamptz[], uuid[]) is
+                                       timestamptz[], uuid[], jsonb[]) is
     'Store memories without their vectors (embedding_model memex:queued, a stand-in vector)'
     ' and queue them for the embed worker; otherwise as memex.store_many.';

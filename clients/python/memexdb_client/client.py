@@ -633,7 +633,8 @@ class AsyncMemexClient:
     # --- the LLM layer (memexdb.agentic on the server) and embeddings ---
 
     async def memorize(self, agent_id: str, user_id: str, text: str) -> dict[str, Any]:
-        """POST /v1/memorize (memexdb.agentic.memorize): the changes applied, as JSON."""
+        """POST /v1/memorize (memexdb.agentic.memorize): the path that ran, the changes
+        applied, the decisions per fact and the refusals, as JSON."""
         result: dict[str, Any] = await self._request("memorize", _given(locals()))
         return result
 

@@ -121,6 +121,28 @@ describe("direct mode", { skip: missing.length ? `needs ${missing.join(", ")}` :
     await assert.rejects(text.get({ ...who, memory_id: target.id }), NotFoundError);
   });
 
+  test("storeMany and store take supersedes: in batch order, all or nothing", async () => {
+    const who = alice;
+    const before = (await text.count(who)).count;
+    const paris = await text.store({ ...who, content: "Alice lived in Paris once" });
+    const berlin = randomUUID();
+    const batch = await text.storeMany({
+      memories: [
+        { ...who, id: berlin, content: "Alice moved to Berlin", supersedes: [paris.id] },
+        { ...who, content: "Alice moved on to Lisbon", supersedes: [berlin] },
+      ],
+    });
+    assert.deepEqual(batch.memories.map((m) => m.supersedes), [[paris.id], [berlin]]);
+    assert.equal((await text.get({ ...who, memory_id: paris.id })).superseded_by, berlin);
+    assert.equal(batch.memories[0].superseded_by, batch.memories[1].id);
+    assert.equal((await text.count(who)).count, before + 1);
+    // an id that is no memory of this tenant: nothing of the batch is stored
+    const items = [{ ...who, content: "x" }, { ...who, content: "y", supersedes: [randomUUID()] }];
+    await assert.rejects(text.storeMany({ memories: items }), NotFoundError);
+    await assert.rejects(text.store({ ...who, content: "z", valid_to: "2030-01-01T00:00:00Z" }), InvalidArgumentError);
+    assert.equal((await text.count(who)).count, before + 1);
+  });
+
   test("files: write, patch, restore (embedded at the endpoint), read, list, revisions, diff, delete", async () => {
     const file = { ...alice, path: "user/direct-notes.md" };
     await assert.rejects(text.writeFile({ ...file, content: "# Notes\n" }), InvalidArgumentError);

@@ -186,10 +186,10 @@ export class MemexDirectClient {
   /** Store memories in one statement (all or nothing), queued for embedding. */
   async storeMany(request: Requests["storeMany"]): Promise<Results["storeMany"]> {
     const items = request.memories;
-    // memex.store_queued takes no supersession or validity: refused, never dropped
-    // (the service's single store takes them)
+    // memex.store_queued takes no validity: refused, never dropped (the service's single
+    // store takes it); `supersedes` it takes, per item, in batch order
     items.forEach((m, i) => {
-      for (const name of ["supersedes", "valid_from", "valid_to"] as const) {
+      for (const name of ["valid_from", "valid_to"] as const) {
         if (m[name] !== undefined && m[name] !== null) {
           const message = "not in direct mode (the service's store takes it)";
           throw new InvalidArgumentError(`memories[${i}].${name}: ${message}`, {
@@ -212,6 +212,8 @@ export class MemexDirectClient {
         expires_at: items.map((m) => m.expires_at ?? null),
         created_at: items.map((m) => m.created_at ?? null),
         ids: items.map((m) => m.id ?? fresh()),
+        // per item a JSON array of the ids it supersedes, or null
+        supersedes: items.some((m) => m.supersedes) ? items.map((m) => json(m.supersedes)) : undefined,
       }),
     );
     return { memories: rows as Results["store"][], total: rows.length };

@@ -583,7 +583,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Keep what is durable in raw text: the LLM's validated writes and patches, or the fallback (one episodic memory) (memory_memorize) */
+        /** Keep what is durable in raw text: the LLM's validated decisions per fact (add, supersede, retire, none) and file writes and patches, or the fallback (one episodic memory) (memory_memorize) */
         post: operations["memorize"];
         delete?: never;
         options?: never;
@@ -1557,12 +1557,50 @@ export interface components {
             tool: string;
         };
         /**
+         * MemorizeDecision
+         * @description One fact and what was done for it (memory_fact, checked and applied).
+         */
+        MemorizeDecision: {
+            /**
+             * Action
+             * @description add: stored as a new memory; supersede: stored, superseding `ids`; retire: `ids` retired (superseded with no successor); none: already known, nothing changed.
+             * @enum {string}
+             */
+            action: "add" | "supersede" | "retire" | "none";
+            /** Fact */
+            fact: string | null;
+            /**
+             * Ids
+             * @description The existing memories it named: superseded, retired, or (none) those that already say it.
+             */
+            ids: string[];
+            /**
+             * Memory Id
+             * @description The memory stored for the fact (add, supersede); null otherwise.
+             */
+            memory_id: string | null;
+            /**
+             * Reason
+             * @description The model's reason, also kept with the change: in the new memory's metadata (add, supersede) or the retired memory's revision details (retire).
+             */
+            reason: string;
+        };
+        /**
          * MemorizeOut
-         * @description What memorize did: which path ran, what it wrote, what it refused.
+         * @description What memorize did: which path ran, what it wrote, what it decided per fact, what
+         *     it refused.
          */
         MemorizeOut: {
-            /** Applied */
+            /**
+             * Applied
+             * @description The file writes and patches (llm), or the one stored memory (fallback).
+             */
             applied: components["schemas"]["MemorizeChange"][];
+            /**
+             * Decisions
+             * @description llm: per fact, what was decided against the tenant's most similar memories and done (add, supersede, retire, none), in the model's order; empty in the fallback, which supersedes nothing.
+             */
+            decisions: components["schemas"]["MemorizeDecision"][];
             /**
              * Llm Error
              * @default null
@@ -1574,7 +1612,10 @@ export interface components {
              * @enum {string}
              */
             mode: "llm" | "fallback";
-            /** Refused */
+            /**
+             * Refused
+             * @description Proposals not applied (nothing changed for them), each with why.
+             */
             refused: components["schemas"]["MemorizeRefusal"][];
         };
         /** MemorizeRefusal */
@@ -5612,6 +5653,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A memory named in an item's supersedes is not one of its tenant's; nothing was stored */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description A memory with one of the ids exists already with other content; nothing was stored */
             409: {
                 headers: {
@@ -6562,7 +6612,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Which path ran, what was written and what was refused */
+            /** @description Which path ran, what was written, what was decided per fact and what was refused */
             200: {
                 headers: {
                     [name: string]: unknown;

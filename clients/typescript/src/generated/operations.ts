@@ -709,7 +709,7 @@ export interface OperationMethods {
   iterAccessLog(request: Requests["accessLog"], options?: CallOptions): AsyncIterableIterator<Items["accessLog"]>;
   /** Passages of files and memories for a query, BM25 fused with vectors; with `answer` and an LLM, an answer citing them (memory_search) (POST /v1/memory-search) */
   searchPassages(request: Requests["searchPassages"], options?: CallOptions): Promise<Results["searchPassages"]>;
-  /** Keep what is durable in raw text: the LLM's validated writes and patches, or the fallback (one episodic memory) (memory_memorize) (POST /v1/memorize) */
+  /** Keep what is durable in raw text: the LLM's validated decisions per fact (add, supersede, retire, none) and file writes and patches, or the fallback (one episodic memory) (memory_memorize) (POST /v1/memorize) */
   memorize(request: Requests["memorize"], options?: CallOptions): Promise<Results["memorize"]>;
   /** Run consolidation now: a tick over every tenant, or one tenant (dry_run: the plan) (POST /v1/admin/dream/run) */
   runNow(request: Requests["runNow"], options?: CallOptions): Promise<Results["runNow"]>;

@@ -217,6 +217,11 @@ export function restoreRevision(args: { agent_id: unknown; user_id: unknown; pat
   return call("restore_revision", [["agent_id", "", false], ["user_id", "", false], ["path", "", false], ["revision", "::integer", false], ["embedding", "::vector", false], ["embedding_model", "", false], ["base_revision", "::integer", true]], args, first);
 }
 
+/** memex.retire_memories (sql/memories/061_retire_memories.sql) */
+export function retireMemories(args: { agent_id: unknown; user_id: unknown; ids: unknown; reason?: unknown }, first = 1): SqlCall {
+  return call("retire_memories", [["agent_id", "", false], ["user_id", "", false], ["ids", "::uuid[]", false], ["reason", "", true]], args, first);
+}
+
 /** memex.revert_memory (sql/memories/059_revert_memory.sql) */
 export function revertMemory(args: { agent_id: unknown; user_id: unknown; id: unknown; revision: unknown }, first = 1): SqlCall {
   return call("revert_memory", [["agent_id", "", false], ["user_id", "", false], ["id", "::uuid", false], ["revision", "::integer", false]], args, first);
@@ -243,13 +248,13 @@ export function store(args: { agent_id: unknown; user_id: unknown; content: unkn
 }
 
 /** memex.store_many (sql/memories/031_store_many.sql) */
-export function storeMany(args: { agent_ids: unknown; user_ids: unknown; contents: unknown; embeddings: unknown; embedding_model: unknown; memory_types?: unknown; importances?: unknown; metadata?: unknown; expires_at?: unknown; created_at?: unknown; ids?: unknown }, first = 1): SqlCall {
-  return call("store_many", [["agent_ids", "::text[]", false], ["user_ids", "::text[]", false], ["contents", "::text[]", false], ["embeddings", "::vector[]", false], ["embedding_model", "", false], ["memory_types", "::text[]::memex.memory_type[]", true], ["importances", "::float8[]", true], ["metadata", "::jsonb[]", true], ["expires_at", "::timestamptz[]", true], ["created_at", "::timestamptz[]", true], ["ids", "::uuid[]", true]], args, first);
+export function storeMany(args: { agent_ids: unknown; user_ids: unknown; contents: unknown; embeddings: unknown; embedding_model: unknown; memory_types?: unknown; importances?: unknown; metadata?: unknown; expires_at?: unknown; created_at?: unknown; ids?: unknown; supersedes?: unknown }, first = 1): SqlCall {
+  return call("store_many", [["agent_ids", "::text[]", false], ["user_ids", "::text[]", false], ["contents", "::text[]", false], ["embeddings", "::vector[]", false], ["embedding_model", "", false], ["memory_types", "::text[]::memex.memory_type[]", true], ["importances", "::float8[]", true], ["metadata", "::jsonb[]", true], ["expires_at", "::timestamptz[]", true], ["created_at", "::timestamptz[]", true], ["ids", "::uuid[]", true], ["supersedes", "::jsonb[]", true]], args, first);
 }
 
 /** memex.store_queued (sql/memories/033_store_queued.sql) */
-export function storeQueued(args: { agent_ids: unknown; user_ids: unknown; contents: unknown; memory_types?: unknown; importances?: unknown; metadata?: unknown; expires_at?: unknown; created_at?: unknown; ids?: unknown }, first = 1): SqlCall {
-  return call("store_queued", [["agent_ids", "::text[]", false], ["user_ids", "::text[]", false], ["contents", "::text[]", false], ["memory_types", "::text[]::memex.memory_type[]", true], ["importances", "::float8[]", true], ["metadata", "::jsonb[]", true], ["expires_at", "::timestamptz[]", true], ["created_at", "::timestamptz[]", true], ["ids", "::uuid[]", true]], args, first);
+export function storeQueued(args: { agent_ids: unknown; user_ids: unknown; contents: unknown; memory_types?: unknown; importances?: unknown; metadata?: unknown; expires_at?: unknown; created_at?: unknown; ids?: unknown; supersedes?: unknown }, first = 1): SqlCall {
+  return call("store_queued", [["agent_ids", "::text[]", false], ["user_ids", "::text[]", false], ["contents", "::text[]", false], ["memory_types", "::text[]::memex.memory_type[]", true], ["importances", "::float8[]", true], ["metadata", "::jsonb[]", true], ["expires_at", "::timestamptz[]", true], ["created_at", "::timestamptz[]", true], ["ids", "::uuid[]", true], ["supersedes", "::jsonb[]", true]], args, first);
 }
 
 /** memex.tenant_cursor (sql/consolidation/123_tenant_cursor.sql) */

@@ -1,0 +1,42 @@
+"""Batches that supersede (issue 36): memex.store_many and memex.store_queued take
+p_supersedes (jsonb[], per item the ids of the older memories it replaces).
+
+Their old signatures are dropped here (`create or replace` with a new parameter would
+add an overload); the re-applied SQL layer creates the new ones, and
+memex.retire_memories (memorize's "retire"). No table changes.
+
+Revision ID: 0033
+Revises: 0031
+Create Date: 2026-12-06
+"""
+
+from alembic import op
+
+revision = "0033"
+down_revision = "0031"
+branch_labels = None
+depends_on = None
+
+_OLD = (
+    "memex.store_queued(text[], text[], text[], memex.memory_type[], double precision[],"
+    " jsonb[], timestamptz[], timestamptz[], uuid[])",
+    "memex.store_many(text[], text[], text[], vector[], text, memex.memory_type[],"
+    " double precision[], jsonb[], timestamptz[], timestamptz[], uuid[])",
+)
+_NEW = (
+    "memex.store_queued(text[], text[], text[], memex.memory_type[], double precision[],"
+    " jsonb[], timestamptz[], timestamptz[], uuid[], jsonb[])",
+    "memex.store_many(text[], text[], text[], vector[], text, memex.memory_type[],"
+    " double precision[], jsonb[], timestamptz[], timestamptz[], uuid[], jsonb[])",
+    "memex.retire_memories(text, text, uuid[], text)",
+)
+
+
+def upgrade() -> None:
+    for signature in _OLD:
+        op.execute(f"drop function if exists {signature}")
+
+
+def downgrade() -> None:
+    for signature in _NEW:
+        op.execute(f"drop function if exists {signature}")
