@@ -665,6 +665,7 @@ async def export_history(
             "after_user_id": after[1] if after else None,
             "after_id": after[2] if after else None,
             "limit": query.limit,
+            "include_memory_revisions": query.memory_revisions,
         },
     )
     return rows, next_key(rows, query.limit, lambda row: (row.kind, row.record["user_id"], row.id))
@@ -679,6 +680,7 @@ _IMPORT_HISTORY = {
     "file_revision": files_sql.IMPORT_FILE_REVISIONS,
     "access": files_sql.IMPORT_ACCESS_LOG,
     "consolidation_run": consolidation_sql.IMPORT_CONSOLIDATION_RUNS,
+    "memory_revision": sql.IMPORT_MEMORY_REVISIONS,
 }
 
 
@@ -737,7 +739,7 @@ async def import_memory_batch(session: Session, batch: MemoryImport) -> tuple[in
 
 EXPORT_HISTORY = Operation(
     name="export_history",
-    summary="One page of an export's history: file revisions, access log, runs",
+    summary="One page of an export's history: file revisions, access log, runs, memory revisions",
     request=HistoryPageQuery,
     run=export_history,
     response=None,
@@ -770,6 +772,7 @@ IMPORT_HISTORY = Operation(
         "memex.import_file_revisions",
         "memex.import_access_log",
         "memex.import_consolidation_runs",
+        "memex.import_memory_revisions",
     ),
     access="admin",
     domain="memories",

@@ -398,11 +398,20 @@ class AsyncMemexClient:
         *,
         embeddings: bool = False,
         batch_size: int = DEFAULT_EXPORT_BATCH,
+        memory_revisions: bool = True,
     ) -> AsyncIterator[dict[str, Any]]:
-        """Every live memory of the agent's user (or of all its users) as JSON-ready dicts,
-        streamed from GET /v1/export (NDJSON; `batch_size` is the server's to choose and
-        is accepted for AsyncMemex's signature)."""
-        params = query_params({"agent_id": agent_id, "user_id": user_id, "embeddings": embeddings})
+        """Every memory of the agent's user (or of all its users) and its history as
+        JSON-ready dicts, streamed from GET /v1/export (NDJSON; `batch_size` is the
+        server's to choose and is accepted for AsyncMemex's signature; false
+        `memory_revisions` leaves the memories' revisions out)."""
+        params = query_params(
+            {
+                "agent_id": agent_id,
+                "user_id": user_id,
+                "embeddings": embeddings,
+                "memory_revisions": memory_revisions,
+            }
+        )
         response = await self._http.send(
             "GET", "/v1/export", params=params, resend=True, stream=True
         )
