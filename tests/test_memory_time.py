@@ -296,6 +296,29 @@ async def test_mcp_store_supersedes_and_memory_history(live: Live) -> None:
         assert message
 
 
+async def test_mcp_diff_and_revert_a_memory(live: Live) -> None:
+    """The whole history over MCP: list (memory_history), diff (diff_memory), restore
+    (revert_memory), read as of a moment (get_memory as_of)."""
+    who = tenant()
+    async with connected(http_client_of(f"{live.base_url}/mcp")) as c:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+        assert "supersedes" in (tools["update_memory"].description or "")
+        assert tools["revert_memory"].annotations is not None
+        assert tools["diff_memory"].annotations is not None
+        assert tools["diff_memory"].annotations.read_only_hint is True
+        old = await call(c, "store_memory", **who, content=HOME_OLD)
+        await call(c, "update_memory", **who, id=old["id"], content=HOME_NEW, importance=1.5)
+        diff = await call(c, "diff_memory", **who, id=old["id"], from_revision=1, to_revision=2)
+        assert f"-{HOME_OLD}" in diff["content"] and f"+{HOME_NEW}" in diff["content"]
+        assert diff["fields"]["importance"] == {"from": 1.0, "to": 1.5}
+        reverted = await call(c, "revert_memory", **who, id=old["id"], revision=1)
+        assert (reverted["content"], reverted["importance"]) == (HOME_OLD, 1.0)
+        history = await call(c, "memory_history", **who, id=old["id"])
+        assert [v["operation"] for v in history["revisions"]] == ["revert", "update", "store"]
+        message = await call_error(c, "revert_memory", **tenant(), id=old["id"], revision=1)
+        assert message
+
+
 # --- the Python HTTP client -------------------------------------------------------------
 
 

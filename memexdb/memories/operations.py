@@ -570,9 +570,13 @@ UPDATE = Operation(
         "update_memory",
         "Update a memory",
         "Correct one memory of the tenant by its id: give only the fields to change"
-        " (content, importance, metadata, memory_type, expires_at; at least one). A new"
-        " content replaces the old text and is searched by its new meaning; metadata"
-        " replaces the whole object. Returns the memory as changed.",
+        " (content, importance, metadata, memory_type, expires_at, supersedes, valid_from,"
+        " valid_to; at least one). A new content replaces the old text and is searched by"
+        " its new meaning; metadata replaces the whole object. Every change leaves a"
+        " revision (memory_history; revert_memory undoes one). To record that a fact"
+        " changed, prefer store_memory with `supersedes` (the old version stays in the"
+        " history); `supersedes` here names older memories this one replaces; `valid_from`"
+        " / `valid_to` say when the fact held. Returns the memory as changed.",
         destructive=True,
         idempotent=True,
         renames=_ID,
@@ -842,6 +846,15 @@ REVISION_DIFF = Operation(
         path_params=_MEMORY_ID,
         errors=(_NOT_FOUND,),
     ),
+    tool=Tool(
+        "diff_memory",
+        "Diff two revisions of a memory",
+        "Show what changed in one memory of the tenant between two of its revisions"
+        " (numbers from memory_history): a unified diff of the content and the other"
+        " fields that differ (importance, metadata, validity, supersession, archive).",
+        read_only=True,
+        renames=_ID,
+    ),
 )
 
 REVERT = Operation(
@@ -868,6 +881,16 @@ REVERT = Operation(
                 ErrorResponse,
             ),
         ),
+    ),
+    tool=Tool(
+        "revert_memory",
+        "Revert a memory",
+        "Make what one memory of the tenant said at an earlier revision (a number from"
+        " memory_history) current again: content, type, importance, metadata, expiry and"
+        " validity. Nothing is lost: the revert is a new revision, and the history keeps"
+        " every earlier one. Returns the memory as reverted.",
+        destructive=True,
+        renames=_ID,
     ),
 )
 

@@ -3360,7 +3360,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The restore run */
+            /** @description The restore run. The restore sticks: the memories it brought back are not condensed again (nor counted towards the threshold) until a memory newer than the restore arrives for the tenant, or an operator forces a run (`force`). */
             200: {
                 headers: {
                     [name: string]: unknown;
