@@ -1,10 +1,12 @@
-"""Export that knows time (issue 36): memex.export_memories answers each memory's
-validity, supersession and restore marker.
+"""Export that knows time, and a cheaper superseding store (issue 36).
 
 - memex.export_memories gains the result columns valid_from, valid_to, supersedes,
   superseded_at and restored_at (a function's result columns cannot change in place:
   the old one is dropped, the re-applied SQL layer creates the new one), so that an
   export carries them and an import restores them.
+- memex._supersede gains p_new_from (memex.store passes its new memory's start: no
+  re-read of it, no second write): the four-argument form is dropped, the re-applied SQL
+  layer creates the five-argument one (its callers' four-argument calls still resolve).
 
 Revision ID: 0034
 Revises: 0031
@@ -18,15 +20,22 @@ down_revision = "0031"
 branch_labels = None
 depends_on = None
 
-_EXPORT_MEMORIES = (
-    "memex.export_memories(text, text, boolean, text, timestamptz, uuid, integer, timestamptz)"
+_OLD_SIGNATURES = (
+    "memex.export_memories(text, text, boolean, text, timestamptz, uuid, integer, timestamptz)",
+    "memex._supersede(text, text, uuid, uuid[])",
+)
+_NEW_SIGNATURES = (
+    "memex.export_memories(text, text, boolean, text, timestamptz, uuid, integer, timestamptz)",
+    "memex._supersede(text, text, uuid, uuid[], timestamptz)",
 )
 
 
 def upgrade() -> None:
-    op.execute(f"drop function if exists {_EXPORT_MEMORIES}")
+    for signature in _OLD_SIGNATURES:
+        op.execute(f"drop function if exists {signature}")
 
 
 def downgrade() -> None:
     # the re-applied SQL layer of the revision downgraded to creates its own again
-    op.execute(f"drop function if exists {_EXPORT_MEMORIES}")
+    for signature in _NEW_SIGNATURES:
+        op.execute(f"drop function if exists {signature}")
