@@ -344,6 +344,13 @@ async def test_python_client_history_supersession_and_as_of(live: Live) -> None:
         assert "+Alice lives in Munich now." in diff["content"]
         reverted = await memex.revert_memory(a, u, new.id, 1)
         assert reverted.content == HOME_NEW
+        # every revision, a page of one at a time
+        every = [r async for r in memex.iter_memory_history(a, u, new.id, limit=1)]
+        assert [(r.revision, r.operation) for r in every] == [
+            (3, "revert"),
+            (2, "update"),
+            (1, "store"),
+        ]
         assert (await memex.get(a, u, old.id, as_of=before_move)).superseded_by is None
         assert (await memex.get(a, u, old.id)).superseded_by == new.id
         with pytest.raises(NotFound):
