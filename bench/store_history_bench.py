@@ -5,14 +5,25 @@ disabled (the baseline: a store before revision 0029), enabled (a plain store no
 enabled with `p_supersedes` naming the tenant's previous memory (a store that records a
 newer version), rounds interleaved in the same run; plus a 1,000-row `memex.store_many`
 with the triggers off and on. Vectors are precomputed: this is the SQL side only.
+Each store is timed twice: by the client (the round trip, with BEGIN, the caller and
+COMMIT) and inside the server (`clock_timestamp() - statement_timestamp()` of the store's
+statement: the SQL work alone, which the client's figure rounds to the machine's
+scheduling).
 
-    python bench/store_history_bench.py            # ~1 min
+`--before REF` also measures the store and the superseding store with the store's and
+supersession's function files as they were at git REF (`sql/memories/029_supersede.sql`,
+`030_store.sql`, `058_memory_revision.sql`, loaded over the migrated database for those
+rounds, interleaved with the current ones): before and after in one run.
+
+    python bench/store_history_bench.py                      # ~1 min
+    python bench/store_history_bench.py --before 3b4803a     # before/after, ~2 min
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -32,9 +43,47 @@ from machine import machine_facts
 from pgvector.psycopg import register_vector
 
 STORE = (
-    "select id from memex.store(p_agent_id => 'bench', p_user_id => %s, p_content => %s,"
+    "select id, extract(epoch from clock_timestamp() - statement_timestamp()) * 1000"
+    " from memex.store(p_agent_id => 'bench', p_user_id => %s, p_content => %s,"
     " p_embedding => %s, p_embedding_model => 'bench-model', p_supersedes => %s::uuid[])"
 )
+# the function files a superseding store runs (--before loads them as they were at REF)
+FILES = (
+    "sql/memories/029_supersede.sql",
+    "sql/memories/030_store.sql",
+    "sql/memories/058_memory_revision.sql",
+)
+# memex._supersede's signatures: one of them is dropped before the other is created
+SUPERSEDE = (
+    "memex._supersede(text, text, uuid, uuid[])",
+    "memex._supersede(text, text, uuid, uuid[], timestamptz)",
+)
+
+
+def _sql_of(ref: str | None) -> str:
+    """The FILES as they are (ref None) or were at git `ref`, after dropping every
+    signature of memex._supersede (each version creates its own)."""
+    drops = "".join(f"drop function if exists {s};\n" for s in SUPERSEDE)
+    texts = [
+        Path(f).read_text()
+        if ref is None
+        else subprocess.run(
+            ["git", "show", f"{ref}:{f}"], check=True, capture_output=True, text=True
+        ).stdout
+        for f in FILES
+    ]
+    # a function created anew belongs to who creates it: give memex._supersede back to
+    # memex_owner, as migrate does (a security definer of the superuser would skip
+    # row-level security)
+    owner = (
+        "do $$ declare f regprocedure; begin for f in select p.oid::regprocedure"
+        " from pg_proc p where p.proname = '_supersede'"
+        " and p.pronamespace = 'memex'::regnamespace loop"
+        " execute format('alter function %s owner to memex_owner', f); end loop; end $$;"
+    )
+    return drops + "\n".join(texts) + "\n" + owner
+
+
 STORE_MANY = (
     "select count(*) from memex.store_many(%s::text[], %s::text[], %s::text[], %s::vector[],"
     " 'bench-model')"
@@ -43,13 +92,14 @@ STORE_MANY = (
 
 def _store_ms(
     app: psycopg.Connection, vector: Any, user: str, text: str, previous: Any
-) -> tuple[float, Any]:
+) -> tuple[float, float, Any]:
+    """The client's milliseconds, the server's, the memory's id."""
     started = time.perf_counter()
     with app.transaction():
         app.execute("select memex._enter_operator('bench')")
         row = app.execute(STORE, (user, text, vector, previous)).fetchone()
     assert row is not None
-    return (time.perf_counter() - started) * 1000, row[0]
+    return (time.perf_counter() - started) * 1000, float(row[1]), row[0]
 
 
 def main() -> int:
@@ -60,6 +110,9 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=1000, help="rows of the store_many batch")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--out", type=Path, default=Path("bench/out"))
+    parser.add_argument(
+        "--before", metavar="REF", help="also measure the store's SQL as it was at git REF"
+    )
     args = parser.parse_args()
     command = print_header(machine_facts())
     rng = np.random.default_rng(36)
@@ -69,6 +122,11 @@ def main() -> int:
         "store": [],
         "store with supersedes": [],
     }
+    if args.before:
+        single = {f"{label} (before)": [] for label in single if "baseline" not in label} | single
+    in_db: dict[str, list[float]] = {label: [] for label in single}
+    current = _sql_of(None)
+    before = _sql_of(args.before) if args.before else None
     batch: dict[str, list[float]] = {"store_many, no history": [], "store_many": []}
     with embedded_server("memexdb-history-bench-") as server:
         dsn = create_database(server.dsn, "history_bench")
@@ -85,18 +143,24 @@ def main() -> int:
             for round_ in range(args.rounds):
                 for label, ms in single.items():
                     trigger(label != "store, no history (baseline)")
+                    if before is not None:  # the functions of this label's version
+                        owner.execute(before if label.endswith("(before)") else current)
                     user = f"r{round_}-{label}"
+                    superseding = label.startswith("store with supersedes")
                     previous = None
                     for i in range(args.stores):
-                        elapsed, stored = _store_ms(
+                        elapsed, in_server, stored = _store_ms(
                             app,
                             vectors[i],
                             user,
                             f"fact {i} of {user}",
-                            [previous] if previous and label == "store with supersedes" else None,
+                            [previous] if previous and superseding else None,
                         )
                         ms.append(elapsed)
+                        in_db[label].append(in_server)
                         previous = stored
+                if before is not None:
+                    owner.execute(current)
                 for label, ms in batch.items():
                     trigger(label == "store_many")
                     user = f"r{round_}-{label}"
@@ -126,16 +190,24 @@ def main() -> int:
     }
     for label, ms in {**single, **batch}.items():
         report[label] = {"p50_ms": statistics.median(ms), "p99_ms": float(np.percentile(ms, 99))}
-        print(
-            f"{label:>30}: p50 {statistics.median(ms):7.3f} ms  p99 {np.percentile(ms, 99):7.3f} ms"
+        line = (
+            f"{label:>39}: p50 {statistics.median(ms):7.3f} ms  p99 {np.percentile(ms, 99):7.3f} ms"
         )
+        if label in in_db:
+            report[label]["server_p50_ms"] = statistics.median(in_db[label])
+            line += f"  in the server p50 {statistics.median(in_db[label]):6.3f} ms"
+        print(line)
     base = report["store, no history (baseline)"]["p50_ms"]
     for label in ("store", "store with supersedes"):
-        print(f"{label + ' / baseline':>30}: {report[label]['p50_ms'] / base:.3f}x")
-    print(
-        f"{'store with supersedes / store':>30}: "
-        f"{report['store with supersedes']['p50_ms'] / report['store']['p50_ms']:.3f}x"
-    )
+        print(f"{label + ' / baseline':>39}: {report[label]['p50_ms'] / base:.3f}x")
+    for suffix in (" (before)", "") if args.before else ("",):
+        sup, plain = report["store with supersedes" + suffix], report["store" + suffix]
+        ratio = sup["p50_ms"] / plain["p50_ms"]
+        print(
+            f"{'store with supersedes / store' + suffix:>39}: {ratio:.3f}x"
+            f" (in the server {sup['server_p50_ms'] / plain['server_p50_ms']:.3f}x,"
+            f" +{sup['server_p50_ms'] - plain['server_p50_ms']:.3f} ms)"
+        )
     print(
         f"{'store_many / no history':>30}: "
         f"{report['store_many']['p50_ms'] / report['store_many, no history']['p50_ms']:.3f}x"

@@ -251,7 +251,12 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
             else sys.stdout
         )
         counts = dict.fromkeys(_KIND_NAMES, 0)
-        for record in memex.export(args.agent_id, args.user_id, embeddings=args.embeddings):
+        for record in memex.export(
+            args.agent_id,
+            args.user_id,
+            embeddings=args.embeddings,
+            memory_revisions=not args.no_memory_revisions,
+        ):
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
             kind = export_format.kind_of(record)
             if kind in counts:
@@ -269,6 +274,7 @@ _KIND_NAMES = {
     "file_revision": "file revisions",
     "access": "access-log entries",
     "consolidation_run": "consolidation runs",
+    "memory_revision": "memory revisions",
 }
 
 
@@ -477,15 +483,17 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
         "export",
         help="write an agent's (or one user's) whole memory as JSON Lines",
         description="Write everything memexdb holds for an agent, or for one of its users, "
-        "as JSON Lines (format version 2, docs/operations.md#export-and-import): a header "
+        "as JSON Lines (format version 3, docs/operations.md#export-and-import): a header "
         "line (format, version, agent, user, time, model), then one line per record, its "
         'kind in "record": every memory with every field (id, agent_id, user_id, '
         "memory_type, content, importance, metadata, created_at, updated_at, expires_at, "
         "embedding_model, actor, and with --embeddings the embedding), archived ones "
-        "with their lineage (archived_at, superseded_by, source_ids) and files (a memory "
-        "with a path), oldest first per user; then every file revision (content, actor, "
-        "time, operation, details), the access log and the consolidation runs, as "
-        "stored. Expired memories are left out (they are deleted by maintenance). "
+        "with their lineage (archived_at, superseded_by, source_ids), its time where set "
+        "(valid_from, valid_to, supersedes, superseded_by, superseded_at, restored_at) "
+        "and files (a memory with a path), oldest first per user; then every file "
+        "revision (content, actor, time, operation, details), the access log, the "
+        "consolidation runs and every revision of every memory, as stored. Expired "
+        "memories are left out (they are deleted by maintenance). "
         "`memexdb import` reads it back.",
     )
     export.add_argument("--agent-id", required=True, help="the agent whose memory to export")
@@ -494,6 +502,11 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
         "--embeddings",
         action="store_true",
         help="include each memory's vector (an import with the same model then embeds nothing)",
+    )
+    export.add_argument(
+        "--no-memory-revisions",
+        action="store_true",
+        help="leave the memories' revisions out (an import then starts each history anew)",
     )
     export.add_argument("-o", "--output", help="file to write (default: standard output)")
     export.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

@@ -370,14 +370,21 @@ class AsyncMemex(Session):
         *,
         embeddings: bool = False,
         batch_size: int = DEFAULT_EXPORT_BATCH,
+        memory_revisions: bool = True,
     ) -> AsyncIterator[dict[str, Any]]:
         """The agent's user's (or all its users') whole memory as JSON-ready dicts, one
         line of `memexdb export` each (memexdb.export_format): a header, every memory
-        (archived ones and files too, oldest first per user), then the file revisions,
-        the access log and the consolidation runs, read `batch_size` at a time; with
-        `embeddings`, each memory carries its vector."""
+        (archived ones and files too, oldest first per user, with their validity and
+        supersession), then the file revisions, the access log, the consolidation runs
+        and (unless `memory_revisions` is false) every memory's revisions, read
+        `batch_size` at a time; with `embeddings`, each memory carries its vector."""
         async for record in moving.export_records(
-            self, agent_id, user_id, embeddings=embeddings, batch_size=batch_size
+            self,
+            agent_id,
+            user_id,
+            embeddings=embeddings,
+            batch_size=batch_size,
+            memory_revisions=memory_revisions,
         ):
             yield record
 
@@ -391,10 +398,11 @@ class AsyncMemex(Session):
         export's memories too) keeping ids, timestamps and history, `batch_size` per
         statement. A memory whose id exists already is skipped before it is embedded; a
         new one without an embedding, or with one from another model than this client's,
-        is embedded again. History (file revisions, access log, consolidation runs) needs
-        admin access to its tenant; an entry recorded already is skipped. Each batch
-        commits on its own: re-running an import that failed part-way skips what it had
-        already inserted. Raises InvalidArgument naming the record, `records[n]`."""
+        is embedded again. History (file revisions, access log, consolidation runs,
+        memory revisions) needs admin access to its tenant; an entry recorded already is
+        skipped. Each batch commits on its own: re-running an import that failed part-way
+        skips what it had already inserted. Raises InvalidArgument naming the record,
+        `records[n]`."""
         return await moving.Importer(self, batch_size).run(records)
 
     async def ping(self) -> None:
@@ -893,10 +901,16 @@ class Memex:
         *,
         embeddings: bool = False,
         batch_size: int = DEFAULT_EXPORT_BATCH,
+        memory_revisions: bool = True,
     ) -> Iterator[dict[str, Any]]:
         """AsyncMemex.export for synchronous code: an iterator of JSON-ready dicts."""
         records = moving.export_records(
-            self._async, agent_id, user_id, embeddings=embeddings, batch_size=batch_size
+            self._async,
+            agent_id,
+            user_id,
+            embeddings=embeddings,
+            batch_size=batch_size,
+            memory_revisions=memory_revisions,
         )
 
         async def step() -> dict[str, Any] | None:

@@ -2,12 +2,15 @@
 AsyncMemex.export write, and what `memexdb import`, POST /v1/import and
 AsyncMemex.import_memories read.
 
-Line 1 is a header ({"record": "header", "format": "memexdb-export", "version": 2, ...});
+Line 1 is a header ({"record": "header", "format": "memexdb-export", "version": 3, ...});
 then one line per record, each naming what it holds in "record": the memories
 (`memory`, ExportedMemory: files are memories with a path), then the file
-revisions (`file_revision`), the access log (`access`) and the consolidation runs
-(`consolidation_run`), each as stored. A file of version 1 (memexdb before the header)
-holds memory lines without "record" and no header: it is read as memories.
+revisions (`file_revision`), the access log (`access`), the consolidation runs
+(`consolidation_run`) and the memories' revisions (`memory_revision`), each as stored.
+Version 3 (issue 36) added the memories' time fields (validity, supersession,
+restored_at) and their revisions; a file of version 2 has neither and reads as before.
+A file of version 1 (memexdb before the header) holds memory lines without "record" and
+no header: it is read as memories.
 """
 
 from __future__ import annotations
@@ -19,17 +22,22 @@ from uuid import UUID
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from memexdb.fields import AgentId, Metadata, UserId, no_nul
-from memexdb.memories.models import ExportedMemory
+from memexdb.memories.models import ExportedMemory, Importance, Kind
 
 FORMAT = "memexdb-export"
-VERSION = 2
+VERSION = 3
 # A line of POST /v1/import: a memory of 32768 characters as JSON escapes, its vector and
 # metadata fit with room to spare.
 LINE_MAX_BYTES = 1024 * 1024
 IMPORT_LINES_MAX = 100_000  # lines of one POST /v1/import request (a file: any number)
 
-RecordKind = Literal["memory", "file_revision", "access", "consolidation_run"]
-HISTORY_KINDS: tuple[RecordKind, ...] = ("file_revision", "access", "consolidation_run")
+RecordKind = Literal["memory", "file_revision", "access", "consolidation_run", "memory_revision"]
+HISTORY_KINDS: tuple[RecordKind, ...] = (
+    "file_revision",
+    "access",
+    "consolidation_run",
+    "memory_revision",
+)
 # text as Postgres stores it: no NUL characters; counts as an integer column holds them
 _Text = Annotated[str, AfterValidator(no_nul)]
 _Actor = Annotated[_Text, Field(min_length=1, max_length=200)]
@@ -107,11 +115,44 @@ class ExportedRun(_Record):
     details: _Details = None
 
 
-HistoryRecord = ExportedRevision | ExportedAccess | ExportedRun
+class ExportedMemoryRevision(_Record):
+    """A revision of a memory (memex.memory_revisions, issue 36) as recorded, without its
+    id: a full snapshot of what the memory said then, the fields that changed, who and
+    when. memex.import_memory_revisions checks it against the memory (imported first)."""
+
+    record: Literal["memory_revision"]
+    agent_id: AgentId
+    user_id: UserId
+    memory_id: UUID
+    revision: int = Field(ge=1, le=2**31 - 1)
+    operation: Literal[
+        "store", "update", "supersede", "superseded", "archive", "restore", "revert", "import"
+    ]
+    changed: list[Annotated[_Text, Field(max_length=64)]] = Field(
+        default_factory=list, max_length=32
+    )
+    actor: _Actor
+    at: datetime
+    content: _Text
+    memory_type: Kind
+    importance: Importance
+    metadata: Metadata = None
+    expires_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    supersedes: list[UUID] | None = Field(default=None, max_length=1000)
+    superseded_by: UUID | None = None
+    superseded_at: datetime | None = None
+    archived_at: datetime | None = None
+    details: _Details = None
+
+
+HistoryRecord = ExportedRevision | ExportedAccess | ExportedRun | ExportedMemoryRevision
 HISTORY_MODELS: dict[str, type[HistoryRecord]] = {
     "file_revision": ExportedRevision,
     "access": ExportedAccess,
     "consolidation_run": ExportedRun,
+    "memory_revision": ExportedMemoryRevision,
 }
 
 
@@ -169,6 +210,7 @@ __all__ = [
     "ExportHeader",
     "ExportedAccess",
     "ExportedMemory",
+    "ExportedMemoryRevision",
     "ExportedRevision",
     "ExportedRun",
     "HistoryRecord",

@@ -6,8 +6,9 @@ An import keeps every id of a memory, so a record whose id exists already is ski
 before anything is embedded (memex.missing_memory_ids): re-importing an export embeds
 nothing. A new memory keeps its exported vector when it has one of this client's model,
 and is embedded again otherwise (none exported, or another model's). History (file
-revisions, access log, consolidation runs) goes to SQL functions that authorize
-themselves: admin access to each tenant (the operator, or an admin key of the agent).
+revisions, access log, consolidation runs, memory revisions) goes to SQL functions that
+authorize themselves: admin access to each tenant (the operator, or an admin key of the
+agent).
 
 This module sends no SQL itself: each page and batch is an operation of
 memexdb.memories.operations (EXPORT_PAGE, EXPORT_HISTORY, MISSING_MEMORY_IDS,
@@ -65,19 +66,38 @@ async def export_page(
 
 
 async def history_page(
-    memex: Session, agent_id: str, user_id: str | None, after: HistoryCursor, limit: int
+    memex: Session,
+    agent_id: str,
+    user_id: str | None,
+    after: HistoryCursor,
+    limit: int,
+    *,
+    memory_revisions: bool = True,
 ) -> tuple[list[HistoryRow], HistoryCursor]:
     """One page of an export's history: the operation memories.EXPORT_HISTORY."""
     query = memories.EXPORT_HISTORY.validate(
-        {"agent_id": agent_id, "user_id": user_id, "after": after, "limit": limit}
+        {
+            "agent_id": agent_id,
+            "user_id": user_id,
+            "after": after,
+            "limit": limit,
+            "memory_revisions": memory_revisions,
+        }
     )
     return await memories.EXPORT_HISTORY.run(memex, query)
 
 
 async def export_records(
-    memex: Session, agent_id: str, user_id: str | None, *, embeddings: bool, batch_size: int
+    memex: Session,
+    agent_id: str,
+    user_id: str | None,
+    *,
+    embeddings: bool,
+    batch_size: int,
+    memory_revisions: bool = True,
 ) -> AsyncGenerator[dict[str, Any]]:
-    """The lines of an export: the header, the memories, then the history."""
+    """The lines of an export: the header, the memories, then the history (with
+    `memory_revisions`, the memories' revisions last)."""
     # the first page is read before the header, so that a refused export yields nothing
     rows, after = await export_page(
         memex, agent_id, user_id, embeddings=embeddings, after=None, limit=batch_size
@@ -93,7 +113,9 @@ async def export_records(
         )
     cursor: HistoryCursor = None
     while True:
-        history, cursor = await history_page(memex, agent_id, user_id, cursor, batch_size)
+        history, cursor = await history_page(
+            memex, agent_id, user_id, cursor, batch_size, memory_revisions=memory_revisions
+        )
         for item in history:
             yield item.to_json()
         if cursor is None:
@@ -128,7 +150,8 @@ def check_record(n: int, record: Any) -> tuple[str, BaseModel] | None:
         if model is None:
             raise InvalidArgument(
                 f"records[{n}].record",
-                "must be header, memory, file_revision, access or consolidation_run",
+                "must be header, memory, file_revision, access, consolidation_run or"
+                " memory_revision",
             )
         return kind, model.model_validate(record)
     except ValidationError as exc:

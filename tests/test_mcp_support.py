@@ -38,6 +38,8 @@ TOOLS = {
     "update_memory",
     "list_memories",
     "memory_history",
+    "diff_memory",
+    "revert_memory",
     "memory_list",
     "memory_read",
     "memory_write",

@@ -107,8 +107,8 @@ def test_a_fact_updated_twice_has_three_revisions_a_diff_an_old_read_and_a_rever
     assert r.status_code == 200, r.text
     diff = r.json()
     assert (diff["from_revision"], diff["to_revision"]) == (1, 3)
-    assert "-Alice drives a Kia Niro." in diff["content"]
-    assert "+Alice drives a Tesla Model 3." in diff["content"]
+    # one line each, not run together (a memory's content has no line end of its own)
+    assert diff["content"].endswith("-Alice drives a Kia Niro.\n+Alice drives a Tesla Model 3.\n")
 
     # as_of: the memory as it was between the store and the first update
     r = http.get(path, params={**who, "as_of": between.isoformat()})
@@ -301,6 +301,29 @@ async def test_mcp_store_supersedes_and_memory_history(live: Live) -> None:
         assert message
 
 
+async def test_mcp_diff_and_revert_a_memory(live: Live) -> None:
+    """The whole history over MCP: list (memory_history), diff (diff_memory), restore
+    (revert_memory), read as of a moment (get_memory as_of)."""
+    who = tenant()
+    async with connected(http_client_of(f"{live.base_url}/mcp")) as c:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+        assert "supersedes" in (tools["update_memory"].description or "")
+        assert tools["revert_memory"].annotations is not None
+        assert tools["diff_memory"].annotations is not None
+        assert tools["diff_memory"].annotations.read_only_hint is True
+        old = await call(c, "store_memory", **who, content=HOME_OLD)
+        await call(c, "update_memory", **who, id=old["id"], content=HOME_NEW, importance=1.5)
+        diff = await call(c, "diff_memory", **who, id=old["id"], from_revision=1, to_revision=2)
+        assert f"-{HOME_OLD}" in diff["content"] and f"+{HOME_NEW}" in diff["content"]
+        assert diff["fields"]["importance"] == {"from": 1.0, "to": 1.5}
+        reverted = await call(c, "revert_memory", **who, id=old["id"], revision=1)
+        assert (reverted["content"], reverted["importance"]) == (HOME_OLD, 1.0)
+        history = await call(c, "memory_history", **who, id=old["id"])
+        assert [v["operation"] for v in history["revisions"]] == ["revert", "update", "store"]
+        message = await call_error(c, "revert_memory", **tenant(), id=old["id"], revision=1)
+        assert message
+
+
 # --- the Python HTTP client -------------------------------------------------------------
 
 
@@ -326,6 +349,13 @@ async def test_python_client_history_supersession_and_as_of(live: Live) -> None:
         assert "+Alice lives in Munich now." in diff["content"]
         reverted = await memex.revert_memory(a, u, new.id, 1)
         assert reverted.content == HOME_NEW
+        # every revision, a page of one at a time
+        every = [r async for r in memex.iter_memory_history(a, u, new.id, limit=1)]
+        assert [(r.revision, r.operation) for r in every] == [
+            (3, "revert"),
+            (2, "update"),
+            (1, "store"),
+        ]
         assert (await memex.get(a, u, old.id, as_of=before_move)).superseded_by is None
         assert (await memex.get(a, u, old.id)).superseded_by == new.id
         with pytest.raises(NotFound):

@@ -150,10 +150,10 @@ async def test_export_erase_import_in_process_gives_back_the_same_memory(
     assert (header["record"], header["format"], header["version"]) == (
         "header",
         "memexdb-export",
-        2,
+        3,
     )
     kinds = {r["record"] for r in lines[1:]}
-    assert kinds == {"memory", "file_revision", "access", "consolidation_run"}
+    assert kinds == {"memory", "file_revision", "access", "consolidation_run", "memory_revision"}
     assert any(r.get("path") == "user/profile.md" for r in lines)  # a file, not a memory
     before = await _snapshot(operator)
     await _erase(operator)

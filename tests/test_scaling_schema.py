@@ -11,6 +11,7 @@ A new table, constraint or public function fails here until it is classified.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -297,6 +298,42 @@ def test_tenant_functions_take_the_distribution_argument(conn: psycopg.Connectio
     # the distributed-function statements in the doc name exactly the routed functions
     delegated = set(re.findall(r"create_distributed_function\('memex\.(\w+)\(", DOC))
     assert delegated == routed - NOT_DELEGATED
+
+
+# the routed functions' full signatures, as create_distributed_function names them
+SIGNATURES = """
+select p.oid::regprocedure::text as signature
+from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+where n.nspname = 'memex' and p.proname !~ '^_' and p.prokind = 'f'
+  and 'p_agent_id' = any (p.proargnames) and p.proname <> all (%s)
+order by p.proname, 1
+"""
+DISTRIBUTED = re.compile(r"(```sql\n)((?:select create_distributed_function\(.*\n.*\n)+)(```)")
+
+
+def test_distributed_functions_name_the_current_signatures(conn: psycopg.Connection) -> None:
+    """docs/scaling.md's create_distributed_function statements name each routed function
+    with its argument types as the catalog has them now (a signature that changed, such as
+    memex.store's when it gained supersedes and validity, would not be found by Citus).
+    MEMEX_UPDATE_GOLDEN=1 writes them again."""
+    with conn.transaction(force_rollback=True):
+        conn.execute("set local search_path = pg_catalog, public")
+        signatures = [
+            str(r["signature"])
+            for r in _rows(conn, SIGNATURES, sorted(NOT_DELEGATED))  # type: ignore[arg-type]
+        ]
+    block = "".join(
+        f"select create_distributed_function('{s.replace(', ', ',')}',\n"
+        "    'p_agent_id', colocate_with := 'memex.memories');\n"
+        for s in signatures
+    )
+    found = DISTRIBUTED.search(DOC)
+    assert found is not None, "docs/scaling.md lost its create_distributed_function block"
+    if os.environ.get("MEMEX_UPDATE_GOLDEN") and found.group(2) != block:
+        text = DOC[: found.start(2)] + block + DOC[found.end(2) :]
+        (ROOT / "docs" / "scaling.md").write_text(text)
+        return
+    assert found.group(2) == block
 
 
 def test_identity_columns_are_the_documented_ones(conn: psycopg.Connection) -> None:

@@ -102,11 +102,12 @@ async def test_list_get_update_and_erase(amemex: AsyncMemex) -> None:
 def test_sync_export_and_import_reembed_and_skip(memex: Memex) -> None:
     for i in range(7):
         memex.store("agent", f"user{i % 2}", f"fact {i} about the garden", metadata={"i": i})
-    header, *records = list(memex.export("agent", batch_size=3))
-    assert (header["record"], header["version"], header["user_id"]) == ("header", 2, None)
+    # the memories alone (their revisions left out: tests/test_moving_time.py has them)
+    header, *records = list(memex.export("agent", batch_size=3, memory_revisions=False))
+    assert (header["record"], header["version"], header["user_id"]) == ("header", 3, None)
     assert [r["user_id"] for r in records] == ["user0"] * 4 + ["user1"] * 3
     assert all("embedding" not in r and r["record"] == "memory" for r in records)
-    _, *with_vectors = list(memex.export("agent", "user1", embeddings=True))
+    _, *with_vectors = list(memex.export("agent", "user1", embeddings=True, memory_revisions=False))
     assert [len(r["embedding"]) for r in with_vectors] == [384] * 3
 
     result = memex.import_memories(records)
@@ -115,7 +116,8 @@ def test_sync_export_and_import_reembed_and_skip(memex: Memex) -> None:
     foreign = [{**r, "embedding_model": "another-model"} for r in with_vectors[:1]]
     result = memex.import_memories([*foreign, *with_vectors[1:]])
     assert (result.imported, result.skipped, result.reembedded) == (3, 0, 1)
-    assert list(memex.export("agent", "user1", embeddings=True))[1:] == with_vectors
+    again = memex.export("agent", "user1", embeddings=True, memory_revisions=False)
+    assert list(again)[1:] == with_vectors
 
     with pytest.raises(InvalidArgument) as bad:
         memex.import_memories([{**records[0], "id": str(uuid.uuid4()), "importance": 5}])
@@ -160,17 +162,24 @@ def test_cli_export_erase_import_restores_identical_data(
     memex.store("cli", "someone-else", "not exported with --user-id")
     before = _snapshot(memex, "cli", "gardener")
 
+    history = [(r.revision, r.operation) for r in memex.memory_history("cli", "gardener", first.id)]
+    assert history == [(2, "update"), (1, "store")]
+    # with the vectors and the memories' revisions (the default), then without either
     for embeddings in (True, False):
         out = tmp_path / f"export-{embeddings}.jsonl"
-        flags = ["--embeddings"] if embeddings else []
+        flags = ["--embeddings"] if embeddings else ["--no-memory-revisions"]
         code, log = run_cli(
             ["export", "--agent-id", "cli", "--user-id", "gardener", *flags, "-o", str(out)], env
         )
         assert code == 0, log
-        assert "exported 5 memories" in log
-        header, *lines = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+        revisions = 6 if embeddings else 0  # a store each, and the update
+        assert "exported 5 memories, 0 file revisions" in log, log
+        assert f"0 consolidation runs, {revisions} memory revisions" in log, log
+        header, *records = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
         assert header["record"] == "header"
-        assert [r["user_id"] for r in lines] == ["gardener"] * 5
+        lines = [r for r in records if r["record"] == "memory"]
+        assert [r["user_id"] for r in records] == ["gardener"] * (5 + revisions)
+        assert len(lines) == 5 and len(records) == 5 + revisions
         assert all(("embedding" in r) is embeddings for r in lines)
 
         assert memex.erase_user("cli", "gardener", confirm="gardener") == {
@@ -190,10 +199,13 @@ def test_cli_export_erase_import_restores_identical_data(
         memories, scores = _snapshot(memex, "cli", "gardener")
         assert memories == before[0]  # ids, timestamps, metadata, every field
         assert [s[0] for s in scores] == [s[0] for s in before[1]]
+        restored = memex.memory_history("cli", "gardener", first.id)
         if embeddings:
             assert scores == before[1]  # the very same vectors
+            assert [(r.revision, r.operation) for r in restored] == history
         else:
             assert [s[1] for s in scores] == pytest.approx([s[1] for s in before[1]], abs=1e-6)
+            assert [(r.revision, r.operation) for r in restored] == [(1, "import")]
 
     code, log = run_cli(["import", str(out)], env)
     assert code == 0 and "imported 0 memories, skipped 5" in log, log

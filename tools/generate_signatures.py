@@ -104,6 +104,7 @@ HTTP_CLIENT: dict[str, Method] = {
     "iter_memories": Method("list_memories", omit=("cursor",)),
     "iter_files": Method("list_files", omit=("after",)),
     "iter_revisions": Method("list_revisions", omit=("before",)),
+    "iter_memory_history": Method("memory_history", omit=("before",)),
     "iter_access_log": Method("access_log", omit=("before",)),
     "iter_audit_events": Method("audit_events", omit=("before",), positional=("limit",)),
     "iter_consolidation_runs": Method(

@@ -44,7 +44,8 @@ NOTICES = {
     "paused": "Consolidation paused for this user.",
     "resumed": "Consolidation resumed for this user.",
     "config_saved": "Consolidation settings saved.",
-    "run_restored": "Run undone: its memories are live again.",
+    "run_restored": "Run undone: its memories are live again, and consolidation leaves them"
+    " until a newer memory arrives for the user (or an operator forces a run).",
     "ran": "Consolidation ran for this user.",
     "nothing_ran": "Nothing to do: another runner holds this user, or nothing was due.",
     "revoked": "Key revoked.",

@@ -218,7 +218,9 @@ RESTORE_CONSOLIDATION = Operation(
     rest=Route(
         "POST",
         "/v1/admin/dream/runs/{run_id:int}/restore",
-        "The restore run",
+        "The restore run. The restore sticks: the memories it brought back are not condensed"
+        " again (nor counted towards the threshold) until a memory newer than the restore"
+        " arrives for the tenant, or an operator forces a run (`force`).",
         source="query",
         wire=RunAgent,
         errors=(

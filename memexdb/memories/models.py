@@ -759,6 +759,14 @@ class ExportQuery(RequestModel):
     embeddings: Annotated[
         bool, Field(description="Include each memory's embedding (384 numbers by default).")
     ] = False
+    memory_revisions: Annotated[
+        bool,
+        Field(
+            description="Include every revision of every memory (its history: what it said,"
+            " who changed it and when; default true). False leaves the `memory_revision`"
+            " lines out: an import then starts each memory's history anew."
+        ),
+    ] = True
 
 
 _PATCH_FIELDS = (
@@ -963,16 +971,38 @@ class ExportedMemory(BaseModel):
     # are history: importing them needs admin access to the tenant.
     path: Annotated[str | None, Field(min_length=1, max_length=512), AfterValidator(no_nul)] = None
     actor: Annotated[str | None, Field(min_length=1, max_length=200), AfterValidator(no_nul)] = None
+    # time (issue 36; format version 3): when the fact held, the memories this one
+    # supersedes, when a newer one superseded it (superseded_by names it) and when a
+    # consolidation restore brought it back (it stays out of condensing until newer
+    # memories arrive)
+    valid_from: QueryTimestamp = None
+    valid_to: QueryTimestamp = None
+    supersedes: list[UUID] | None = Field(default=None, max_length=1000)
+    superseded_at: QueryTimestamp = None
+    restored_at: QueryTimestamp = None
+
+    @model_validator(mode="after")
+    def _valid_range(self) -> ExportedMemory:
+        # as the table's check (supersession may close a fact where it began: equal)
+        if self.valid_from and self.valid_to and self.valid_to < self.valid_from:
+            raise ValueError("valid_to must not be before valid_from")
+        return self
 
     def lineage(self) -> dict[str, Any] | None:
-        """What memex.import_memories takes as this memory's p_lineage item."""
-        if not self.source_ids and self.archived_at is None:
-            return None
-        return {
-            "source_ids": [str(i) for i in self.source_ids],
-            "superseded_by": str(self.superseded_by) if self.superseded_by else None,
-            "archived_at": self.archived_at.isoformat() if self.archived_at else None,
-        }
+        """What memex.import_memories takes as this memory's p_lineage item: consolidation's
+        lineage and the memory's time, the keys that are set (None: none is)."""
+        found: dict[str, Any] = {}
+        if self.source_ids:
+            found["source_ids"] = [str(i) for i in self.source_ids]
+        if self.superseded_by is not None:
+            found["superseded_by"] = str(self.superseded_by)
+        if self.supersedes:
+            found["supersedes"] = [str(i) for i in self.supersedes]
+        for name in ("archived_at", "valid_from", "valid_to", "superseded_at", "restored_at"):
+            value = getattr(self, name)
+            if value is not None:
+                found[name] = value.isoformat()
+        return found or None
 
 
 class Deleted(BaseModel):
@@ -995,13 +1025,15 @@ class ExportPageQuery(RequestModel):
 
 class HistoryPageQuery(RequestModel):
     """export_history: one page of the history of an export (file revisions, access log,
-    consolidation runs) after `after` ((kind, user_id, id) of the previous page's last
-    row: file revisions and access entries are numbered per user)."""
+    consolidation runs, and with `memory_revisions` the memories' revisions) after
+    `after` ((kind, user_id, id) of the previous page's last row: file revisions, access
+    entries and memory revisions are numbered per user)."""
 
     agent_id: str
     user_id: str | None = None
     after: tuple[str, str, int] | None = None
     limit: int = DEFAULT_EXPORT_BATCH
+    memory_revisions: bool = True
 
 
 class MemoryIds(RequestModel):
@@ -1010,7 +1042,7 @@ class MemoryIds(RequestModel):
     ids: list[UUID]
 
 
-ImportedHistory = Literal["file_revision", "access", "consolidation_run"]
+ImportedHistory = Literal["file_revision", "access", "consolidation_run", "memory_revision"]
 
 
 class HistoryImport(RequestModel):

@@ -666,9 +666,13 @@ UPDATE = Operation(
         "update_memory",
         "Update a memory",
         "Correct one memory of the tenant by its id: give only the fields to change"
-        " (content, importance, metadata, memory_type, expires_at; at least one). A new"
-        " content replaces the old text and is searched by its new meaning; metadata"
-        " replaces the whole object. Returns the memory as changed.",
+        " (content, importance, metadata, memory_type, expires_at, supersedes, valid_from,"
+        " valid_to; at least one). A new content replaces the old text and is searched by"
+        " its new meaning; metadata replaces the whole object. Every change leaves a"
+        " revision (memory_history; revert_memory undoes one). To record that a fact"
+        " changed, prefer store_memory with `supersedes` (the old version stays in the"
+        " history); `supersedes` here names older memories this one replaces; `valid_from`"
+        " / `valid_to` say when the fact held. Returns the memory as changed.",
         destructive=True,
         idempotent=True,
         renames=_ID,
@@ -759,6 +763,7 @@ async def export_history(
             "after_user_id": after[1] if after else None,
             "after_id": after[2] if after else None,
             "limit": query.limit,
+            "include_memory_revisions": query.memory_revisions,
         },
     )
     return rows, next_key(rows, query.limit, lambda row: (row.kind, row.record["user_id"], row.id))
@@ -773,6 +778,7 @@ _IMPORT_HISTORY = {
     "file_revision": files_sql.IMPORT_FILE_REVISIONS,
     "access": files_sql.IMPORT_ACCESS_LOG,
     "consolidation_run": consolidation_sql.IMPORT_CONSOLIDATION_RUNS,
+    "memory_revision": sql.IMPORT_MEMORY_REVISIONS,
 }
 
 
@@ -831,7 +837,7 @@ async def import_memory_batch(session: Session, batch: MemoryImport) -> tuple[in
 
 EXPORT_HISTORY = Operation(
     name="export_history",
-    summary="One page of an export's history: file revisions, access log, runs",
+    summary="One page of an export's history: file revisions, access log, runs, memory revisions",
     request=HistoryPageQuery,
     run=export_history,
     sql=("memex.export_history",),
@@ -858,6 +864,7 @@ IMPORT_HISTORY = Operation(
         "memex.import_file_revisions",
         "memex.import_access_log",
         "memex.import_consolidation_runs",
+        "memex.import_memory_revisions",
     ),
     access="admin",
     domain="memories",
@@ -923,6 +930,15 @@ REVISION_DIFF = Operation(
         wire=MemoryDiffQuery,
         errors=(_NOT_FOUND,),
     ),
+    tool=Tool(
+        "diff_memory",
+        "Diff two revisions of a memory",
+        "Show what changed in one memory of the tenant between two of its revisions"
+        " (numbers from memory_history): a unified diff of the content and the other"
+        " fields that differ (importance, metadata, validity, supersession, archive).",
+        read_only=True,
+        renames=_ID,
+    ),
 )
 
 REVERT = Operation(
@@ -947,6 +963,16 @@ REVERT = Operation(
                 ErrorResponse,
             ),
         ),
+    ),
+    tool=Tool(
+        "revert_memory",
+        "Revert a memory",
+        "Make what one memory of the tenant said at an earlier revision (a number from"
+        " memory_history) current again: content, type, importance, metadata, expiry and"
+        " validity. Nothing is lost: the revert is a new revision, and the history keeps"
+        " every earlier one. Returns the memory as reverted.",
+        destructive=True,
+        renames=_ID,
     ),
 )
 

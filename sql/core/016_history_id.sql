@@ -14,7 +14,9 @@
 -- number back. Any id the insert names is replaced, but for memory revisions: the trigger
 -- numbers only those inserted without an id, because memex._memory_revisions_stored
 -- numbers the revisions 1 of a whole insert statement itself, from one update of the same
--- counter per user (only the SQL layer's security definer functions write that table).
+-- counter per user, and memex._memory_revision takes the next number in the statement
+-- that inserts its revision (only the SQL layer's security definer functions write that
+-- table).
 -- A security definer (owned by memex_owner): no caller reads or writes memex.history_ids.
 create or replace function memex._history_id()
 returns trigger

@@ -10,11 +10,17 @@
 -- p_id already descends from (a cycle: MX422, field supersedes); a file or a memory
 -- consolidation archived (MX409: a valid request the memory's state refuses). A memory
 -- superseded before by another is re-linked to p_id. Null or empty p_supersedes: nothing.
+-- p_new_from, for a memory just inserted with p_supersedes listed in its supersedes
+-- (memex.store): its start (valid_from, else created_at). Such a memory has no successor
+-- (no cycle to look for) and needs no second write: the superseding store then costs one
+-- statement here, the update of the older memories (each statement on a tenant table
+-- evaluates its row-level security policies again: revision 0034, bench/RESULTS.md).
 create or replace function memex._supersede(
     p_agent_id text,
     p_user_id text,
     p_id uuid,
-    p_supersedes uuid[]
+    p_supersedes uuid[],
+    p_new_from timestamptz default null
 )
 returns void
 language plpgsql
@@ -43,9 +49,14 @@ begin
     if p_id = any (v_ids) then
         perform memex._invalid('supersedes', 'a memory cannot supersede itself');
     end if;
-    select coalesce(m.valid_from, m.created_at), m.superseded_at is not null
-    into v_from, v_has_successor
-    from memex.memories m where m.id = p_id;
+    if p_new_from is not null then
+        v_from := p_new_from;
+        v_has_successor := false;
+    else
+        select coalesce(m.valid_from, m.created_at), m.superseded_at is not null
+        into v_from, v_has_successor
+        from memex.memories m where m.id = p_id;
+    end if;
     -- a cycle: one of them is p_id's successor, or its successor's, and so on (a memory
     -- just stored has none: nothing to walk)
     if v_has_successor and exists (
@@ -96,6 +107,9 @@ begin
         raise exception 'memory % not found', v_missing using errcode = 'MX404';
     end if;
     -- memex.store inserts the memory with them listed already: no second write then
+    if p_new_from is not null then
+        return;
+    end if;
     update memex.memories m
     set supersedes = (select array_agg(distinct s.id order by s.id)
                       from unnest(coalesce(m.supersedes, '{}') || v_ids) s(id))
@@ -104,5 +118,5 @@ begin
 end
 $$;
 
-comment on function memex._supersede(text, text, uuid, uuid[]) is
+comment on function memex._supersede(text, text, uuid, uuid[], timestamptz) is
     'Memory p_id supersedes p_supersedes (same tenant): linked both ways, older ones closed.';

@@ -72,7 +72,10 @@ begin
              p_expires_at, coalesce(p_created_at, now()), now(), p_valid_from, p_valid_to,
              v_supersedes)
         returning (memex._memory_record(m)).* into v_result;
-        perform memex._supersede(p_agent_id, p_user_id, v_result.id, p_supersedes);
+        if cardinality(p_supersedes) > 0 then  -- listed as inserted: no second write
+            perform memex._supersede(p_agent_id, p_user_id, v_result.id, p_supersedes,
+                                     coalesce(v_result.valid_from, v_result.created_at));
+        end if;
         if memex._actor() = 'memorize-agent' then
             perform memex._log_access(p_agent_id, p_user_id, 'memorize', v_result.id::text);
         end if;
@@ -91,7 +94,10 @@ begin
     on conflict (id) do nothing
     returning (memex._memory_record(m)).* into v_result;
     if found then
-        perform memex._supersede(p_agent_id, p_user_id, v_result.id, p_supersedes);
+        if cardinality(p_supersedes) > 0 then
+            perform memex._supersede(p_agent_id, p_user_id, v_result.id, p_supersedes,
+                                     coalesce(v_result.valid_from, v_result.created_at));
+        end if;
         return v_result;
     end if;
     -- the id exists: the same memory stored before (a retry) is answered with it

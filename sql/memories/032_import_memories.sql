@@ -6,7 +6,12 @@
 -- after its first item, is skipped, not overwritten, so an import can be re-run after a
 -- failure. Returns the memories inserted, in input order. p_lineage (null items: none)
 -- restores what consolidation recorded: {"source_ids": [...], "superseded_by": <id>,
--- "archived_at": <time>}.
+-- "archived_at": <time>} and the memory's time (issue 36), each key optional:
+-- "valid_from", "valid_to" (when the fact held), "supersedes" (ids), "superseded_at"
+-- (with "superseded_by": a newer version superseded it) and "restored_at" (a
+-- consolidation restore that sticks). The linked memories need not exist yet (an export
+-- lists them oldest first, a successor after what it supersedes): links are kept as
+-- exported, ids being kept.
 -- p_paths (null items: plain memories) brings back files (a memory with a path; its
 -- revisions come with memex.import_file_revisions) and p_actors (null items: the caller)
 -- each memory's writer as exported (memex._check_imported_actor: not another agent's key):
@@ -91,7 +96,8 @@ begin
         insert into memex.memories as m
             (id, agent_id, user_id, memory_type, content, embedding, embedding_model,
              importance, metadata, expires_at, created_at, updated_at, source_ids,
-             superseded_by, archived_at, path, actor)
+             superseded_by, archived_at, path, actor, valid_from, valid_to, supersedes,
+             superseded_at, restored_at)
         select it.id, it.agent_id, it.user_id,
                coalesce(p_memory_types[it.ord], 'episodic'), it.content, it.embedding,
                p_embedding_model, coalesce(p_importances[it.ord], 1.0),
@@ -103,7 +109,14 @@ begin
                         '{}'),
                (p_lineage[it.ord] ->> 'superseded_by')::uuid,
                (p_lineage[it.ord] ->> 'archived_at')::timestamptz,
-               p_paths[it.ord], coalesce(p_actors[it.ord], memex._actor())
+               p_paths[it.ord], coalesce(p_actors[it.ord], memex._actor()),
+               (p_lineage[it.ord] ->> 'valid_from')::timestamptz,
+               (p_lineage[it.ord] ->> 'valid_to')::timestamptz,
+               (select array_agg(s.id::uuid order by s.n)
+                from jsonb_array_elements_text(p_lineage[it.ord] -> 'supersedes')
+                     with ordinality s(id, n)),
+               (p_lineage[it.ord] ->> 'superseded_at')::timestamptz,
+               (p_lineage[it.ord] ->> 'restored_at')::timestamptz
         from items it
         order by it.ord
         on conflict do nothing  -- its id, or a file's path, exists already

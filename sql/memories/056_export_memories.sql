@@ -4,6 +4,9 @@
 -- with every field and, if p_include_embeddings, the embedding (null otherwise). Memories
 -- consolidation archived are exported too, with their lineage (source_ids,
 -- superseded_by, archived_at): an export holds everything, and an import restores it.
+-- Time (issue 36): validity (valid_from, valid_to), supersession (supersedes,
+-- superseded_by, superseded_at) and restored_at (a consolidation restore that sticks)
+-- are exported as stored; the memories' revisions come with memex.export_history.
 -- Files are memories with a path (their revisions and the access log come from
 -- memex.export_history); actor is who wrote each memory. Keyset
 -- paging: pass the (user_id, created_at, id) of the last row of a page as p_after_* (all
@@ -35,7 +38,12 @@ returns table (
     superseded_by uuid,
     archived_at timestamptz,
     path text,
-    actor text
+    actor text,
+    valid_from timestamptz,
+    valid_to timestamptz,
+    supersedes uuid[],
+    superseded_at timestamptz,
+    restored_at timestamptz
 )
 language plpgsql
 stable
@@ -56,7 +64,8 @@ begin
     select m.id, m.agent_id, m.user_id, m.memory_type, m.content, m.importance, m.metadata,
            m.embedding_model, m.created_at, m.updated_at, m.expires_at,
            case when p_include_embeddings then m.embedding end,
-           m.source_ids, m.superseded_by, m.archived_at, m.path, m.actor
+           m.source_ids, m.superseded_by, m.archived_at, m.path, m.actor, m.valid_from,
+           m.valid_to, m.supersedes, m.superseded_at, m.restored_at
     from memex.memories m
     where m.agent_id = p_agent_id
       and (p_user_id is null or m.user_id = p_user_id)

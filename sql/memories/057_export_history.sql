@@ -13,10 +13,13 @@
 -- database gives anew; a run's restored_by is left out too
 -- (memex.import_consolidation_runs links a restored run to its restore again by their
 -- summary). p_limit: 1 to 1000 (default 500). Read access, as for the tenant's other reads.
--- p_include_memory_revisions (issue 36; default false until memexdb's export and import
--- know the kind) adds, last, the memories' revisions (memex.memory_revisions, kind
--- 'memory_revision'), which memex.import_memory_revisions restores: a memory's history,
--- and through its newest revision its validity and supersession links.
+-- p_include_memory_revisions (issue 36; memexdb's export passes true unless asked not
+-- to, SQL callers get false by default) adds, last, the memories' revisions
+-- (memex.memory_revisions, kind 'memory_revision'), which memex.import_memory_revisions
+-- restores: a memory's history, and through its newest revision its validity and
+-- supersession links. Only those of the memories memex.export_memories exports: an
+-- expired memory's revisions are left out with it (an import would refuse them: no such
+-- memory).
 create or replace function memex.export_history(
     p_agent_id text,
     p_user_id text default null,
@@ -86,10 +89,13 @@ begin
         from memex.memory_revisions r
         where r.agent_id = p_agent_id and (p_user_id is null or r.user_id = p_user_id)
           and (v_after < 4 or (r.user_id, r.id) > (p_after_user_id, p_after_id))
+          and not exists (select from memex.memories m
+                          where m.id = r.memory_id and m.expires_at <= now())
         order by r.user_id, r.id limit v_left;
     end if;
 end
 $$;
 
 comment on function memex.export_history(text, text, text, text, bigint, integer, boolean) is
-    'A page of a tenant''s file revisions, access log and consolidation runs, for export.';
+    'A page of a tenant''s file revisions, access log, consolidation runs (and memory'
+    ' revisions), for export.';

@@ -14,6 +14,10 @@
 -- caused 'revert' and 'import': no session setting can steer it). A security definer (owned by
 -- memex_owner): tenants hold no privilege on the table and cannot forge or change a
 -- revision; row-level security still applies (forced).
+-- Its cost is a superseding store's (issue 36: within 10 % of a plain store): the changed
+-- fields are plain expressions, not a query, and the revision takes its id (the tenant's
+-- counter in memex.history_ids) in the statement that inserts it, so memex._history_id
+-- does not run for it (bench/store_history_bench.py, bench/RESULTS.md).
 create or replace function memex._memory_revision()
 returns trigger
 language plpgsql
@@ -28,21 +32,20 @@ begin
     if new.path is not null then
         return null;
     end if;
-    select coalesce(array_agg(f.name order by f.ord), '{}') into v_changed
-    from (values
-        (1, 'content', new.content is distinct from old.content),
-        (2, 'memory_type', new.memory_type is distinct from old.memory_type),
-        (3, 'importance', new.importance is distinct from old.importance),
-        (4, 'metadata', new.metadata is distinct from old.metadata),
-        (5, 'expires_at', new.expires_at is distinct from old.expires_at),
-        (6, 'valid_from', new.valid_from is distinct from old.valid_from),
-        (7, 'valid_to', new.valid_to is distinct from old.valid_to),
-        (8, 'supersedes', new.supersedes is distinct from old.supersedes),
-        (9, 'superseded_by', new.superseded_by is distinct from old.superseded_by),
-        (10, 'superseded_at', new.superseded_at is distinct from old.superseded_at),
-        (11, 'archived_at', new.archived_at is distinct from old.archived_at)
-    ) f(ord, name, differs)
-    where f.differs;
+    -- plain expressions (no query): PL/pgSQL evaluates them without the executor
+    v_changed := array_remove(array[
+        case when new.content is distinct from old.content then 'content' end,
+        case when new.memory_type is distinct from old.memory_type then 'memory_type' end,
+        case when new.importance is distinct from old.importance then 'importance' end,
+        case when new.metadata is distinct from old.metadata then 'metadata' end,
+        case when new.expires_at is distinct from old.expires_at then 'expires_at' end,
+        case when new.valid_from is distinct from old.valid_from then 'valid_from' end,
+        case when new.valid_to is distinct from old.valid_to then 'valid_to' end,
+        case when new.supersedes is distinct from old.supersedes then 'supersedes' end,
+        case when new.superseded_by is distinct from old.superseded_by then 'superseded_by' end,
+        case when new.superseded_at is distinct from old.superseded_at then 'superseded_at' end,
+        case when new.archived_at is distinct from old.archived_at then 'archived_at' end
+    ]::text[], null);
     if cardinality(v_changed) = 0 then
         return null;
     end if;
@@ -53,17 +56,26 @@ begin
              or (old.superseded_at is not null and new.superseded_at is null) then 'restore'
         when new.supersedes is distinct from old.supersedes then 'supersede'
         else 'update' end;
+    -- one statement: the tenant's next history id (memex.history_ids, as memex._history_id
+    -- takes it, which then leaves the row alone: it has an id) and the revision
+    with counter as (
+        insert into memex.history_ids as h (agent_id, user_id, kind, last_id)
+        values (new.agent_id, new.user_id, 'memory_revisions', 1)
+        on conflict (agent_id, user_id, kind) do update set last_id = h.last_id + 1
+        returning h.last_id
+    )
     insert into memex.memory_revisions
-        (agent_id, user_id, memory_id, revision, operation, changed, actor, content,
+        (id, agent_id, user_id, memory_id, revision, operation, changed, actor, content,
          memory_type, importance, metadata, expires_at, valid_from, valid_to, supersedes,
          superseded_by, superseded_at, archived_at, details)
-    select new.agent_id, new.user_id, new.id,
+    select k.last_id, new.agent_id, new.user_id, new.id,
            coalesce((select max(r.revision) from memex.memory_revisions r
                      where r.memory_id = new.id), 0) + 1,
            v_operation, v_changed, memex._actor(), new.content, new.memory_type,
            new.importance, new.metadata, new.expires_at, new.valid_from, new.valid_to,
            new.supersedes, new.superseded_by, new.superseded_at, new.archived_at,
-           memex._on_behalf_of();
+           memex._on_behalf_of()
+    from counter k;
     return null;
 end
 $$;

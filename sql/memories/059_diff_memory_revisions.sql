@@ -2,7 +2,8 @@
 -- memex.diff_memory_revisions: what changed in memory p_id of tenant (agent_id, user_id)
 -- from revision p_from_revision to p_to_revision (issue 36): {"content": the unified diff
 -- of the content labelled `<id>@<revision>` (memex._unified_diff, as memex.diff_revisions
--- for files; empty when the lines are the same), "fields": {field: {"from": ..., "to":
+-- for files, each content ending with a line end: a one-line memory's change reads as a
+-- removed line and an added one; empty when the lines are the same), "fields": {field: {"from": ..., "to":
 -- ...}} for each other field that differs (memory_type, importance, metadata, expires_at,
 -- valid_from, valid_to, supersedes, superseded_by, superseded_at, archived_at)}.
 -- Read access; MX404 if the memory lacks either revision.
@@ -41,9 +42,16 @@ begin
     join jsonb_each(to_jsonb(v_new)) n on n.key = o.key
     where o.value is distinct from n.value;
     return jsonb_build_object(
-        'content', memex._unified_diff(v_old.content, v_new.content,
-                                       p_id || '@' || p_from_revision,
-                                       p_id || '@' || p_to_revision),
+        'content', memex._unified_diff(
+                       -- a memory is text, not a file: each content read as ending with
+                       -- a line end, so a one-line memory's change is two lines of the
+                       -- diff (difflib runs a last line without one into the next)
+                       case when v_old.content ~ '[\n\r]$' then v_old.content
+                            else v_old.content || E'\n' end,
+                       case when v_new.content ~ '[\n\r]$' then v_new.content
+                            else v_new.content || E'\n' end,
+                       p_id || '@' || p_from_revision,
+                       p_id || '@' || p_to_revision),
         'fields', v_fields);
 end
 $$;

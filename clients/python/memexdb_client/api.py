@@ -177,7 +177,12 @@ class AsyncMemoryAPI(Protocol):
     async def erase_user(self, agent_id: str, user_id: str, *, confirm: str) -> dict[str, int]: ...
 
     def export(
-        self, agent_id: str, user_id: str | None = ..., *, embeddings: bool = ...
+        self,
+        agent_id: str,
+        user_id: str | None = ...,
+        *,
+        embeddings: bool = ...,
+        memory_revisions: bool = ...,
     ) -> AsyncIterator[dict[str, Any]]: ...
 
     async def import_memories(

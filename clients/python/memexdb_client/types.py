@@ -257,6 +257,8 @@ class ExportRow(Memory):
     embedding: Any = None  # the vector (pgvector's Vector or a numpy array), or None
     path: str | None = None  # a file's path (files are memories with a path)
     actor: str | None = None  # who wrote the memory
+    # a consolidation restore that sticks: when the memory was restored (issue 36)
+    restored_at: datetime | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The row as one line of an export (JSON Lines): timestamps in ISO 8601 with
@@ -281,6 +283,15 @@ class ExportRow(Memory):
         if self.archived_at is not None:
             record["archived_at"] = self.archived_at.isoformat()
             record["superseded_by"] = str(self.superseded_by) if self.superseded_by else None
+        # time (issue 36), only where set: validity, supersession, a sticking restore
+        for name in ("valid_from", "valid_to", "superseded_at", "restored_at"):
+            value = getattr(self, name)
+            if value is not None:
+                record[name] = value.isoformat()
+        if self.superseded_by is not None:
+            record["superseded_by"] = str(self.superseded_by)
+        if self.supersedes:
+            record["supersedes"] = [str(i) for i in self.supersedes]
         if self.path is not None:
             record["path"] = self.path
         if self.actor is not None:

@@ -143,6 +143,30 @@ describe("direct mode", { skip: missing.length ? `needs ${missing.join(", ")}` :
     assert.equal((await text.count(who)).count, before + 1);
   });
 
+  test("memory history: revisions, diff, revert, as_of (issue 36)", async () => {
+    const who = alice;
+    const stored = await vector.store({ ...who, content: "Alice lives in Paris." });
+    const changed = await vector.update({ ...who, memory_id: stored.id, content: "Alice lives in Lyon.", importance: 1.5 });
+    assert.equal(changed.content, "Alice lives in Lyon.");
+    const history = await text.memoryHistory({ ...who, memory_id: stored.id });
+    assert.deepEqual(history.revisions.map((r) => [r.revision, r.operation]), [[2, "update"], [1, "store"]]);
+    assert.equal(history.next_before, null);
+    const each = [];
+    for await (const revision of text.iterMemoryHistory({ ...who, memory_id: stored.id, limit: 1 })) each.push(revision.revision);
+    assert.deepEqual(each, [2, 1]);
+    const diff = await text.memoryRevisionDiff({ ...who, memory_id: stored.id, from_revision: 1, to_revision: 2 });
+    assert.match(diff.content, /^-Alice lives in Paris\.$/m);
+    assert.match(diff.content, /^\+Alice lives in Lyon\.$/m);
+    assert.deepEqual(diff.fields.importance, { from: 1, to: 1.5 });
+    const reverted = await text.revertMemory({ ...who, memory_id: stored.id, revision: 1 });
+    assert.equal(reverted.content, "Alice lives in Paris.");
+    const after = await text.memoryHistory({ ...who, memory_id: stored.id });
+    assert.deepEqual(after.revisions.map((r) => r.operation), ["revert", "update", "store"]);
+    const then = after.revisions[1].at;
+    assert.equal((await text.get({ ...who, memory_id: stored.id, as_of: then })).content, "Alice lives in Lyon.");
+    await assert.rejects(text.memoryHistory({ ...who, memory_id: randomUUID() }), NotFoundError);
+  });
+
   test("files: write, patch, restore (embedded at the endpoint), read, list, revisions, diff, delete", async () => {
     const file = { ...alice, path: "user/direct-notes.md" };
     await assert.rejects(text.writeFile({ ...file, content: "# Notes\n" }), InvalidArgumentError);
@@ -269,6 +293,7 @@ describe("direct mode", { skip: missing.length ? `needs ${missing.join(", ")}` :
       listMemoriesLimit: limit("/v1/memories"),
       listFilesLimit: limit("/v1/files"),
       listRevisionsLimit: limit("/v1/files/revisions"),
+      memoryHistoryLimit: limit("/v1/memories/{memory_id}/revisions"),
       accessLogLimit: limit("/v1/access-log"),
       smartReadBudget: field("SmartReadRequest", "budget"),
     });

@@ -164,13 +164,19 @@ test("export streams NDJSON records; importMemories brings them back after an er
   for await (const record of client.export({ agent_id: tenant.agent_id, embeddings: true })) records.push(record);
   const [header, ...rest] = records;
   assert.equal(header.record, "header");
-  assert.equal(header.version, 2);
+  assert.equal(header.version, 3);
   const memories = rest.filter((r) => r.record === "memory");
   assert.equal(memories.length, 6); // the file is a memory with a path
   const texts = Array.from({ length: 5 }, (_, i) => `exported ${i}`);
   assert.deepEqual(new Set(memories.filter((r) => !r.path).map((r) => r.content)), new Set(texts));
   assert.ok(memories.every((r) => r.user_id === "alice" && r.id));
   assert.equal(rest.filter((r) => r.record === "file_revision").length, 2);
+  // each memory's history (a store each; the file keeps its own revisions), unless asked not to
+  assert.equal(rest.filter((r) => r.record === "memory_revision").length, 5);
+  const bare = [];
+  for await (const record of client.export({ agent_id: tenant.agent_id, memory_revisions: false })) bare.push(record);
+  assert.equal(bare.filter((r) => r.record === "memory_revision").length, 0);
+  assert.equal(bare.filter((r) => r.record === "memory").length, 6);
   const none = [];
   for await (const record of client.export({ agent_id: "ts-nobody" })) none.push(record);
   assert.deepEqual(none.map((r) => r.record), ["header"]);
@@ -180,6 +186,7 @@ test("export streams NDJSON records; importMemories brings them back after an er
   assert.equal(imported.skipped, 0);
   assert.equal(imported.reembedded, 0);
   assert.deepEqual(imported.kinds.file_revision, { imported: 2, skipped: 0 });
+  assert.deepEqual(imported.kinds.memory_revision, { imported: 5, skipped: 0 });
   const file = await client.readFile({ ...tenant, path: "user/notes.md" });
   assert.equal(file.content, "one\ntwo\n");
   assert.equal(file.revision, 2);

@@ -48,6 +48,7 @@ export const DEFAULTS = {
   listMemoriesLimit: 50,
   listFilesLimit: 50,
   listRevisionsLimit: 50,
+  memoryHistoryLimit: 50,
   accessLogLimit: 100,
   smartReadBudget: 4000,
 } as const;
@@ -330,6 +331,63 @@ export class MemexDirectClient {
       }),
     );
     return row as Results["update"];
+  }
+
+  /** A memory's revisions, newest first, each a full snapshot of what it said after a
+   * change (issue 36); `next_before` for the next page. */
+  async memoryHistory(request: Requests["memoryHistory"]): Promise<Results["memoryHistory"]> {
+    const limit = request.limit ?? DEFAULTS.memoryHistoryLimit;
+    const rows = await this.#from(
+      sql.listMemoryRevisions({
+        agent_id: request.agent_id,
+        user_id: request.user_id,
+        id: request.memory_id,
+        limit,
+        before: request.before ?? null,
+      }),
+    );
+    // revision 1 is the first: no page after it (as the service answers)
+    const last = rows[rows.length - 1];
+    const next = rows.length === limit && last !== undefined && (last.revision as number) > 1;
+    return {
+      revisions: rows,
+      next_before: next ? (last.revision as number) : null,
+    } as Results["memoryHistory"];
+  }
+
+  /** Every revision of a memory, newest first, page after page. */
+  iterMemoryHistory(request: Requests["memoryHistory"]): AsyncIterableIterator<Items["memoryHistory"]> {
+    return pagesOf(request, "before", "next_before", "revisions", (r) => this.memoryHistory(r));
+  }
+
+  /** What changed in a memory from one revision to another: a unified diff of the content
+   * and `fields` (`{field: {from, to}}`) for the other fields that differ. */
+  async memoryRevisionDiff(request: Requests["memoryRevisionDiff"]): Promise<Results["memoryRevisionDiff"]> {
+    const { agent_id, user_id, memory_id, from_revision, to_revision } = request;
+    const call = sql.diffMemoryRevisions({ agent_id, user_id, id: memory_id, from_revision, to_revision });
+    const row = await this.#one(`select ${call.text} as diff`, call.values);
+    const diff = (row.diff ?? {}) as { content?: string; fields?: Record<string, unknown> };
+    return {
+      memory_id,
+      from_revision,
+      to_revision,
+      content: diff.content ?? "",
+      fields: diff.fields ?? {},
+    } as Results["memoryRevisionDiff"];
+  }
+
+  /** Make what a memory said at an earlier revision current again, as a new revision (a
+   * changed content is embedded again by the service's embed worker). */
+  async revertMemory(request: Requests["revertMemory"]): Promise<Results["revertMemory"]> {
+    const row = await this.#oneFrom(
+      sql.revertMemory({
+        agent_id: request.agent_id,
+        user_id: request.user_id,
+        id: request.memory_id,
+        revision: request.revision,
+      }),
+    );
+    return row as Results["revertMemory"];
   }
 
   /** One page, newest first; `next_cursor` (the service's opaque cursor) for the next. */

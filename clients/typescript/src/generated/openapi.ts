@@ -1157,13 +1157,28 @@ export interface components {
              * @constant
              */
             record?: "memory";
+            /**
+             * Restored At
+             * @default null
+             */
+            restored_at?: string | null;
             /** Source Ids */
             source_ids?: string[];
+            /**
+             * Superseded At
+             * @default null
+             */
+            superseded_at?: string | null;
             /**
              * Superseded By
              * @default null
              */
             superseded_by?: string | null;
+            /**
+             * Supersedes
+             * @default null
+             */
+            supersedes?: string[] | null;
             /**
              * Updated At
              * @default null
@@ -1175,6 +1190,16 @@ export interface components {
              * @example alice
              */
             user_id: string;
+            /**
+             * Valid From
+             * @default null
+             */
+            valid_from?: string | null;
+            /**
+             * Valid To
+             * @default null
+             */
+            valid_to?: string | null;
         };
         /** FieldError */
         FieldError: {
@@ -3487,7 +3512,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The restore run */
+            /** @description The restore run. The restore sticks: the memories it brought back are not condensed again (nor counted towards the threshold) until a memory newer than the restore arrives for the tenant, or an operator forces a run (`force`). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4135,6 +4160,8 @@ export interface operations {
                 user_id?: string | null;
                 /** @example false */
                 embeddings?: boolean;
+                /** @example true */
+                memory_revisions?: boolean;
             };
             header?: never;
             path?: never;
@@ -5195,7 +5222,7 @@ export interface operations {
         requestBody: {
             content: {
                 /**
-                 * @example {"record": "header", "format": "memexdb-export", "version": 2, "agent_id": "support-bot", "user_id": "alice", "exported_at": "2026-12-05T06:00:00Z"}
+                 * @example {"record": "header", "format": "memexdb-export", "version": 3, "agent_id": "support-bot", "user_id": "alice", "exported_at": "2026-12-05T06:00:00Z"}
                  *     {"record": "memory", "id": "3f2c1a9e-8d4b-4f6a-9c1e-2b7d5a8e0f13", "agent_id": "support-bot", "user_id": "alice", "content": "Alice prefers email."}
                  */
                 "application/x-ndjson": string;
