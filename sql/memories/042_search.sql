@@ -39,6 +39,9 @@
 -- Time (issue 36). Memories superseded by a newer one (memex.store's p_supersedes) are left
 -- out unless p_include_superseded; included, each ranks after its successor when both are
 -- returned (memex._successors_first lowers its score just below its successor's). A
+-- memory ranks with the best similarity and BM25 match of the memories it superseded
+-- (memex._candidates_exact, memex._candidates_ann): the new version of a fact is found by
+-- the old version's words; never a version recorded after p_as_of. A
 -- memory whose valid_to has passed ranks with half its importance (memex._valid_importance:
 -- a fact valid now outranks one that no longer holds; not an exclusion). p_valid_at keeps
 -- only the facts valid at that moment (valid_from, or created_at when unset, <= p_valid_at
@@ -198,16 +201,14 @@ begin
                 select c.id, c.importance, c.created_at, c.similarity,
                        memex._recency(c.created_at, v_now, p_half_life_days) as recency
                 from (
-                    select m.id,
-                           memex._valid_importance(m.importance, m.valid_to, v_now, p_valid_at)
-                               as importance,
-                           m.created_at,
-                           1 - (m.embedding operator(public.<=>) p_query_embedding) as similarity
-                    from memex._live_memories(p_agent_id, p_user_id, p_memory_types,
-                                              p_embedding_model, v_now, p_metadata,
-                                              p_include_archived, p_include_superseded,
-                                              p_as_of, p_valid_at, p_created_after,
-                                              p_created_before) m
+                    -- the exact candidates without query terms: no BM25, only the
+                    -- similarity (and that a memory's successor inherits, below)
+                    select e.id, e.importance, e.created_at, e.similarity
+                    from memex._candidates_exact(p_agent_id, p_user_id, p_query_embedding,
+                                                 null, p_memory_types, p_embedding_model,
+                                                 v_now, p_metadata, p_include_archived,
+                                                 p_include_superseded, p_as_of, p_valid_at,
+                                                 p_created_after, p_created_before) e
                     where v_exact
                     union all
                     select a.id, a.importance, a.created_at, a.similarity
