@@ -22,7 +22,9 @@
 -- shown (hidden once superseded, shown with p_include_superseded or superseded after
 -- p_as_of). The superseded memories hidden are scored for this only, with the shown
 -- memories' BM25 statistics (document frequencies, size, mean length), which leave them
--- out. Nothing is inferred: without links the answers are those of the live memories alone.
+-- out. The links come from memex._supersession_heads (their own index: a tenant without
+-- links pays one empty probe). Nothing is inferred: without links the answers are those of
+-- the live memories alone.
 -- Each row also carries best_text_rank, the tenant's highest BM25 score (the same on every
 -- row; null without a match), which memex.search divides by: taken from the few matching
 -- memories here, it spares the search a pass over every candidate (a window).
@@ -50,14 +52,13 @@ language sql
 stable
 set search_path = pg_catalog, public, pg_temp
 as $$
-    with recursive every as materialized (
+    with every as materialized (
         -- the live memories and, hidden from the results, those superseded at the moment
         -- (memex._live_memories with p_include_superseded: the only difference), whose
         -- match their successors inherit below
         select m.id, memex._valid_importance(m.importance, m.valid_to, p_now, p_valid_at)
                    as importance, m.created_at,
                1 - (m.embedding <=> p_query_embedding) as similarity, m.tsv_length as dl,
-               case when m.superseded_at is not null then m.superseded_by end as successor,
                (p_include_superseded or m.superseded_at is null
                 or m.superseded_at > p_as_of) as visible
         from memex._live_memories(p_agent_id, p_user_id, p_memory_types, p_embedding_model,
@@ -67,24 +68,14 @@ as $$
     live as (
         select e.id, e.importance, e.created_at, e.similarity, e.dl from every e where e.visible
     ),
-    chain as (
-        -- each memory with a successor among them, walked to its successor's successor and
-        -- so on, one row per step (only supersession links, superseded_at set: never
-        -- consolidation's; the successor recorded by the moment, as every memory here)
-        select e.id, s.id as head, 1 as depth
-        from every e join every s on s.id = e.successor
-        where e.successor is not null
-        union all
-        select c.id, s.id, c.depth + 1
-        from chain c join every h on h.id = c.head join every s on s.id = h.successor
-        where h.successor is not null and c.depth < 1000
-    ),
-    heads as (
-        -- each such memory's live head: the last of its chain (its latest successor),
-        -- when that one is shown
-        select distinct on (c.id) c.id, c.head
-        from chain c
-        order by c.id, c.depth desc
+    heads as materialized (
+        -- each superseded memory of the moment with the last of its successors the search
+        -- sees (memex._supersession_heads: the tenant's links, through their index)
+        select h.id, h.head
+        from memex._supersession_heads(p_agent_id, p_user_id, p_memory_types,
+                                       p_embedding_model, p_now, p_metadata,
+                                       p_include_archived, p_as_of, p_valid_at,
+                                       p_created_after, p_created_before) h
     ),
     any_term as (
         select memex._any_term_query(p_terms) as q where cardinality(p_terms) > 0
