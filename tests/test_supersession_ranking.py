@@ -98,6 +98,10 @@ def test_a_query_worded_like_the_old_version_finds_the_new_one(
     top = search(conn, "car")
     assert top[0] == NEW  # inherits the old version's similarity and BM25 match
     assert OLD not in top  # superseded: never returned by default
+    # the vector-only request (its own fast path) and a memex-formula one alike
+    for options in ({"mode": "vector"}, {"mode": "vector", "alpha": 0.7}):
+        top = search(conn, "car", **options)
+        assert top[0] == NEW and OLD not in top, options
     # without the link the new version is not found at all (the chatter is nearer)
     load(conn, "unlinked", [OLD, NEW], linked=False)
     if ann:

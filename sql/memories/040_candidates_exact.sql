@@ -59,8 +59,8 @@ as $$
         select m.id, memex._valid_importance(m.importance, m.valid_to, p_now, p_valid_at)
                    as importance, m.created_at,
                1 - (m.embedding <=> p_query_embedding) as similarity, m.tsv_length as dl,
-               (p_include_superseded or m.superseded_at is null
-                or m.superseded_at > p_as_of) as visible
+               coalesce(p_include_superseded or m.superseded_at is null
+                        or m.superseded_at > p_as_of, false) as visible  -- null as_of
         from memex._live_memories(p_agent_id, p_user_id, p_memory_types, p_embedding_model,
                                   p_now, p_metadata, p_include_archived, true, p_as_of,
                                   p_valid_at, p_created_after, p_created_before) m
@@ -87,8 +87,8 @@ as $$
         -- tf counts every position of the term; the hidden superseded memories too (their
         -- successors inherit their score), which the document frequencies leave out
         select m.id, t.lexeme, coalesce(cardinality(t.positions), 1) as tf, m.tsv_length as dl,
-               (p_include_superseded or m.superseded_at is null
-                or m.superseded_at > p_as_of) as visible
+               coalesce(p_include_superseded or m.superseded_at is null
+                        or m.superseded_at > p_as_of, false) as visible  -- null as_of
         from memex._live_memories(p_agent_id, p_user_id, p_memory_types, p_embedding_model,
                                   p_now, p_metadata, p_include_archived, true, p_as_of,
                                   p_valid_at, p_created_after, p_created_before) m

@@ -103,8 +103,8 @@ as $$
         -- live, and the memories superseded at the moment that live leaves out (the only
         -- difference): those may match the query, for their successors (chain below)
         select m.*,
-               not (p_include_superseded or m.superseded_at is null
-                    or m.superseded_at > p_as_of) as hidden,
+               not coalesce(p_include_superseded or m.superseded_at is null
+                            or m.superseded_at > p_as_of, false) as hidden,  -- null as_of
                case when m.superseded_at is not null then m.superseded_by end as successor
         from memex._live_memories(p_agent_id, p_user_id, p_memory_types, p_embedding_model,
                                   p_now, p_metadata, p_include_archived, true, p_as_of,
