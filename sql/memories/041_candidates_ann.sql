@@ -269,17 +269,25 @@ as $$
         -- ranking for all terms and pairs: bench/RESULTS.md, "Big tenants")
         select distinct on (r.text_rank * r.importance, r.id)
                r.id, r.importance, r.created_at, r.similarity, r.tsv, r.tsv_length, r.hidden,
-               r.successor
+               r.successor, r.text_rank
         from text_read r
         order by r.text_rank * r.importance desc nulls last, r.id
         limit 2 * p_depth
     ),
     contributors as materialized (
         -- the nearest and text-matching memories that a newer one superseded (hidden at
-        -- the moment, or shown with p_include_superseded or superseded after p_as_of)
-        select n.id, n.successor from nearest_any n where n.successor is not null
-        union
-        select t.id, t.successor from text_hits t where t.successor is not null
+        -- the moment, or shown with p_include_superseded or superseded after p_as_of),
+        -- with what their heads inherit: similarity, and the BM25 score of those among the
+        -- text-matching ones (scored as read; a nearest one outside them, whose BM25 is
+        -- below theirs, passes its similarity only)
+        select c.id, c.successor, max(c.similarity) as similarity,
+               max(c.text_rank) as text_rank
+        from (select n.id, n.successor, n.similarity, null::double precision as text_rank
+              from nearest_any n where n.successor is not null
+              union all
+              select t.id, t.successor, t.similarity, t.text_rank
+              from text_hits t where t.successor is not null) c
+        group by c.id, c.successor
     ),
     chain as (
         -- each walked to its successor, its successor's and so on, one row per step: only
@@ -378,27 +386,32 @@ as $$
         -- each memory once: every branch reads a memory's values alike; sorted, since a
         -- tsvector has no hash function to union whole rows by (grouping by the other
         -- columns measured ~3 % slower), and in memex.search's window order, whose sort
-        -- then finds the rows in order; the hidden contributors too, scored for their heads
+        -- then finds the rows in order; the heads of superseded matches among them
         select distinct on (c.created_at, c.id) c.*
-        from (select *, false as hidden from nearest
-              union all select *, false from newest
-              union all select *, false from reachable
+        from (select * from nearest
+              union all select * from newest
+              union all select * from reachable
               union all select t.id, t.importance, t.created_at, t.similarity, t.tsv,
-                               t.tsv_length, t.hidden
-                        from text_hits t
-              union all select n.id, n.importance, n.created_at, n.similarity, n.tsv,
-                               n.tsv_length, true
-                        from nearest_any n where n.hidden
+                               t.tsv_length
+                        from text_hits t where not t.hidden
               union all select h.head, h.importance, h.created_at, h.similarity, h.tsv,
-                               h.tsv_length, false
+                               h.tsv_length
                         from heads h
-              union all select *, false from neighbours) c
+              union all select * from neighbours) c
         order by c.created_at, c.id
     ),
-    scored as materialized (
+    inherited as (
+        -- what each head takes from the memories it superseded: their best similarity and
+        -- BM25 score (the new version worded unlike the question, the old one like it)
+        select h.head as id, max(c.similarity) as similarity, max(c.text_rank) as text_rank
+        from heads h join contributors c on c.id = h.id
+        group by h.head
+    )
     -- scored once each: BM25 for the memories holding a query term, as in text_read; the
-    -- weights join keeps the candidates' order
-    select c.id, c.importance, c.created_at, c.similarity, c.hidden,
+    -- weights join keeps the candidates' order; a head takes the best of its own and its
+    -- predecessors' similarity and BM25 score
+    select c.id, c.importance, c.created_at, greatest(c.similarity, i.similarity),
+           greatest(
            case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
                      and c.tsv @@ (select a.q from any_term a)
                 then case when w.held <= 8
@@ -414,20 +427,9 @@ as $$
                          else (select sum(memex._bm25(coalesce(cardinality(o.positions), 1),
                                                       c.tsv_length, f.df, w.n, w.avgdl))
                                from unnest(ts_filter(setweight(c.tsv, 'A', p_terms), '{a}')) o
-                               join frequencies f on f.lexeme = o.lexeme) end end as text_rank
-    from candidates c cross join weights w
-    ),
-    inherited as (
-        -- what each head takes from the memories it superseded: their best similarity and
-        -- BM25 score (the new version worded unlike the question, the old one like it)
-        select h.head as id, max(s.similarity) as similarity, max(s.text_rank) as text_rank
-        from heads h join scored s on s.id = h.id
-        group by h.head
-    )
-    select s.id, s.importance, s.created_at, greatest(s.similarity, i.similarity),
-           greatest(s.text_rank, i.text_rank)
-    from scored s left join inherited i on i.id = s.id
-    where not s.hidden
+                               join frequencies f on f.lexeme = o.lexeme) end end,
+           i.text_rank)
+    from candidates c cross join weights w left join inherited i on i.id = c.id
 $$;
 
 comment on function memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
