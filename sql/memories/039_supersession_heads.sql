@@ -9,7 +9,8 @@
 -- keep only heads they show. Read through memories_superseded_idx (revision 0032): a
 -- tenant without links costs one empty index probe. memex._candidates_exact and
 -- memex.search's exact vector-only path give each head the best match of the memories
--- listed with it (memex._candidates_ann walks its own candidates' links instead).
+-- listed with it; memex._candidates_ann passes p_ids, the candidates it found superseded, and
+-- only those are walked (empty: nothing; null: every link of the tenant).
 create or replace function memex._supersession_heads(
     p_agent_id text,
     p_user_id text,
@@ -21,7 +22,8 @@ create or replace function memex._supersession_heads(
     p_as_of timestamptz,
     p_valid_at timestamptz,
     p_created_after timestamptz,
-    p_created_before timestamptz
+    p_created_before timestamptz,
+    p_ids uuid[] default null
 )
 returns table (id uuid, head uuid)
 language plpgsql
@@ -35,12 +37,16 @@ set plan_cache_mode = force_generic_plan
 as $$
 #variable_conflict use_column
 begin
+    if cardinality(p_ids) = 0 then
+        return;  -- no candidate superseded: nothing to walk (a tenant without links)
+    end if;
     return query
     with recursive links as (
         select m.id, m.superseded_by
         from memex.memories m
         where m.agent_id = p_agent_id and m.user_id = p_user_id
           and m.superseded_at is not null  -- memories_superseded_idx
+          and (p_ids is null or m.id = any (p_ids))
           and exists (select from memex._live_memories(p_agent_id, p_user_id, p_memory_types,
                                                        p_embedding_model, p_now, p_metadata,
                                                        p_include_archived, true, p_as_of,
@@ -82,5 +88,5 @@ $$;
 
 comment on function memex._supersession_heads(text, text, memex.memory_type[], text,
                                               timestamptz, jsonb, boolean, timestamptz,
-                                              timestamptz, timestamptz, timestamptz) is
+                                              timestamptz, timestamptz, timestamptz, uuid[]) is
     'A tenant''s superseded memories, each with the last successor the search sees.';

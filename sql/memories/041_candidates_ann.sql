@@ -92,7 +92,7 @@ set search_path = pg_catalog, public, pg_temp
 -- of using the vector index, ~0.5-1.3 s instead of ~50 ms for a 200k tenant (bench/RESULTS.md).
 set plan_cache_mode = force_custom_plan
 as $$
-    with recursive live as not materialized (
+    with live as not materialized (
         select m.* from memex._live_memories(p_agent_id, p_user_id, p_memory_types,
                                              p_embedding_model, p_now, p_metadata,
                                              p_include_archived, p_include_superseded,
@@ -289,22 +289,16 @@ as $$
               from text_hits t where t.successor is not null) c
         group by c.id, c.successor
     ),
-    chain as (
-        -- each walked to its successor, its successor's and so on, one row per step: only
-        -- supersession links (superseded_at set, never consolidation's) to memories of the
-        -- moment (every: recorded by p_as_of, of the filters), by primary key
-        select c.id, e.id as head, 1 as depth
-        from contributors c join every e on e.id = c.successor
-        union all
-        select c.id, e.id, c.depth + 1
-        from chain c join every h on h.id = c.head join every e on e.id = h.successor
-        where c.depth < 1000
-    ),
     heads as materialized (
-        -- each contributor's head, the last of its chain, when shown (live); read once
+        -- each contributor's head, the last of its chain (memex._supersession_heads, from
+        -- these ids: a cached plan, nothing run when there are none), when shown (live)
         select h.id, h.head, l.importance, l.created_at, l.similarity, l.tsv, l.tsv_length
-        from (select distinct on (c.id) c.id, c.head from chain c
-              order by c.id, c.depth desc) h
+        from memex._supersession_heads(p_agent_id, p_user_id, p_memory_types,
+                                       p_embedding_model, p_now, p_metadata,
+                                       p_include_archived, p_as_of, p_valid_at,
+                                       p_created_after, p_created_before,
+                                       (select coalesce(array_agg(c.id), '{}')
+                                        from contributors c)) h
         cross join lateral (
             select l.id, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at)
                        as importance, l.created_at,
