@@ -13,7 +13,7 @@ Create Date: 2026-12-06
 from alembic import op
 
 revision = "0033"
-down_revision = "0031"
+down_revision = "0032"
 branch_labels = None
 depends_on = None
 

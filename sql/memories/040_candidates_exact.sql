@@ -12,6 +12,19 @@
 -- p_include_archived adds the memories consolidation archived; p_include_superseded,
 -- p_as_of, p_valid_at, p_created_after and p_created_before as memex._live_memories.
 -- A memory's importance is memex._valid_importance's (halved once its valid_to passed).
+-- Supersession (issue 36): a memory ranks with the best similarity and the best BM25 score
+-- of itself and of every memory it superseded, directly or down a chain (memex.store's
+-- p_supersedes; superseded_by with superseded_at set, never consolidation's links): a new
+-- version worded unlike the question ("Picked up my new Skoda Octavia") is found by the
+-- old version's words ("What car do I drive?" / "I drive a Kia Niro"). A memory passes its
+-- match to the last of its successors that the search sees (live, of the filters,
+-- recorded by p_as_of: never to a version recorded after it), whether or not it is itself
+-- shown (hidden once superseded, shown with p_include_superseded or superseded after
+-- p_as_of). The superseded memories hidden are scored for this only, with the shown
+-- memories' BM25 statistics (document frequencies, size, mean length), which leave them
+-- out. The links come from memex._supersession_heads (their own index: a tenant without
+-- links pays one empty probe). Nothing is inferred: without links the answers are those of
+-- the live memories alone.
 -- Each row also carries best_text_rank, the tenant's highest BM25 score (the same on every
 -- row; null without a match), which memex.search divides by: taken from the few matching
 -- memories here, it spares the search a pass over every candidate (a window).
@@ -39,28 +52,46 @@ language sql
 stable
 set search_path = pg_catalog, public, pg_temp
 as $$
-    with live as materialized (
+    with every as materialized (
+        -- the live memories and, hidden from the results, those superseded at the moment
+        -- (memex._live_memories with p_include_superseded: the only difference), whose
+        -- match their successors inherit below
         select m.id, memex._valid_importance(m.importance, m.valid_to, p_now, p_valid_at)
                    as importance, m.created_at,
-               1 - (m.embedding <=> p_query_embedding) as similarity, m.tsv_length as dl
+               1 - (m.embedding <=> p_query_embedding) as similarity, m.tsv_length as dl,
+               coalesce(p_include_superseded or m.superseded_at is null
+                        or m.superseded_at > p_as_of, false) as visible  -- null as_of
         from memex._live_memories(p_agent_id, p_user_id, p_memory_types, p_embedding_model,
-                                  p_now, p_metadata, p_include_archived,
-                                  p_include_superseded, p_as_of, p_valid_at, p_created_after,
-                                  p_created_before) m
+                                  p_now, p_metadata, p_include_archived, true, p_as_of,
+                                  p_valid_at, p_created_after, p_created_before) m
+    ),
+    live as (
+        select e.id, e.importance, e.created_at, e.similarity, e.dl from every e where e.visible
+    ),
+    heads as materialized (
+        -- each superseded memory of the moment with the last of its successors the search
+        -- sees (memex._supersession_heads: the tenant's links, through their index)
+        select h.id, h.head
+        from memex._supersession_heads(p_agent_id, p_user_id, p_memory_types,
+                                       p_embedding_model, p_now, p_metadata,
+                                       p_include_archived, p_as_of, p_valid_at,
+                                       p_created_after, p_created_before) h
     ),
     any_term as (
         select memex._any_term_query(p_terms) as q where cardinality(p_terms) > 0
     ),
     occurrences as (
-        -- one row per (live memory, query term it holds), the memories found through the
+        -- one row per (memory, query term it holds), the memories found through the
         -- GIN index on tsv; ts_filter keeps only the query terms (marked weight A by
         -- setweight) before unnest, so a paragraph's other ~100 lexemes are not expanded;
-        -- tf counts every position of the term
-        select m.id, t.lexeme, coalesce(cardinality(t.positions), 1) as tf, m.tsv_length as dl
+        -- tf counts every position of the term; the hidden superseded memories too (their
+        -- successors inherit their score), which the document frequencies leave out
+        select m.id, t.lexeme, coalesce(cardinality(t.positions), 1) as tf, m.tsv_length as dl,
+               coalesce(p_include_superseded or m.superseded_at is null
+                        or m.superseded_at > p_as_of, false) as visible  -- null as_of
         from memex._live_memories(p_agent_id, p_user_id, p_memory_types, p_embedding_model,
-                                  p_now, p_metadata, p_include_archived,
-                                  p_include_superseded, p_as_of, p_valid_at, p_created_after,
-                                  p_created_before) m
+                                  p_now, p_metadata, p_include_archived, true, p_as_of,
+                                  p_valid_at, p_created_after, p_created_before) m
              cross join any_term a
              cross join lateral unnest(ts_filter(setweight(m.tsv, 'A', p_terms), '{a}')) t
         where m.tsv @@ a.q and t.lexeme = any (p_terms)
@@ -68,17 +99,27 @@ as $$
     stats as (
         select count(*)::double precision as n, avg(l.dl) as avgdl from live l
     ),
-    bm25 as (
+    bm25 as materialized (
         select o.id, sum(memex._bm25(o.tf, o.dl, f.df, s.n, s.avgdl)) as score
         from occurrences o
-        join (select lexeme, count(*)::double precision as df
+        join (select lexeme, count(*) filter (where visible)::double precision as df
               from occurrences group by lexeme) f using (lexeme)
         cross join stats s
         group by o.id
+    ),
+    inherited as materialized (
+        -- what each live head takes from its predecessors: their best similarity and
+        -- their best BM25 score (a new version worded unlike the question, the old one
+        -- worded like it: the new one is found)
+        select h.head as id, max(e.similarity) as similarity, max(b.score) as text_rank
+        from heads h join every e on e.id = h.id left join bm25 b on b.id = h.id
+        group by h.head
     )
-    select l.id, l.importance, l.created_at, l.similarity, b.score,
-           (select max(x.score) from bm25 x)
-    from live l left join bm25 b on b.id = l.id
+    select l.id, l.importance, l.created_at, greatest(l.similarity, i.similarity),
+           greatest(b.score, i.text_rank),
+           greatest((select max(x.score) from bm25 x join live v on v.id = x.id),
+                    (select max(x.text_rank) from inherited x join live v on v.id = x.id))
+    from live l left join bm25 b on b.id = l.id left join inherited i on i.id = l.id
 $$;
 
 comment on function memex._candidates_exact(text, text, vector, text[],

@@ -27,6 +27,16 @@
 -- p_as_of, p_valid_at, p_created_after and p_created_before as memex._live_memories. A
 -- memory's importance is memex._valid_importance's (halved once its valid_to passed; the
 -- pruning bound below reads the stored importance, an upper bound of it).
+-- Supersession (issue 36), as memex._candidates_exact: a memory ranks with the best
+-- similarity and BM25 score of itself and of the memories it superseded, directly or down
+-- a chain. Here the superseded memories hidden at the moment are among the nearest and the
+-- text-matching ones (they take their places there, as they would if shown); each such
+-- memory with a successor (contributors) is walked, by primary key, to the last of its
+-- successors the search sees (live, of the filters, recorded by p_as_of), which becomes a
+-- candidate (with its neighbours in time) and inherits its match. The pruning bound
+-- (least similarity among all the nearest) still holds: inheriting only raises the heads,
+-- which are candidates anyway. Without supersession links nothing changes but the
+-- plan's few empty steps.
 --
 -- Recency candidates that cannot reach the top k are skipped unread. When p_top_k is
 -- given (memex.search's vector-only ranking, where the score is memex._score(similarity,
@@ -89,6 +99,17 @@ as $$
                                              p_as_of, p_valid_at, p_created_after,
                                              p_created_before) m
     ),
+    every as not materialized (
+        -- live, and the memories superseded at the moment that live leaves out (the only
+        -- difference): those may match the query, for their successors (chain below)
+        select m.*,
+               not coalesce(p_include_superseded or m.superseded_at is null
+                            or m.superseded_at > p_as_of, false) as hidden,  -- null as_of
+               case when m.superseded_at is not null then m.superseded_by end as successor
+        from memex._live_memories(p_agent_id, p_user_id, p_memory_types, p_embedding_model,
+                                  p_now, p_metadata, p_include_archived, true, p_as_of,
+                                  p_valid_at, p_created_after, p_created_before) m
+    ),
     any_term as (
         select memex._any_term_query(p_terms) as q where cardinality(p_terms) > 0
     ),
@@ -133,18 +154,24 @@ as $$
               from frequencies f where f.df > 0) a
         cross join stats s
     ),
-    nearest as materialized (
+    nearest_any as materialized (
         -- Each branch reads the columns the ranking needs (the tsvector for the BM25 score,
         -- computed once per candidate at the end) from the rows its index scan has
-        -- already read, so no candidate is looked up twice.
+        -- already read, so no candidate is looked up twice. The superseded memories
+        -- hidden at the moment are among them (hidden): they rank their successors.
         select l.id, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at)
                    as importance, l.created_at,
-               1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
-        from live l
+               1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length,
+               l.hidden, l.successor
+        from every l
         where l.ann  -- implies the ANN index's predicate, so the planner may use it
           and p_query_embedding is not null
         order by l.embedding <=> p_query_embedding
         limit memex._ann_nearest(p_depth, p_terms)  -- fewer with query terms
+    ),
+    nearest as (
+        select n.id, n.importance, n.created_at, n.similarity, n.tsv, n.tsv_length
+        from nearest_any n where not n.hidden
     ),
     newest as materialized (
         -- all p_recent newest without pruning; the p_depth newest (scored in full, to
@@ -204,6 +231,7 @@ as $$
         select l.id, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at)
                    as importance, l.created_at,
                1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length,
+               l.hidden, l.successor,
                case when coalesce(cardinality(p_terms), 0) = 0 then null  -- folds without terms
                     when w.held <= 8
                     then memex._held_bm25(l.tsv, l.tsv_length, w.n, w.avgdl,
@@ -226,7 +254,7 @@ as $$
             select l.*
             from unnest(v.q) u(q)
             cross join lateral (
-                select l.* from live l
+                select l.* from every l
                 where coalesce(cardinality(p_terms), 0) > 0  -- a constant when planned
                   and l.tsv @@ u.q
                 offset 0  -- a subquery per query in turn, not one join in heap order
@@ -240,14 +268,50 @@ as $$
         -- by BM25 alone, recall@10 fell from 0.94 to 0.91 at 200,000 memories; one
         -- ranking for all terms and pairs: bench/RESULTS.md, "Big tenants")
         select distinct on (r.text_rank * r.importance, r.id)
-               r.id, r.importance, r.created_at, r.similarity, r.tsv, r.tsv_length
+               r.id, r.importance, r.created_at, r.similarity, r.tsv, r.tsv_length, r.hidden,
+               r.successor, r.text_rank
         from text_read r
         order by r.text_rank * r.importance desc nulls last, r.id
         limit 2 * p_depth
     ),
+    contributors as materialized (
+        -- the nearest and text-matching memories that a newer one superseded (hidden at
+        -- the moment, or shown with p_include_superseded or superseded after p_as_of),
+        -- with what their heads inherit: similarity, and the BM25 score of those among the
+        -- text-matching ones (scored as read; a nearest one outside them, whose BM25 is
+        -- below theirs, passes its similarity only)
+        select c.id, c.successor, max(c.similarity) as similarity,
+               max(c.text_rank) as text_rank
+        from (select n.id, n.successor, n.similarity, null::double precision as text_rank
+              from nearest_any n where n.successor is not null
+              union all
+              select t.id, t.successor, t.similarity, t.text_rank
+              from text_hits t where t.successor is not null) c
+        group by c.id, c.successor
+    ),
+    heads as materialized (
+        -- each contributor's head, the last of its chain (memex._supersession_heads, from
+        -- these ids: a cached plan, nothing run when there are none), when shown (live)
+        select h.id, h.head, l.importance, l.created_at, l.similarity, l.tsv, l.tsv_length
+        from memex._supersession_heads(p_agent_id, p_user_id, p_memory_types,
+                                       p_embedding_model, p_now, p_metadata,
+                                       p_include_archived, p_as_of, p_valid_at,
+                                       p_created_after, p_created_before,
+                                       (select coalesce(array_agg(c.id), '{}')
+                                        from contributors c)) h
+        cross join lateral (
+            select l.id, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at)
+                       as importance, l.created_at,
+                   1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
+            from live l where l.id = h.head
+        ) l
+    ),
     hits as materialized (
-        -- the nearest and text-matching memories, whose neighbours are candidates
-        select h.id, h.created_at from nearest h union select h.id, h.created_at from text_hits h
+        -- the nearest and text-matching memories shown, and the heads of those superseded,
+        -- whose neighbours are candidates
+        select h.id, h.created_at from nearest h
+        union select h.id, h.created_at from text_hits h where not h.hidden
+        union select h.head, h.created_at from heads h
     ),
     neighbours as (
         -- the p_neighbours live memories just before and just after each hit, in
@@ -284,7 +348,7 @@ as $$
         ) n
     ),
     bar as materialized (  -- the least similarity among the nearest and the k-th best score known
-        select (select min(n.similarity) from nearest n) as similarity,
+        select (select min(n.similarity) from nearest_any n) as similarity,
                (select s.score
                 from (select memex._score(k.similarity,
                                           memex._recency(k.created_at, p_now, p_half_life_days),
@@ -316,18 +380,32 @@ as $$
         -- each memory once: every branch reads a memory's values alike; sorted, since a
         -- tsvector has no hash function to union whole rows by (grouping by the other
         -- columns measured ~3 % slower), and in memex.search's window order, whose sort
-        -- then finds the rows in order
+        -- then finds the rows in order; the heads of superseded matches among them
         select distinct on (c.created_at, c.id) c.*
         from (select * from nearest
               union all select * from newest
               union all select * from reachable
-              union all select * from text_hits
+              union all select t.id, t.importance, t.created_at, t.similarity, t.tsv,
+                               t.tsv_length
+                        from text_hits t where not t.hidden
+              union all select h.head, h.importance, h.created_at, h.similarity, h.tsv,
+                               h.tsv_length
+                        from heads h
               union all select * from neighbours) c
         order by c.created_at, c.id
+    ),
+    inherited as (
+        -- what each head takes from the memories it superseded: their best similarity and
+        -- BM25 score (the new version worded unlike the question, the old one like it)
+        select h.head as id, max(c.similarity) as similarity, max(c.text_rank) as text_rank
+        from heads h join contributors c on c.id = h.id
+        group by h.head
     )
     -- scored once each: BM25 for the memories holding a query term, as in text_read; the
-    -- weights join keeps the candidates' order
-    select c.id, c.importance, c.created_at, c.similarity,
+    -- weights join keeps the candidates' order; a head takes the best of its own and its
+    -- predecessors' similarity and BM25 score
+    select c.id, c.importance, c.created_at, greatest(c.similarity, i.similarity),
+           greatest(
            case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
                      and c.tsv @@ (select a.q from any_term a)
                 then case when w.held <= 8
@@ -343,8 +421,9 @@ as $$
                          else (select sum(memex._bm25(coalesce(cardinality(o.positions), 1),
                                                       c.tsv_length, f.df, w.n, w.avgdl))
                                from unnest(ts_filter(setweight(c.tsv, 'A', p_terms), '{a}')) o
-                               join frequencies f on f.lexeme = o.lexeme) end end as text_rank
-    from candidates c cross join weights w
+                               join frequencies f on f.lexeme = o.lexeme) end end,
+           i.text_rank)
+    from candidates c cross join weights w left join inherited i on i.id = c.id
 $$;
 
 comment on function memex._candidates_ann(text, text, vector, text[], memex.memory_type[],

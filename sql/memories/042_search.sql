@@ -39,6 +39,9 @@
 -- Time (issue 36). Memories superseded by a newer one (memex.store's p_supersedes) are left
 -- out unless p_include_superseded; included, each ranks after its successor when both are
 -- returned (memex._successors_first lowers its score just below its successor's). A
+-- memory ranks with the best similarity and BM25 match of the memories it superseded
+-- (memex._candidates_exact, memex._candidates_ann): the new version of a fact is found by
+-- the old version's words; never a version recorded after p_as_of. A
 -- memory whose valid_to has passed ranks with half its importance (memex._valid_importance:
 -- a fact valid now outranks one that no longer holds; not an exclusion). p_valid_at keeps
 -- only the facts valid at that moment (valid_from, or created_at when unset, <= p_valid_at
@@ -191,23 +194,41 @@ begin
         -- the general query below (bench/RESULTS.md, "Scale benchmark": 2.1 -> 0.8 ms).
         return query select * from memex._successors_first(array(
         select h::memex.search_hit from (
-        with top as (
+        with inherited as materialized (
+            -- exact path: each head's best similarity among the memories it superseded
+            -- (computed once: as a join's inner side it was re-sorted per memory)
+            select h.head,
+                   max(1 - (c.embedding operator(public.<=>) p_query_embedding)) as similarity
+            from memex._supersession_heads(p_agent_id, p_user_id, p_memory_types,
+                                           p_embedding_model, v_now, p_metadata,
+                                           p_include_archived, p_as_of, p_valid_at,
+                                           p_created_after, p_created_before) h
+            join memex.memories c on c.id = h.id
+            where v_exact
+            group by h.head
+        ),
+        top as (
             select r.*,
                    memex._score(r.similarity, r.recency, r.importance, p_alpha) as score
             from (
                 select c.id, c.importance, c.created_at, c.similarity,
                        memex._recency(c.created_at, v_now, p_half_life_days) as recency
                 from (
+                    -- each memory with the best similarity of its own and of the
+                    -- memories it superseded (memex._supersession_heads: the tenant's
+                    -- links through their index, one empty probe without)
                     select m.id,
                            memex._valid_importance(m.importance, m.valid_to, v_now, p_valid_at)
                                as importance,
                            m.created_at,
-                           1 - (m.embedding operator(public.<=>) p_query_embedding) as similarity
+                           greatest(1 - (m.embedding operator(public.<=>) p_query_embedding),
+                                    i.similarity) as similarity
                     from memex._live_memories(p_agent_id, p_user_id, p_memory_types,
                                               p_embedding_model, v_now, p_metadata,
                                               p_include_archived, p_include_superseded,
                                               p_as_of, p_valid_at, p_created_after,
                                               p_created_before) m
+                    left join inherited i on i.head = m.id
                     where v_exact
                     union all
                     select a.id, a.importance, a.created_at, a.similarity
