@@ -154,7 +154,6 @@ async def test_search_by_query_ranks_and_scores(store: MemexStore) -> None:
     assert [h.key for h in hits][:2] == ["a", "c"] or [h.key for h in hits][:2] == ["c", "a"]
     assert {h.key for h in hits} == {"a", "b", "c"}
     assert all(isinstance(h, SearchItem) and h.score is not None for h in hits)
-    assert [h.score for h in hits] == sorted((h.score or 0.0 for h in hits), reverse=True)
 
     only_ana = await store.asearch(("docs", "ana"), query="cat")
     assert only_ana[0].key == "a"
@@ -804,3 +803,30 @@ async def test_refresh_memories_sets_the_expiry_of_live_memories_only(
         await client.refresh_memories(
             agent, user, [{"id": a, "expires_at": datetime.now(UTC) - timedelta(seconds=1)}]
         )
+
+
+async def test_a_query_search_scores_the_similarity_and_keeps_memexdbs_order(
+    store: MemexStore,
+) -> None:
+    """`score` is what LangGraph's stores give: the cosine similarity of the query and the
+    item's embedded text (here its value as JSON); the order is memexdb's ranking, the
+    same as the search the store sends."""
+    ns = ("scored",)
+    values = {
+        "cat": {"text": "The cat sleeps on the warm windowsill"},
+        "tax": {"text": "Quarterly tax returns are due in April"},
+        "dog": {"text": "Our dog chases the neighbour's cat"},
+    }
+    for key, value in values.items():
+        await store.aput(ns, key, value)
+    query = "where does the cat sleep?"
+    hits = await store.asearch(ns, query=query, limit=10)
+    contents = [json.dumps(values[h.key], ensure_ascii=False, sort_keys=True) for h in hits]
+    vectors = (await store.client.embed_texts([query, *contents])).vectors
+    q = vectors[0]
+    for hit, vector in zip(hits, vectors[1:], strict=True):
+        cosine = sum(a * b for a, b in zip(q, vector, strict=True))
+        assert hit.score == pytest.approx(cosine, abs=2e-3), hit.key
+    ranked = await store.client.search(store.agent_id, store.user_id, query, top_k=30)
+    assert [h.key for h in hits] == [h.metadata["langgraph"]["key"] for h in ranked]
+    assert hits[0].key == "cat"

@@ -18,10 +18,12 @@ The mapping (docs/langgraph.md):
 - Its content (what memexdb embeds and ranks) is the text at the store's
   `index_fields` (or the put's `index`) joined by newlines, else the value as JSON.
 - `search` with a query is memexdb's hybrid search (vector + text + recency) with the
-  namespace prefix and the exact-match filters as metadata containment; `score` is
-  memexdb's score. Without a query, memories are listed newest first with the same
-  containment. Operators ($eq, $ne, $gt, $gte, $lt, $lte) and lists are checked on the
-  client, as LangGraph's InMemoryStore checks them.
+  namespace prefix and the exact-match filters as metadata containment, in memexdb's
+  order; `score` is the cosine similarity of the query and the item (as LangGraph's
+  stores score), so it need not fall monotonically down the list. Without a query,
+  memories are listed newest first with the same containment. Operators ($eq, $ne,
+  $gt, $gte, $lt, $lte) and lists are checked on the client, as LangGraph's
+  InMemoryStore checks them.
 - `list_namespaces` pages over the tenant's items (prefix conditions without wildcards
   narrow it by containment), then matches, cuts to `max_depth`, sorts and slices.
 - A batch's reads see the store before its writes (LangGraph's stores' order); its gets
@@ -365,7 +367,10 @@ class MemexStore(BaseStore):
                         and entry.get("index") is not False
                         and _matches(entry.get("value"), op.filter)
                     ):
-                        found.append(_search_item(entry, hit.created_at, hit.updated_at, hit.score))
+                        # score: the similarity of the query and the item, as
+                        # LangGraph's stores score; the order: memexdb's ranking
+                        score = hit.similarity if hit.similarity is not None else hit.score
+                        found.append(_search_item(entry, hit.created_at, hit.updated_at, score))
                         ids.append((hit.id, entry))
                 if len(found) >= wanted or len(hits) < top_k or top_k >= _TOP_K_MAX:
                     return self._refreshed(op, found, ids, refresh)
