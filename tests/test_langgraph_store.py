@@ -154,7 +154,6 @@ async def test_search_by_query_ranks_and_scores(store: MemexStore) -> None:
     assert [h.key for h in hits][:2] == ["a", "c"] or [h.key for h in hits][:2] == ["c", "a"]
     assert {h.key for h in hits} == {"a", "b", "c"}
     assert all(isinstance(h, SearchItem) and h.score is not None for h in hits)
-    assert [h.score for h in hits] == sorted((h.score or 0.0 for h in hits), reverse=True)
 
     only_ana = await store.asearch(("docs", "ana"), query="cat")
     assert only_ana[0].key == "a"
@@ -681,3 +680,153 @@ async def test_put_memories_upserts_and_deletes_by_id_in_one_call(store: MemexSt
     assert again[a].created_at == first[0].created_at
     assert again[a].updated_at > first[0].updated_at
     assert again[a].memory_type == "semantic"
+
+
+# --- TTL (LangGraph's `ttl` in minutes, on memexdb's expires_at) ---
+
+
+def _with_ttl(store: MemexStore, **ttl: Any) -> MemexStore:
+    return MemexStore(store.client, store.agent_id, ttl=ttl or None)  # type: ignore[arg-type]
+
+
+async def test_an_item_with_a_ttl_disappears_after_it_and_one_without_stays(
+    store: MemexStore,
+) -> None:
+    assert store.supports_ttl
+    ns = ("ttl",)
+    await store.aput(ns, "brief", {"text": "a passing thought about kites"}, ttl=0.05)  # 3 s
+    await store.aput(ns, "lasting", {"text": "a lasting thought about kites"})
+    assert (await store.aget(ns, "brief", refresh_ttl=False)) is not None
+    await asyncio.sleep(4)
+    assert (await store.aget(ns, "brief")) is None
+    assert [h.key for h in await store.asearch(ns)] == ["lasting"]
+    assert [h.key for h in await store.asearch(ns, query="thought about kites")] == ["lasting"]
+    assert await store.alist_namespaces() == [ns]
+    assert (await store.aget(ns, "lasting")) is not None
+    # a put again starts it over (the memory is gone, the key is free)
+    await store.aput(ns, "brief", {"text": "back"}, ttl=1)
+    assert (await store.aget(ns, "brief")) is not None
+
+
+async def test_refresh_on_read_keeps_an_item_alive(store: MemexStore) -> None:
+    """Items put with a 6 s TTL, read after 3 s (a get, a query search, a listing search)
+    with refresh_ttl, are there at 7.5 s; the ones read without it, or never, are gone."""
+    ns = ("ttl", "refresh")
+    keys = ("got", "found", "listed", "peeked", "unread")
+    for key in keys:
+        await store.aput(ns, key, {"text": f"the {key} note about lanterns"}, ttl=0.1)
+    started = time.monotonic()
+    await asyncio.sleep(3)
+    assert (await store.aget(ns, "got")) is not None  # refresh_ttl: the default
+    assert (await store.aget(ns, "peeked", refresh_ttl=False)) is not None
+    found = await store.asearch(ns, query="the found note about lanterns", limit=1)
+    assert [h.key for h in found] == ["found"]  # only the item returned is refreshed
+    listed = await store.asearch(ns, filter={"text": "the listed note about lanterns"})
+    assert [h.key for h in listed] == ["listed"]
+    await asyncio.sleep(7.5 - (time.monotonic() - started))
+    alive = {key for key in keys if await store.aget(ns, key, refresh_ttl=False) is not None}
+    assert alive == {"got", "found", "listed"}
+    # the refresh moved the expiry only: value and updated_at are the put's
+    got = await store.aget(ns, "got", refresh_ttl=False)
+    assert got is not None and got.value == {"text": "the got note about lanterns"}
+    assert got.updated_at == got.created_at
+
+
+async def test_ttl_config_default_ttl_and_refresh_on_read(store: MemexStore) -> None:
+    """`TTLConfig`: default_ttl for puts that give none (BaseStore.aput applies it),
+    refresh_on_read False: reads do not extend (unless a read asks)."""
+    lazy = _with_ttl(store, default_ttl=0.05, refresh_on_read=False)
+    assert lazy.ttl_config == {"default_ttl": 0.05, "refresh_on_read": False}
+    ns = ("ttl", "config")
+    await lazy.aput(ns, "default", {"text": "one"})
+    await lazy.aput(ns, "asked", {"text": "two"})
+    await lazy.aput(ns, "forever", {"text": "three"}, ttl=None)
+    await asyncio.sleep(1.5)
+    assert (await lazy.aget(ns, "default")) is not None  # not refreshed: the config
+    assert (await lazy.aget(ns, "asked", refresh_ttl=True)) is not None
+    await asyncio.sleep(2.5)  # 4 s: "default" expired at 3 s, "asked" lives to 4.5 s
+    assert (await lazy.aget(ns, "default")) is None
+    assert (await lazy.aget(ns, "asked")) is not None
+    assert (await lazy.aget(ns, "forever")) is not None
+
+
+async def test_the_ttl_sweeper_api(store: MemexStore) -> None:
+    """start_ttl_sweeper / stop_ttl_sweeper / sweep_ttl as LangGraph's AsyncPostgresStore
+    has them: no TTL config, the task does nothing; with one, it runs until stopped.
+    In-process the sweep deletes the expired rows (memexdb's maintenance); over HTTP there
+    is no such call and it deletes nothing (expired items are never read either way)."""
+    idle = await store.start_ttl_sweeper()
+    await idle
+    assert await store.stop_ttl_sweeper()
+    swept = _with_ttl(store, default_ttl=0.02, sweep_interval_minutes=1)
+    await swept.aput(("sweep",), "k", {"text": "soon gone"})
+    task = await swept.start_ttl_sweeper()
+    assert (await swept.start_ttl_sweeper()) is task  # one sweeper at a time
+    assert not task.done()
+    assert await swept.stop_ttl_sweeper(timeout=5)
+    assert task.done()
+    await asyncio.sleep(1.5)
+    deleted = await swept.sweep_ttl()
+    assert deleted == (1 if isinstance(store.client, AsyncMemex) else 0)
+    assert (await swept.aget(("sweep",), "k")) is None
+
+
+async def test_refresh_memories_sets_the_expiry_of_live_memories_only(
+    store: MemexStore,
+) -> None:
+    """The bulk call behind refresh on read, as any client may send it."""
+    from datetime import UTC, datetime, timedelta
+
+    from memexdb_client import InvalidArgument
+
+    client, agent, user = store.client, store.agent_id, "refresh-user"
+    a, b, missing = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    soon = datetime.now(UTC) + timedelta(seconds=2)
+    await client.put_memories(
+        agent,
+        user,
+        [{"id": a, "content": "alpha", "expires_at": soon}, {"id": b, "content": "beta"}],
+    )
+    later = datetime.now(UTC) + timedelta(hours=1)
+    refreshed = await client.refresh_memories(
+        agent, user, [{"id": a, "expires_at": later}, {"id": missing, "expires_at": later}]
+    )
+    assert refreshed == 1
+    (got,) = await client.get_memories(agent, user, [a])
+    assert got.expires_at is not None and abs((got.expires_at - later).total_seconds()) < 1
+    assert got.updated_at == got.created_at and got.content == "alpha"
+    # another tenant's id is skipped, not set
+    assert (
+        await client.refresh_memories(agent, "someone-else", [{"id": b, "expires_at": later}]) == 0
+    )
+    with pytest.raises(InvalidArgument):
+        await client.refresh_memories(
+            agent, user, [{"id": a, "expires_at": datetime.now(UTC) - timedelta(seconds=1)}]
+        )
+
+
+async def test_a_query_search_scores_the_similarity_and_keeps_memexdbs_order(
+    store: MemexStore,
+) -> None:
+    """`score` is what LangGraph's stores give: the cosine similarity of the query and the
+    item's embedded text (here its value as JSON); the order is memexdb's ranking, the
+    same as the search the store sends."""
+    ns = ("scored",)
+    values = {
+        "cat": {"text": "The cat sleeps on the warm windowsill"},
+        "tax": {"text": "Quarterly tax returns are due in April"},
+        "dog": {"text": "Our dog chases the neighbour's cat"},
+    }
+    for key, value in values.items():
+        await store.aput(ns, key, value)
+    query = "where does the cat sleep?"
+    hits = await store.asearch(ns, query=query, limit=10)
+    contents = [json.dumps(values[h.key], ensure_ascii=False, sort_keys=True) for h in hits]
+    vectors = (await store.client.embed_texts([query, *contents])).vectors
+    q = vectors[0]
+    for hit, vector in zip(hits, vectors[1:], strict=True):
+        cosine = sum(a * b for a, b in zip(q, vector, strict=True))
+        assert hit.score == pytest.approx(cosine, abs=2e-3), hit.key
+    ranked = await store.client.search(store.agent_id, store.user_id, query, top_k=30)
+    assert [h.key for h in hits] == [h.metadata["langgraph"]["key"] for h in ranked]
+    assert hits[0].key == "cat"

@@ -60,6 +60,7 @@ from tests.test_mcp_support import (
     sse_client_of,
     stdio_client_of,
     stdio_params,
+    text,
 )
 
 MCP_PAGE = (REPO / "docs" / "mcp.md").read_text()
@@ -806,3 +807,39 @@ async def test_tenant_resolver_decides_whose_memories(amemex: AsyncMemex) -> Non
                         assert expected in await call_error(c, "count_memories", **who)
     assert await amemex.count("bound-agent", "grace") == 1
     assert await amemex.count("spoofed", "grace") == 0
+
+
+def _argument(schema: dict[str, Any]) -> Any:
+    """A value the schema of one required argument allows (the shapes memexdb's tools use)."""
+    if schema.get("type") == "integer":
+        return max(1, schema.get("minimum", 1))
+    assert schema.get("type") == "string", schema
+    if schema.get("format") == "uuid":
+        return "00000000-0000-4000-8000-000000000000"
+    if schema.get("pattern", "").startswith("^(user|agent)"):
+        return "user/notes.md"
+    return "schema-built"
+
+
+async def test_every_tool_schema_says_no_unknown_arguments_as_the_server_enforces(
+    amemex: AsyncMemex,
+) -> None:
+    """Each tool's input schema says `additionalProperties: false`, and it is true: a call
+    built from the schema (its required arguments) with one property more is a tool error
+    naming it, while the same call without it gets past the arguments' check."""
+    server = build_mcp_server(lambda: amemex)
+    async with connected(Client(server)) as c:
+        tools = (await c.list_tools()).tools
+        assert {tool.name for tool in tools} == set(TOOLS)
+        for tool in tools:
+            schema = tool.input_schema
+            assert schema.get("additionalProperties") is False, tool.name
+            arguments = {name: _argument(schema["properties"][name]) for name in schema["required"]}
+            assert "unknown_argument" not in schema["properties"]
+            valid = await c.call_tool(tool.name, arguments)
+            if valid.is_error:  # refused by the operation (not found, no LLM), or by a rule
+                # across arguments (update_memory must change something), not per argument
+                problem = text(valid).partition("invalid arguments: ")[2]
+                assert problem == "" or problem.startswith("arguments: "), (tool.name, problem)
+            message = await call_error(c, tool.name, **arguments, unknown_argument=1)
+            assert "invalid arguments: unknown_argument: " in message, (tool.name, message)

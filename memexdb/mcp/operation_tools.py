@@ -2,9 +2,11 @@
 
 A tool's input schema comes from its operation's request model (one parameter per field,
 with its type, bounds and description; `Tool.renames` gives a field another argument
-name) and its output schema from the response model. A call is validated once, as the
-request model in JSON mode (the arguments are JSON), by MemexMCP.call_tool; the tenant
-resolver then decides whose memories it touches, and the operation runs as the caller.
+name) and its output schema from the response model. The input schema declares
+`additionalProperties: false`, as the request model refuses unknown arguments. A call is
+validated once, as the request model in JSON mode (the arguments are JSON), by
+MemexMCP.call_tool; the tenant resolver then decides whose memories it touches, and the
+operation runs as the caller.
 """
 
 from __future__ import annotations
@@ -146,14 +148,22 @@ def tool_annotations(tool: Tool) -> ToolAnnotations:
     )
 
 
-def bind(operation: Operation[Any, Any]) -> tuple[Callable[..., Any], BoundTool]:
-    """The schema function to register (SDK's add_tool) and the BoundTool that runs it."""
+def bind(operation: Operation[Any, Any]) -> tuple[SdkTool, BoundTool]:
+    """The tool to list (the SDK's Tool, given to the server) and the BoundTool that runs
+    it. Its input schema says `additionalProperties: false`: the request models refuse an
+    argument they do not name (extra="forbid"), so the schema a client builds calls from
+    says so too."""
     tool = operation.tool
     if tool is None:
         raise ValueError(f"operation {operation.name} is not an MCP tool")
-    function = schema_function(operation)
-    listed = SdkTool.from_function(function, name=tool.name, description=tool.description)
-    return function, BoundTool(operation, tool, listed.fn_metadata.convert_result)
+    listed = SdkTool.from_function(
+        schema_function(operation),
+        name=tool.name,
+        description=tool.description,
+        annotations=tool_annotations(tool),
+    )
+    listed.parameters["additionalProperties"] = False
+    return listed, BoundTool(operation, tool, listed.fn_metadata.convert_result)
 
 
 def caller_of(context: Context[Any, Any] | None) -> Caller:

@@ -26,7 +26,7 @@ from memexdb.bearer import bearer_key
 from memexdb.client import AsyncMemex
 from memexdb.error_models import field_errors
 from memexdb.errors import MemexError
-from memexdb.mcp.operation_tools import BoundTool, bind, caller_of, tool_annotations
+from memexdb.mcp.operation_tools import BoundTool, bind, caller_of
 from memexdb.mcp.tenant import ArgumentTenant, Caller, Tenant, TenantResolver
 from memexdb.operation_table import OPERATIONS
 
@@ -152,11 +152,13 @@ def build_mcp_server(
     this process (one pool and one embedder, shared with REST); `tenants` decides whose
     memories a call touches (default: the agent_id/user_id arguments)."""
     resolver: TenantResolver = tenants or ArgumentTenant()
+    bound_tools = [bind(operation) for operation in OPERATIONS if operation.tool is not None]
     server = MemexMCP(
         "memexdb",
         title="memexdb",
         version=__version__,
         instructions=INSTRUCTIONS,
+        tools=[listed for listed, _ in bound_tools],
     )
 
     def tool(annotations: ToolAnnotations) -> Callable[[_Fn], _Fn]:
@@ -184,20 +186,9 @@ def build_mcp_server(
     server.authenticate = authenticate
     server.resolver = resolver
     server.client_for = client_for
-    server.operation_tools = {}
+    server.operation_tools = {bound.tool.name: bound for _, bound in bound_tools}
 
     async def tenant_of(agent_id: str, user_id: str, ctx: Context[Any, Any]) -> Tenant:
         return await resolver.resolve(agent_id, user_id, _caller(ctx))
-
-    for operation in OPERATIONS:
-        if operation.tool is not None:
-            function, bound = bind(operation)
-            server.add_tool(
-                function,
-                name=operation.tool.name,
-                description=operation.tool.description,
-                annotations=tool_annotations(operation.tool),
-            )
-            server.operation_tools[operation.tool.name] = bound
 
     return server

@@ -86,6 +86,10 @@ PUT_MEMORIES = SqlCall("""select * from memex.put_memories(
     p_metadata => %(metadata)s::jsonb[],
     p_memory_type => %(memory_type)s::text::memex.memory_type,
     p_expires_at => %(expires_at)s::timestamptz[])""", defaults=2)
+# sql/memories/061_refresh_memories.sql
+REFRESH_MEMORIES = SqlCall("""select memex.refresh_memories(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
+    p_ids => %(ids)s::uuid[], p_expires_at => %(expires_at)s::timestamptz[])""")
 # sql/memories/061_retire_memories.sql
 RETIRE_MEMORIES = SqlCall("""select * from memex.retire_memories(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,

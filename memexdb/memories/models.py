@@ -477,9 +477,61 @@ class MemoryPutBatch(TenantRequest):
     memories: list[MemoryPut] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
 
 
+class MemoryExpiry(RequestModel):
+    """The new expiry of one memory of a refresh batch."""
+
+    id: Annotated[UUID, Field(description="The memory's id.")]
+    expires_at: Annotated[
+        FutureTimestamp,
+        Field(description="The memory disappears after this (UTC if naive); null: never."),
+    ] = None
+
+
+class MemoryRefreshBatch(TenantRequest):
+    """New expiries of one tenant's memories by id, in one statement (what the LangGraph
+    store sends to refresh the TTL of the items it read): content, metadata and
+    updated_at stay; ids the tenant has not (or no longer) are skipped."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "agent_id": EXAMPLE_AGENT,
+                    "user_id": EXAMPLE_USER,
+                    "memories": [
+                        {"id": "0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47", "expires_at": None}
+                    ],
+                }
+            ]
+        },
+    )
+
+    memories: list[MemoryExpiry] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
+
+
+class RefreshedResponse(BaseModel):
+    """How many memories of the batch had their expiry set (live ones of the tenant)."""
+
+    refreshed: int
+
+
 class MemoryLookup(TenantRequest):
     """Many memories of one tenant by id in one request (ids it does not have are left
     out of the answer)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "agent_id": EXAMPLE_AGENT,
+                    "user_id": EXAMPLE_USER,
+                    "memory_ids": ["0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47"],
+                }
+            ]
+        },
+    )
 
     memory_ids: list[UUID] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
 

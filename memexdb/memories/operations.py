@@ -51,6 +51,7 @@ from memexdb.memories.models import (
     MemoryPutBatch,
     MemoryReadQuery,
     MemoryRef,
+    MemoryRefreshBatch,
     MemoryRetire,
     MemoryRevert,
     MemoryRevertBody,
@@ -59,6 +60,7 @@ from memexdb.memories.models import (
     MemorySearchRequest,
     MemoryStore,
     MemoryUpdate,
+    RefreshedResponse,
     SearchResponse,
     SearchResult,
     decode_cursor,
@@ -179,6 +181,20 @@ async def put_memories(session: Session, batch: MemoryPutBatch) -> list[Memory]:
     )
     metrics.count_by_type(metrics.MEMORIES_STORED, written)
     return written
+
+
+async def refresh_memories(session: Session, batch: MemoryRefreshBatch) -> int:
+    rows = await session.fetch(
+        None,
+        sql.REFRESH_MEMORIES,
+        {
+            "agent_id": batch.agent_id,
+            "user_id": batch.user_id,
+            "ids": [i.id for i in batch.memories],
+            "expires_at": [i.expires_at for i in batch.memories],
+        },
+    )
+    return int(rows[0])
 
 
 async def get_memories(session: Session, lookup: MemoryLookup) -> list[Memory]:
@@ -402,6 +418,10 @@ def _stored_many(
     return MemoryBatchResponse(memories=memories, total=len(memories))
 
 
+def _refreshed(_: MemoryRefreshBatch, refreshed: int) -> RefreshedResponse:
+    return RefreshedResponse(refreshed=refreshed)
+
+
 def _found_many(_: MemoryLookup, found: list[Memory]) -> MemoryBatchResponse:
     memories = [MemoryOut.model_validate(m) for m in found]
     return MemoryBatchResponse(memories=memories, total=len(memories))
@@ -511,6 +531,23 @@ GET_MEMORIES = Operation(
         "POST",
         "/v1/memories/lookup",
         "The memories found, in the order of the ids (ids the tenant has not are left out)",
+    ),
+)
+
+REFRESH_MEMORIES = Operation(
+    name="refresh_memories",
+    summary="Set the expiry of up to 1000 memories of a tenant by id, in one statement",
+    request=MemoryRefreshBatch,
+    run=refresh_memories,
+    response=RefreshedResponse,
+    answer=_refreshed,
+    sql=("memex.refresh_memories",),
+    access="write",
+    domain="memories",
+    rest=Route(
+        "POST",
+        "/v1/memories/expiry",
+        "How many memories had their expiry set (ids the tenant has not are skipped)",
     ),
 )
 
@@ -1005,6 +1042,7 @@ OPERATIONS: tuple[Operation[Any, Any], ...] = (
     STORE_MANY,
     PUT_MEMORIES,
     GET_MEMORIES,
+    REFRESH_MEMORIES,
     SEARCH,
     FORGET,
     COUNT,

@@ -62,6 +62,16 @@ ROUTES: dict[str, HttpRoute] = {
         None,
         "read",
     ),
+    "refresh_memories": HttpRoute(
+        "POST",
+        "/v1/memories/expiry",
+        "body",
+        200,
+        False,
+        (),
+        None,
+        "write",
+    ),
     "search": HttpRoute(
         "POST",
         "/v1/memories/search",

@@ -18,27 +18,34 @@ The mapping (docs/langgraph.md):
 - Its content (what memexdb embeds and ranks) is the text at the store's
   `index_fields` (or the put's `index`) joined by newlines, else the value as JSON.
 - `search` with a query is memexdb's hybrid search (vector + text + recency) with the
-  namespace prefix and the exact-match filters as metadata containment; `score` is
-  memexdb's score. Without a query, memories are listed newest first with the same
-  containment. Operators ($eq, $ne, $gt, $gte, $lt, $lte) and lists are checked on the
-  client, as LangGraph's InMemoryStore checks them.
+  namespace prefix and the exact-match filters as metadata containment, in memexdb's
+  order; `score` is the cosine similarity of the query and the item (as LangGraph's
+  stores score), so it need not fall monotonically down the list. Without a query,
+  memories are listed newest first with the same containment. Operators ($eq, $ne,
+  $gt, $gte, $lt, $lte) and lists are checked on the client, as LangGraph's
+  InMemoryStore checks them.
 - `list_namespaces` pages over the tenant's items (prefix conditions without wildcards
   narrow it by containment), then matches, cuts to `max_depth`, sorts and slices.
 - A batch's reads see the store before its writes (LangGraph's stores' order); its gets
   are one `get_memories` call, its puts and deletes one `put_memories` upsert per 1000
   (a put racing a delete never fails); concurrent calls on a loop are coalesced. Items
   put with `index=False` are stored and listed, but a query leaves them out.
+- TTL: a put's `ttl` (minutes) is the memory's `expires_at` (past it memexdb never
+  reads it); a get or search with `refresh_ttl` sets it again for the items it returns
+  (one `refresh_memories` call per batch); the sweeper only frees rows.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import uuid
 import weakref
 from collections.abc import Awaitable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from langgraph.store.base import (
@@ -53,6 +60,7 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
 )
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
@@ -61,6 +69,8 @@ from memexdb_client.errors import InvalidArgument
 from memexdb_client.types import Memory
 
 __all__ = ["MemexStore"]
+
+log = logging.getLogger("memexdb_client.langgraph_store")
 
 _ID_NAMESPACE = uuid.UUID("6f1d8a52-4c1e-4b8e-9a0c-6c616e676772")
 _FIELD = "langgraph"
@@ -94,7 +104,7 @@ class MemexStore(BaseStore):
     call and its puts and deletes as one `put_memories` upsert per 1000 items, its
     searches and listings at most `concurrency` at a time."""
 
-    supports_ttl = False
+    supports_ttl = True
 
     def __init__(
         self,
@@ -107,6 +117,7 @@ class MemexStore(BaseStore):
         loop: asyncio.AbstractEventLoop | None = None,
         dims: int = _DIMS,
         concurrency: int = _CONCURRENCY,
+        ttl: TTLConfig | None = None,
     ) -> None:
         self.client = client
         self.agent_id = agent_id
@@ -122,6 +133,11 @@ class MemexStore(BaseStore):
             except RuntimeError:
                 loop = None
         self.loop = loop
+        # LangGraph's TTL settings: default_ttl (minutes) for puts that give none,
+        # refresh_on_read (default True) for gets and searches, sweep_interval_minutes
+        self.ttl_config: TTLConfig | None = ttl
+        self._sweeper: asyncio.Task[None] | None = None
+        self._sweeper_stop: asyncio.Event | None = None
         self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Queue] = (
             weakref.WeakKeyDictionary()
         )
@@ -220,10 +236,11 @@ class MemexStore(BaseStore):
             for memory in page:
                 gets[memory.id] = memory
 
+        refresh: dict[uuid.UUID, datetime] = {}  # the expiry of items read with refresh_ttl
         reads: list[tuple[list[Result], int, Awaitable[Any]]] = []
         for b in batches:
             for i, op in b.searches.items():
-                reads.append((b.results, i, bounded(self._search(op))))
+                reads.append((b.results, i, bounded(self._search(op, refresh))))
             for i, listing in b.listings.items():
                 reads.append((b.results, i, bounded(self._list_namespaces(listing))))
         if reads:
@@ -233,7 +250,24 @@ class MemexStore(BaseStore):
         for b in batches:
             for i, wanted in b.gets.items():
                 found = gets.get(wanted.id)
-                b.results[i] = None if found is None else _item(found, wanted.op)
+                item = None if found is None else _item(found, wanted.op)
+                b.results[i] = item
+                if item is not None and found is not None and wanted.op.refresh_ttl:
+                    _refresh(refresh, found.id, found.metadata.get(_FIELD))
+        # the TTL of the items read starts again (one call per 1000), before the batch's
+        # writes, so a put of the same key in the batch sets the expiry it says
+        await asyncio.gather(
+            *(
+                bounded(
+                    self.client.refresh_memories(
+                        self.agent_id,
+                        self.user_id,
+                        [{"id": i, "expires_at": at} for i, at in part],
+                    )
+                )
+                for part in _chunks(list(refresh.items()), _PAGE)
+            )
+        )
         writes: dict[uuid.UUID, dict[str, Any]] = {}
         for b in batches:
             for write in b.writes:
@@ -277,6 +311,10 @@ class MemexStore(BaseStore):
         }
         if op.index is False:
             entry["index"] = False  # stored, got and listed; a query leaves it out
+        expires_at = None
+        if op.ttl is not None:
+            entry["ttl"] = op.ttl  # minutes, for a refresh on read
+            expires_at = datetime.now(UTC) + timedelta(minutes=op.ttl)
         metadata = {_FIELD: entry}
         size = len(json.dumps(metadata, ensure_ascii=False, default=str).encode())
         if size > _METADATA_MAX_BYTES:
@@ -289,6 +327,7 @@ class MemexStore(BaseStore):
             "id": memory_id,
             "content": self._content(value, op.index),
             "metadata": metadata,
+            "expires_at": expires_at,
         }
 
     def _content(self, value: dict[str, Any], index: Any) -> str:
@@ -305,13 +344,14 @@ class MemexStore(BaseStore):
         # embedding model reads far less); the whole value is in the metadata
         return content[:_CONTENT_MAX_CHARS]
 
-    async def _search(self, op: SearchOp) -> list[SearchItem]:
+    async def _search(self, op: SearchOp, refresh: dict[uuid.UUID, datetime]) -> list[SearchItem]:
         _check_labels(op.namespace_prefix)
         if _holds_nul(op.filter):
             return []  # no stored value holds a NUL (JSON in Postgres cannot): no match
         containment, exact = _containment(op.namespace_prefix, op.filter)
         wanted = op.offset + op.limit
         found: list[SearchItem] = []
+        ids: list[tuple[uuid.UUID, Any]] = []  # of the items found, for a refresh
         if op.query:
             # a few more than wanted: items put with index=False are left out here
             top_k = _TOP_K_MAX if not exact else min(max(wanted, 1) + _SLACK, _TOP_K_MAX)
@@ -319,7 +359,7 @@ class MemexStore(BaseStore):
                 hits = await self.client.search(
                     self.agent_id, self.user_id, op.query, top_k=top_k, metadata=containment
                 )
-                found = []
+                found, ids = [], []
                 for hit in hits:
                     entry = hit.metadata.get(_FIELD)
                     if (
@@ -327,9 +367,13 @@ class MemexStore(BaseStore):
                         and entry.get("index") is not False
                         and _matches(entry.get("value"), op.filter)
                     ):
-                        found.append(_search_item(entry, hit.created_at, hit.updated_at, hit.score))
+                        # score: the similarity of the query and the item, as
+                        # LangGraph's stores score; the order: memexdb's ranking
+                        score = hit.similarity if hit.similarity is not None else hit.score
+                        found.append(_search_item(entry, hit.created_at, hit.updated_at, score))
+                        ids.append((hit.id, entry))
                 if len(found) >= wanted or len(hits) < top_k or top_k >= _TOP_K_MAX:
-                    return found[op.offset : wanted]
+                    return self._refreshed(op, found, ids, refresh)
                 top_k = _TOP_K_MAX
         cursor: str | None = None
         page_size = min(max(wanted, 1), _PAGE) if exact else _PAGE
@@ -341,10 +385,86 @@ class MemexStore(BaseStore):
                 entry = memory.metadata.get(_FIELD)
                 if isinstance(entry, dict) and _matches(entry.get("value"), op.filter):
                     found.append(_search_item(entry, memory.created_at, memory.updated_at, None))
+                    ids.append((memory.id, entry))
             cursor = page.next_cursor
             if cursor is None:
                 break
-        return found[op.offset : wanted]
+        return self._refreshed(op, found, ids, refresh)
+
+    @staticmethod
+    def _refreshed(
+        op: SearchOp,
+        found: list[SearchItem],
+        ids: list[tuple[uuid.UUID, Any]],
+        refresh: dict[uuid.UUID, datetime],
+    ) -> list[SearchItem]:
+        """The page of the items found that the search returns; with refresh_ttl, their
+        TTLs start again (the items returned only, as LangGraph's stores refresh)."""
+        end = op.offset + op.limit
+        if op.refresh_ttl:
+            for memory_id, entry in ids[op.offset : end]:
+                _refresh(refresh, memory_id, entry)
+        return found[op.offset : end]
+
+    # --- TTL sweeper (LangGraph's AsyncPostgresStore API) ---
+
+    async def sweep_ttl(self) -> int:
+        """Delete expired memories now; how many. Expired items are never read (memexdb
+        leaves a memory past its `expires_at` out of every get, search and listing), so
+        this only frees their rows: with the in-process client it runs memexdb's
+        maintenance (`AsyncMemex.maintenance`, all tenants; needs the operator role);
+        over HTTP there is no such call and it returns 0 (the service's own maintenance
+        schedule deletes them)."""
+        maintenance = getattr(self.client, "maintenance", None)
+        if maintenance is None:
+            return 0
+        result = await maintenance()
+        return int(result.expired_memories_deleted)
+
+    async def start_ttl_sweeper(
+        self, sweep_interval_minutes: int | None = None
+    ) -> asyncio.Task[None]:
+        """Call `sweep_ttl` every `sweep_interval_minutes` (or the TTL config's, else 5)
+        until `stop_ttl_sweeper`; without a TTL config, a task that does nothing (as
+        LangGraph's stores answer). Its failures are logged, never raised."""
+        if not self.ttl_config:
+            return asyncio.create_task(asyncio.sleep(0))
+        if self._sweeper is not None and not self._sweeper.done():
+            return self._sweeper
+        interval = float(
+            sweep_interval_minutes or self.ttl_config.get("sweep_interval_minutes") or 5
+        )
+        stop = self._sweeper_stop = asyncio.Event()
+
+        async def sweep() -> None:
+            while not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=interval * 60)
+                    return
+                try:
+                    deleted = await self.sweep_ttl()
+                    if deleted:
+                        log.info("TTL sweep deleted %d expired memories", deleted)
+                except Exception:
+                    log.exception("TTL sweep failed")
+
+        self._sweeper = asyncio.create_task(sweep())
+        return self._sweeper
+
+    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109 (LangGraph's API)
+        """Stop the sweeper; True once it stopped (or was not running), False if it did
+        not within `timeout` seconds."""
+        task = self._sweeper
+        if task is None or task.done():
+            return True
+        assert self._sweeper_stop is not None
+        self._sweeper_stop.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout=timeout)
+        except TimeoutError:
+            return False
+        self._sweeper = None
+        return True
 
     async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         path: dict[str, str] = {}
@@ -411,6 +531,14 @@ def _item(memory: Memory, op: GetOp) -> Item | None:
         created_at=memory.created_at,
         updated_at=memory.updated_at,
     )
+
+
+def _refresh(refresh: dict[uuid.UUID, datetime], memory_id: uuid.UUID, entry: Any) -> None:
+    """Note the new expiry of an item read, if it was put with a TTL."""
+    if isinstance(entry, dict):
+        ttl = entry.get("ttl")
+        if isinstance(ttl, int | float) and not isinstance(ttl, bool) and ttl > 0:
+            refresh[memory_id] = datetime.now(UTC) + timedelta(minutes=ttl)
 
 
 def _labels_ok(namespace: tuple[str, ...]) -> bool:

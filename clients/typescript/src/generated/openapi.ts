@@ -470,6 +470,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/memories/expiry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Set the expiry of up to 1000 memories of a tenant by id, in one statement */
+        post: operations["refresh_memories"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/memories/lookup": {
         parameters: {
             query?: never;
@@ -1737,9 +1754,34 @@ export interface components {
             to_revision: number;
         };
         /**
+         * MemoryExpiry
+         * @description The new expiry of one memory of a refresh batch.
+         */
+        MemoryExpiry: {
+            /**
+             * Expires At
+             * @description The memory disappears after this (UTC if naive); null: never.
+             * @default null
+             */
+            expires_at?: string | null;
+            /**
+             * Id
+             * Format: uuid
+             * @description The memory's id.
+             */
+            id: string;
+        };
+        /**
          * MemoryLookup
          * @description Many memories of one tenant by id in one request (ids it does not have are left
          *     out of the answer).
+         * @example {
+         *       "agent_id": "demo-agent",
+         *       "memory_ids": [
+         *         "0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47"
+         *       ],
+         *       "user_id": "alice"
+         *     }
          */
         MemoryLookup: {
             /**
@@ -1999,6 +2041,38 @@ export interface components {
              * @enum {string}
              */
             memory_type?: "episodic" | "semantic" | "procedural";
+            /**
+             * User Id
+             * @description The user the memories are about or belong to.
+             * @example alice
+             */
+            user_id: string;
+        };
+        /**
+         * MemoryRefreshBatch
+         * @description New expiries of one tenant's memories by id, in one statement (what the LangGraph
+         *     store sends to refresh the TTL of the items it read): content, metadata and
+         *     updated_at stay; ids the tenant has not (or no longer) are skipped.
+         * @example {
+         *       "agent_id": "demo-agent",
+         *       "memories": [
+         *         {
+         *           "expires_at": null,
+         *           "id": "0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47"
+         *         }
+         *       ],
+         *       "user_id": "alice"
+         *     }
+         */
+        MemoryRefreshBatch: {
+            /**
+             * Agent Id
+             * @description Your agent's id; memories are private to (agent_id, user_id).
+             * @example demo-agent
+             */
+            agent_id: string;
+            /** Memories */
+            memories: components["schemas"]["MemoryExpiry"][];
             /**
              * User Id
              * @description The user the memories are about or belong to.
@@ -2489,6 +2563,14 @@ export interface components {
             status: "ok" | "unavailable";
             /** Version */
             version: string;
+        };
+        /**
+         * RefreshedResponse
+         * @description How many memories of the batch had their expiry set (live ones of the tenant).
+         */
+        RefreshedResponse: {
+            /** Refreshed */
+            refreshed: number;
         };
         /**
          * RestoreRequest
@@ -5827,6 +5909,105 @@ export interface operations {
             };
         };
     };
+    refresh_memories: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "agent_id": "demo-agent",
+                 *       "memories": [
+                 *         {
+                 *           "expires_at": null,
+                 *           "id": "0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47"
+                 *         }
+                 *       ],
+                 *       "user_id": "alice"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MemoryRefreshBatch"];
+            };
+        };
+        responses: {
+            /** @description How many memories had their expiry set (ids the tenant has not are skipped) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefreshedResponse"];
+                };
+            };
+            /** @description No API key where one is required, or not a valid one (checked before the input: a 422 goes only to a caller with valid credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The key may not do this (another agent or user, too little access), or a browser Origin not allowed (MEMEX_ALLOWED_ORIGINS) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request body larger than 16 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Host not allowed (MEMEX_ALLOWED_HOSTS) */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Invalid input; `error.fields` names each bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; see the Retry-After header */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     get_memories: {
         parameters: {
             query?: never;
@@ -5836,6 +6017,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "agent_id": "demo-agent",
+                 *       "memory_ids": [
+                 *         "0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47"
+                 *       ],
+                 *       "user_id": "alice"
+                 *     }
+                 */
                 "application/json": components["schemas"]["MemoryLookup"];
             };
         };

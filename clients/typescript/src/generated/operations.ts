@@ -56,6 +56,18 @@ export const OPERATIONS = {
     "retrySafe": true,
     "paging": null
   },
+  refreshMemories: {
+    "operation": "refresh_memories",
+    "method": "POST",
+    "path": "/v1/memories/expiry",
+    "source": "body",
+    "pathParams": [],
+    "status": 200,
+    "noBody": false,
+    "access": "write",
+    "retrySafe": false,
+    "paging": null
+  },
   search: {
     "operation": "search",
     "method": "POST",
@@ -536,6 +548,7 @@ export interface OperationEntries {
   storeMany: paths["/v1/memories/batch"]["post"];
   putMemories: paths["/v1/memories/batch"]["put"];
   getMemories: paths["/v1/memories/lookup"]["post"];
+  refreshMemories: paths["/v1/memories/expiry"]["post"];
   search: paths["/v1/memories/search"]["post"];
   forget: paths["/v1/memories/{memory_id}"]["delete"];
   count: paths["/v1/memories/count"]["get"];
@@ -585,6 +598,7 @@ export interface Results {
   storeMany: ResultOf<OperationEntries["storeMany"], 201>;
   putMemories: ResultOf<OperationEntries["putMemories"], 200>;
   getMemories: ResultOf<OperationEntries["getMemories"], 200>;
+  refreshMemories: ResultOf<OperationEntries["refreshMemories"], 200>;
   search: ResultOf<OperationEntries["search"], 200>;
   forget: void;
   count: ResultOf<OperationEntries["count"], 200>;
@@ -655,6 +669,8 @@ export interface OperationMethods {
   putMemories(request: Requests["putMemories"], options?: CallOptions): Promise<Results["putMemories"]>;
   /** Read up to 1000 memories of a tenant by id in one request (POST /v1/memories/lookup) */
   getMemories(request: Requests["getMemories"], options?: CallOptions): Promise<Results["getMemories"]>;
+  /** Set the expiry of up to 1000 memories of a tenant by id, in one statement (POST /v1/memories/expiry) */
+  refreshMemories(request: Requests["refreshMemories"], options?: CallOptions): Promise<Results["refreshMemories"]>;
   /** Search a tenant's memories (relevance + recency + importance) (POST /v1/memories/search) */
   search(request: Requests["search"], options?: CallOptions): Promise<Results["search"]>;
   /** Delete one memory of the tenant (or, without user_id, of the agent) (DELETE /v1/memories/{memory_id}) */

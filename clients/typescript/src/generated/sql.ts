@@ -202,6 +202,11 @@ export function readFile(args: { agent_id: unknown; user_id: unknown; path: unkn
   return call("read_file", [["agent_id", "", false], ["user_id", "", false], ["path", "", false], ["from_line", "::integer", true], ["to_line", "::integer", true], ["as_of", "::timestamptz", true]], args, first);
 }
 
+/** memex.refresh_memories (sql/memories/061_refresh_memories.sql) */
+export function refreshMemories(args: { agent_id: unknown; user_id: unknown; ids: unknown; expires_at: unknown }, first = 1): SqlCall {
+  return call("refresh_memories", [["agent_id", "", false], ["user_id", "", false], ["ids", "::uuid[]", false], ["expires_at", "::timestamptz[]", false]], args, first);
+}
+
 /** memex.reserve_rate_limit (sql/core/011_reserve_rate_limit.sql) */
 export function reserveRateLimit(args: { operation: unknown; agent_ids: unknown; user_ids: unknown }, first = 1): SqlCall {
   return call("reserve_rate_limit", [["operation", "", false], ["agent_ids", "::text[]", false], ["user_ids", "::text[]", false]], args, first);
