@@ -969,12 +969,21 @@ def test_export_streams_json_lines(live: Live) -> None:
     r = live.http.get("/v1/export", params=who)
     assert r.status_code == 200, r.text
     assert r.headers["content-type"].startswith("application/x-ndjson")
-    header, *lines = [json.loads(line) for line in r.text.splitlines()]
-    assert header["format"] == "memexdb-export" and header["version"] == 2, header
+    header, *records = [json.loads(line) for line in r.text.splitlines()]
+    assert header["format"] == "memexdb-export" and header["version"] == 3, header
+    # each memory, then its history (one `store` revision each)
+    lines = [line for line in records if line["record"] == "memory"]
+    assert sorted(x["memory_id"] for x in records if x["record"] == "memory_revision") == sorted(
+        m["id"] for m in stored
+    )
     assert sorted(line["id"] for line in lines) == sorted(m["id"] for m in stored)
     assert all(line["metadata"] == {"k": [1, "ü"]} and "embedding" not in line for line in lines)
     with_vectors = live.http.get("/v1/export", params={**who, "embeddings": "true"})
-    vectors = [json.loads(x).get("embedding") for x in with_vectors.text.splitlines()[1:]]
+    vectors = [
+        json.loads(x).get("embedding")
+        for x in with_vectors.text.splitlines()[1:]
+        if json.loads(x)["record"] == "memory"
+    ]
     assert [len(v) for v in vectors] == [384] * 2
     everyone = live.http.get("/v1/export", params={"agent_id": who["agent_id"]}).text
     assert len(everyone.splitlines()) >= 3

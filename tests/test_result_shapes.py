@@ -33,12 +33,12 @@ from tests.slices import MODELS, STATEMENT_REFERENCE, STATEMENTS
 SOURCES = (client, moving, memories, files, keys, consolidation, embeddings, health)
 
 # fetch(RowType, <domain>_sql.NAME, ...) as written in the client and the operations,
-# over one or several lines
+# over one or several lines, and the one-statement runs fetch_rows / fetch_first(RowType, ...)
 FETCHES = sorted(
     {
         (row_type, query)
         for row_type, query in re.findall(
-            r"fetch\(\s*([A-Z][A-Za-z]+),\s*" + STATEMENT_REFERENCE,
+            r"fetch(?:_rows|_first)?\(\s*([A-Z][A-Za-z]+),\s*" + STATEMENT_REFERENCE,
             "".join(inspect.getsource(module) for module in SOURCES),
         )
         # scalar rows, and rows read straight into an answer model
