@@ -473,6 +473,7 @@ async def test_a_put_racing_a_delete_of_the_same_key_never_fails(store: MemexSto
     await asyncio.wait_for(rounds(), timeout=120)
 
 
+@pytest.mark.e2e  # a load test: 12,000 ops (seconds even in process)
 async def test_six_thousand_ops_go_out_in_bulk_and_finish(store: MemexStore) -> None:
     """6,000 puts in one abatch, 6,000 concurrent aputs (gather), then 6,000 gets each
     way: no pool timeout, no op lost, in seconds. The values share a few texts, so that
