@@ -172,3 +172,15 @@ def test_sync_client_has_every_method_of_the_async_one() -> None:
     lifecycle = {"connect", "aclose"}  # Memex: connect (sync) and close
     assert public(AsyncMemex) - lifecycle <= public(Memex)
     assert Memex.search.__doc__ == AsyncMemex.search.__doc__
+
+
+async def test_a_tuple_is_as_good_as_a_list(amemex: AsyncMemex) -> None:
+    """Sequence arguments (supersedes, memory_types) reach the request as the lists its
+    fields take, whatever sequence the caller passes."""
+    old = await amemex.store("agent", "tuples", "The user drives a Kia Niro")
+    new = await amemex.store("agent", "tuples", "The user drives a Skoda", supersedes=(old.id,))
+    assert new.supersedes == [old.id]
+    hits = await amemex.search(
+        "agent", "tuples", "which car?", memory_types=(MemoryType.EPISODIC,), top_k=5
+    )
+    assert [h.id for h in hits] == [new.id]
