@@ -141,3 +141,29 @@ def test_the_exact_and_ann_paths_agree_on_superseded_versions(conn: psycopg.Conn
     exact = search(conn, "both")
     assert index_tenant(conn, "both") > 0
     assert search(conn, "both") == exact
+
+
+def heads_calls(conn: psycopg.Connection, agent: str) -> int:
+    """How many times the default request on `agent` calls memex._supersession_heads (the
+    link walk), counted in a transaction of its own (track_functions 'pl')."""
+    with conn.transaction():
+        conn.execute("set local track_functions = 'pl'")
+        search(conn, agent)
+        row = conn.execute(
+            "select coalesce(pg_stat_get_xact_function_calls(p.oid), 0) from pg_proc p"
+            " where p.oid = 'memex._supersession_heads'::regproc"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_an_ann_tenant_without_links_does_not_walk_them(conn: psycopg.Connection) -> None:
+    # one probe of the superseded memories' index decides: without a link the walk (and
+    # the steps feeding it) are skipped; with one it runs, and the results do not change
+    load(conn, "linked", [OLD, NEW])
+    load(conn, "plain", [OLD, NEW], linked=False)
+    to_ann(conn, "linked")
+    assert index_tenant(conn, "plain") > 0
+    assert heads_calls(conn, "plain") == 0
+    assert heads_calls(conn, "linked") == 1
+    assert search(conn, "linked")[0] == NEW and search(conn, "plain")[0] == OLD

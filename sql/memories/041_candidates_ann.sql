@@ -35,8 +35,10 @@
 -- successors the search sees (live, of the filters, recorded by p_as_of), which becomes a
 -- candidate (with its neighbours in time) and inherits its match. The pruning bound
 -- (least similarity among all the nearest) still holds: inheriting only raises the heads,
--- which are candidates anyway. Without supersession links nothing changes but the
--- plan's few empty steps.
+-- which are candidates anyway. A tenant without supersession links (links: one probe of
+-- memories_superseded_idx, revision 0032, which holds the superseded memories only) skips
+-- the contributor and head steps at run time (their One-Time Filter), so it pays the probe
+-- and the plan's empty steps, nothing per candidate.
 --
 -- Recency candidates that cannot reach the top k are skipped unread. When p_top_k is
 -- given (memex.search's vector-only ranking, where the score is memex._score(similarity,
@@ -109,6 +111,13 @@ as $$
         from memex._live_memories(p_agent_id, p_user_id, p_memory_types, p_embedding_model,
                                   p_now, p_metadata, p_include_archived, true, p_as_of,
                                   p_valid_at, p_created_after, p_created_before) m
+    ),
+    links as materialized (
+        -- whether the tenant has a supersession link at all (the superseded memories are
+        -- the whole partial index memories_superseded_idx: an empty probe without links)
+        select exists (select from memex.memories s
+                       where s.agent_id = p_agent_id and s.user_id = p_user_id
+                         and s.superseded_at is not null) as present
     ),
     any_term as (
         select memex._any_term_query(p_terms) as q where cardinality(p_terms) > 0
@@ -287,24 +296,31 @@ as $$
               union all
               select t.id, t.successor, t.similarity, t.text_rank
               from text_hits t where t.successor is not null) c
+        where (select k.present from links k)  -- a One-Time Filter: skipped without links
         group by c.id, c.successor
     ),
     heads as materialized (
         -- each contributor's head, the last of its chain (memex._supersession_heads, from
-        -- these ids: a cached plan, nothing run when there are none), when shown (live)
-        select h.id, h.head, l.importance, l.created_at, l.similarity, l.tsv, l.tsv_length
-        from memex._supersession_heads(p_agent_id, p_user_id, p_memory_types,
-                                       p_embedding_model, p_now, p_metadata,
-                                       p_include_archived, p_as_of, p_valid_at,
-                                       p_created_after, p_created_before,
-                                       (select coalesce(array_agg(c.id), '{}')
-                                        from contributors c)) h
-        cross join lateral (
-            select l.id, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at)
-                       as importance, l.created_at,
-                   1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
-            from live l where l.id = h.head
-        ) l
+        -- these ids: a cached plan), when shown (the walk keeps the heads live but for
+        -- their own supersession), once, with what it inherits from the memories it
+        -- superseded: their best similarity and BM25 score (the new version worded unlike
+        -- the question, the old one like it)
+        select h.head, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at)
+                   as importance, l.created_at,
+               1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length,
+               h.similarity as inherited_similarity, h.text_rank as inherited_text_rank
+        from (select h.head, max(c.similarity) as similarity, max(c.text_rank) as text_rank
+              from memex._supersession_heads(p_agent_id, p_user_id, p_memory_types,
+                                             p_embedding_model, p_now, p_metadata,
+                                             p_include_archived, p_as_of, p_valid_at,
+                                             p_created_after, p_created_before,
+                                             (select coalesce(array_agg(c.id), '{}')
+                                              from contributors c)) h
+              join contributors c on c.id = h.id
+              group by h.head) h
+        join memex.memories l on l.id = h.head
+        where (select k.present from links k)  -- not called without links
+          and (p_include_superseded or l.superseded_at is null or l.superseded_at > p_as_of)
     ),
     hits as materialized (
         -- the nearest and text-matching memories shown, and the heads of those superseded,
@@ -393,18 +409,11 @@ as $$
                         from heads h
               union all select * from neighbours) c
         order by c.created_at, c.id
-    ),
-    inherited as (
-        -- what each head takes from the memories it superseded: their best similarity and
-        -- BM25 score (the new version worded unlike the question, the old one like it)
-        select h.head as id, max(c.similarity) as similarity, max(c.text_rank) as text_rank
-        from heads h join contributors c on c.id = h.id
-        group by h.head
     )
     -- scored once each: BM25 for the memories holding a query term, as in text_read; the
     -- weights join keeps the candidates' order; a head takes the best of its own and its
     -- predecessors' similarity and BM25 score
-    select c.id, c.importance, c.created_at, greatest(c.similarity, i.similarity),
+    select c.id, c.importance, c.created_at, greatest(c.similarity, i.inherited_similarity),
            greatest(
            case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
                      and c.tsv @@ (select a.q from any_term a)
@@ -422,8 +431,8 @@ as $$
                                                       c.tsv_length, f.df, w.n, w.avgdl))
                                from unnest(ts_filter(setweight(c.tsv, 'A', p_terms), '{a}')) o
                                join frequencies f on f.lexeme = o.lexeme) end end,
-           i.text_rank)
-    from candidates c cross join weights w left join inherited i on i.id = c.id
+           i.inherited_text_rank)
+    from candidates c cross join weights w left join heads i on i.head = c.id
 $$;
 
 comment on function memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
