@@ -103,10 +103,10 @@ class _Store(MemexStore):
 
     MIGRATIONS: list = []
 
-    def __init__(self, *, index=None, ttl=None, conn_string=None, **_):
+    def __init__(self, *, index=None, ttl=None, conn_string=None, loop=_loop, **_):
         fields = (index or {}).get("fields")
         agent = f"lg-{uuid.uuid4().hex[:12]}"
-        super().__init__(_client, agent, index_fields=fields, ttl=ttl, loop=_loop)
+        super().__init__(_client, agent, index_fields=fields, ttl=ttl, loop=loop)
         self._conn_string = conn_string
 
     def setup(self):
@@ -120,6 +120,12 @@ class _Store(MemexStore):
 
 
 class _AsyncStore(_Store):
+    """Bound, as LangGraph's async stores are, to the loop it is made on (its sync
+    methods called on that loop raise InvalidStateError)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(loop=asyncio.get_running_loop(), **kwargs)
+
     async def setup(self):
         pass
 
@@ -164,7 +170,10 @@ from memex_lg_stores import AsyncPostgresStore, InMemoryStore, PostgresStore
 
 AsyncSqliteStore, SqliteStore = AsyncPostgresStore, PostgresStore
 
-from tests.embed_test_utils import CharacterEmbeddings
+try:
+    from tests.embed_test_utils import CharacterEmbeddings
+except ImportError:  # the sqlite suite defines its own in its test module
+    CharacterEmbeddings = None
 
 DEFAULT_URI = os.environ["MEMEX_LG_ADMIN_URI"]
 DEFAULT_POSTGRES_URI = DEFAULT_URI
@@ -187,7 +196,7 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture
-def fake_embeddings() -> CharacterEmbeddings:
+def fake_embeddings():
     return CharacterEmbeddings(dims=500)
 '''
 
