@@ -541,13 +541,6 @@ def _refresh(refresh: dict[uuid.UUID, datetime], memory_id: uuid.UUID, entry: An
             refresh[memory_id] = datetime.now(UTC) + timedelta(minutes=ttl)
 
 
-def _labels_ok(namespace: tuple[str, ...]) -> bool:
-    return bool(namespace) and all(
-        isinstance(label, str) and label and "." not in label and "\x00" not in label
-        for label in namespace
-    )
-
-
 def _holds_nul(value: Any) -> bool:
     if isinstance(value, str):
         return "\x00" in value
@@ -607,9 +600,11 @@ class _Prepared:
         self.writes: list[dict[str, Any]] = []
         for i, op in enumerate(ops):
             if isinstance(op, GetOp):
-                # a label with a dot (or none) names no item: ("foo.bar",) is not
-                # ("foo", "bar"), whose id it would share
-                if _labels_ok(op.namespace):
+                # refused, as LangGraph's Postgres and SQLite stores refuse it
+                # (validate_op_namespace): ("foo.bar",) would share the id of ("foo",
+                # "bar"); the empty namespace names no item
+                _check_labels(op.namespace)
+                if op.namespace:
                     self.gets[i] = _Get(op, store._id(op.namespace, op.key))
             elif isinstance(op, SearchOp):
                 _check_labels(op.namespace_prefix)
