@@ -22,7 +22,7 @@ import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg.rows import class_row, scalar_row
 from psycopg.types.json import Jsonb
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from memexdb import metrics
 from memexdb.core import sql as core_sql
@@ -30,7 +30,14 @@ from memexdb.core.sql_call import SqlCall
 from memexdb.db import async_pool
 from memexdb.embedding import BatchingEmbedder, Embedder, build_embedder
 from memexdb.embedding.none import NoEmbedder
-from memexdb.errors import LOST_CONFLICTS, RateLimited, SetupError, Unauthenticated, translate
+from memexdb.errors import (
+    LOST_CONFLICTS,
+    DatabaseUnavailable,
+    RateLimited,
+    SetupError,
+    Unauthenticated,
+    translate,
+)
 from memexdb.llm import ChatModel
 
 _OPEN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
@@ -232,7 +239,12 @@ class Session:
         )
         pool = async_pool(dsn, min_size=min_size, max_size=max_size)
         try:
-            await pool.open(wait=True, timeout=open_timeout)
+            try:
+                await pool.open(wait=True, timeout=open_timeout)
+            except PoolTimeout as exc:
+                # not one connection could be made: the database is down (and waited
+                # for at startup), not a busy pool (translate's reading of a PoolTimeout)
+                raise DatabaseUnavailable("database is unavailable") from exc
             async with pool.connection() as conn:
                 cur = conn.cursor(row_factory=scalar_row)
                 try:

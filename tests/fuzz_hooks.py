@@ -21,7 +21,11 @@ from typing import Any
 import schemathesis
 
 # the operations whose bodies hold memories' expires_at
-MEMORY_BODIES = frozenset({"/v1/memories", "/v1/memories/batch", "/v1/memories/{memory_id}"})
+MEMORY_BODIES = frozenset(
+    {"/v1/memories", "/v1/memories/batch", "/v1/memories/expiry", "/v1/memories/{memory_id}"}
+)
+# those of them whose body is a list of memories
+BATCH_BODIES = frozenset({"/v1/memories/batch", "/v1/memories/expiry"})
 MARGIN = timedelta(hours=1)
 
 
@@ -76,7 +80,7 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
         _metadata_without_nul(item)
     if case.operation.path not in MEMORY_BODIES or not isinstance(body, dict):
         return
-    batch = case.operation.path.endswith("/batch")
+    batch = case.operation.path in BATCH_BODIES
     items = body.get("memories") if batch else [body]
     for item in items if isinstance(items, list) else []:
         if isinstance(item, dict) and "expires_at" in item:
