@@ -30,6 +30,8 @@ from pytest_postgresql.janitor import DatabaseJanitor
 from memexdb import AsyncMemex, Memex, migrate
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import BatchingEmbedder, Embedder, build_embedder
+from memexdb.llm import ChatModel
+from tests.scripted_llm import ScriptedLLM, scripted_llm
 
 TEMPLATE = "memex_template"
 
@@ -328,3 +330,23 @@ async def amemex(dsn: str, batching_embedder: BatchingEmbedder) -> AsyncIterator
 def memex(dsn: str, embedder: Embedder) -> Iterator[Memex]:
     with Memex.connect(dsn, embedder=embedder) as client:
         yield client
+
+
+@pytest.fixture
+def llm() -> Iterator[ScriptedLLM]:
+    """An OpenAI-compatible chat endpoint on loopback answering from a script
+    (tests/scripted_llm.py)."""
+    with scripted_llm() as server:
+        yield server
+
+
+@pytest.fixture
+async def with_llm(
+    dsn: str, batching_embedder: BatchingEmbedder, llm: ScriptedLLM
+) -> AsyncIterator[AsyncMemex]:
+    """An AsyncMemex whose LLM is the scripted one."""
+    client = await AsyncMemex.connect(
+        dsn, embedder=batching_embedder, llm=ChatModel(llm.url, "scripted", timeout=10)
+    )
+    yield client
+    await client.aclose()

@@ -12,7 +12,6 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,30 +27,13 @@ from memexdb.errors import Forbidden, RateLimited
 from memexdb.llm import ChatModel
 from tests.conftest import drop_database, new_database
 from tests.live_service import free_port
-from tests.scripted_llm import ScriptedLLM, answer, scripted_llm, tool_calls
+from tests.scripted_llm import ScriptedLLM, answer, tool_calls
 from tests.test_mcp_support import call, call_error, connected, http_client_of, serve
 
 A, U = "agentic", "alice"
 LIMIT = "rate_limit_store_per_minute"
 NOW = datetime(2026, 12, 3, 14, 5, tzinfo=UTC)
 PROFILE = "# Alice\n\n## Preferences\n\n- dark mode\n\n## Work\n\n- writes Rust at Acme\n"
-
-
-@pytest.fixture
-def llm() -> Iterator[ScriptedLLM]:
-    with scripted_llm() as server:
-        yield server
-
-
-@pytest.fixture
-async def with_llm(
-    dsn: str, batching_embedder: BatchingEmbedder, llm: ScriptedLLM
-) -> AsyncIterator[AsyncMemex]:
-    client = await AsyncMemex.connect(
-        dsn, embedder=batching_embedder, llm=ChatModel(llm.url, "scripted", timeout=10)
-    )
-    yield client
-    await client.aclose()
 
 
 async def test_memorize_without_an_llm_keeps_the_text(amemex: AsyncMemex) -> None:

@@ -11,14 +11,13 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from memexdb import AsyncMemex, NewMemory
 from memexdb.errors import InvalidArgument, NotFound
 from tests.live_service import in_process_service
+from tests.sqlapi import bound_login_role
 
 A, U = "batcher", "alice"
 CAR_OLD = "Alice drives a Kia Niro."
@@ -175,17 +174,13 @@ def test_the_rest_batch_takes_supersedes(dsn: str) -> None:
 
 
 @pytest.fixture
-def alice(conn: psycopg.Connection, dsn: str) -> Iterator[psycopg.Connection]:
-    """A login role bound to tenant (batcher, alice) with write access, connected."""
-    role = f"memex_batch_{uuid.uuid4().hex[:8]}"
-    conn.execute(sql.SQL("create role {} login").format(sql.Identifier(role)))
-    conn.execute("select memex.bind_sql_role(%s, %s, array[%s], 'write')", (role, A, U))
-    try:
-        with psycopg.connect(make_conninfo(dsn, user=role), autocommit=True) as bound:
-            yield bound
-    finally:
-        conn.execute("select memex.unbind_sql_role(%s)", (role,))
-        conn.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))
+def alice(dsn: str) -> Iterator[psycopg.Connection]:
+    """A login role bound to tenant (A, U) with write access, connected."""
+    with (
+        bound_login_role(dsn, A, [U]) as role,
+        psycopg.connect(role, autocommit=True) as bound,
+    ):
+        yield bound
 
 
 QUEUED = (

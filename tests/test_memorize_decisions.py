@@ -12,19 +12,15 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
-import pytest
 
 from memexdb import AsyncMemex, agentic
 from memexdb.agentic.models import MEMORIZE_MAX_RETIRED
-from memexdb.embedding import BatchingEmbedder
-from memexdb.llm import ChatModel
 from memexdb.types import Memory
-from tests.scripted_llm import ScriptedLLM, scripted_llm, tool_calls
+from tests.scripted_llm import ScriptedLLM, tool_calls
 
 A, U = "decider", "alice"
 PARIS = "Alice lives in Paris, in a flat near the Canal Saint-Martin."
@@ -32,23 +28,6 @@ BERLIN = "Alice moved to Berlin and lives in Kreuzberg now."
 GYM = "Alice has a membership at the FitX gym on Main Street."
 PEANUTS = "Alice is allergic to peanuts."
 TEA = "Alice drinks green tea without sugar."
-
-
-@pytest.fixture
-def llm() -> Iterator[ScriptedLLM]:
-    with scripted_llm() as server:
-        yield server
-
-
-@pytest.fixture
-async def with_llm(
-    dsn: str, batching_embedder: BatchingEmbedder, llm: ScriptedLLM
-) -> AsyncIterator[AsyncMemex]:
-    client = await AsyncMemex.connect(
-        dsn, embedder=batching_embedder, llm=ChatModel(llm.url, "scripted", timeout=10)
-    )
-    yield client
-    await client.aclose()
 
 
 def fact(action: str, **fields: Any) -> tuple[str, dict[str, Any]]:

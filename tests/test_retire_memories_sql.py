@@ -11,9 +11,9 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
+
+from tests.sqlapi import bound_login_role
 
 A, U = "retirer", "alice"
 RETIRE = "select * from memex.retire_memories(%s, %s, %s::uuid[], p_reason => %s)"
@@ -21,16 +21,13 @@ VECTOR = "array_fill(0.05, array[384])::vector"
 
 
 @pytest.fixture
-def alice(conn: psycopg.Connection, dsn: str) -> Iterator[psycopg.Connection]:
-    role = f"memex_retire_{uuid.uuid4().hex[:8]}"
-    conn.execute(sql.SQL("create role {} login").format(sql.Identifier(role)))
-    conn.execute("select memex.bind_sql_role(%s, %s, array[%s], 'write')", (role, A, U))
-    try:
-        with psycopg.connect(make_conninfo(dsn, user=role), autocommit=True) as bound:
-            yield bound
-    finally:
-        conn.execute("select memex.unbind_sql_role(%s)", (role,))
-        conn.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))
+def alice(dsn: str) -> Iterator[psycopg.Connection]:
+    """A login role bound to tenant (A, U) with write access, connected."""
+    with (
+        bound_login_role(dsn, A, [U]) as role,
+        psycopg.connect(role, autocommit=True) as bound,
+    ):
+        yield bound
 
 
 def memory(conn: psycopg.Connection, content: str, user: str = U, **columns: Any) -> uuid.UUID:

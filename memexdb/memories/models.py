@@ -122,6 +122,11 @@ def _in_future(value: datetime | None) -> datetime | None:
 
 
 FutureTimestamp = Annotated[Timestamp, AfterValidator(_in_future)]
+# the expiry a put or a refresh sets (null: never)
+Expiry = Annotated[
+    FutureTimestamp,
+    Field(description="The memory disappears after this (UTC if naive); null: never."),
+]
 
 
 TopK = Annotated[
@@ -445,10 +450,7 @@ class MemoryPut(RequestModel):
         Field(description="The text embedded and searched; null deletes the memory."),
     ] = None
     metadata: Metadata = None
-    expires_at: Annotated[
-        FutureTimestamp,
-        Field(description="The memory disappears after this (UTC if naive); null: never."),
-    ] = None
+    expires_at: Expiry = None
 
 
 class MemoryPutBatch(TenantRequest):
@@ -481,10 +483,7 @@ class MemoryExpiry(RequestModel):
     """The new expiry of one memory of a refresh batch."""
 
     id: Annotated[UUID, Field(description="The memory's id.")]
-    expires_at: Annotated[
-        FutureTimestamp,
-        Field(description="The memory disappears after this (UTC if naive); null: never."),
-    ] = None
+    expires_at: Expiry = None
 
 
 class MemoryRefreshBatch(TenantRequest):
