@@ -14,10 +14,7 @@
 --   concurrency       most tenants one tick works on
 create or replace function memex.dream_config()
 returns jsonb
-language sql
-stable
-security definer
-set search_path = pg_catalog, pg_temp
+language sql stable security definer set search_path = pg_catalog, pg_temp
 as $$
     select '{"enabled": true, "interval_seconds": 300, "grace_minutes": 60,
              "threshold": 100, "batch_size": 50, "summary_chars": 4000,

@@ -5,10 +5,7 @@
 -- by its trigger). Returns the whole configuration.
 create or replace function memex.set_dream_config(p_changes jsonb)
 returns jsonb
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     -- key -> [min, max] (integers); enabled is a boolean

@@ -7,9 +7,7 @@
 -- both keep the later wording, the user's latest word.
 create or replace function memex._lexemes_alike(p_shared bigint, p_a integer, p_b integer)
 returns boolean
-language sql
-immutable
-set search_path = pg_catalog, pg_temp
+language sql immutable set search_path = pg_catalog, pg_temp
 as $$
     select p_a >= 2 and p_b >= 2 and p_shared >= 0.8 * (p_a + p_b - p_shared)
 $$;

@@ -18,9 +18,7 @@ create or replace function memex._extractive_summary(
     p_contents text[], p_times timestamptz[], p_max_chars integer
 )
 returns text
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_header text := format('Summary of %s memories, %s to %s:', cardinality(p_contents),

@@ -9,9 +9,7 @@ create or replace function memex._start_run(
     p_agent_id text, p_user_id text, p_kind text, p_started_at timestamptz
 )
 returns bigint
-language plpgsql
-volatile
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_id bigint;

@@ -43,10 +43,7 @@ create or replace function memex.consolidate_tenant(
     p_now timestamptz default null
 )
 returns memex.consolidation_runs
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 set lock_timeout = '200ms'  -- a job yields to writers (see above)
 as $$
 declare

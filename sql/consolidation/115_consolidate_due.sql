@@ -17,10 +17,7 @@ create or replace function memex.consolidate_due(
     p_now timestamptz default null
 )
 returns setof memex.consolidation_runs
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_config jsonb := memex.dream_config();

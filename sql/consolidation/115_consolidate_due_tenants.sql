@@ -5,9 +5,7 @@
 -- memex.consolidate_due_tick run them, as memex.dream_due runs memex._dream_due_tenants.
 create or replace function memex._consolidate_due_tenants(p_config jsonb)
 returns table (agent_id text, user_id text)
-language sql
-stable
-set search_path = pg_catalog, pg_temp
+language sql stable set search_path = pg_catalog, pg_temp
 as $$
     select t.agent_id, t.user_id from memex.tenants t
     where not t.dream_paused

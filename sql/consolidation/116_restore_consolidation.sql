@@ -16,10 +16,7 @@ create or replace function memex.restore_consolidation(
     p_run_id bigint, p_agent_id text default null
 )
 returns memex.consolidation_runs
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_run      memex.consolidation_runs;

@@ -6,9 +6,7 @@
 -- user/dream-log-<14 digits>.md). Writes to skipped files do not make a tenant due.
 create or replace function memex._dream_reads(p_path text)
 returns boolean
-language sql
-immutable
-set search_path = pg_catalog, pg_temp
+language sql immutable set search_path = pg_catalog, pg_temp
 as $$
     select p_path not in ('user/log.md', 'user/dream-log.md')
            and p_path !~* '(-log\.md|\.log)$'

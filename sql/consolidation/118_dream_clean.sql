@@ -27,9 +27,7 @@ create or replace function memex._dream_clean(
     out headings_merged integer,
     out removed text[]
 )
-language plpgsql
-immutable
-set search_path = pg_catalog, pg_temp
+language plpgsql immutable set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_lines   text[] := string_to_array(p_content, E'\n');

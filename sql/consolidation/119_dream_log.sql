@@ -17,9 +17,7 @@ create or replace function memex._dream_log(
     p_details jsonb default '{}'
 )
 returns memex.file_record
-language plpgsql
-volatile
-set search_path = pg_catalog, public, pg_temp
+language plpgsql volatile set search_path = pg_catalog, public, pg_temp
 as $$
 declare
     v_path     constant text := 'user/dream-log.md';

@@ -48,10 +48,7 @@ create or replace function memex.dream_tenant(
     p_edits jsonb default null
 )
 returns memex.consolidation_runs
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_now       timestamptz := coalesce(p_now, now());

@@ -20,10 +20,7 @@ create or replace function memex.dream_due(
     p_edits jsonb default null
 )
 returns setof memex.consolidation_runs
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 set lock_timeout = '200ms'  -- a job yields to writers (see above)
 as $$
 declare

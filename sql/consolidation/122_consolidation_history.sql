@@ -14,9 +14,7 @@ create or replace function memex.consolidation_history(
     p_before bigint default null
 )
 returns setof memex.consolidation_runs
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._check_page_limit(p_limit);

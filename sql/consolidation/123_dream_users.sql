@@ -25,9 +25,7 @@ returns table (
     runs_failed     bigint,
     runs_restored   bigint
 )
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._check_page_limit(p_limit);

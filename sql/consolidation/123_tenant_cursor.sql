@@ -6,11 +6,7 @@
 -- privileges: tenant
 create or replace function memex.tenant_cursor(p_agent_id text, p_user_id text)
 returns text
-language sql
-immutable
-strict
-parallel safe
-set search_path = pg_catalog, pg_temp
+language sql immutable strict parallel safe set search_path = pg_catalog, pg_temp
 as $$
     select encode(convert_to(p_agent_id, 'UTF8'), 'hex') || '.'
            || encode(convert_to(p_user_id, 'UTF8'), 'hex')

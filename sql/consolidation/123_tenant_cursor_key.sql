@@ -6,10 +6,7 @@
 -- privileges: tenant
 create or replace function memex.tenant_cursor_key(p_cursor text)
 returns table (agent_id text, user_id text)
-language plpgsql
-immutable
-parallel safe
-set search_path = pg_catalog, pg_temp
+language plpgsql immutable parallel safe set search_path = pg_catalog, pg_temp
 as $$
 begin
     if p_cursor is null then

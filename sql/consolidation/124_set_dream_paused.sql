@@ -6,10 +6,7 @@ create or replace function memex.set_dream_paused(
     p_agent_id text, p_user_id text, p_paused boolean
 )
 returns boolean
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);

@@ -22,9 +22,7 @@ returns table (
     revision integer,
     operation text
 )
-language sql
-stable
-set search_path = pg_catalog, public, pg_temp
+language sql stable set search_path = pg_catalog, public, pg_temp
 as $$
     select m.id, m.path, m.content, m.embedding, m.embedding_model,
            coalesce(r.revision, 0), r.operation

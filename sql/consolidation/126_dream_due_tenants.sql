@@ -6,9 +6,7 @@
 -- concurrency of them. memex.dream_due runs them; memex.dream_plan shows their files.
 create or replace function memex._dream_due_tenants(p_now timestamptz, p_config jsonb)
 returns table (agent_id text, user_id text)
-language sql
-stable
-set search_path = pg_catalog, public, pg_temp
+language sql stable set search_path = pg_catalog, public, pg_temp
 as $$
     select t.agent_id, t.user_id from memex.tenants t
     where not t.dream_paused

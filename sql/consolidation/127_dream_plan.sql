@@ -17,10 +17,7 @@ create or replace function memex.dream_plan(
     p_force boolean default false
 )
 returns table (agent_id text, user_id text, files jsonb)
-language plpgsql
-stable
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql stable security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_config jsonb := memex.dream_config();

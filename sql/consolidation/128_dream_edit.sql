@@ -19,9 +19,7 @@ create or replace function memex._dream_edit(
     out resolved jsonb,
     out refused jsonb
 )
-language plpgsql
-immutable
-set search_path = pg_catalog, pg_temp
+language plpgsql immutable set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_edit  jsonb;

@@ -4,9 +4,7 @@
 -- functions rely on; the rest of an edit is checked where it is applied).
 create or replace function memex._check_dream_edits(p_edits jsonb)
 returns void
-language plpgsql
-immutable
-set search_path = pg_catalog, pg_temp
+language plpgsql immutable set search_path = pg_catalog, pg_temp
 as $$
 begin
     if p_edits is null then

@@ -11,9 +11,7 @@ create or replace function memex._record_failed_run(
     p_error text
 )
 returns memex.consolidation_runs
-language sql
-volatile
-set search_path = pg_catalog, public, pg_temp
+language sql volatile set search_path = pg_catalog, public, pg_temp
 as $$
     insert into memex.consolidation_runs
         (agent_id, user_id, kind, status, actor, finished_at, error)

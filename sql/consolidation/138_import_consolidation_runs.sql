@@ -12,10 +12,7 @@
 -- row-level security still applies), as the consolidation functions are.
 create or replace function memex.import_consolidation_runs(p_records jsonb)
 returns integer
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_count integer;

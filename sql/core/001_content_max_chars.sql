@@ -4,10 +4,7 @@
 -- tests/test_params.py checks the two agree at the bound.
 create or replace function memex._content_max_chars()
 returns integer
-language sql
-immutable
-parallel safe
-set search_path = pg_catalog, pg_temp
+language sql immutable parallel safe set search_path = pg_catalog, pg_temp
 as $$ select 32768 $$;
 
 comment on function memex._content_max_chars() is

@@ -7,9 +7,7 @@
 -- (security definers, or the service's) execute it.
 create or replace function memex._check_page_limit(p_limit integer)
 returns void
-language plpgsql
-immutable
-set search_path = pg_catalog, pg_temp
+language plpgsql immutable set search_path = pg_catalog, pg_temp
 as $$
 begin
     if p_limit is null or p_limit not between 1 and 1000 then

@@ -3,9 +3,7 @@
 -- Clients map MX422 to HTTP 422 / an MCP tool error, reading the field from COLUMN.
 create or replace function memex._invalid(p_field text, p_message text)
 returns void
-language plpgsql
-volatile
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile set search_path = pg_catalog, pg_temp
 as $$
 begin
     raise exception '%: %', p_field, p_message

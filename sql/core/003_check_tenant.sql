@@ -2,9 +2,7 @@
 -- memex._check_tenant: validate the tenant key (agent_id, user_id) every public function takes.
 create or replace function memex._check_tenant(p_agent_id text, p_user_id text)
 returns void
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 begin
     if p_agent_id is null or length(p_agent_id) not between 1 and 128 then

@@ -11,9 +11,7 @@
 -- No SET search_path here on purpose: the planner must inline it to match the index.
 create or replace function memex._tenant_key(p_agent_id text, p_user_id text)
 returns bigint
-language sql
-immutable
-parallel safe
+language sql immutable parallel safe
 as $$
     select pg_catalog.hashtextextended(
         pg_catalog.length(p_agent_id)::text operator(pg_catalog.||) ':'

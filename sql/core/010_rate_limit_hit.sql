@@ -21,9 +21,7 @@ create or replace function memex.rate_limit_hit(
     p_hits integer default 1
 )
 returns memex.rate_limit_result
-language plpgsql
-volatile
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_now    timestamptz := coalesce(p_now, clock_timestamp());

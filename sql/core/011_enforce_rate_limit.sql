@@ -27,10 +27,7 @@ create or replace function memex._enforce_rate_limit(
     p_reserve uuid default null
 )
 returns void
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_limit    jsonb := memex._setting('rate_limit_' || p_operation || '_per_minute');

@@ -17,10 +17,7 @@ create or replace function memex.reserve_rate_limit(
     p_user_ids text[]
 )
 returns uuid
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_id    uuid := gen_random_uuid();

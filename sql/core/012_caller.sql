@@ -14,9 +14,7 @@
 -- service without a caller must see nothing there either.
 create or replace function memex._caller()
 returns jsonb
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_entered text := current_setting('memex.caller', true);

@@ -3,9 +3,7 @@
 -- scalar subquery: once per statement.
 create or replace function memex._caller_agent()
 returns text
-language sql
-stable
-set search_path = pg_catalog, pg_temp
+language sql stable set search_path = pg_catalog, pg_temp
 as $$ select memex._caller() ->> 'agent' $$;
 
 comment on function memex._caller_agent() is

@@ -3,9 +3,7 @@
 -- Called by the policies in a scalar subquery: once per statement.
 create or replace function memex._caller_users()
 returns text[]
-language sql
-stable
-set search_path = pg_catalog, pg_temp
+language sql stable set search_path = pg_catalog, pg_temp
 as $$
     select array(select jsonb_array_elements_text(c -> 'users'))
     from memex._caller() c

@@ -3,9 +3,7 @@
 -- subquery: once per statement.
 create or replace function memex._caller_writes()
 returns boolean
-language sql
-stable
-set search_path = pg_catalog, pg_temp
+language sql stable set search_path = pg_catalog, pg_temp
 as $$ select coalesce(memex._caller() ->> 'access' in ('write', 'admin'), false) $$;
 
 comment on function memex._caller_writes() is

@@ -6,9 +6,7 @@
 -- A null agent/user means "any tenant" (operator calls): only callers of every tenant pass.
 create or replace function memex._authorize(p_agent_id text, p_user_id text, p_need text)
 returns jsonb
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_caller jsonb := memex._caller();

@@ -6,9 +6,7 @@
 -- the error. The one check of the memex.import_* functions for history.
 create or replace function memex._authorize_history(p_records jsonb, p_what text)
 returns void
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_agent text;

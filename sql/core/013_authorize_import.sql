@@ -8,9 +8,7 @@
 -- actors of only the records not there yet, after their own deduplication.)
 create or replace function memex._authorize_import(p_records jsonb, p_what text)
 returns void
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._authorize_history(p_records, p_what);

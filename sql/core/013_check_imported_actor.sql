@@ -9,9 +9,7 @@ create or replace function memex._check_imported_actor(
     p_agent_id text, p_actor text, p_field text
 )
 returns void
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_key_agent text;

@@ -12,9 +12,7 @@
 -- narrows the budget. Returns nothing.
 create or replace function memex._batch_budget(p_items integer)
 returns void
-language plpgsql
-volatile
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_items     bigint := greatest(coalesce(p_items, 1), 1);

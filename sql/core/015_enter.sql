@@ -20,10 +20,7 @@
 -- transaction (a hot standby answers keyed reads; the primary records the next use).
 create or replace function memex._enter(p_token text, p_require_key boolean default false)
 returns jsonb
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_prefix text := substr(p_token, 5, 12);

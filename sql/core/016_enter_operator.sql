@@ -4,9 +4,7 @@
 -- database credentials themselves.
 create or replace function memex._enter_operator(p_actor text)
 returns jsonb
-language plpgsql
-volatile
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_caller jsonb := jsonb_build_object(

@@ -20,10 +20,7 @@
 -- A security definer (owned by memex_owner): no caller reads or writes memex.history_ids.
 create or replace function memex._history_id()
 returns trigger
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 begin
     insert into memex.history_ids as h (agent_id, user_id, kind, last_id)

@@ -9,10 +9,7 @@ create or replace function memex._audit(
     p_action text, p_agent_id text, p_user_id text, p_details jsonb default '{}'
 )
 returns void
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_caller jsonb := memex._caller();

@@ -5,9 +5,7 @@
 -- already has is not a change.
 create or replace function memex._audit_settings()
 returns trigger
-language plpgsql
-volatile
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile set search_path = pg_catalog, pg_temp
 as $$
 begin
     if tg_op = 'UPDATE' and old.value is not distinct from new.value then

@@ -8,9 +8,7 @@
 -- over the setting anyway (memex._caller).
 create or replace function memex._delegate(p_actor text)
 returns jsonb
-language plpgsql
-volatile
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_caller jsonb := memex._caller();

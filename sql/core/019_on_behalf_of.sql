@@ -4,9 +4,7 @@
 -- access-log entries, so both name the agent (actor) and whom it acted for.
 create or replace function memex._on_behalf_of()
 returns jsonb
-language sql
-stable
-set search_path = pg_catalog, pg_temp
+language sql stable set search_path = pg_catalog, pg_temp
 as $$
     select jsonb_strip_nulls(jsonb_build_object('on_behalf_of', memex._caller() ->> 'on_behalf_of'))
 $$;

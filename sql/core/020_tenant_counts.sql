@@ -12,10 +12,7 @@
 -- count or move itself out of the ANN index.
 create or replace function memex._tenant_counts()
 returns trigger
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 begin
     if tg_op = 'INSERT' then

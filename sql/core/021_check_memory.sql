@@ -11,9 +11,7 @@ create or replace function memex._check_memory(
     p_metadata jsonb
 )
 returns void
-language plpgsql
-stable
-set search_path = pg_catalog, public, pg_temp
+language plpgsql stable set search_path = pg_catalog, public, pg_temp
 as $$
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);

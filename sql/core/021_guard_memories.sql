@@ -15,9 +15,7 @@
 -- revisions and actors themselves: they pass.
 create or replace function memex._guard_memories()
 returns trigger
-language plpgsql
-volatile
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile set search_path = pg_catalog, pg_temp
 as $$
 begin
     if current_user = 'memex_owner' or pg_has_role(current_user, 'memex_owner', 'usage') then

@@ -4,9 +4,7 @@
 -- metadata contains it): null or a JSON object of at most 65536 bytes of JSON text.
 create or replace function memex._check_metadata(p_metadata jsonb)
 returns void
-language plpgsql
-immutable
-set search_path = pg_catalog, pg_temp
+language plpgsql immutable set search_path = pg_catalog, pg_temp
 as $$
 begin
     if p_metadata is not null and jsonb_typeof(p_metadata) <> 'object' then

@@ -14,9 +14,7 @@ create or replace function memex._check_memories(
     p_metadata jsonb[]
 )
 returns integer
-language plpgsql
-stable
-set search_path = pg_catalog, public, pg_temp
+language plpgsql stable set search_path = pg_catalog, public, pg_temp
 as $$
 declare
     v_n integer := coalesce(cardinality(p_contents), 0);

@@ -8,10 +8,7 @@ create or replace function memex._log_access(
     p_details jsonb default '{}'
 )
 returns void
-language sql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language sql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
     insert into memex.access_log (agent_id, user_id, actor, operation, target, details)
     values (p_agent_id, p_user_id, memex._actor(), p_operation, p_target,

@@ -7,10 +7,7 @@
 -- the service (memex_app) and by the other security definer functions.
 create or replace function memex._lock_key(p_kind text, p_name text)
 returns bigint
-language sql
-stable
-security definer
-set search_path = pg_catalog, pg_temp
+language sql stable security definer set search_path = pg_catalog, pg_temp
 as $$
     select ('x' || encode(substr(sha256(s.secret || convert_to(
                jsonb_build_array(p_kind, p_name)::text, 'UTF8')), 1, 8), 'hex'))::bit(64)::bigint

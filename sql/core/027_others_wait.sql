@@ -6,9 +6,7 @@
 -- it holds up waits at most one batch.
 create or replace function memex._others_wait()
 returns boolean
-language sql
-volatile
-set search_path = pg_catalog, pg_temp
+language sql volatile set search_path = pg_catalog, pg_temp
 as $$
     select exists (
         select from (select distinct l.pid from pg_locks l

@@ -3,10 +3,7 @@
 -- the catalog so that a migration changing the column needs no code change.
 create or replace function memex.embedding_dims()
 returns integer
-language sql
-stable
-parallel safe
-set search_path = pg_catalog, pg_temp
+language sql stable parallel safe set search_path = pg_catalog, pg_temp
 as $$
     select a.atttypmod from pg_attribute a
     where a.attrelid = 'memex.memories'::regclass and a.attname = 'embedding'

@@ -6,10 +6,7 @@
 -- wakes a listening worker at commit. Queuing a memory twice keeps one entry.
 create or replace function memex._queue_embedding(p_memory_id uuid)
 returns void
-language sql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language sql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
     insert into memex.embed_queue (memory_id) values (p_memory_id)
     on conflict (memory_id) do update

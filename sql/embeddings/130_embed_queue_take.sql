@@ -16,9 +16,7 @@ create or replace function memex.embed_queue_take(
     p_max_chars integer default 32768
 )
 returns table (memory_id uuid, content text, attempts integer)
-language plpgsql
-volatile
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile set search_path = pg_catalog, pg_temp
 as $$
 declare
     -- An explicit cursor fetches (and so locks) one row at a time: the rows past the

@@ -16,9 +16,7 @@ create or replace function memex.set_embeddings(
     p_embedding_model text
 )
 returns integer
-language plpgsql
-volatile
-set search_path = pg_catalog, public, pg_temp
+language plpgsql volatile set search_path = pg_catalog, public, pg_temp
 as $$
 declare
     v_written integer;

@@ -12,9 +12,7 @@ create or replace function memex.embed_queue_failed(
     p_max_seconds double precision default 3600
 )
 returns integer
-language plpgsql
-volatile
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_updated integer;

@@ -11,9 +11,7 @@ returns table (
     oldest_enqueued_at timestamptz,
     next_attempt_at timestamptz
 )
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._authorize(null, null, 'admin');

@@ -10,9 +10,7 @@ create or replace function memex.stale_embeddings(
     p_limit integer default 64
 )
 returns table (memory_id uuid, content text, embedding_model text)
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._authorize(null, null, 'admin');

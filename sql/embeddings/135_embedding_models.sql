@@ -5,9 +5,7 @@
 -- `memexdb reembed` embeds them again. Operator only.
 create or replace function memex.embedding_models()
 returns table (embedding_model text, memories bigint)
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._authorize(null, null, 'admin');

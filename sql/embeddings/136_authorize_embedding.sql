@@ -8,9 +8,7 @@
 -- without a key, and operator keys, are counted by who they are).
 create or replace function memex._authorize_embedding()
 returns void
-language plpgsql
-volatile
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile set search_path = pg_catalog, pg_temp
 as $$
 begin
     if coalesce(memex._caller() ->> 'access', 'none') = 'none' then

@@ -9,9 +9,7 @@
 -- memexdb.files.models holds the same bounds (tests/test_params.py checks both sides).
 create or replace function memex._check_path(p_path text, p_field text default 'path')
 returns void
-language plpgsql
-immutable
-set search_path = pg_catalog, pg_temp
+language plpgsql immutable set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_segment text;

@@ -7,9 +7,7 @@ create or replace function memex._check_revision(
     p_revision integer, p_field text default 'revision'
 )
 returns void
-language plpgsql
-immutable
-set search_path = pg_catalog, pg_temp
+language plpgsql immutable set search_path = pg_catalog, pg_temp
 as $$
 begin
     if p_revision is null or p_revision < 1 then

@@ -5,9 +5,7 @@
 create or replace function memex._file_revision(
     p_agent_id text, p_user_id text, p_path text, out revision integer, out live boolean
 )
-language sql
-stable
-set search_path = pg_catalog, pg_temp
+language sql stable set search_path = pg_catalog, pg_temp
 as $$
     select coalesce(max(r.revision), 0),
            exists (select from memex.memories m

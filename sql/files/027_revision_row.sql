@@ -7,9 +7,7 @@ create or replace function memex._revision_row(
     p_agent_id text, p_user_id text, p_path text, p_revision integer
 )
 returns memex.file_revisions
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_row memex.file_revisions;

@@ -8,9 +8,7 @@ create or replace function memex._lock_file(
     p_agent_id text, p_user_id text, p_path text, p_base_revision integer
 )
 returns integer
-language plpgsql
-volatile
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_state   record;

@@ -8,10 +8,7 @@ create or replace function memex._record_revision(
     p_content text, p_details jsonb default '{}'
 )
 returns integer
-language sql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language sql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
     insert into memex.file_revisions
         (agent_id, user_id, path, memory_id, revision, operation, actor, content, size, details)

@@ -24,10 +24,7 @@ create or replace function memex._unified_diff(
     p_max_steps bigint default 1000000
 )
 returns text
-language plpgsql
-immutable
-parallel safe
-set search_path = pg_catalog, pg_temp
+language plpgsql immutable parallel safe set search_path = pg_catalog, pg_temp
 as $$
 declare
     -- one line as str.splitlines(keepends=True) cuts it: up to and with its line end

@@ -7,9 +7,7 @@ create or replace function memex._file_record(
     p_to_line integer default null
 )
 returns memex.file_record
-language plpgsql
-immutable
-set search_path = pg_catalog, pg_temp
+language plpgsql immutable set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_lines  text[] := string_to_array(p_row.content, E'\n');

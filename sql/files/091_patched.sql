@@ -3,9 +3,7 @@
 -- or over memex._content_max_chars()): the patch was well-formed, the file's state conflicts.
 create or replace function memex._patched(p_content text)
 returns text
-language plpgsql
-immutable
-set search_path = pg_catalog, pg_temp
+language plpgsql immutable set search_path = pg_catalog, pg_temp
 as $$
 begin
     if btrim(p_content, E' \t\n\r\f\x0b') = '' then

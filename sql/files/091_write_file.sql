@@ -14,10 +14,7 @@ create or replace function memex.write_file(
     p_base_revision integer default null
 )
 returns memex.file_record
-language sql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language sql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
     select * from memex._save_file(p_agent_id, p_user_id, p_path, p_content, p_embedding,
                             p_embedding_model, 'write', p_base_revision)

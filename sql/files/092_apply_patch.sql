@@ -16,9 +16,7 @@ create or replace function memex._apply_patch(
     p_content text, p_heading text, p_append text, p_old_text text, p_new_text text
 )
 returns text
-language plpgsql
-immutable
-set search_path = pg_catalog, pg_temp
+language plpgsql immutable set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_content text := coalesce(p_content, '');

@@ -13,10 +13,7 @@ create or replace function memex.preview_patch(
     out revision integer,
     out content text
 )
-language plpgsql
-stable
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql stable security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_current text;

@@ -18,10 +18,7 @@ create or replace function memex.patch_file(
     p_new_text text default null
 )
 returns memex.file_record
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_current text;

@@ -14,10 +14,7 @@ create or replace function memex.read_file(
     p_as_of timestamptz default null
 )
 returns memex.file_record
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_row      memex.memories;

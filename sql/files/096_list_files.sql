@@ -11,10 +11,7 @@ create or replace function memex.list_files(
     p_after text default null
 )
 returns setof memex.file_entry
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);

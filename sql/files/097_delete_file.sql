@@ -11,10 +11,7 @@ create or replace function memex.delete_file(
     p_base_revision integer default null
 )
 returns memex.file_record
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_row      memex.memories;

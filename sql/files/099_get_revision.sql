@@ -9,10 +9,7 @@ create or replace function memex.get_revision(
     p_revision integer
 )
 returns memex.file_revisions
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_result memex.file_revisions;

@@ -13,10 +13,7 @@ create or replace function memex.restore_revision(
     p_base_revision integer default null
 )
 returns memex.file_record
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_old memex.file_revisions;

@@ -11,10 +11,7 @@ create or replace function memex.access_events(
     p_before bigint default null
 )
 returns setof memex.access_log
-language plpgsql
-stable
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql stable security definer set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);

@@ -16,10 +16,7 @@ create or replace function memex.smart_read(
     p_budget integer default 4000
 )
 returns memex.smart_read_result
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_result  memex.smart_read_result;

@@ -27,10 +27,7 @@ returns table (
     score      double precision,
     truncated  boolean
 )
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 begin

@@ -12,10 +12,7 @@ create or replace function memex.diff_revisions(
     p_to_revision integer
 )
 returns text
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_old memex.file_revisions;

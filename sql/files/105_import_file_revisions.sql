@@ -16,10 +16,7 @@
 -- applies), as memex._record_revision is.
 create or replace function memex.import_file_revisions(p_records jsonb)
 returns integer
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_count  integer;

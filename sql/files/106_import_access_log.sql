@@ -12,10 +12,7 @@
 -- applies), as memex._log_access is.
 create or replace function memex.import_access_log(p_records jsonb)
 returns integer
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_count integer;

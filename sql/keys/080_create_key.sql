@@ -21,10 +21,7 @@ returns table (
     id uuid, token text, prefix text, name text, agent_id text, user_ids text[],
     access text, created_at timestamptz, expires_at timestamptz
 )
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_caller jsonb;

@@ -5,10 +5,7 @@
 -- privileges: service
 create or replace function memex.has_live_keys()
 returns boolean
-language plpgsql
-stable
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql stable security definer set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._authorize(null, null, 'admin');

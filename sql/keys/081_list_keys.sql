@@ -7,10 +7,7 @@ returns table (
     created_at timestamptz, created_by text, expires_at timestamptz,
     revoked_at timestamptz, last_used_at timestamptz
 )
-language plpgsql
-stable
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql stable security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_caller jsonb := memex._authorize(

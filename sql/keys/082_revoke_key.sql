@@ -9,10 +9,7 @@
 -- each confirms (REST ?confirm_last=true, the CLI's --last-key, p_confirm_last).
 create or replace function memex.revoke_key(p_key text, p_confirm_last boolean default false)
 returns table (id uuid, prefix text, agent_id text, access text, revoked_at timestamptz)
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_caller jsonb := memex._authorize(memex._caller() ->> 'agent', null, 'admin');

@@ -3,10 +3,7 @@
 -- its agent's entries otherwise), newest first, p_limit at a time before id p_before.
 create or replace function memex.audit_events(p_limit integer default 100, p_before bigint default null)
 returns setof memex.audit_log
-language plpgsql
-stable
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql stable security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_caller jsonb := memex._authorize(memex._caller() ->> 'agent', null, 'admin');

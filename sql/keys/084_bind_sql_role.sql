@@ -12,9 +12,7 @@ create or replace function memex.bind_sql_role(
     p_role text, p_agent_id text, p_user_ids text[] default null, p_access text default 'write'
 )
 returns memex.sql_roles
-language plpgsql
-volatile
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_row memex.sql_roles;

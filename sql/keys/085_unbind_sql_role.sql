@@ -4,9 +4,7 @@
 -- memex.bind_sql_role); true when it was bound.
 create or replace function memex.unbind_sql_role(p_role text)
 returns boolean
-language plpgsql
-volatile
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._authorize(null, null, 'admin');

@@ -9,10 +9,7 @@
 -- (keys.allow_keyless). Returns when requests without a key were let in.
 create or replace function memex.allow_keyless()
 returns timestamptz
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_live text[];

@@ -4,9 +4,7 @@
 -- No SET search_path on purpose (it would stop inlining); no names to resolve inside.
 create or replace function memex._memory_record(p_row memex.memories)
 returns memex.memory_record
-language sql
-immutable
-parallel safe
+language sql immutable parallel safe
 as $$
     select row(p_row.id, p_row.agent_id, p_row.user_id, p_row.memory_type, p_row.content,
                p_row.importance, p_row.metadata, p_row.embedding_model, p_row.created_at,

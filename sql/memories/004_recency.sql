@@ -11,9 +11,7 @@ create or replace function memex._recency(
     p_half_life_days double precision
 )
 returns double precision
-language sql
-immutable
-parallel safe
+language sql immutable parallel safe
 as $$
     select pg_catalog.exp(greatest(
         -pg_catalog.ln(2.0::double precision) / p_half_life_days

@@ -16,9 +16,7 @@ create or replace function memex._score(
     p_alpha double precision
 )
 returns double precision
-language sql
-immutable
-parallel safe
+language sql immutable parallel safe
 as $$
     select case when p_alpha is null
                 then p_relevance + 0.25 * p_recency * pg_catalog.abs(p_relevance)

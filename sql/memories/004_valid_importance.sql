@@ -12,9 +12,7 @@ create or replace function memex._valid_importance(
     p_valid_at timestamptz default null
 )
 returns double precision
-language sql
-immutable
-parallel safe
+language sql immutable parallel safe
 as $$
     select case when p_valid_to operator(pg_catalog.<=) p_now and p_valid_at is null
                 then p_importance operator(pg_catalog.*) 0.5

@@ -13,9 +13,7 @@ create or replace function memex._bm25(
     p_avgdl double precision
 )
 returns double precision
-language sql
-immutable
-parallel safe
+language sql immutable parallel safe
 as $$
     select pg_catalog.ln(1.0 + (greatest(p_n, p_df) - p_df + 0.5) / (p_df + 0.5))
            * p_tf * (1.2 + 1.0)

@@ -43,9 +43,7 @@ create or replace function memex._held_bm25(
     p_df8 double precision
 )
 returns double precision
-language sql
-immutable
-parallel safe
+language sql immutable parallel safe
 as $$
     select coalesce(pg_catalog.ln(1.0 + (greatest(p_n, p_df1) - p_df1 + 0.5) / (p_df1 + 0.5)) * (1.2 + 1.0)
                   / (1.0 + 1.2 * (1.0 - 0.5 + 0.5 * p_dl / greatest(p_avgdl, 1.0))

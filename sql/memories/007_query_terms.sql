@@ -5,10 +5,7 @@
 -- memory that lacks one of the question's words.
 create or replace function memex._query_terms(p_text text)
 returns text[]
-language sql
-immutable
-parallel safe
-set search_path = pg_catalog, pg_temp
+language sql immutable parallel safe set search_path = pg_catalog, pg_temp
 as $$
     select coalesce(array_agg(t.lexeme order by t.lexeme), '{}')
     from unnest(to_tsvector('english'::regconfig, coalesce(p_text, ''))) t

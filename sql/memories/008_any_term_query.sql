@@ -4,10 +4,7 @@
 -- stemmed again nor parsed as an operator. Null for no terms.
 create or replace function memex._any_term_query(p_terms text[])
 returns tsquery
-language sql
-immutable
-parallel safe
-set search_path = pg_catalog, pg_temp
+language sql immutable parallel safe set search_path = pg_catalog, pg_temp
 as $$
     select case when cardinality(p_terms) > 0
                 then array_to_string(array(select quote_literal(t) from unnest(p_terms) t),

@@ -30,9 +30,7 @@ create or replace function memex._live_memories(
     p_created_before timestamptz default null
 )
 returns setof memex.memories
-language sql
-stable
-parallel safe
+language sql stable parallel safe
 as $$
     select m.* from memex.memories m
     where m.agent_id operator(pg_catalog.=) p_agent_id

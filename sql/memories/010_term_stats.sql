@@ -13,10 +13,7 @@
 -- statistics its ranking reads.
 create or replace function memex._term_stats()
 returns trigger
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 begin
     if tg_op = 'INSERT' then

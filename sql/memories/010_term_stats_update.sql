@@ -9,10 +9,7 @@
 -- memex.tenants).
 create or replace function memex._term_stats_update()
 returns trigger
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 begin
     if old.tsv_length is distinct from new.tsv_length then

@@ -5,9 +5,7 @@
 -- (A tenant moved in while this insert runs is handled by memex._tenant_counts.)
 create or replace function memex._ann_on_insert()
 returns trigger
-language plpgsql
-volatile
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile set search_path = pg_catalog, pg_temp
 as $$
 begin
     new.ann := coalesce((select t.ann from memex.tenants t

@@ -23,10 +23,7 @@ create or replace function memex._supersede(
     p_new_from timestamptz default null
 )
 returns void
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_ids     uuid[];

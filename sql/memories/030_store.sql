@@ -36,10 +36,7 @@ create or replace function memex.store(
     p_valid_to timestamptz default null
 )
 returns memex.memory_record
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_result     memex.memory_record;

@@ -34,10 +34,7 @@ create or replace function memex.store_many(
     p_supersedes jsonb[] default null
 )
 returns setof memex.memory_record
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_past bigint;

@@ -43,10 +43,7 @@ create or replace function memex.import_memories(
     p_access text default 'write'
 )
 returns setof memex.memory_record
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_agent text;

@@ -7,10 +7,7 @@
 -- learns only that an id it knows is taken, as from memex.store; docs/sql-api.md).
 create or replace function memex.missing_memory_ids(p_ids uuid[])
 returns setof uuid
-language sql
-stable
-security definer
-set search_path = pg_catalog, pg_temp
+language sql stable security definer set search_path = pg_catalog, pg_temp
 as $$
     select i from unnest(p_ids) i
     where not exists (select from memex.memories m where m.id = i)

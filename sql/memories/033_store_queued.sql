@@ -27,10 +27,7 @@ create or replace function memex.store_queued(
     p_supersedes jsonb[] default null
 )
 returns setof memex.memory_record
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_model  constant text := 'memex:queued';

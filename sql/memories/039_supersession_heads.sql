@@ -26,10 +26,8 @@ create or replace function memex._supersession_heads(
     p_ids uuid[] default null
 )
 returns table (id uuid, head uuid)
-language plpgsql
-stable
-rows 10  -- a few links a tenant: callers' plans look them up by id, not hash the table
-set search_path = pg_catalog, public, pg_temp
+-- a few links a tenant: callers' plans look them up by id, not hash the table
+language plpgsql stable rows 10 set search_path = pg_catalog, public, pg_temp
 -- PL/pgSQL for its cached plan: planning this query anew took ~0.8 ms a call (a SQL
 -- function's is not kept between calls), its execution ~0.1 ms; one generic plan serves
 -- every tenant (index probes by tenant and by id).

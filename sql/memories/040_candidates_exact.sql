@@ -48,9 +48,7 @@ create or replace function memex._candidates_exact(
 returns table (id uuid, importance double precision, created_at timestamptz,
                similarity double precision, text_rank double precision,
                best_text_rank double precision)
-language sql
-stable
-set search_path = pg_catalog, public, pg_temp
+language sql stable set search_path = pg_catalog, public, pg_temp
 as $$
     with every as materialized (
         -- the live memories and, hidden from the results, those superseded at the moment

@@ -15,9 +15,7 @@ create or replace function memex._ann_bounded(
     p_metadata jsonb
 )
 returns boolean
-language sql
-immutable
-parallel safe
+language sql immutable parallel safe
 as $$
     select p_top_k is not null and p_query_embedding is not null
            and coalesce(pg_catalog.cardinality(p_terms), 0) operator(pg_catalog.=) 0

@@ -16,9 +16,7 @@ create or replace function memex._ann_nearest(
     p_terms text[]
 )
 returns integer
-language sql
-stable
-parallel safe
+language sql stable parallel safe
 as $$
     select case when coalesce(pg_catalog.cardinality(p_terms), 0) operator(pg_catalog.>) 0
                 then pg_catalog.ceil(p_depth operator(pg_catalog.*) greatest(

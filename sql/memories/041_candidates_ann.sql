@@ -86,9 +86,7 @@ create or replace function memex._candidates_ann(
     p_created_before timestamptz default null
 )
 returns setof memex._candidate
-language sql
-stable
-set search_path = pg_catalog, public, pg_temp
+language sql stable set search_path = pg_catalog, public, pg_temp
 -- Plan every call for its tenant: a cached generic plan assumes an average-sized tenant
 -- (with 1,000 tenants, ~0.1 % of the rows) and sorts the whole tenant by distance instead
 -- of using the vector index, ~0.5-1.3 s instead of ~50 ms for a 200k tenant (bench/RESULTS.md).

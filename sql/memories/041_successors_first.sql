@@ -13,9 +13,7 @@ create or replace function memex._successors_first(
     p_apply boolean
 )
 returns setof memex.search_hit
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 begin
     if not coalesce(p_apply, false) then

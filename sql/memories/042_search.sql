@@ -74,10 +74,7 @@ create or replace function memex.search(
     p_created_before timestamptz default null
 )
 returns setof memex.search_hit
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 -- One generic plan per statement, reused by every call: planning the ranking query anew
 -- for each call was half of a small tenant's search (0.58 -> 0.27 ms of backend CPU,
 -- bench/RESULTS.md "Load test"). Nothing here gains from the caller's values: the exact

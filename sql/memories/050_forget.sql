@@ -11,10 +11,7 @@
 -- security: a key limited to some users finds only theirs), then forgotten as its user's.
 create or replace function memex.forget(p_agent_id text, p_user_id text, p_id uuid)
 returns memex.memory_record
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_result memex.memory_record;

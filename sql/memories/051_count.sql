@@ -12,10 +12,7 @@ create or replace function memex.count(
     p_metadata jsonb default null
 )
 returns bigint
-language plpgsql
-stable
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql stable security definer set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);

@@ -15,10 +15,7 @@ create or replace function memex.get_memory(
     p_as_of timestamptz default null
 )
 returns memex.memory_record
-language plpgsql
-stable
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql stable security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_result memex.memory_record;

@@ -21,10 +21,7 @@ create or replace function memex.list_memories(
     p_include_archived boolean default false
 )
 returns setof memex.memory_record
-language plpgsql
-stable
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql stable security definer set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);

@@ -6,11 +6,7 @@
 -- privileges: tenant
 create or replace function memex.memory_cursor(p_created_at timestamptz, p_id uuid)
 returns text
-language sql
-immutable
-strict
-parallel safe
-set search_path = pg_catalog, pg_temp
+language sql immutable strict parallel safe set search_path = pg_catalog, pg_temp
 as $$
     select floor(extract(epoch from p_created_at) * 1000000)::bigint::text
            || '.' || replace(p_id::text, '-', '')

@@ -8,10 +8,7 @@
 -- privileges: tenant
 create or replace function memex.memory_cursor_key(p_cursor text)
 returns table (created_at timestamptz, id uuid)
-language plpgsql
-immutable
-parallel safe
-set search_path = pg_catalog, pg_temp
+language plpgsql immutable parallel safe set search_path = pg_catalog, pg_temp
 as $$
 begin
     if p_cursor is null then

@@ -31,10 +31,7 @@ create or replace function memex.update_memory(
     p_clear_valid_to boolean default false
 )
 returns memex.memory_record
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_row    memex.memories;

@@ -19,10 +19,7 @@
 -- so that no database keeps the old, unconfirmed erasure callable.)
 create or replace function memex.erase_user(p_agent_id text, p_user_id text, p_confirm text)
 returns table (table_name text, deleted bigint)
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_tables text[] := array[

@@ -45,10 +45,7 @@ returns table (
     superseded_at timestamptz,
     restored_at timestamptz
 )
-language plpgsql
-stable
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql stable security definer set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._check_tenant(p_agent_id, coalesce(p_user_id, '-'));

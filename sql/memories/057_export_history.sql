@@ -30,10 +30,7 @@ create or replace function memex.export_history(
     p_include_memory_revisions boolean default false
 )
 returns table (kind text, id bigint, record jsonb)
-language plpgsql
-stable
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql stable security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_kinds constant text[] := array['file_revision', 'access', 'consolidation_run',

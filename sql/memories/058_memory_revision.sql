@@ -20,10 +20,7 @@
 -- does not run for it (bench/store_history_bench.py, bench/RESULTS.md).
 create or replace function memex._memory_revision()
 returns trigger
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_changed   text[];

@@ -14,10 +14,7 @@
 -- security still applies (forced).
 create or replace function memex._memory_revisions_stored()
 returns trigger
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 begin
     with counts as (

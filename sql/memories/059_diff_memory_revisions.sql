@@ -15,10 +15,7 @@ create or replace function memex.diff_memory_revisions(
     p_to_revision integer
 )
 returns jsonb
-language plpgsql
-stable
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql stable security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_old    memex.memory_revisions;

@@ -14,10 +14,7 @@ create or replace function memex.list_memory_revisions(
     p_before integer default null
 )
 returns setof memex.memory_revisions
-language plpgsql
-stable
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql stable security definer set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);

@@ -13,10 +13,7 @@ create or replace function memex._memory_revision_row(
     p_as_of timestamptz default null
 )
 returns memex.memory_revisions
-language plpgsql
-stable
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql stable security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_row memex.memory_revisions;

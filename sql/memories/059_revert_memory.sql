@@ -17,10 +17,7 @@ create or replace function memex.revert_memory(
     p_revision integer
 )
 returns memex.memory_record
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_row    memex.memories;

@@ -20,10 +20,7 @@
 -- import (memex._authorize_history: history is append-only for tenants).
 create or replace function memex.import_memory_revisions(p_records jsonb)
 returns integer
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_new    memex.memory_revisions[];

@@ -10,10 +10,7 @@ create or replace function memex.get_memories(
     p_now timestamptz default null
 )
 returns setof memex.memory_record
-language plpgsql
-stable
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql stable security definer set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);

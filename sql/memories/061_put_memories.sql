@@ -22,10 +22,7 @@ create or replace function memex.put_memories(
     p_expires_at timestamptz[] default null
 )
 returns setof memex.memory_record
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_n       integer := coalesce(cardinality(p_ids), 0);

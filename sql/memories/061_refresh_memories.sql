@@ -13,10 +13,7 @@ create or replace function memex.refresh_memories(
     p_expires_at timestamptz[]
 )
 returns bigint
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_n       integer := coalesce(cardinality(p_ids), 0);

@@ -22,10 +22,7 @@ create or replace function memex.retire_memories(
     p_reason text default null
 )
 returns setof memex.memory_record
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_ids  uuid[];

@@ -8,9 +8,7 @@
 -- privileges: service
 create or replace function memex.set_setting(p_name text, p_value jsonb)
 returns jsonb
-language plpgsql
-volatile
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile set search_path = pg_catalog, pg_temp
 as $$
 declare
     -- name -> [kind, least, greatest, nullable]; kind 'int' (a whole number) or 'num'

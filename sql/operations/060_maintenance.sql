@@ -15,10 +15,7 @@
 -- another call is moving is skipped).
 create or replace function memex.maintenance()
 returns memex.maintenance_result
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_result  memex.maintenance_result;

@@ -8,9 +8,7 @@
 -- it commits. Idempotent.
 create or replace function memex.index_tenant(p_agent_id text, p_user_id text)
 returns bigint
-language plpgsql
-volatile
-set search_path = pg_catalog, public, pg_temp
+language plpgsql volatile set search_path = pg_catalog, public, pg_temp
 as $$
 declare
     v_moved bigint;

@@ -10,9 +10,7 @@
 create or replace function memex._index_tenant_step(
     p_agent_id text, p_user_id text, p_max_rows integer, out moved bigint, out finished boolean
 )
-language plpgsql
-volatile
-set search_path = pg_catalog, public, pg_temp
+language plpgsql volatile set search_path = pg_catalog, public, pg_temp
 as $$
 begin
     update memex.memories m set ann = true

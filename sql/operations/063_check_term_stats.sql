@@ -8,9 +8,7 @@
 -- of the tenant.
 create or replace function memex.check_term_stats(p_agent_id text, p_user_id text)
 returns table (statistic text, lexeme text, stored bigint, actual bigint)
-language plpgsql
-stable
-set search_path = pg_catalog, public, pg_temp
+language plpgsql stable set search_path = pg_catalog, public, pg_temp
 as $$
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);

@@ -26,10 +26,7 @@ create or replace function memex.configure_vector_index(
     p_lists integer default null
 )
 returns memex.vector_index_result
-language plpgsql
-volatile
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_kind     text := lower(btrim(p_kind));

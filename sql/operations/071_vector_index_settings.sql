@@ -14,9 +14,7 @@
 -- setting that was not defined before the search.
 create or replace function memex._vector_index_settings(p_depth integer)
 returns table (name text, value text, default_value text)
-language sql
-stable
-set search_path = pg_catalog, pg_temp
+language sql stable set search_path = pg_catalog, pg_temp
 as $$
     with s as (
         select coalesce(memex._setting('vector_index') ->> 'kind', 'hnsw') as kind,

@@ -8,9 +8,7 @@
 -- (lock_timeout) rather than hang the scrape. Operator only.
 create or replace function memex.metrics_snapshot()
 returns table (metric text, kind text, status text, value bigint)
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 set lock_timeout = '500ms'
 as $$
 begin

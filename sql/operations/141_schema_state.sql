@@ -7,10 +7,7 @@
 -- nothing of any tenant, so it needs no caller.
 create or replace function memex.schema_state()
 returns table (revision text, migrating boolean)
-language plpgsql
-stable
-security definer
-set search_path = pg_catalog, pg_temp
+language plpgsql stable security definer set search_path = pg_catalog, pg_temp
 as $$
 begin
     return query

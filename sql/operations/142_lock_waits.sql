@@ -8,9 +8,7 @@ create or replace function memex.lock_waits()
 returns table (pid integer, role text, relation text, mode text,
                waiting_seconds double precision, blocked_by integer[],
                blocker_roles text[])
-language sql
-stable
-set search_path = pg_catalog, pg_temp
+language sql stable set search_path = pg_catalog, pg_temp
 as $$
     select l.pid, a.usename::text, c.relname::text, l.mode,
            extract(epoch from clock_timestamp() - l.waitstart)::float8,

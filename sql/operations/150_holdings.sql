@@ -17,9 +17,7 @@ returns table (
     files         bigint,
     last_write_at timestamptz
 )
-language sql
-stable
-set search_path = pg_catalog, pg_temp
+language sql stable set search_path = pg_catalog, pg_temp
 as $$
     select count(*) filter (where m.path is null and m.archived_at is null
                               and m.memory_type = 'episodic' and not m.gone),

@@ -21,9 +21,7 @@ returns table (
     files         bigint,
     last_write_at timestamptz
 )
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_now timestamptz := coalesce(p_now, now());

@@ -22,9 +22,7 @@ returns table (
     last_write_at timestamptz,
     dream_paused  boolean
 )
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_now timestamptz := coalesce(p_now, now());

@@ -5,9 +5,7 @@
 -- privileges: service
 create or replace function memex.tenant_stats()
 returns table (tenants bigint, memories bigint, indexed bigint, waiting bigint)
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform memex._authorize(null, null, 'admin');

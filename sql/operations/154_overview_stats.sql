@@ -23,9 +23,7 @@ returns table (
     kind     text,
     value    bigint
 )
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 set lock_timeout = '500ms'
 as $$
 declare
