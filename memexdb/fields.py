@@ -129,6 +129,14 @@ EXAMPLE_USER = "alice"
 EXAMPLE_CONTENT = "Alice prefers green tea to coffee."
 EXAMPLE_QUERY = "What does Alice like to drink?"
 EXAMPLE_PATH = "user/profile.md"
+EXAMPLE_MEMORY_ID = "0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47"
+
+
+def tenant_example(**fields: Any) -> ConfigDict:
+    """The model_config of a tenant's request: no unknown field, and the OpenAPI example
+    of the demo tenant with `fields`."""
+    example = {"agent_id": EXAMPLE_AGENT, "user_id": EXAMPLE_USER, **fields}
+    return ConfigDict(extra="forbid", json_schema_extra={"examples": [example]})
 
 
 NoNul = AfterValidator(no_nul)

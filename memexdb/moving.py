@@ -53,16 +53,9 @@ async def export_page(
     limit: int,
 ) -> tuple[list[ExportRow], ExportCursor]:
     """One page of an export: the operation memories.EXPORT_PAGE."""
-    query = memories.EXPORT_PAGE.validate(
-        {
-            "agent_id": agent_id,
-            "user_id": user_id,
-            "embeddings": embeddings,
-            "after": after,
-            "limit": limit,
-        }
+    return await memories.EXPORT_PAGE.call(
+        session, agent_id=agent_id, user_id=user_id, embeddings=embeddings, after=after, limit=limit
     )
-    return await memories.EXPORT_PAGE.run(session, query)
 
 
 async def history_page(
@@ -75,16 +68,14 @@ async def history_page(
     memory_revisions: bool = True,
 ) -> tuple[list[HistoryRow], HistoryCursor]:
     """One page of an export's history: the operation memories.EXPORT_HISTORY."""
-    query = memories.EXPORT_HISTORY.validate(
-        {
-            "agent_id": agent_id,
-            "user_id": user_id,
-            "after": after,
-            "limit": limit,
-            "memory_revisions": memory_revisions,
-        }
+    return await memories.EXPORT_HISTORY.call(
+        memex,
+        agent_id=agent_id,
+        user_id=user_id,
+        after=after,
+        limit=limit,
+        memory_revisions=memory_revisions,
     )
-    return await memories.EXPORT_HISTORY.run(memex, query)
 
 
 async def export_records(
@@ -207,8 +198,9 @@ class Importer:
             done = await self._memories(batch)
         else:
             records = [item.model_dump(mode="json", exclude={"record"}) for _, item in batch]
-            history = memories.IMPORT_HISTORY.validate({"kind": self.kind, "records": records})
-            done, expiring = await memories.IMPORT_HISTORY.run(self.memex, history)
+            done, expiring = await memories.IMPORT_HISTORY.call(
+                self.memex, kind=self.kind, records=records
+            )
             self.access_log_expiring += expiring  # old entries imported, pruned as live ones
         counts["imported"] += done
         counts["skipped"] += len(batch) - done

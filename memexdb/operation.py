@@ -150,6 +150,10 @@ class Operation(Generic[Req, Res]):
         except ValidationError as exc:
             raise invalid_argument(exc) from None
 
+    async def call(self, session: Session, **values: Any) -> Res:
+        """Run on `session` with the request from Python values (`validate`)."""
+        return await self.run(session, self.validate(values))
+
     def reply(self, request: Req, result: Res) -> BaseModel | None:
         """What REST and MCP answer: `answer`'s, else the result validated as `response`
         (None when there is none)."""

@@ -44,7 +44,7 @@ from memexdb.core import sql as core_sql
 from memexdb.error_models import ErrorResponse, validated
 from memexdb.fields import NoArguments, TenantQuery
 from memexdb.operation import Operation, Paging, Reply, Route, fetch_first, fetch_rows
-from memexdb.paging import next_key
+from memexdb.paging import after_params, next_key
 from memexdb.session import Session
 from memexdb.types import ConsolidationRun, DreamPlan, DreamUser
 
@@ -101,14 +101,12 @@ restore_consolidation = fetch_first(ConsolidationRun, sql.RESTORE_CONSOLIDATION)
 
 
 async def dream_users(session: Session, query: DreamUsersQuery) -> list[DreamUser]:
-    after = query.after_tenant()
     return await session.fetch(
         DreamUser,
         sql.DREAM_USERS,
         {
             **query.model_dump(exclude={"after"}),
-            "after_agent_id": after[0] if after else None,
-            "after_user_id": after[1] if after else None,
+            **after_params(query.after_tenant(), "after_agent_id", "after_user_id"),
         },
     )
 

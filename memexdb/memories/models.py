@@ -25,6 +25,7 @@ from memexdb.error_models import invalid_argument
 from memexdb.fields import (
     EXAMPLE_AGENT,
     EXAMPLE_CONTENT,
+    EXAMPLE_MEMORY_ID,
     EXAMPLE_USER,
     LIST_LIMIT_MAX,
     METADATA_MAX_DEPTH,
@@ -44,6 +45,7 @@ from memexdb.fields import (
     enum_field,
     integral,
     no_nul,
+    tenant_example,
 )
 from memexdb.types import MemoryType, SearchMode
 
@@ -137,25 +139,33 @@ TopK = Annotated[
     Strict(),
     BeforeValidator(integral),
 ]
+
+
+def _finite(low: float, high: float, description: str) -> Any:
+    """The Field of a number from `low` to `high`, never inf or NaN."""
+    return Field(ge=low, le=high, allow_inf_nan=False, description=description)
+
+
+# a JSON number only (true or "3" is refused), or null: not sent
+_Number = Annotated[float, Strict()] | None
+
 Alpha = Annotated[
-    Annotated[float, Strict()] | None,
-    Field(
-        ge=0.0,
-        le=1.0,
-        allow_inf_nan=False,
-        description="Weight of relevance against recency in the memex formula"
+    _Number,
+    _finite(
+        0.0,
+        1.0,
+        "Weight of relevance against recency in the memex formula"
         " alpha * relevance + (1 - alpha) * recency: 1 = relevance only, 0 = newest first."
         " Not sent (null, the default): relevance * (1 + 0.25 * recency), where recency"
         " only breaks ties among relevant memories of any age.",
     ),
 ]
 HalfLifeDays = Annotated[
-    Annotated[float, Strict()] | None,
-    Field(
-        ge=HALF_LIFE_MIN_DAYS,
-        le=HALF_LIFE_MAX_DAYS,
-        allow_inf_nan=False,
-        description="Age in days at which recency has halved. Not sent (null, the default):"
+    _Number,
+    _finite(
+        HALF_LIFE_MIN_DAYS,
+        HALF_LIFE_MAX_DAYS,
+        "Age in days at which recency has halved. Not sent (null, the default):"
         f" {HALF_LIFE_DAYS_DEFAULT:g} days without alpha, {HALF_LIFE_DAYS_MEMEX:g} with alpha.",
     ),
 ]
@@ -168,12 +178,11 @@ Mode = Annotated[
     Field(description=_MODE),
 ]
 ContextWeight = Annotated[
-    Annotated[float, Strict()] | None,
-    Field(
-        ge=0.0,
-        le=1.0,
-        allow_inf_nan=False,
-        description="How much a memory's neighbours in time lend it relevance"
+    _Number,
+    _finite(
+        0.0,
+        1.0,
+        "How much a memory's neighbours in time lend it relevance"
         " (default 0 in vector mode, 0.5 in text and hybrid mode).",
     ),
 ]
@@ -189,7 +198,7 @@ MemoryId = Annotated[
     UUID,
     Field(
         description="The id of the memory, as returned by the API.",
-        examples=["0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47"],
+        examples=[EXAMPLE_MEMORY_ID],
     ),
 ]
 MetadataFilter = Annotated[
@@ -457,23 +466,7 @@ class MemoryPutBatch(TenantRequest):
     """Upserts and deletes of one tenant's memories by id, in order, in one statement (what
     the LangGraph store's batches send): a put racing a delete of the same id stores it."""
 
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "examples": [
-                {
-                    "agent_id": EXAMPLE_AGENT,
-                    "user_id": EXAMPLE_USER,
-                    "memories": [
-                        {
-                            "id": "0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47",
-                            "content": EXAMPLE_CONTENT,
-                        }
-                    ],
-                }
-            ]
-        },
-    )
+    model_config = tenant_example(memories=[{"id": EXAMPLE_MEMORY_ID, "content": EXAMPLE_CONTENT}])
 
     memory_type: Kind = MemoryType.SEMANTIC
     memories: list[MemoryPut] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
@@ -491,20 +484,7 @@ class MemoryRefreshBatch(TenantRequest):
     store sends to refresh the TTL of the items it read): content, metadata and
     updated_at stay; ids the tenant has not (or no longer) are skipped."""
 
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "examples": [
-                {
-                    "agent_id": EXAMPLE_AGENT,
-                    "user_id": EXAMPLE_USER,
-                    "memories": [
-                        {"id": "0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47", "expires_at": None}
-                    ],
-                }
-            ]
-        },
-    )
+    model_config = tenant_example(memories=[{"id": EXAMPLE_MEMORY_ID, "expires_at": None}])
 
     memories: list[MemoryExpiry] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
 
@@ -519,18 +499,7 @@ class MemoryLookup(TenantRequest):
     """Many memories of one tenant by id in one request (ids it does not have are left
     out of the answer)."""
 
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "examples": [
-                {
-                    "agent_id": EXAMPLE_AGENT,
-                    "user_id": EXAMPLE_USER,
-                    "memory_ids": ["0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47"],
-                }
-            ]
-        },
-    )
+    model_config = tenant_example(memory_ids=[EXAMPLE_MEMORY_ID])
 
     memory_ids: list[UUID] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
 

@@ -67,7 +67,7 @@ from memexdb.memories.models import (
     encode_cursor,
 )
 from memexdb.operation import Operation, Paging, Reply, Route, Tool
-from memexdb.paging import next_key
+from memexdb.paging import after_params, next_key
 from memexdb.session import Session, jsonb_or_none
 from memexdb.types import (
     ErasedRows,
@@ -753,7 +753,6 @@ async def export_page(
     """One page of an export (AsyncMemex.export_page) and the `after` of the next page
     (None: this was the last)."""
     validated(TenantQuery, agent_id=query.agent_id, user_id=query.user_id or "-")
-    after = query.after
     rows: list[ExportRow] = await session.fetch(
         ExportRow,
         sql.EXPORT_MEMORIES,
@@ -761,9 +760,7 @@ async def export_page(
             "agent_id": query.agent_id,
             "user_id": query.user_id,
             "include_embeddings": query.embeddings,
-            "after_user_id": after[0] if after else None,
-            "after_created_at": after[1] if after else None,
-            "after_id": after[2] if after else None,
+            **after_params(query.after, "after_user_id", "after_created_at", "after_id"),
             "limit": query.limit,
         },
     )
@@ -789,16 +786,13 @@ async def export_history(
     session: Session, query: HistoryPageQuery
 ) -> tuple[list[HistoryRow], HistoryCursor]:
     """One page of memex.export_history and the cursor of the next (None: the last)."""
-    after = query.after
     rows: list[HistoryRow] = await session.fetch(
         HistoryRow,
         sql.EXPORT_HISTORY,
         {
             "agent_id": query.agent_id,
             "user_id": query.user_id,
-            "after_kind": after[0] if after else None,
-            "after_user_id": after[1] if after else None,
-            "after_id": after[2] if after else None,
+            **after_params(query.after, "after_kind", "after_user_id", "after_id"),
             "limit": query.limit,
             "include_memory_revisions": query.memory_revisions,
         },
