@@ -1,11 +1,13 @@
-"""docs/sql-api.md tells the truth about the catalog: every function it documents (in a
-`### ` heading, as `memex.name(arguments) → result`) exists in a migrated database with
-those arguments in that order, those defaults (every default the catalog has, and no
-other), the argument types it writes, and that result (its type, or its table's columns
-and the types written); every public function (no leading `_`) that memex_app or
-memex_tenant may execute is documented; and every composite type the Types section lists
-has exactly the columns, in order, with the types it writes. docs/sql-reference.md, the
-reference written from the catalog (tests/sql_reference.py), is current."""
+"""docs/sql-api.md tells the truth about the catalog: every function it documents (in a `### `
+heading, as `memex.name(arguments) → result`) exists in a migrated database with those
+arguments in that order (a list that ends with `...` names the first ones: the rest all
+have defaults, and docs/sql-reference.md lists them), those defaults (every default the
+catalog has, and no other), the argument types it writes, and that result (its type, or its
+table's columns and the types written); every public function (no leading `_`) that
+memex_app or memex_tenant may execute is documented; and every composite type the Types
+section lists has exactly the columns, in order, with the types it writes.
+docs/sql-reference.md, the reference written from the catalog (tests/sql_reference.py), is
+current."""
 
 from __future__ import annotations
 
@@ -85,6 +87,7 @@ class Signature:
     setof: bool
     type: str | None  # a named result type, or None for a table
     columns: list[Argument]  # a table's columns (type None where the page does not say)
+    more: bool = False  # the page's list ends with `...`: further arguments, all defaulted
 
 
 def parse_argument(text: str) -> Argument:
@@ -105,12 +108,15 @@ def parse_signature(text: str) -> Signature:
     setof = result.startswith("setof ")
     result = result.removeprefix("setof ")
     table = re.fullmatch(r"(?:table )?\((.*)\)", result)
+    spelled = split_top(arguments)
+    more = bool(spelled) and spelled[-1] == "..."
     return Signature(
         name,
-        [parse_argument(a) for a in split_top(arguments)],
+        [parse_argument(a) for a in spelled[: len(spelled) - more]],
         setof,
         None if table else canonical_type(result),
         [parse_argument(c) for c in split_top(table.group(1))] if table else [],
+        more,
     )
 
 
@@ -204,13 +210,17 @@ def test_every_documented_function_is_the_catalogs(catalog: dict[str, Signature]
         if live is None:
             wrong.append(f"memex.{name}: documented, not in the catalog")
             continue
-        if [a.name for a in doc.arguments] != [a.name for a in live.arguments]:
+        named = live.arguments[: len(doc.arguments)] if doc.more else live.arguments
+        if [a.name for a in doc.arguments] != [a.name for a in named]:
             wrong.append(
                 f"memex.{name}: arguments {[a.name for a in doc.arguments]},"
-                f" the catalog's {[a.name for a in live.arguments]}"
+                f" the catalog's {[a.name for a in named]}"
             )
             continue
-        for said, real in zip(doc.arguments, live.arguments, strict=True):
+        rest = live.arguments[len(doc.arguments) :]
+        if doc.more and (not rest or any(a.default is None for a in rest)):
+            wrong.append(f"memex.{name}: `...` stands for no argument or one without a default")
+        for said, real in zip(doc.arguments, named, strict=True):
             if said.default != real.default:
                 wrong.append(
                     f"memex.{name}({said.name}): default {said.default}, is {real.default}"

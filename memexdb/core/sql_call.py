@@ -7,13 +7,18 @@ it runs as it is when the values name every key. `given(values)` is the same cal
 only the parameters the values have a key for (and every parameter without a default):
 a parameter with a SQL default that the caller does not pass takes that default, so a new
 optional parameter of a SQL function needs nothing in Python until a caller passes it.
-`Session.fetch` runs `given(values)`.
+`Session.fetch` runs `given(values)`. `arguments(request, **values)` takes the values from
+a request model: every field named as a parameter goes as it is, so a new optional field
+of a request reaches the SQL parameter of its name with no edit of the caller either.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
 
 _ARGUMENT = re.compile(r"p_\w+ => %\((\w+)\)s(?:::[\w.]+(?:\[\])?)*")
 
@@ -65,3 +70,10 @@ class SqlCall(str):
             text = self._prefix + ", ".join(named) + ")"
             self._given[keys] = text
         return text
+
+    def arguments(self, request: BaseModel, **values: Any) -> dict[str, Any]:
+        """`values`, and each field of `request` that names a parameter of this call and
+        that `values` leaves out, as its Python value (`model_dump`): a field whose SQL
+        value is another (an enum as text, an object as JSON) is given in `values`."""
+        keys = {key for key, _ in self._arguments} - set(values)
+        return {**request.model_dump(include=keys), **values}

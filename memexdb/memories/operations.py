@@ -224,28 +224,17 @@ async def search(session: Session, request: MemorySearchRequest) -> list[SearchH
     hits: list[SearchHit] = await session.fetch(
         SearchHit,
         sql.SEARCH,
-        {
-            **request.model_dump(include={"agent_id", "user_id", "top_k", "alpha"}),
-            "half_life_days": request.half_life_days,
-            "query_embedding": embedding,
-            "query_text": request.query,
-            "embedding_model": session.model_id,
-            "memory_types": [str(t) for t in types] if types else None,
-            "mode": None if request.mode is None else str(request.mode),
-            "now": request.now,
-            "context_weight": request.context_weight,
-            "metadata": jsonb_or_none(request.metadata),
-            "include_archived": request.include_archived,
-            **request.model_dump(
-                include={
-                    "include_superseded",
-                    "as_of",
-                    "valid_at",
-                    "created_after",
-                    "created_before",
-                }
-            ),
-        },
+        # every request field named as a parameter of memex.search (filters, weights) goes
+        # as it is; these are the others
+        sql.SEARCH.arguments(
+            request,
+            query_embedding=embedding,
+            query_text=request.query,
+            embedding_model=session.model_id,
+            memory_types=[str(t) for t in types] if types else None,
+            mode=None if request.mode is None else str(request.mode),
+            metadata=jsonb_or_none(request.metadata),
+        ),
         reservation=reservation,
     )
     metrics.count_by_type(metrics.MEMORIES_SEARCHED, hits)
@@ -287,16 +276,13 @@ async def list_memories(session: Session, query: ListQuery) -> Page:
     rows: list[Memory] = await session.fetch(
         Memory,
         sql.LIST_MEMORIES,
-        {
-            **query.model_dump(include={"agent_id", "user_id", "limit"}),
-            "cursor_created_at": after[0],
-            "cursor_id": after[1],
-            "memory_type": str(query.memory_type) if query.memory_type else None,
-            "created_after": query.created_after,
-            "created_before": query.created_before,
-            "metadata": jsonb_or_none(query.metadata),
-            "include_archived": query.include_archived,
-        },
+        sql.LIST_MEMORIES.arguments(
+            query,
+            cursor_created_at=after[0],
+            cursor_id=after[1],
+            memory_type=str(query.memory_type) if query.memory_type else None,
+            metadata=jsonb_or_none(query.metadata),
+        ),
     )
     cursor = next_key(rows, query.limit, lambda row: encode_cursor(row.created_at, row.id))
     return Page(rows, cursor)

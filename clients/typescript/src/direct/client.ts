@@ -239,26 +239,17 @@ export class MemexDirectClient {
     }
     const memoryTypes = request.memory_types ?? (request.memory_type ? [request.memory_type] : null);
     const rows = await this.#from(
+      // every request field named as a parameter of memex.search (the filters, the
+      // weights) goes as it is, an omitted one takes its SQL default; these are the others
       sql.search({
-        agent_id: request.agent_id,
-        user_id: request.user_id,
+        ...request,
         query_embedding: vector,
         top_k: request.top_k ?? DEFAULTS.searchTopK,
-        alpha: request.alpha ?? null,
-        half_life_days: request.half_life_days ?? null,
         memory_types: memoryTypes,
         query_text: request.query,
         mode,
         embedding_model: model,
-        now: request.now ?? null,
-        context_weight: request.context_weight ?? null,
         metadata: json(request.metadata),
-        include_archived: request.include_archived ?? false,
-        include_superseded: request.include_superseded ?? false,
-        as_of: request.as_of ?? null,
-        valid_at: request.valid_at ?? null,
-        created_after: request.created_after ?? null,
-        created_before: request.created_before ?? null,
       }),
     );
     return {
@@ -397,16 +388,11 @@ export class MemexDirectClient {
     const key = sql.memoryCursorKey({ cursor: request.cursor ?? null });
     const page = sql.listMemories(
       {
-        agent_id: request.agent_id,
-        user_id: request.user_id,
+        ...request, // its fields named as parameters (the filters), as in search
         limit,
         cursor_created_at: new sql.SqlText("c.created_at"),
         cursor_id: new sql.SqlText("c.id"),
-        memory_type: request.memory_type ?? null,
-        created_after: request.created_after ?? null,
-        created_before: request.created_before ?? null,
         metadata: json(request.metadata),
-        include_archived: request.include_archived ?? false,
       },
       key.values.length + 1,
     );
