@@ -203,6 +203,40 @@ def describe(arguments: list[Argument]) -> list[str]:
     ]
 
 
+def mismatches(name: str, doc: Signature, live: Signature) -> list[str]:
+    """What the page says of memex.`name` that the catalog does not."""
+    wrong = []
+    named = live.arguments[: len(doc.arguments)] if doc.more else live.arguments
+    if [a.name for a in doc.arguments] != [a.name for a in named]:
+        return [
+            f"memex.{name}: arguments {[a.name for a in doc.arguments]},"
+            f" the catalog's {[a.name for a in named]}"
+        ]
+    rest = live.arguments[len(doc.arguments) :]
+    if doc.more and (not rest or any(a.default is None for a in rest)):
+        wrong.append(f"memex.{name}: `...` stands for no argument or one without a default")
+    for said, real in zip(doc.arguments, named, strict=True):
+        if said.default != real.default:
+            wrong.append(f"memex.{name}({said.name}): default {said.default}, is {real.default}")
+        if said.type is not None and said.type != real.type:
+            wrong.append(f"memex.{name}({said.name}): type {said.type}, is {real.type}")
+    if doc.setof != live.setof and live.type is not None:
+        wrong.append(f"memex.{name}: setof {doc.setof}, the catalog's {live.setof}")
+    if doc.type != live.type:
+        wrong.append(f"memex.{name}: returns {doc.type or 'a table'}, is {live.type or 'a table'}")
+    elif doc.type is None:
+        if [c.name for c in doc.columns] != [c.name for c in live.columns]:
+            wrong.append(
+                f"memex.{name}: columns {[c.name for c in doc.columns]},"
+                f" the catalog's {[c.name for c in live.columns]}"
+            )
+        else:
+            for said, real in zip(doc.columns, live.columns, strict=True):
+                if said.type is not None and said.type != real.type:
+                    wrong.append(f"memex.{name} → {said.name}: {said.type}, is {real.type}")
+    return wrong
+
+
 def test_every_documented_function_is_the_catalogs(catalog: dict[str, Signature]) -> None:
     wrong = []
     for name, doc in documented().items():
@@ -210,39 +244,7 @@ def test_every_documented_function_is_the_catalogs(catalog: dict[str, Signature]
         if live is None:
             wrong.append(f"memex.{name}: documented, not in the catalog")
             continue
-        named = live.arguments[: len(doc.arguments)] if doc.more else live.arguments
-        if [a.name for a in doc.arguments] != [a.name for a in named]:
-            wrong.append(
-                f"memex.{name}: arguments {[a.name for a in doc.arguments]},"
-                f" the catalog's {[a.name for a in named]}"
-            )
-            continue
-        rest = live.arguments[len(doc.arguments) :]
-        if doc.more and (not rest or any(a.default is None for a in rest)):
-            wrong.append(f"memex.{name}: `...` stands for no argument or one without a default")
-        for said, real in zip(doc.arguments, named, strict=True):
-            if said.default != real.default:
-                wrong.append(
-                    f"memex.{name}({said.name}): default {said.default}, is {real.default}"
-                )
-            if said.type is not None and said.type != real.type:
-                wrong.append(f"memex.{name}({said.name}): type {said.type}, is {real.type}")
-        if doc.setof != live.setof and live.type is not None:
-            wrong.append(f"memex.{name}: setof {doc.setof}, the catalog's {live.setof}")
-        if doc.type != live.type:
-            wrong.append(
-                f"memex.{name}: returns {doc.type or 'a table'}, is {live.type or 'a table'}"
-            )
-        elif doc.type is None:
-            if [c.name for c in doc.columns] != [c.name for c in live.columns]:
-                wrong.append(
-                    f"memex.{name}: columns {[c.name for c in doc.columns]},"
-                    f" the catalog's {[c.name for c in live.columns]}"
-                )
-            else:
-                for said, real in zip(doc.columns, live.columns, strict=True):
-                    if said.type is not None and said.type != real.type:
-                        wrong.append(f"memex.{name} → {said.name}: {said.type}, is {real.type}")
+        wrong += mismatches(name, doc, live)
     assert not wrong, "\n".join(wrong)
 
 
@@ -317,3 +319,11 @@ def test_the_checks_catch_a_wrong_page() -> None:
     assert canonical_default("'episodic'::memex.memory_type") == "'episodic'"
     assert canonical_default("NULL::timestamp with time zone") == "null"
     assert canonical_default("'{}'::jsonb") == "'{}'"
+    # `...`: the first arguments; the rest must all have defaults
+    live = parse_signature("memex.f(p_a, p_b = null, p_c = 1) → integer")
+    assert not mismatches("f", parse_signature("memex.f(p_a, ...) → integer"), live)
+    assert not mismatches("f", parse_signature("memex.f(p_a, p_b = null, ...) → integer"), live)
+    every = parse_signature("memex.f(p_a, p_b = null, p_c = 1, ...) → integer")
+    assert mismatches("f", every, live)  # `...` for nothing
+    required = parse_signature("memex.f(p_a, p_b) → integer")
+    assert mismatches("f", parse_signature("memex.f(p_a, ...) → integer"), required)

@@ -89,6 +89,22 @@ describe("direct mode", { skip: missing.length ? `needs ${missing.join(", ")}` :
     });
   });
 
+  test("search and list pass the request's filters on to SQL", async () => {
+    const stored = await text.store({ ...alice, content: "Alice's gym locker code is qzx7731", memory_type: "procedural" });
+    const found = (request) => text.search({ ...alice, query: "qzx7731", ...request });
+    assert.ok((await found({})).results.some((r) => r.id === stored.id));
+    assert.equal((await found({ created_after: "2999-01-01T00:00:00Z" })).total, 0);
+    // (a text search ranks every live memory: those without the term at relevance 0)
+    const semantic = await found({ memory_types: ["semantic"] });
+    assert.ok(semantic.results.every((r) => r.memory_type === "semantic"), JSON.stringify(semantic));
+    assert.ok(!semantic.results.some((r) => r.id === stored.id));
+    assert.ok((await found({ metadata: {} })).results.some((r) => r.id === stored.id));
+    const listed = await text.listMemories({ ...alice, memory_type: "procedural", limit: 1000 });
+    assert.ok(listed.memories.some((m) => m.id === stored.id));
+    assert.ok(listed.memories.every((m) => m.memory_type === "procedural"));
+    assert.equal((await text.listMemories({ ...alice, created_before: "2000-01-01T00:00:00Z" })).memories.length, 0);
+  });
+
   test("storeMany, count, list with its cursor, update, forget", async () => {
     const who = { agent_id: "direct-agent", user_id: "alice" };
     const before = (await text.count(who)).count;
