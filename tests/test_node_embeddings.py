@@ -212,13 +212,45 @@ def test_node_and_python_memories_rank_together(
     assert float(stored @ expected) >= 0.999
 
 
-def test_packed_tarball_carries_the_model_and_its_licences(
-    built: Path, node: str, tmp_path: Path
+def docs_example() -> str:
+    """docs/clients.md's example of direct mode with @memexdb/minilm (the same in the
+    TypeScript client's README)."""
+    page = (REPO / "docs" / "clients.md").read_text()
+    blocks = [b for b in re.findall(r"```ts\n(.*?)```", page, flags=re.S) if "@memexdb/minilm" in b]
+    assert len(blocks) == 1, "docs/clients.md has one example with @memexdb/minilm"
+    assert blocks[0] in (CLIENT / "README.md").read_text(), "the client's README shows it too"
+    return str(blocks[0])
+
+
+def disk_usage(path: Path) -> int:
+    """Bytes on disk under `path`, as `du` counts them (allocated blocks)."""
+    return sum(p.lstat().st_blocks * 512 for p in path.rglob("*")) + path.lstat().st_blocks * 512
+
+
+def stated_install_mb() -> int:
+    found = re.search(
+        r"`du -sh node_modules`\): (\d+) MB", (REPO / "docs" / "clients.md").read_text()
+    )
+    assert found, "docs/clients.md states the install size"
+    return int(found.group(1))
+
+
+def test_packed_tarballs_from_an_empty_project(
+    built: Path, node: str, database: str, tmp_path: Path
 ) -> None:
+    """Both packages as npm packs them: the model and its licences in @memexdb/minilm's
+    tarball; installed into an empty project (with `pg`), docs/clients.md's example runs
+    against a bound role, and the install size docs/clients.md states is what it takes."""
     npm = required(shutil.which("npm"), "npm is not installed")
-    run([npm, "pack", "--pack-destination", str(tmp_path), "--loglevel=error"], MINILM, node_env())
+    for package in (MINILM, CLIENT):
+        run(
+            [npm, "pack", "--pack-destination", str(tmp_path), "--loglevel=error"],
+            package,
+            node_env(),
+        )
     version = json.loads((MINILM / "package.json").read_text())["version"]
-    with tarfile.open(tmp_path / f"memexdb-minilm-{version}.tgz") as tar:
+    minilm_tarball = tmp_path / f"memexdb-minilm-{version}.tgz"
+    with tarfile.open(minilm_tarball) as tar:
         names = set(tar.getnames())
         onnx = tar.extractfile("package/model/model.onnx")
         assert onnx is not None
@@ -228,3 +260,21 @@ def test_packed_tarball_carries_the_model_and_its_licences(
     for name in (*local_minilm.TOKENIZER_FILES, "LICENSE", "NOTICE", "SHA256SUMS"):
         assert f"package/model/{name}" in names, name
     assert not any(n.startswith("package/src/") for n in names)
+
+    project = tmp_path / "app"
+    project.mkdir()
+    run([npm, "init", "-y", "--loglevel=error"], project, node_env())
+    client_version = json.loads((CLIENT / "package.json").read_text())["version"]
+    tarballs = [str(minilm_tarball), str(tmp_path / f"memexdb-client-{client_version}.tgz")]
+    pg_version = json.loads((CLIENT / "node_modules" / "pg" / "package.json").read_text())[
+        "version"
+    ]
+    install = [npm, "install", "--no-audit", "--no-fund", "--loglevel=error"]
+    run([*install, *tarballs, f"pg@{pg_version}"], project, node_env())
+    (project / "example.mjs").write_text(docs_example())
+    with bound_login_role(database, "direct-agent", ["alice"]) as role:
+        output = run([node, "example.mjs"], project, node_env(MEMEX_DIRECT_URL=libpq_url(role)))
+    assert output == "hybrid Alice waters the ferns on Sundays\n", output
+
+    measured_mb = disk_usage(project / "node_modules") / 2**20
+    assert abs(measured_mb - stated_install_mb()) <= 0.1 * stated_install_mb(), measured_mb

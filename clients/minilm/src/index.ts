@@ -7,6 +7,7 @@
 
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 import { Tokenizer } from "@huggingface/tokenizers";
 import * as ort from "onnxruntime-node";
@@ -55,7 +56,7 @@ export class ModelIntegrityError extends Error {
 
 function folder(dir: string | URL): URL {
   if (dir instanceof URL) return dir.href.endsWith("/") ? dir : new URL(`${dir.href}/`);
-  return new URL(`file://${dir.endsWith("/") ? dir : `${dir}/`}`);
+  return pathToFileURL(dir.endsWith("/") ? dir : `${dir}/`);
 }
 
 function validate(texts: readonly string[]): void {
@@ -105,12 +106,12 @@ export class MiniLM {
     try {
       bytes = await readFile(onnxPath);
     } catch (error) {
-      throw new ModelIntegrityError(`cannot read model file ${onnxPath.pathname}: ${String(error)}`);
+      throw new ModelIntegrityError(`cannot read model file ${fileURLToPath(onnxPath)}: ${String(error)}`);
     }
     const actual = createHash("sha256").update(bytes).digest("hex");
     if (actual !== MODEL_SHA256) {
       throw new ModelIntegrityError(
-        `model file ${onnxPath.pathname} has sha256 ${actual}, expected ${MODEL_SHA256}`,
+        `model file ${fileURLToPath(onnxPath)} has sha256 ${actual}, expected ${MODEL_SHA256}`,
       );
     }
     const [tokenizerJson, tokenizerConfig] = await Promise.all(
