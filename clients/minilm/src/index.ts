@@ -30,6 +30,8 @@ export const MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e120
 /** Texts per model call (batch 256 peaked at 3 GB RSS in Python; 32 stays small). */
 export const DEFAULT_BATCH_SIZE = 32;
 export const DEFAULT_THREADS = 2;
+/** Vectors `embedInFull` keeps by text (memexdb.session.EMBEDDING_CACHE_ENTRIES). */
+export const DEFAULT_CACHE_ENTRIES = 4096;
 
 const CLS = 101;
 const SEP = 102;
@@ -47,6 +49,17 @@ export interface MiniLMOptions {
   batchSize?: number;
   /** Model calls of texts of similar length (default true), as Python's `group_by_length`. */
   groupByLength?: boolean;
+  /** Vectors of `embedInFull` kept by text, least recently used dropped first (default
+   * 4096, as the Python client's cache; 0: none). A repeated query or content is answered
+   * without the model. */
+  cacheEntries?: number;
+}
+
+/** How the cache of `embedInFull` has answered. */
+export interface CacheStats {
+  entries: number;
+  hits: number;
+  misses: number;
 }
 
 /** Raised when model.onnx is not the verified file. */
@@ -88,6 +101,10 @@ export class MiniLM {
   readonly #tokenizer: Tokenizer;
   readonly #batchSize: number;
   readonly #grouped: boolean;
+  readonly #cacheEntries: number;
+  readonly #cache = new Map<string, Float32Array>();
+  #hits = 0;
+  #misses = 0;
   #queue: Promise<unknown> = Promise.resolve();
 
   private constructor(session: ort.InferenceSession, tokenizer: Tokenizer, options: MiniLMOptions) {
@@ -95,6 +112,10 @@ export class MiniLM {
     this.#tokenizer = tokenizer;
     this.#batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
     this.#grouped = options.groupByLength ?? true;
+    this.#cacheEntries = options.cacheEntries ?? DEFAULT_CACHE_ENTRIES;
+    if (!Number.isInteger(this.#cacheEntries) || this.#cacheEntries < 0) {
+      throw new RangeError("cacheEntries must be an integer >= 0");
+    }
     if (!Number.isInteger(this.#batchSize) || this.#batchSize < 1) throw new RangeError("batchSize must be >= 1");
   }
 
@@ -177,10 +198,38 @@ export class MiniLM {
     return out;
   }
 
-  /** One unit vector per text that represents all of it (long texts chunked). */
+  /** One unit vector per text that represents all of it (long texts chunked); texts
+   * embedded before are answered from the cache (`cacheEntries`). */
   async embedInFull(texts: readonly string[]): Promise<Float32Array[]> {
-    const cut = this.plan(texts);
-    return cut.combine(await this.embed(cut.pieces));
+    validate(texts);
+    const known = new Map<string, Float32Array>();
+    for (const text of new Set(texts)) {
+      const cached = this.#cache.get(text);
+      if (cached === undefined) continue;
+      this.#cache.delete(text); // most recently used: to the end
+      this.#cache.set(text, cached);
+      known.set(text, cached);
+    }
+    const missing = [...new Set(texts)].filter((t) => !known.has(t));
+    this.#hits += texts.length - texts.filter((t) => !known.has(t)).length;
+    this.#misses += texts.filter((t) => !known.has(t)).length;
+    if (missing.length > 0) {
+      const cut = this.plan(missing);
+      const vectors = cut.combine(await this.embed(cut.pieces));
+      missing.forEach((text, i) => {
+        known.set(text, vectors[i]!);
+        if (this.#cacheEntries === 0) return;
+        this.#cache.set(text, vectors[i]!);
+        while (this.#cache.size > this.#cacheEntries) this.#cache.delete(this.#cache.keys().next().value!);
+      });
+    }
+    // copies: a caller that changes its vector changes no cached one
+    return texts.map((text) => known.get(text)!.slice());
+  }
+
+  /** How the cache of `embedInFull` has answered so far. */
+  get cacheStats(): CacheStats {
+    return { entries: this.#cache.size, hits: this.#hits, misses: this.#misses };
   }
 
   /** Free the session. */

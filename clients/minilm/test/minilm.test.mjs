@@ -97,3 +97,36 @@ test("a model file that is not the verified one is refused", async () => {
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("embedInFull answers a repeated text from its cache, the same vector", async () => {
+  const cached = await MiniLM.load({ cacheEntries: 2 });
+  try {
+    const [first] = await cached.embedInFull(["a repeated query"]);
+    assert.deepEqual(cached.cacheStats, { entries: 1, hits: 0, misses: 1 });
+    first[0] = 42; // a caller's change reaches no cached vector
+    const [again, other] = await cached.embedInFull(["a repeated query", "another one"]);
+    assert.deepEqual(cached.cacheStats, { entries: 2, hits: 1, misses: 2 });
+    const [fresh] = await model.embed(["a repeated query"]);
+    assert.deepEqual(Array.from(again), Array.from(fresh));
+    assert.notDeepEqual(Array.from(other), Array.from(again));
+    // least recently used dropped first: used again, "a repeated query" outlives
+    // "another one" when a third text comes
+    await cached.embedInFull(["a repeated query"]);
+    await cached.embedInFull(["a third text"]);
+    assert.deepEqual(cached.cacheStats, { entries: 2, hits: 2, misses: 3 });
+    await cached.embedInFull(["a repeated query"]);
+    assert.deepEqual(cached.cacheStats, { entries: 2, hits: 3, misses: 3 });
+    await cached.embedInFull(["another one"]);
+    assert.deepEqual(cached.cacheStats, { entries: 2, hits: 3, misses: 4 });
+  } finally {
+    await cached.release();
+  }
+  const uncached = await MiniLM.load({ cacheEntries: 0 });
+  try {
+    await uncached.embedInFull(["a repeated query"]);
+    await uncached.embedInFull(["a repeated query"]);
+    assert.deepEqual(uncached.cacheStats, { entries: 0, hits: 0, misses: 2 });
+  } finally {
+    await uncached.release();
+  }
+});
