@@ -10,7 +10,7 @@ import pg from "pg";
 import { ConflictError, ForbiddenError, InvalidArgumentError, MemexError } from "../errors.js";
 import type { Items, Requests, Results } from "../generated/operations.js";
 import * as sql from "../generated/sql.js";
-import { embedTexts, type EmbeddingsEndpoint } from "./embeddings.js";
+import { embedLocally, embedTexts, type Embedded, type EmbeddingsEndpoint, type LocalEmbedder } from "./embeddings.js";
 import { errorFromSql, RETRIED_SQLSTATES } from "./errors.js";
 
 export interface DirectClientOptions {
@@ -18,12 +18,20 @@ export interface DirectClientOptions {
   connectionString: string;
   /** Connections kept open (default 4). */
   maxConnections?: number;
-  /** Where query vectors come from; without one, search runs in text mode. */
+  /** Where query vectors come from; without one (nor an `embedder`), search runs in text mode. */
   embeddings?: EmbeddingsEndpoint;
+  /** A model run in this process (e.g. `await MiniLM.load()` of `@memexdb/minilm`): it
+   * embeds every query and every write, stores included (each memory is embedded before
+   * its statement commits, never queued). Used instead of `embeddings` when both are given. */
+  embedder?: LocalEmbedder;
+  /** Queue stores for the embed worker even with an `embedder` (the stand-in vector of
+   * `memex.store_queued` until a memexdb process embeds them). Default: queue only when
+   * there is no `embedder`. */
+  queueStores?: boolean;
 }
 
-/** A search's result, and the mode it ran in: `text` when no embeddings endpoint was
- * given (full-text ranking only; memories not yet embedded are found too). */
+/** A search's result, and the mode it ran in: `text` when neither an embedder nor an
+ * embeddings endpoint was given (full-text ranking only; memories not yet embedded are found too). */
 export type DirectSearchResult = Results["search"] & { mode: "vector" | "text" | "hybrid" };
 
 export interface MigrateOptions {
@@ -81,6 +89,12 @@ function json(value: unknown): string | null {
   return value === undefined || value === null ? null : JSON.stringify(value);
 }
 
+/** What the model embeds for a content: a blank or missing one is the SQL API's to
+ * refuse (naming its field, as the service does), so the model gets a stand-in. */
+function modelText(content: unknown): string {
+  return typeof content === "string" && content.replace(/[ \t\n\r\f\v]/g, "") !== "" ? content : "-";
+}
+
 function fresh(): string {
   return globalThis.crypto.randomUUID();
 }
@@ -92,19 +106,25 @@ function nextKey<T>(rows: Row[], limit: number, key: (row: Row) => T): T | null 
 }
 
 /**
- * A memexdb client over Postgres, as a bound SQL role: `store`/`storeMany` queue their
- * memories for the embed worker; `search` embeds its query at `embeddings` when given,
- * else ranks by text only (`mode: "text"`). Service-only operations are not here
+ * A memexdb client over Postgres, as a bound SQL role. With an `embedder`, `store` and
+ * `storeMany` embed their memories in this process and store them with their vectors, and
+ * `search` embeds its query here too (hybrid ranking, as the service's); without one,
+ * stores are queued for the embed worker and `search` embeds its query at `embeddings`
+ * when given, else ranks by text only (`mode: "text"`). Service-only operations are not here
  * (README: "Direct-Postgres mode").
  */
 export class MemexDirectClient {
   readonly #pool: pg.Pool;
   readonly #embeddings: EmbeddingsEndpoint | undefined;
+  readonly #embedder: LocalEmbedder | undefined;
+  readonly #queueStores: boolean;
   readonly #connectionString: string;
 
   constructor(options: DirectClientOptions) {
     this.#connectionString = options.connectionString;
     this.#embeddings = options.embeddings;
+    this.#embedder = options.embedder;
+    this.#queueStores = options.queueStores ?? options.embedder === undefined;
     this.#pool = new pg.Pool({
       connectionString: options.connectionString,
       max: options.maxConnections ?? 4,
@@ -150,10 +170,20 @@ export class MemexDirectClient {
     return row;
   }
 
-  /** The vector of `text` from the embeddings endpoint; without one, an
-   * `InvalidArgumentError` naming `field` (the request field that needs it). */
-  async #embed(text: string, field = "content"): Promise<{ vector: string; model: string }> {
-    if (this.#embeddings === undefined) {
+  /** Whether this client can embed (an embedder or an embeddings endpoint). */
+  get #embeds(): boolean {
+    return this.#embedder !== undefined || this.#embeddings !== undefined;
+  }
+
+  /** The vectors of `texts` from the embedder, else the embeddings endpoint; without
+   * either, an `InvalidArgumentError` naming `field` (the request field that needs it). */
+  async #embedMany(texts: string[], field = "content"): Promise<{ vectors: string[]; model: string }> {
+    let embedded: Embedded;
+    if (this.#embedder !== undefined) {
+      embedded = await embedLocally(this.#embedder, texts);
+    } else if (this.#embeddings !== undefined) {
+      embedded = await embedTexts(this.#embeddings, texts);
+    } else {
       const message = "needs an embeddings endpoint in direct mode";
       throw new InvalidArgumentError(`${field}: ${message}`, {
         code: "invalid_argument",
@@ -161,13 +191,43 @@ export class MemexDirectClient {
         fields: [{ field, message }],
       });
     }
-    const { vectors, model } = await embedTexts(this.#embeddings, [text]);
-    return { vector: vectorLiteral(vectors[0]!), model };
+    return { vectors: embedded.vectors.map(vectorLiteral), model: embedded.model };
   }
 
-  /** Store one memory without its vector: it is queued, and found by vector search once
-   * the embed worker has embedded it. The client gives it a fresh id unless you do. */
+  /** The vector of `text` (see `#embedMany`). */
+  async #embed(text: string, field = "content"): Promise<{ vector: string; model: string }> {
+    const { vectors, model } = await this.#embedMany([text], field);
+    return { vector: vectors[0]!, model };
+  }
+
+  /** Store one memory. With an `embedder` it is embedded first and stored with its
+   * vector (`memex.store`, as the service); otherwise it is queued, and found by vector
+   * search once the embed worker has embedded it. The client gives it a fresh id unless
+   * you do. */
   async store(request: Requests["store"]): Promise<Results["store"]> {
+    if (!this.#queueStores) {
+      const { vector, model } = await this.#embed(modelText(request.content));
+      const row = await this.#oneFrom(
+        sql.store({
+          agent_id: request.agent_id,
+          user_id: request.user_id,
+          content: request.content,
+          embedding: vector,
+          embedding_model: model,
+          // left out, not null: memex.store's own defaults (episodic, importance 1, {})
+          memory_type: request.memory_type ?? undefined,
+          importance: request.importance ?? undefined,
+          metadata: json(request.metadata) ?? undefined,
+          expires_at: request.expires_at ?? null,
+          created_at: request.created_at ?? null,
+          id: request.id ?? fresh(),
+          supersedes: request.supersedes ?? null,
+          valid_from: request.valid_from ?? null,
+          valid_to: request.valid_to ?? null,
+        }),
+      );
+      return row as Results["store"];
+    }
     try {
       const { memories } = await this.storeMany({ memories: [request] });
       return memories[0]!;
@@ -184,7 +244,8 @@ export class MemexDirectClient {
     }
   }
 
-  /** Store memories in one statement (all or nothing), queued for embedding. */
+  /** Store memories in one statement (all or nothing): embedded first, in one batch, with
+   * an `embedder` (`memex.store_many`, as the service); otherwise queued for embedding. */
   async storeMany(request: Requests["storeMany"]): Promise<Results["storeMany"]> {
     const items = request.memories;
     // memex.store_queued takes no validity: refused, never dropped (the service's single
@@ -201,22 +262,28 @@ export class MemexDirectClient {
         }
       }
     });
-    const rows = await this.#from(
-      sql.storeQueued({
-        agent_ids: items.map((m) => m.agent_id),
-        user_ids: items.map((m) => m.user_id),
-        contents: items.map((m) => m.content),
-        // a null item takes the SQL API's default (episodic, importance 1, {})
-        memory_types: items.map((m) => m.memory_type ?? null),
-        importances: items.map((m) => m.importance ?? null),
-        metadata: items.map((m) => json(m.metadata)),
-        expires_at: items.map((m) => m.expires_at ?? null),
-        created_at: items.map((m) => m.created_at ?? null),
-        ids: items.map((m) => m.id ?? fresh()),
-        // per item a JSON array of the ids it supersedes, or null
-        supersedes: items.some((m) => m.supersedes) ? items.map((m) => json(m.supersedes)) : undefined,
-      }),
-    );
+    const columns = {
+      agent_ids: items.map((m) => m.agent_id),
+      user_ids: items.map((m) => m.user_id),
+      contents: items.map((m) => m.content),
+      // a null item takes the SQL API's default (episodic, importance 1, {})
+      memory_types: items.map((m) => m.memory_type ?? null),
+      importances: items.map((m) => m.importance ?? null),
+      metadata: items.map((m) => json(m.metadata)),
+      expires_at: items.map((m) => m.expires_at ?? null),
+      created_at: items.map((m) => m.created_at ?? null),
+      ids: items.map((m) => m.id ?? fresh()),
+      // per item a JSON array of the ids it supersedes, or null
+      supersedes: items.some((m) => m.supersedes) ? items.map((m) => json(m.supersedes)) : undefined,
+    };
+    let call: sql.SqlCall;
+    if (this.#queueStores) {
+      call = sql.storeQueued(columns);
+    } else {
+      const { vectors, model } = await this.#embedMany(items.map((m) => modelText(m.content)));
+      call = sql.storeMany({ ...columns, embeddings: vectors, embedding_model: model });
+    }
+    const rows = await this.#from(call);
     return { memories: rows as Results["store"][], total: rows.length };
   }
 
@@ -224,11 +291,11 @@ export class MemexDirectClient {
    * and the mode is the service's default (hybrid; vector with `alpha`); without one the
    * mode is `text`, and asking for `vector` or `hybrid` is an `InvalidArgumentError`. */
   async search(request: Requests["search"]): Promise<DirectSearchResult> {
-    const mode = request.mode ?? (this.#embeddings === undefined ? "text" : request.alpha == null ? "hybrid" : "vector");
+    const mode = request.mode ?? (!this.#embeds ? "text" : request.alpha == null ? "hybrid" : "vector");
     let vector: string | null = null;
     let model: string | null = null;
     if (mode !== "text") {
-      if (this.#embeddings === undefined) {
+      if (!this.#embeds) {
         throw new InvalidArgumentError(`mode: ${mode} needs an embeddings endpoint in direct mode`, {
           code: "invalid_argument",
           status: 422,

@@ -1,5 +1,6 @@
-/** Query vectors from an OpenAI-compatible embeddings endpoint (memexdb's own
- * `POST /v1/embeddings` included): direct mode runs no model of its own. */
+/** Where direct mode's vectors come from: a model run in-process (`LocalEmbedder`, e.g.
+ * `@memexdb/minilm`, the Python package's own model in Node), or an OpenAI-compatible
+ * embeddings endpoint (memexdb's own `POST /v1/embeddings` included). */
 
 import { ConnectionError, errorFromResponse, MemexError, TimeoutError } from "../errors.js";
 
@@ -18,6 +19,18 @@ export interface EmbeddingsEndpoint {
   headers?: Record<string, string>;
 }
 
+/** A model run in the app's own process. `@memexdb/minilm`'s `MiniLM` is one
+ * (`await MiniLM.load()`): the Python package's bundled all-MiniLM-L6-v2 with the same
+ * vectors and `embedding_model`, so memories written from Node and from Python rank
+ * together. Any object of this shape will do. */
+export interface LocalEmbedder {
+  /** Stored as `embedding_model` with every vector; searches compare only vectors of it. */
+  readonly modelId: string;
+  /** One unit vector per text, in order, each of the whole text however long (the Python
+   * package's `embed_in_full`: long texts chunked and averaged). */
+  embedInFull(texts: readonly string[]): Promise<ArrayLike<number>[]>;
+}
+
 export interface Embedded {
   vectors: number[][];
   /** The model the endpoint says made the vectors. */
@@ -27,6 +40,15 @@ export interface Embedded {
 interface EmbeddingsAnswer {
   data?: { index?: number; embedding?: unknown }[];
   model?: unknown;
+}
+
+/** One vector per text, in input order, from an in-process model. */
+export async function embedLocally(embedder: LocalEmbedder, texts: string[]): Promise<Embedded> {
+  const vectors = await embedder.embedInFull(texts);
+  if (vectors.length !== texts.length) {
+    throw new MemexError("embedder: not one vector per text", { code: "bad_embeddings_answer" });
+  }
+  return { vectors: vectors.map((v) => Array.from(v)), model: embedder.modelId };
 }
 
 /** One vector per text, in input order. */

@@ -1,6 +1,6 @@
 /** `@memexdb/client/direct`: direct-Postgres mode (needs the `pg` package). */
 export { DEFAULTS, MemexDirectClient } from "./client.js";
 export type { DirectClientOptions, DirectSearchResult, MigrateOptions } from "./client.js";
-export type { EmbeddingsEndpoint } from "./embeddings.js";
+export type { EmbeddingsEndpoint, LocalEmbedder } from "./embeddings.js";
 export * from "../errors.js";
 export type { Items, Requests, Results } from "../generated/operations.js";
