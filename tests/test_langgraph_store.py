@@ -967,3 +967,16 @@ async def test_several_fields_with_memexdbs_model_score_by_the_best_field(
     memory = await store.client.get(store.agent_id, "mfields", fields._id(("n",), "trip"))
     assert len(memory.metadata["langgraph"]["vectors"]["data"]) == 2
     assert memory.content == joined
+
+
+async def test_sqlite_style_text_fields_and_a_bad_distance(store: MemexStore) -> None:
+    """LangGraph's SQLite store names the fields `text_fields` (a list or one path): they
+    are the fields embedded; a distance type no LangGraph store has is refused."""
+    index = {"dims": 26, "embed": letter_counts, "text_fields": "title"}
+    sqlite_style = MemexStore(store.client, store.agent_id, "sqlite-style", index=index)
+    assert sqlite_style.index_config["fields"] == ["title"]
+    await sqlite_style.aput(("n",), "k", {"title": "kiwi", "body": "zebra"})
+    (hit,) = await sqlite_style.asearch(("n",), query="kiwi")
+    assert hit.score == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="distance_type"):
+        MemexStore(store.client, store.agent_id, index={**index, "distance_type": "hamming"})

@@ -134,7 +134,10 @@ class MemexStore(BaseStore):
         self.agent_id = agent_id
         self.user_id = user_id
         config: dict[str, Any] = dict(index or {})
-        fields = config.get("fields") or index_fields
+        # (LangGraph's SQLite store names them `text_fields`)
+        fields = config.get("fields") or config.get("text_fields") or index_fields
+        if isinstance(fields, str):
+            fields = [fields]
         self.index_fields = list(fields) if fields else None
         self.memory_type = memory_type
         self.concurrency = max(1, concurrency)
