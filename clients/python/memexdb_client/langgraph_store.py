@@ -337,7 +337,10 @@ class MemexStore(BaseStore):
         for part in _text_chunks([t[:_EMBED_TEXT_MAX] for t in texts]):
             result = await self.client.embed_texts(part)
             model = result.model
-            vectors.extend(_pack(row) for row in result.vectors.tolist())
+            rows = result.vectors  # numpy in process, lists over HTTP
+            vectors.extend(
+                _pack(row) for row in (rows.tolist() if hasattr(rows, "tolist") else rows)
+            )
         return model, vectors
 
     async def _embed_writes(self, writes: list[dict[str, Any]]) -> None:
