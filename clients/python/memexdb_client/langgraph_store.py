@@ -17,6 +17,12 @@ The mapping (docs/langgraph.md):
   `value` and `put_at` (the time of the last put).
 - Its content (what memexdb embeds and ranks) is the text at the store's
   `index_fields` (or the put's `index`) joined by newlines, else the value as JSON.
+- Each text at the indexed fields has a vector of its own, kept in the entry's
+  `vectors` (float32, base64, with the model's name), as LangGraph's stores embed
+  field by field: with the caller's `embed` (an `index` config) for every indexed item,
+  and a query search scores the items under the prefix by their best text under the
+  config's distance type, best first; with memexdb's model for an item of several
+  texts, whose score is then its best text's cosine similarity (memexdb's order).
 - `search` with a query is memexdb's hybrid search (vector + text + recency) with the
   namespace prefix and the exact-match filters as metadata containment, in memexdb's
   order; `score` is the cosine similarity of the query and the item (as LangGraph's
