@@ -514,7 +514,7 @@ async def test_a_dotted_label_reads_no_other_namespace(store: MemexStore) -> Non
     await store.aput(("foo", "bar"), "k", {"v": 1})
     for namespace in [("foo.bar",), ("foo", ""), ("foo", 1)]:
         with pytest.raises(InvalidNamespaceError):
-            await store.abatch([PutOp(("valid",), "k", {}), GetOp(namespace, "k")])  # type: ignore[arg-type]
+            await store.abatch([PutOp(("valid",), "k", {}), GetOp(namespace, "k")])
     assert await store.aget(("valid",), "k") is None
     item = await store.aget(("foo", "bar"), "k")
     assert item is not None and item.value == {"v": 1}
@@ -690,7 +690,7 @@ async def test_put_memories_upserts_and_deletes_by_id_in_one_call(store: MemexSt
 
 
 def _with_ttl(store: MemexStore, **ttl: Any) -> MemexStore:
-    return MemexStore(store.client, store.agent_id, ttl=ttl or None)  # type: ignore[arg-type]
+    return MemexStore(store.client, store.agent_id, ttl=ttl or None)
 
 
 async def test_an_item_with_a_ttl_disappears_after_it_and_one_without_stays(
@@ -834,3 +834,149 @@ async def test_a_query_search_scores_the_similarity_and_keeps_memexdbs_order(
     ranked = await store.client.search(store.agent_id, store.user_id, query, top_k=30)
     assert [h.key for h in hits] == [h.metadata["langgraph"]["key"] for h in ranked]
     assert hits[0].key == "cat"
+
+
+# --- a caller's own embed, and several indexed fields scored per text ---
+
+
+def letter_counts(texts: list[str]) -> list[list[float]]:
+    """A caller's embedding function (LangGraph's `EmbeddingsFunc`): each text as the
+    counts of the letters a to z, not normalised (so the three distance types differ)."""
+    return [[float(t.lower().count(chr(ord("a") + i))) for i in range(26)] for t in texts]
+
+
+async def vowel_counts(texts: list[str]) -> list[list[float]]:
+    """Another embed, async: the counts of a, e, i, o, u, then 21 zeros (also 26 numbers,
+    so only the model's name tells its vectors from letter_counts')."""
+    return [[float(t.lower().count(v)) for v in "aeiou"] + [0.0] * 21 for t in texts]
+
+
+def similarity(distance: str, a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    if distance == "inner_product":
+        return dot
+    if distance == "l2":
+        return -(sum((x - y) ** 2 for x, y in zip(a, b, strict=True)) ** 0.5)
+    norms = sum(x * x for x in a) ** 0.5 * sum(y * y for y in b) ** 0.5
+    return dot / norms
+
+
+@pytest.mark.parametrize("distance", ["cosine", "inner_product", "l2"])
+async def test_a_callers_embed_scores_and_orders_with_its_vectors(
+    store: MemexStore, distance: str
+) -> None:
+    """An `index` config with the caller's `embed` (here a plain function) and `dims`:
+    index_config says them, each put's text is embedded by it on the client, and a query
+    search scores every item by that vector's similarity under the configured distance
+    type, best first (LangGraph's own stores' scores), with index=False items left out."""
+    index = {"dims": 26, "embed": letter_counts, "fields": ["text"], "distance_type": distance}
+    custom = MemexStore(store.client, store.agent_id, f"embed-{distance}", index=index)
+    assert custom.index_config["dims"] == 26
+    assert custom.index_config["embed"] is letter_counts
+    assert custom.index_config["fields"] == ["text"]
+    texts = {"a": "banana bandana", "b": "zzz buzz", "c": "kayak", "d": "abracadabra"}
+    for key, text in texts.items():
+        await custom.aput(("docs",), key, {"text": text, "n": key})
+    await custom.aput(("docs",), "hidden", {"text": "banana"}, index=False)
+    query = "a banana"
+    hits = await custom.asearch(("docs",), query=query, limit=10)
+    (q,) = letter_counts([query])
+    expected = {k: similarity(distance, q, letter_counts([t])[0]) for k, t in texts.items()}
+    assert [h.key for h in hits] == sorted(expected, key=lambda k: expected[k], reverse=True)
+    for hit in hits:
+        assert hit.score == pytest.approx(expected[hit.key], rel=1e-5), hit.key
+    # a filter and an offset apply as without a query
+    filtered = await custom.asearch(("docs",), query=query, filter={"n": "c"})
+    assert [h.key for h in filtered] == ["c"]
+    second = await custom.asearch(("docs",), query=query, limit=1, offset=1)
+    assert [h.key for h in second] == [hits[1].key]
+    # memexdb's own model still embedded the content (its search and text ranking work)
+    memory = await store.client.get(store.agent_id, f"embed-{distance}", custom._id(("docs",), "a"))
+    assert memory.content == "banana bandana"
+    assert memory.metadata["langgraph"]["vectors"]["model"].endswith(":26")
+
+
+async def test_vectors_of_another_embed_are_never_compared(store: MemexStore) -> None:
+    """Items put by a store with one embed, searched by a store with another (the same
+    tenant, the same dims): the query is compared with vectors of its own model only,
+    the items' texts embedded again by it, never with the other model's vectors."""
+    user = "two-models"
+    index = {"dims": 26, "fields": ["text"]}
+    first = MemexStore(store.client, store.agent_id, user, index={**index, "embed": letter_counts})
+    second = MemexStore(store.client, store.agent_id, user, index={**index, "embed": vowel_counts})
+    await first.aput(("n",), "k", {"text": "education"})
+    (q,) = await vowel_counts(["audio"])
+    (item,) = await vowel_counts(["education"])
+    (hit,) = await second.asearch(("n",), query="audio")
+    assert hit.score == pytest.approx(similarity("cosine", q, item), rel=1e-5)
+    (other,) = letter_counts(["education"])
+    assert hit.score != pytest.approx(similarity("cosine", q, other), rel=1e-3)
+
+
+async def test_several_fields_of_a_callers_embed_score_by_the_best_field(
+    store: MemexStore,
+) -> None:
+    """Each text at each field path has its own vector (LangGraph's stores' semantics):
+    the item's score is its best text's, so a query equal to one short field scores 1
+    however long the other fields are; a field that is not indexed never scores."""
+    index = {"dims": 26, "embed": letter_counts, "fields": ["title", "tags[*]"]}
+    custom = MemexStore(store.client, store.agent_id, "fields", index=index)
+    long_body = "quick brown foxes jump over lazy dogs " * 20
+    await custom.aput(("n",), "x", {"title": long_body, "tags": ["kiwi", "plum"], "body": "zebra"})
+    await custom.aput(("n",), "y", {"title": "kiwi kiwi plum", "tags": []})
+    (best,) = await custom.asearch(("n",), query="plum", limit=1)
+    assert (best.key, best.score) == ("x", pytest.approx(1.0))
+    scores = {h.key: h.score for h in await custom.asearch(("n",), query="zebra")}
+    (q,) = letter_counts(["zebra"])
+    texts = {"x": [long_body, "kiwi", "plum"], "y": ["kiwi kiwi plum"]}
+    for key, some in texts.items():
+        best_field = max(similarity("cosine", q, v) for v in letter_counts(some))
+        assert scores[key] == pytest.approx(best_field, rel=1e-5), key
+    # a put's own `index` fields replace the store's
+    await custom.aput(("n",), "z", {"title": "kiwi", "body": "zebra"}, index=["body"])
+    (top,) = await custom.asearch(("n",), query="zebra", limit=1)
+    assert (top.key, top.score) == ("z", pytest.approx(1.0))
+
+
+async def test_several_fields_with_memexdbs_model_score_by_the_best_field(
+    store: MemexStore,
+) -> None:
+    """With memexdb's model, an item of several indexed texts keeps one vector per text
+    (the model's, from embed_texts) and scores its best text's cosine similarity to the
+    query, not that of the texts joined (LangGraph's stores' semantics); memexdb still
+    ranks the joined content; an item of one text scores as before."""
+    fields = MemexStore(store.client, store.agent_id, "mfields", index_fields=["title", "body"])
+    body = (
+        "The quarterly budget review covers hiring plans, vendor contracts, office leases,"
+        " travel policy and the timeline for the new accounting system. "
+    ) * 3
+    await fields.aput(("n",), "trip", {"title": "Weekend hiking trip to the Alps", "body": body})
+    await fields.aput(("n",), "solo", {"title": "Grocery list for the week"})
+    query = "hiking in the mountains"
+    hits = {h.key: h.score for h in await fields.asearch(("n",), query=query, limit=5)}
+    joined = "Weekend hiking trip to the Alps\n" + body
+    vectors = (
+        await store.client.embed_texts(
+            [query, "Weekend hiking trip to the Alps", body, joined, "Grocery list for the week"]
+        )
+    ).vectors
+    cos = [sum(a * b for a, b in zip(vectors[0], v, strict=True)) for v in vectors[1:]]
+    assert hits["trip"] == pytest.approx(max(cos[0], cos[1]), abs=2e-3)
+    assert hits["trip"] > cos[2] + 0.05  # the joined text scores far lower
+    assert hits["solo"] == pytest.approx(cos[3], abs=2e-3)
+    memory = await store.client.get(store.agent_id, "mfields", fields._id(("n",), "trip"))
+    assert len(memory.metadata["langgraph"]["vectors"]["data"]) == 2
+    assert memory.content == joined
+
+
+async def test_sqlite_style_text_fields_and_a_bad_distance(store: MemexStore) -> None:
+    """LangGraph's SQLite store names the fields `text_fields` (a list or one path): they
+    are the fields embedded; a distance type no LangGraph store has is refused."""
+    index = {"dims": 26, "embed": letter_counts, "text_fields": "title"}
+    sqlite_style = MemexStore(store.client, store.agent_id, "sqlite-style", index=index)
+    assert sqlite_style.index_config["fields"] == ["title"]
+    await sqlite_style.aput(("n",), "k", {"title": "kiwi", "body": "zebra"})
+    (hit,) = await sqlite_style.asearch(("n",), query="kiwi")
+    assert hit.score == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="distance_type"):
+        MemexStore(store.client, store.agent_id, index={**index, "distance_type": "hamming"})

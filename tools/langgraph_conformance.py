@@ -13,9 +13,9 @@ Each given directory's `tests/` is copied to a scratch folder; its `test_store.p
 generated `conftest.py` in place of theirs: it points their database URI at an embedded
 PostgreSQL started here, and replaces the stores those tests build (`InMemoryStore(...)`,
 `PostgresStore.from_conn_string(...)`, `AsyncPostgresStore.from_conn_string(...)`) by a
-`MemexStore` on a migrated memexdb database, a tenant of its own per store, with the
-store's `index["fields"]` as `index_fields` and its `ttl` config. Their `embed` function
-(character counts) is not used: memexdb embeds with its own model. Prints pass / fail /
+`MemexStore` on a migrated memexdb database, a tenant of its own per store, given the
+store's `index` config (its `embed`, `dims`, `fields`, `distance_type`) and its `ttl`
+config. Prints pass / fail /
 skip counts per suite and every test that did not pass, with the first line of its error.
 Bounded in time: `--test-timeout` per test, `--timeout` per suite.
 """
@@ -104,9 +104,8 @@ class _Store(MemexStore):
     MIGRATIONS: list = []
 
     def __init__(self, *, index=None, ttl=None, conn_string=None, loop=_loop, **_):
-        fields = (index or {}).get("fields")
         agent = f"lg-{uuid.uuid4().hex[:12]}"
-        super().__init__(_client, agent, index_fields=fields, ttl=ttl, loop=loop)
+        super().__init__(_client, agent, index=index, ttl=ttl, loop=loop)
         self._conn_string = conn_string
 
     def setup(self):

@@ -17,6 +17,12 @@ The mapping (docs/langgraph.md):
   `value` and `put_at` (the time of the last put).
 - Its content (what memexdb embeds and ranks) is the text at the store's
   `index_fields` (or the put's `index`) joined by newlines, else the value as JSON.
+- Each text at the indexed fields has a vector of its own, kept in the entry's
+  `vectors` (float32, base64, with the model's name), as LangGraph's stores embed
+  field by field: with the caller's `embed` (an `index` config) for every indexed item,
+  and a query search scores the items under the prefix by their best text under the
+  config's distance type, best first; with memexdb's model for an item of several
+  texts, whose score is then its best text's cosine similarity (memexdb's order).
 - `search` with a query is memexdb's hybrid search (vector + text + recency) with the
   namespace prefix and the exact-match filters as metadata containment, in memexdb's
   order; `score` is the cosine similarity of the query and the item (as LangGraph's
@@ -38,16 +44,21 @@ The mapping (docs/langgraph.md):
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
+import math
+import sys
 import uuid
 import weakref
+from array import array
 from collections.abc import Awaitable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -62,7 +73,7 @@ from langgraph.store.base import (
     SearchOp,
     TTLConfig,
 )
-from langgraph.store.base.embed import get_text_at_path, tokenize_path
+from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
 from memexdb_client.api import AsyncMemoryAPI
 from memexdb_client.errors import InvalidArgument
@@ -82,6 +93,11 @@ _CONCURRENCY = 4  # searches and listings of one batch in flight at once
 _METADATA_MAX_BYTES = 65536  # memexdb's metadata limit (JSON text)
 _CONTENT_MAX_CHARS = 32768  # memexdb's content limit
 _REQUEST_BYTES = 8 * 1024 * 1024  # of JSON per put_memories request (the service: 16 MiB)
+_EMBED_TEXTS = 256  # texts per embed_texts call (the service takes 2048)
+_EMBED_CHARS = 200_000  # characters per embed_texts call (the service takes 262,144)
+_EMBED_TEXT_MAX = 8000  # characters of one text embed_texts takes (a query's bound)
+_DISTANCES = ("cosine", "inner_product", "l2")
+_TEXTS = "_texts"  # a write's texts to embed, not sent
 _T = TypeVar("_T")
 
 
@@ -118,15 +134,36 @@ class MemexStore(BaseStore):
         dims: int = _DIMS,
         concurrency: int = _CONCURRENCY,
         ttl: TTLConfig | None = None,
+        index: IndexConfig | None = None,
     ) -> None:
         self.client = client
         self.agent_id = agent_id
         self.user_id = user_id
-        self.index_fields = list(index_fields) if index_fields else None
+        config: dict[str, Any] = dict(index or {})
+        # (LangGraph's SQLite store names them `text_fields`)
+        fields = config.get("fields") or config.get("text_fields") or index_fields
+        if isinstance(fields, str):
+            fields = [fields]
+        self.index_fields = list(fields) if fields else None
         self.memory_type = memory_type
         self.concurrency = max(1, concurrency)
+        # LangGraph's `index` config: an `embed` of the caller's (an Embeddings, a sync or
+        # async function, a provider string) makes this store embed on the client with
+        # it, as LangGraph's stores do; without one, memexdb's model embeds in the server
+        embed = config.get("embed")
+        self.embeddings: Embeddings | None = None if embed is None else ensure_embeddings(embed)
+        self.distance_type: str = str(config.get("distance_type") or "cosine")
+        if self.distance_type not in _DISTANCES:
+            raise ValueError(
+                f"distance_type must be one of {', '.join(_DISTANCES)}, not {self.distance_type!r}"
+            )
+        dims = int(config.get("dims") or dims)
+        # which model made a vector kept with an item: vectors of two models are never
+        # compared (an item whose vectors another embed made is embedded again)
+        self._model = None if embed is None else _model_id(embed, dims)
         # as LangGraph's stores expose theirs: the vector size and the fields embedded
-        self.index_config: IndexConfig = {"dims": dims, "fields": self.index_fields or ["$"]}
+        config.update(dims=dims, fields=self.index_fields or ["$"])
+        self.index_config: IndexConfig = config  # type: ignore[assignment]
         if loop is None:
             try:
                 loop = asyncio.get_running_loop()
@@ -273,6 +310,7 @@ class MemexStore(BaseStore):
             for write in b.writes:
                 writes.pop(write["id"], None)  # the last put of a key is the one sent
                 writes[write["id"]] = write
+        await self._embed_writes(list(writes.values()))
         # one id per item now: the requests are independent of each other
         await asyncio.gather(
             *(
@@ -285,6 +323,63 @@ class MemexStore(BaseStore):
             )
         )
         return [b.results for b in batches]
+
+    # --- vectors of the item's texts, one per text (LangGraph's per-field vectors) ---
+
+    async def _embed(self, texts: list[str], *, query: bool = False) -> tuple[str, list[bytes]]:
+        """The model id and the float32 vectors of `texts`: by the caller's `embed`, or
+        by memexdb's model (`embed_texts`, a few hundred texts a call)."""
+        if self.embeddings is not None:
+            assert self._model is not None
+            if query:
+                rows = [await self.embeddings.aembed_query(texts[0])]
+            else:
+                rows = await self.embeddings.aembed_documents(texts)
+            if len(rows) != len(texts):
+                raise ValueError(f"embed gave {len(rows)} vectors for {len(texts)} texts")
+            return self._model, [_pack(row) for row in rows]
+        model = ""
+        vectors: list[bytes] = []
+        for part in _text_chunks([t[:_EMBED_TEXT_MAX] for t in texts]):
+            result = await self.client.embed_texts(part)
+            model = result.model
+            rows = result.vectors  # numpy in process, lists over HTTP
+            vectors.extend(
+                _pack(row) for row in (rows.tolist() if hasattr(rows, "tolist") else rows)
+            )
+        return model, vectors
+
+    async def _embed_writes(self, writes: list[dict[str, Any]]) -> None:
+        """Embed the texts of the puts that have some (one embedding call for the batch)
+        and keep their vectors in the item's metadata entry: `vectors` = {model, data:
+        [base64 of float32, one per text]}."""
+        wanted: list[dict[str, Any]] = []
+        for write in writes:
+            if write.get(_TEXTS):
+                wanted.append(write)
+            else:
+                write.pop(_TEXTS, None)
+        if not wanted:
+            return
+        texts = [t for w in wanted for t in w[_TEXTS]]
+        model, vectors = await self._embed(texts)
+        start = 0
+        for write in wanted:
+            n = len(write.pop(_TEXTS))
+            write["metadata"][_FIELD]["vectors"] = {
+                "model": model,
+                "data": [base64.b64encode(v).decode() for v in vectors[start : start + n]],
+            }
+            start += n
+
+    def _similarity(self, query: Sequence[float], vector: Sequence[float]) -> float:
+        """The score of a vector for a query, as LangGraph's stores define it for their
+        distance type: cosine similarity, inner product, or the negative L2 distance."""
+        if self.distance_type == "inner_product":
+            return math.fsum(a * b for a, b in zip(query, vector, strict=False))
+        if self.distance_type == "l2":
+            return -math.sqrt(math.fsum((a - b) ** 2 for a, b in zip(query, vector, strict=False)))
+        return _cosine(query, vector)
 
     # --- operations ---
 
@@ -311,24 +406,50 @@ class MemexStore(BaseStore):
         }
         if op.index is False:
             entry["index"] = False  # stored, got and listed; a query leaves it out
+        elif isinstance(op.index, list):
+            entry["index"] = list(op.index)  # the put's own fields (to embed it again)
         expires_at = None
         if op.ttl is not None:
             entry["ttl"] = op.ttl  # minutes, for a refresh on read
             expires_at = datetime.now(UTC) + timedelta(minutes=op.ttl)
+        texts = self._texts(value, op.index)
         metadata = {_FIELD: entry}
         size = len(json.dumps(metadata, ensure_ascii=False, default=str).encode())
+        if texts:  # the vectors kept with the item count too
+            size += len(texts) * (4 * math.ceil(4 * self.index_config["dims"] / 3) + 4) + 40
         if size > _METADATA_MAX_BYTES:
             raise InvalidArgument(
                 "value",
                 f"must be at most {_METADATA_MAX_BYTES} bytes of JSON with its namespace and"
                 f" key (64 KiB, memexdb's metadata limit); this item is {size} bytes",
             )
-        return {
+        write: dict[str, Any] = {
             "id": memory_id,
             "content": self._content(value, op.index),
             "metadata": metadata,
             "expires_at": expires_at,
         }
+        if texts:
+            write[_TEXTS] = texts  # embedded by the batch (_embed_texts), then dropped
+        return write
+
+    def _texts(self, value: dict[str, Any], index: Any) -> list[str]:
+        """The texts of an item embedded one by one, as LangGraph's stores embed them:
+        each text at each field path (the whole value as JSON for "$"). With the caller's
+        `embed`, every indexed item's; with memexdb's model, only an item with several
+        texts (one text is the memory's own vector already), none for "$"."""
+        if index is False:
+            return []
+        fields = index if isinstance(index, list) else (self.index_fields or ["$"])
+        texts: list[str] = []
+        for path in fields:
+            if self.embeddings is None and path == "$":
+                continue
+            texts.extend(t for t in get_text_at_path(value, path) if t)
+        if self.embeddings is None:
+            texts = [t for t in texts if t.strip()]
+            return texts if len(texts) > 1 else []
+        return texts
 
     def _content(self, value: dict[str, Any], index: Any) -> str:
         fields = index if isinstance(index, list) else self.index_fields
@@ -352,7 +473,12 @@ class MemexStore(BaseStore):
         wanted = op.offset + op.limit
         found: list[SearchItem] = []
         ids: list[tuple[uuid.UUID, Any]] = []  # of the items found, for a refresh
+        if op.query and self.embeddings is not None:
+            found, ids = await self._search_vectors(op, containment)
+            return self._refreshed(op, found, ids, refresh)
         if op.query:
+            query_vector: list[float] | None = None
+            model = ""
             # a few more than wanted: items put with index=False are left out here
             top_k = _TOP_K_MAX if not exact else min(max(wanted, 1) + _SLACK, _TOP_K_MAX)
             while True:
@@ -360,18 +486,26 @@ class MemexStore(BaseStore):
                     self.agent_id, self.user_id, op.query, top_k=top_k, metadata=containment
                 )
                 found, ids = [], []
-                for hit in hits:
-                    entry = hit.metadata.get(_FIELD)
-                    if (
-                        isinstance(entry, dict)
-                        and entry.get("index") is not False
-                        and _matches(entry.get("value"), op.filter)
-                    ):
-                        # score: the similarity of the query and the item, as
-                        # LangGraph's stores score; the order: memexdb's ranking
-                        score = hit.similarity if hit.similarity is not None else hit.score
-                        found.append(_search_item(entry, hit.created_at, hit.updated_at, score))
-                        ids.append((hit.id, entry))
+                kept = [
+                    (hit, entry)
+                    for hit in hits
+                    if isinstance(entry := hit.metadata.get(_FIELD), dict)
+                    and entry.get("index") is not False
+                    and _matches(entry.get("value"), op.filter)
+                ]
+                if query_vector is None and any(_stored(e) for _, e in kept):
+                    model, (packed,) = await self._embed([op.query], query=True)
+                    query_vector = _unpack(packed)
+                for hit, entry in kept:
+                    # score: the similarity of the query and the item, as LangGraph's
+                    # stores score (an item of several texts: its best text's); the
+                    # order: memexdb's ranking
+                    score = hit.similarity if hit.similarity is not None else hit.score
+                    vectors = _vectors(entry, model) if query_vector is not None else None
+                    if vectors and query_vector is not None:
+                        score = max(_cosine(query_vector, v) for v in vectors)
+                    found.append(_search_item(entry, hit.created_at, hit.updated_at, score))
+                    ids.append((hit.id, entry))
                 if len(found) >= wanted or len(hits) < top_k or top_k >= _TOP_K_MAX:
                     return self._refreshed(op, found, ids, refresh)
                 top_k = _TOP_K_MAX
@@ -390,6 +524,64 @@ class MemexStore(BaseStore):
             if cursor is None:
                 break
         return self._refreshed(op, found, ids, refresh)
+
+    async def _search_vectors(
+        self, op: SearchOp, containment: dict[str, Any]
+    ) -> tuple[list[SearchItem], list[tuple[uuid.UUID, Any]]]:
+        """A query search with the caller's `embed`, as LangGraph's InMemoryStore runs
+        it: every item under the prefix that passes the filter, scored by its best
+        vector's similarity to the query (the store's distance type), best first; the
+        items with no text to embed after them (score None)."""
+        candidates: list[tuple[Memory, dict[str, Any]]] = []
+        cursor: str | None = None
+        while True:
+            page = await self.client.list_memories(
+                self.agent_id, self.user_id, limit=_PAGE, cursor=cursor, metadata=containment
+            )
+            for memory in page.memories:
+                entry = memory.metadata.get(_FIELD)
+                if (
+                    isinstance(entry, dict)
+                    and entry.get("index") is not False
+                    and _matches(entry.get("value"), op.filter)
+                ):
+                    candidates.append((memory, entry))
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        if not candidates:
+            return [], []
+        model, (packed,) = await self._embed([op.query or ""], query=True)
+        query = _unpack(packed)
+        vectors: dict[uuid.UUID, list[list[float]]] = {}
+        stale: list[tuple[uuid.UUID, list[str]]] = []
+        for memory, entry in candidates:
+            kept = _vectors(entry, model)
+            if kept is not None:
+                vectors[memory.id] = kept
+            else:  # put before this embed (or by another): its texts, embedded now
+                texts = self._texts(entry.get("value") or {}, entry.get("index"))
+                stale.append((memory.id, texts))
+        texts = [t for _, some in stale for t in some]
+        if texts:
+            _, fresh = await self._embed(texts)
+            start = 0
+            for memory_id, some in stale:
+                vectors[memory_id] = [_unpack(v) for v in fresh[start : start + len(some)]]
+                start += len(some)
+        scored: list[tuple[float, Memory, dict[str, Any]]] = []
+        scoreless: list[tuple[Memory, dict[str, Any]]] = []
+        for memory, entry in candidates:
+            if vectors.get(memory.id):
+                best = max(self._similarity(query, v) for v in vectors[memory.id])
+                scored.append((best, memory, entry))
+            else:
+                scoreless.append((memory, entry))
+        scored.sort(key=lambda s: s[0], reverse=True)
+        found = [_search_item(e, m.created_at, m.updated_at, score) for score, m, e in scored]
+        found += [_search_item(e, m.created_at, m.updated_at, None) for m, e in scoreless]
+        ids = [(m.id, e) for _, m, e in scored] + [(m.id, e) for m, e in scoreless]
+        return found, ids
 
     @staticmethod
     def _refreshed(
@@ -549,6 +741,66 @@ def _holds_nul(value: Any) -> bool:
     if isinstance(value, list | tuple):
         return any(_holds_nul(v) for v in value)
     return False
+
+
+def _model_id(embed: Any, dims: int) -> str:
+    """A name for the caller's embed, stored with the vectors it makes."""
+    if isinstance(embed, str):
+        name = embed
+    else:
+        kind = embed if callable(embed) and not isinstance(embed, Embeddings) else type(embed)
+        name = f"{getattr(kind, '__module__', '?')}.{getattr(kind, '__qualname__', '?')}"
+    return f"langgraph:{name}:{dims}"
+
+
+def _pack(vector: Sequence[float]) -> bytes:
+    data = array("f", vector)
+    if sys.byteorder != "little":
+        data.byteswap()
+    return data.tobytes()
+
+
+def _unpack(packed: bytes) -> list[float]:
+    data = array("f")
+    data.frombytes(packed)
+    if sys.byteorder != "little":
+        data.byteswap()
+    return data.tolist()
+
+
+def _stored(entry: dict[str, Any]) -> bool:
+    return isinstance(entry.get("vectors"), dict)
+
+
+def _vectors(entry: dict[str, Any], model: str) -> list[list[float]] | None:
+    """The vectors kept with an item if `model` made them (never another model's)."""
+    kept = entry.get("vectors")
+    if not isinstance(kept, dict) or kept.get("model") != model:
+        return None
+    data = kept.get("data")
+    if not isinstance(data, list):
+        return None
+    return [_unpack(base64.b64decode(v)) for v in data]
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = math.fsum(x * y for x, y in zip(a, b, strict=False))
+    norms = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
+    return dot / norms if norms > 0 else 0.0
+
+
+def _text_chunks(texts: list[str]) -> Iterator[list[str]]:
+    """Lists of texts for one embed_texts call each."""
+    chunk: list[str] = []
+    size = 0
+    for text in texts:
+        if chunk and (len(chunk) >= _EMBED_TEXTS or size + len(text) > _EMBED_CHARS):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(text)
+        size += len(text)
+    if chunk:
+        yield chunk
 
 
 def _chunks(items: list[_T], size: int) -> Iterator[list[_T]]:

@@ -42,6 +42,10 @@ export interface ClientOptions {
   headers?: Record<string, string>;
   /** The fetch to use (default: the platform's `globalThis.fetch`). */
   fetch?: typeof fetch;
+  /** How many requests this client sends at once (default 64). More calls queue for a
+   * free slot, in the order they were made, instead of opening ever more connections;
+   * the timeout of an attempt starts when it is sent, not while it queues. */
+  maxConcurrent?: number;
 }
 
 export type ExportedMemory = components["schemas"]["ExportedMemory"];
@@ -57,6 +61,44 @@ interface Spec {
   readonly retrySafe: boolean;
   readonly noBody: boolean;
   readonly paging: { readonly cursor: string; readonly next: string; readonly items: string } | null;
+}
+
+/** The requests a client has in flight: at most `size`, the others wait in order. */
+class Slots {
+  #free: number;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(size: number) {
+    this.#free = size;
+  }
+
+  /** A free slot (resolved once one is), or the signal's reason if it aborts first. */
+  take(signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (this.#free > 0) {
+      this.#free--;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve, reject) => {
+      const granted = (): void => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      };
+      const onAbort = (): void => {
+        const at = this.#waiting.indexOf(granted);
+        if (at >= 0) this.#waiting.splice(at, 1);
+        reject(signal?.reason);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#waiting.push(granted);
+    });
+  }
+
+  give(): void {
+    const next = this.#waiting.shift();
+    if (next) next();
+    else this.#free++;
+  }
 }
 
 const RETRY_CODES = new Set(["rate_limited", "busy", "database_unavailable", "connection_failed"]);
@@ -203,6 +245,7 @@ export class MemexClient {
   readonly #backoffMs: number;
   readonly #headers: Record<string, string>;
   readonly #fetch: typeof fetch;
+  readonly #slots: Slots;
 
   constructor(options: ClientOptions) {
     if (!options || !options.baseUrl) throw new TypeError("MemexClient needs a baseUrl");
@@ -216,6 +259,11 @@ export class MemexClient {
     const platformFetch = options.fetch ?? globalThis.fetch;
     if (typeof platformFetch !== "function") throw new TypeError("no fetch: pass options.fetch");
     this.#fetch = platformFetch;
+    const concurrent = options.maxConcurrent ?? 64;
+    if (!Number.isInteger(concurrent) || concurrent < 1) {
+      throw new TypeError("maxConcurrent must be a positive integer");
+    }
+    this.#slots = new Slots(concurrent);
   }
 
   /** Call operation `name` with `request` (what every typed method does). */
@@ -359,7 +407,18 @@ export class MemexClient {
     }
   }
 
+  /** One attempt, once the client has a free slot for it (held until its body is read;
+   * a stream's, until its headers arrive). */
   async #attempt(raw: Raw, options: CallOptions, bounded: boolean): Promise<Response> {
+    await this.#slots.take(options.signal);
+    try {
+      return await this.#sendOnce(raw, options, bounded);
+    } finally {
+      this.#slots.give();
+    }
+  }
+
+  async #sendOnce(raw: Raw, options: CallOptions, bounded: boolean): Promise<Response> {
     const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), timeoutMs);

@@ -5,6 +5,7 @@ import { randomUUID } from "node:crypto";
 import { test } from "node:test";
 
 import {
+  BusyError,
   ConflictError,
   InvalidArgumentError,
   MemexClient,
@@ -226,4 +227,29 @@ test("admin: dream config, users and runs; embeddings; smart read", live, async 
   const runs = [];
   for await (const run of client.iterConsolidationRuns({ ...tenant, limit: 1 })) runs.push(run);
   assert.deepEqual(runs, []);
+});
+
+test("2,000 concurrent calls are all answered: results or a typed BusyError, none lost to a client-side timeout", live, async () => {
+  // as the Python client's test (tests/test_langgraph_store.py): searches (each embeds its
+  // query on the service) all at once through 8 slots, an attempt's timeout of 2 s that
+  // most calls wait longer than for a slot, and no retries to hide a call that gave up
+  const tenant = who();
+  const loaded = new MemexClient({ baseUrl, apiKey, timeoutMs: 2_000, retries: 0, maxConcurrent: 8 });
+  await loaded.store({ ...tenant, content: "one memory to find" });
+  const started = Date.now();
+  const answers = await Promise.allSettled(
+    Array.from({ length: 2000 }, (_, i) => loaded.search({ ...tenant, query: `memory ${i}` })),
+  );
+  const took = (Date.now() - started) / 1000;
+  const lost = answers.filter((a) => a.status === "rejected" && !(a.reason instanceof BusyError));
+  assert.equal(lost.length, 0, `${lost.length} calls lost, e.g. ${lost[0]?.reason}`);
+  const found = answers.filter((a) => a.status === "fulfilled" && a.value.results.length === 1);
+  assert.ok(found.length >= 1900, `${found.length} of 2000 found the memory`);
+  console.log(`2000 concurrent searches over HTTP: ${took.toFixed(1)} s, ${2000 - found.length} busy`);
+});
+
+test("maxConcurrent must be a positive integer", () => {
+  for (const bad of [0, -1, 1.5]) {
+    assert.throws(() => new MemexClient({ baseUrl: "http://127.0.0.1:9", maxConcurrent: bad }), TypeError);
+  }
 });
