@@ -312,11 +312,30 @@ def test_context_weight_lends_relevance_to_neighbours_in_time(conn: psycopg.Conn
     # m2's neighbours: m1 and m3 (max 0.9), then m0 (0.1)
     assert relevance["m2"] == pytest.approx((0.2 + 0.5 * 0.9 + 0.25 * 0.1) / 1.75, abs=1e-6)
     assert relevance["m0"] == pytest.approx((0.1 + 0.5 * 0.9 + 0.25 * 0.2) / 1.75, abs=1e-6)
+    # m1's window (0.9 + 0.5 * 0.3 + 0.25 * 0.3) / 1.75 = 0.61 would cost it a third of its
+    # own relevance: the window costs at most a fifth (0.8 * 0.9)
+    assert relevance["m1"] == pytest.approx(0.8 * 0.9, abs=1e-6)
     # text and hybrid modes use settings.context_weight (0.5) unless told otherwise
     hybrid = search(conn, QUERY, alpha=1.0, now=NOW, mode="hybrid", query_text="nothing")
     assert {h["content"]: h["relevance"] for h in hybrid}["m2"] == pytest.approx(
         0.5 * relevance["m2"], abs=1e-6
     )
+
+
+def test_context_never_buries_an_isolated_strong_match(conn: psycopg.Connection) -> None:
+    # a weaker match among equally weak neighbours (0.6, its window 0.6) and a strong one
+    # among unrelated memories (0.9, its window 0.9 / 1.75 = 0.51): the window lends the
+    # first relevance, and costs the second at most a fifth of its own (0.72)
+    cosines = [0.6, 0.6, 0.6, 0.6, 0.6, 0.0, 0.0, 0.9, 0.0, 0.0]
+    for minute, cos in enumerate(cosines):
+        store(conn, f"m{minute}", angled(cos), created_at=NOW - timedelta(minutes=minute))
+    hits = search(conn, QUERY, alpha=1.0, now=NOW, context_weight=0.5, top_k=3)
+    assert hits[0]["content"] == "m7"
+    assert hits[0]["relevance"] == pytest.approx(0.8 * 0.9, abs=1e-6)
+    assert hits[1]["relevance"] == pytest.approx(0.6, abs=1e-6)
+    # without context nothing changes: relevance is the memory's own
+    plain = search(conn, QUERY, alpha=1.0, now=NOW, context_weight=0, top_k=1)
+    assert plain[0]["relevance"] == pytest.approx(0.9, abs=1e-6)
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,10 @@
 --                                                               settings.hybrid_vector_weight)
 --   then, with context weight c (default 0 in mode 'vector', settings.context_weight
 --   otherwise), each memory also takes relevance from its neighbours in time:
---   relevance = (r + c * max(r of the memories just before and after)
---                  + c/2 * max(r of the memories two before and after)) / (1 + 1.5 c)
+--   relevance = max((r + c * max(r of the memories just before and after)
+--                       + c/2 * max(r of the memories two before and after)) / (1 + 1.5 c),
+--                   r - 0.2 |r|)
+--               (the window lends relevance, and costs a memory at most a fifth of its own)
 --   recency   = exp(-ln2 / half_life_days * age_days), half_life_days when not given
 --               (null, the default): 90 without alpha, 30 (memex's) with alpha
 --   score     = (relevance + 0.25 * recency * |relevance|) * importance
@@ -290,12 +292,19 @@ begin
             from candidates c
         ),
         scored as (
+            -- the window never costs a memory more than a fifth of its own relevance: an
+            -- isolated strong match (no related neighbours) keeps 0.8 of it instead of
+            -- 1 / (1 + 1.5 c) (0.57 at c 0.5), so it is not outranked by weaker matches
+            -- that merely sit among others (bench/RESULTS.md, "Context never buries a
+            -- strong match")
             select n.id, n.importance, n.similarity, n.text_rank, n.created_at,
-                   (n.own
-                    + v_context * coalesce(greatest(lag(n.own) over w, lead(n.own) over w), 0)
-                    + v_context / 2
-                      * coalesce(greatest(lag(n.own, 2) over w, lead(n.own, 2) over w), 0))
-                   / (1 + 1.5 * v_context) as relevance,
+                   greatest(
+                       (n.own
+                        + v_context * coalesce(greatest(lag(n.own) over w, lead(n.own) over w), 0)
+                        + v_context / 2
+                          * coalesce(greatest(lag(n.own, 2) over w, lead(n.own, 2) over w), 0))
+                       / (1 + 1.5 * v_context),
+                       n.own - 0.2 * abs(n.own)) as relevance,
                    memex._recency(n.created_at, v_now, p_half_life_days) as recency
             from normalised n
             window w as (order by n.created_at, n.id)

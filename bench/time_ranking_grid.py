@@ -1,0 +1,395 @@
+"""Default-ranking ideas for issue 36, re-ranked offline on every guard rail at once:
+LoCoMo dated (conversations 0-4, 5-9, all), the temporal set (bench/temporal_set.py) of
+both seeds with the plain and the superseding writer, and its point-in-time questions.
+Every candidate of every question (similarity, BM25, created_at from
+memex._candidates_exact, with supersession's inherited match and p_as_of) and the query's
+BM25 statistics (tenant size, mean length, each query term's document frequency among the
+memories shown) are fetched once from PostgreSQL (cached in --out), then each formula is
+applied in numpy. The numpy ranking of the default formula reproduces memex.search's
+default request (checked against bench/locomo_eval.py and bench/temporal_eval.py: the
+first row).
+
+    python bench/time_ranking_grid.py ../shared/data/locomo/locomo10.json   # ~10 min, then cached
+    python bench/time_ranking_grid.py ../shared/data/locomo/locomo10.json --misses 7
+
+Columns: LoCoMo (categories 1-4) hit@5 for conversations 0-4 / 5-9 / all; per seed: plain
+writer newest first, superseding writer newest first, point-in-time valid version first,
+stable facts hit@5 (both writers; the lower).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import pickle
+import shutil
+import sys
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg.types.json import Jsonb
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from locomo_eval import CachedEmbedder, load_dataset
+from machine import machine_facts
+from temporal_eval import PLAIN, SUPERSEDE, load, load_superseding
+from temporal_set import build
+
+from memexdb import migrate
+from memexdb.embedded import EmbeddedPostgres
+from memexdb.embedding import build_embedder
+
+LN2 = math.log(2)
+K1, B = 1.2, 0.5
+CANDIDATES = """
+select m.metadata->>'label', c.similarity, coalesce(c.text_rank, 0),
+       extract(epoch from c.created_at), c.importance
+from memex._candidates_exact(%(agent)s, %(user)s, %(embedding)s, memex._query_terms(%(text)s),
+                             null, null, %(now)s, null, false, false, %(as_of)s) c
+join memex.memories m on m.id = c.id order by c.created_at, c.id
+"""
+STATS = """
+select count(*)::float8, avg(m.tsv_length)::float8,
+       (select coalesce(array_agg(f.df order by f.lexeme), '{}')
+        from (select t.lexeme,
+                     count(*) filter (where l.tsv @@ quote_literal(t.lexeme)::tsquery)::float8 as df
+              from unnest(memex._query_terms(%(text)s)) t(lexeme)
+              cross join memex._live_memories(%(agent)s, %(user)s, null, null, %(now)s, null,
+                                              false, false, %(as_of)s, null, null, null) l
+              group by t.lexeme) f)
+from memex._live_memories(%(agent)s, %(user)s, null, null, %(now)s, null, false, false,
+                          %(as_of)s, null, null, null) m
+"""
+
+
+def fetch(args: argparse.Namespace) -> dict[str, Any]:
+    cache = args.out / "time-grid-2.pkl"
+    if cache.exists():
+        loaded: dict[str, Any] = pickle.loads(cache.read_bytes())
+        return loaded
+    model = CachedEmbedder(build_embedder("minilm"), args.out / "locomo-embeddings.npz")
+    tmodel = CachedEmbedder(build_embedder("minilm"), args.out / "temporal-embeddings.npz")
+    convs = load_dataset(args.data)
+    root = Path(tempfile.mkdtemp(prefix="memexdb-tgrid-", dir="/var/tmp"))
+    root.chmod(0o755)
+    server = EmbeddedPostgres(root / "pg")
+    out: dict[str, Any] = {"locomo": [], "seeds": {}}
+    try:
+        dsn = server.start()
+        migrate(dsn)
+        with psycopg.connect(dsn, autocommit=True, prepare_threshold=0) as conn:
+            register_vector(conn)
+
+            def candidates(**p: Any) -> dict[str, Any]:
+                p.setdefault("as_of", None)
+                rows = conn.execute(CANDIDATES, p).fetchall()
+                n, avgdl, df = conn.execute(STATS, p).fetchone()  # type: ignore[misc]
+                return {
+                    "now": (p["as_of"] or p["now"]).timestamp(),
+                    "labels": [r[0] for r in rows],
+                    "sim": np.array([r[1] for r in rows]),
+                    "bm25": np.array([float(r[2]) for r in rows]),
+                    "t": np.array([float(r[3]) for r in rows]),
+                    # halved once valid_to passed (memex._valid_importance): the versions
+                    # before the one valid at a point in time
+                    "importance": np.array([float(r[4]) for r in rows]),
+                    "n": n,
+                    "avgdl": avgdl or 1.0,
+                    "df": np.array(df, dtype=float),
+                }
+
+            for c in convs:
+                turns = c.turns
+                conn.execute(
+                    "select count(*) from memex.store_many(%s, %s, %s, %s, 'm', null, null,"
+                    " %s, null, %s)",
+                    (
+                        ["locomo"] * len(turns),
+                        [c.sample_id] * len(turns),
+                        [t["content"] for t in turns],
+                        list(model.embed([t["content"] for t in turns])),
+                        [Jsonb({"label": t["dia_id"]}) for t in turns],
+                        [t["at"] for t in turns],
+                    ),
+                )
+            conn.execute("analyze memex.memories")
+            for index, c in enumerate(convs):
+                asked = model.embed([q.text for q in c.questions])
+                for q, v in zip(c.questions, asked, strict=True):
+                    found = candidates(
+                        agent="locomo", user=c.sample_id, embedding=v, text=q.text, now=c.end
+                    )
+                    out["locomo"].append(
+                        {"conv": index, "cat": q.category, "gold": q.evidence, **found}
+                    )
+            print("locomo fetched", flush=True)
+            for seed in (7, 8):
+                data = build(seed, 20)
+                for u in data["users"]:  # one tenant per seed and user
+                    u["user"] = f"s{seed}-{u['user']}"
+                load(conn, data, tmodel)
+                load_superseding(conn, data, tmodel)
+                at = {
+                    m["id"]: datetime.fromisoformat(m["at"])
+                    for u in data["users"]
+                    for m in u["memories"]
+                }
+                seed_out: dict[str, list[dict[str, Any]]] = {
+                    "plain": [],
+                    "supersede": [],
+                    "pit": [],
+                }
+                for u in data["users"]:
+                    now = datetime.fromisoformat(u["asked_at"])
+                    asked = tmodel.embed([q["query"] for q in u["questions"]])
+                    for tq, v in zip(u["questions"], asked, strict=True):
+                        for writer, agent in (("plain", PLAIN), ("supersede", SUPERSEDE)):
+                            seed_out[writer].append(
+                                {
+                                    **tq,
+                                    **candidates(
+                                        agent=agent,
+                                        user=u["user"],
+                                        embedding=v,
+                                        text=tq["query"],
+                                        now=now,
+                                    ),
+                                }
+                            )
+                        if tq["kind"] != "update":
+                            continue
+                        chain = [*tq["older"], tq["gold"]]
+                        for held, following in itertools.pairwise(chain):
+                            moment = at[held] + (at[following] - at[held]) / 2
+                            seed_out["pit"].append(
+                                {
+                                    "held": held,
+                                    "chain": chain,
+                                    **candidates(
+                                        agent=SUPERSEDE,
+                                        user=u["user"],
+                                        embedding=v,
+                                        text=tq["query"],
+                                        now=moment,
+                                        as_of=moment,
+                                    ),
+                                }
+                            )
+                out["seeds"][seed] = seed_out
+                print(f"seed {seed} fetched", flush=True)
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    cache.write_bytes(pickle.dumps(out))
+    return out
+
+
+def _shift(a: np.ndarray, k: int) -> np.ndarray:
+    out = np.full_like(a, np.nan)
+    if k > 0:
+        out[k:] = a[:-k]
+    else:
+        out[:k] = a[-k:]
+    return out
+
+
+def idf(df: np.ndarray, n: float) -> np.ndarray:
+    out: np.ndarray = np.log(1.0 + (np.maximum(n, df) - df + 0.5) / (df + 0.5))
+    return out
+
+
+def rank(
+    q: dict[str, Any],
+    *,
+    w: float = 0.5,
+    ctx: float = 0.5,
+    norm: str = "best",
+    cap: float | None = None,
+    context: str = "blend",
+    beta: float = 0.25,
+    hl: float = 90.0,
+    lift: float = 1.0,
+    gate: bool = False,
+) -> list[str]:
+    sim, bm, t = q["sim"], q["bm25"], q["t"]
+    if len(sim) == 0:
+        return []
+    best = bm.max()
+    if norm == "best":
+        denominator = best
+    else:
+        held = q["df"][q["df"] > 0]
+        if norm.startswith("held"):  # a memory holding every query term some memory holds, once
+            attain = float(idf(held, q["n"]).sum())
+        elif norm.startswith("all"):  # ... every query term (a term nobody holds counts too)
+            attain = float(idf(q["df"], q["n"]).sum())
+        else:
+            raise ValueError(norm)
+        denominator = max(attain, best) if norm.endswith("-max") else attain
+    text = bm / denominator if denominator > 0 else bm * 0
+    if cap is not None:
+        text = np.minimum(text, cap)
+    if gate:  # a text match counts as far as the memory is also near the query
+        text = text * np.clip(sim / max(sim.max(), 1e-9), 0, 1)
+    own = w * sim + (1 - w) * text
+
+    def nb(k: int) -> np.ndarray:
+        return _shift(own, k)
+
+    def pick(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.nan_to_num(np.fmax(a, b), nan=0.0)
+        return out
+
+    windowed = (own + ctx * pick(nb(1), nb(-1)) + ctx / 2 * pick(nb(2), nb(-2))) / (1 + 1.5 * ctx)
+    if context == "blend":
+        rel = windowed
+    elif context == "lift":  # max(window, own - (1 - lift) |own|): memex.search's floor
+        rel = np.maximum(own - (1 - lift) * np.abs(own), windowed)
+    elif context == "vector-lift":  # an isolated strong vector match keeps its own similarity
+        rel = np.maximum(lift * sim, windowed)
+    else:
+        raise ValueError(context)
+    rec = np.exp(np.maximum(-LN2 / hl * np.maximum(q["now"] - t, 0) / 86400, -700))
+    score = (rel + beta * rec * np.abs(rel)) * q["importance"]
+    order = np.lexsort((-t, -score))
+    return [q["labels"][i] for i in order[:10]]
+
+
+def locomo(data: list[dict[str, Any]], convs: range, **kw: Any) -> float:
+    hits = n = 0
+    for q in data:
+        if q["cat"] == 5 or q["conv"] not in convs:
+            continue
+        r = rank(q, **kw)
+        n += 1
+        hits += any(x in q["gold"] for x in r[:5])
+    return hits / n
+
+
+def temporal(data: list[dict[str, Any]], **kw: Any) -> tuple[float, float]:
+    first = up = st = st5 = 0
+    for q in data:
+        r = rank(q, **kw)
+        if q["kind"] == "update":
+            up += 1
+            pos = r.index(q["gold"]) if q["gold"] in r else 99
+            older = min([r.index(o) for o in q["older"] if o in r] or [99])
+            first += pos < 5 and pos < older
+        else:
+            st += 1
+            st5 += q["gold"] in r[:5]
+    return first / up, st5 / st
+
+
+def pit(data: list[dict[str, Any]], **kw: Any) -> float:
+    first = 0
+    for q in data:
+        r = rank(q, **kw)
+        pos = r.index(q["held"]) if q["held"] in r else 99
+        others = [r.index(o) for o in q["chain"] if o != q["held"] and o in r]
+        first += pos < 5 and pos < min(others, default=99)
+    return first / len(data)
+
+
+def measures(data: dict[str, Any], **kw: Any) -> list[float]:
+    values = [locomo(data["locomo"], c, **kw) for c in (range(0, 5), range(5, 10), range(10))]
+    for seed in (7, 8):
+        s = data["seeds"][seed]
+        plain, plain_st = temporal(s["plain"], **kw)
+        sup, sup_st = temporal(s["supersede"], **kw)
+        values += [plain, sup, pit(s["pit"], **kw), min(plain_st, sup_st)]
+    return values
+
+
+VARIANTS: list[tuple[str, dict[str, Any]]] = [
+    ("default request (main)", {}),
+    # BM25 divided by what the query could attain (a memory holding each query term once,
+    # of mean length: the sum of the terms' idf) instead of by the best candidate's
+    *[
+        (f"BM25 / attainable (held terms), w {w}", {"norm": "held", "w": w})
+        for w in (0.3, 0.4, 0.5)
+    ],
+    *[(f"BM25 / attainable (all terms), w {w}", {"norm": "all", "w": w}) for w in (0.3, 0.4, 0.5)],
+    # a text match counts as far as the memory is also near the query (cosine / best cosine)
+    ("BM25 gated by cosine / best cosine", {"gate": True}),
+    # the context window costs a memory at most (1 - floor) of its own relevance
+    *[
+        (f"context floor {f}: max(window, {f} own)", {"context": "lift", "lift": f})
+        for f in (0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 1.0)
+    ],
+    # ... or of its own cosine only (the vector part of the blend)
+    *[
+        (f"max(window, {f} w cosine)", {"context": "vector-lift", "lift": f * 0.5})
+        for f in (0.7, 0.8, 2.0)
+    ],
+    # combinations
+    *[
+        (
+            f"context floor 0.8 + BM25 / attainable (all terms), w {w}",
+            {"context": "lift", "lift": 0.8, "norm": "all", "w": w},
+        )
+        for w in (0.4, 0.5)
+    ],
+    ("context floor 0.8 + BM25 gated by cosine", {"context": "lift", "lift": 0.8, "gate": True}),
+]
+
+
+CHOSEN: dict[str, Any] = {"context": "lift", "lift": 0.8}  # memex.search's default since issue 36
+
+
+def misses(data: dict[str, Any], seed: int, **kw: Any) -> None:
+    """The superseding writer's updates whose newest version is not in the first 5, one by
+    one: the question, the newest version and the first 5 (cosine, BM25 / best BM25)."""
+    content = {m["id"]: m["content"] for u in build(seed, 20)["users"] for m in u["memories"]}
+    for q in data["seeds"][seed]["supersede"]:
+        ranked = rank(q, **kw)
+        if q["kind"] != "update" or q["gold"] in ranked[:5]:
+            continue
+        at = ranked.index(q["gold"]) + 1 if q["gold"] in ranked else "> 10"
+        print(f"\n{q['query']!r} (newest version at {at})")
+        for mark, label in [("newest", q["gold"]), *(("", x) for x in ranked[:5])]:
+            i = q["labels"].index(label)
+            best = q["bm25"].max()
+            print(
+                f"  {mark:6} cosine {q['sim'][i]:.3f} BM25 {q['bm25'][i]:.2f} / {best:.2f}"
+                f"  {content[label][:70]!r}"
+            )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("data", type=Path, help="path to locomo10.json")
+    parser.add_argument("--out", type=Path, default=Path("bench/out"))
+    parser.add_argument(
+        "--misses", type=int, metavar="SEED", help="list the chosen ranking's misses of a seed"
+    )
+    args = parser.parse_args()
+    print(f"command: python {' '.join(sys.argv)}")
+    for key, value in machine_facts().items():
+        print(f"{key}: {value}")
+    data = fetch(args)
+    if args.misses:
+        misses(data, args.misses, **CHOSEN)
+        return 0
+    print(
+        "\n| variant | LoCoMo hit@5 0-4 | 5-9 | all | s7 plain newest first | s7 supersede"
+        " | s7 point in time | s7 stable@5 | s8 plain | s8 supersede | s8 point in time"
+        " | s8 stable@5 |"
+    )
+    print("|---|" + "---|" * 11)
+    for name, kw in VARIANTS:
+        print(
+            f"| {name} | " + " | ".join(f"{v:.3f}" for v in measures(data, **kw)) + " |", flush=True
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
