@@ -8,6 +8,7 @@ import { spawn } from "node:child_process";
 import pg from "pg";
 
 import { ConflictError, ForbiddenError, InvalidArgumentError, MemexError } from "../errors.js";
+import { MEMORIZE_ACTOR } from "../generated/agentic.js";
 import type { Items, Requests, Results } from "../generated/operations.js";
 import * as sql from "../generated/sql.js";
 import { memorize, searchPassages, type AgentHost, type ChatModelOptions, type VectorSource } from "./agentic.js";
@@ -192,7 +193,7 @@ export class MemexDirectClient {
   async memorize(request: Requests["memorize"], options: { now?: Date } = {}): Promise<Results["memorize"]> {
     const agent = new MemexDirectClient({
       ...this.#options,
-      [DELEGATED]: { pool: this.#pool, actor: "memorize-agent" },
+      [DELEGATED]: { pool: this.#pool, actor: MEMORIZE_ACTOR },
     } as DirectClientOptions);
     const host: AgentHost = {
       agent,
