@@ -4,7 +4,8 @@ Real chat models cannot run on these machines (no model hub is reachable, and tw
 would not run one in test time), so the LLM paths of memorize and memory_search are
 tested against this stand-in: each POST /v1/chat/completions records the request and
 returns the next scripted reply (a tool-call reply, a text answer, or an HTTP error).
-The requests are kept so tests can check what memexdb sent."""
+The requests are kept so tests can check what memexdb sent; a test in another process
+(Node's) scripts replies and reads the requests through /control/ (ChatHandler.control)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,8 @@ class ChatHandler(JsonHandler):
     server: ScriptedLLM
 
     def do_POST(self) -> None:
+        if self.path in ("/control/script", "/control/requests"):
+            return self.control()
         self.server.requests.append({"path": self.path, "body": self.read_json()})
         reply = self.server.replies.popleft() if self.server.replies else 503
         if callable(reply):  # what happens meanwhile, then the reply
@@ -58,6 +61,21 @@ class ChatHandler(JsonHandler):
             return self.send_json(reply, {"error": {"message": "scripted failure"}})
         choice = {"index": 0, "message": {"role": "assistant", **reply}, "finish_reason": "stop"}
         return self.send_json(200, {"object": "chat.completion", "choices": [choice]})
+
+    def control(self) -> None:
+        """For a test in another process (the TypeScript client's, driven by node --test):
+        POST /control/script {"replies": [...]} queues replies as `script` does (a reply
+        object, or an HTTP status; with "replace": true, instead of those queued); POST
+        /control/requests answers the requests recorded since the last time it was asked
+        ({"requests": [...]}) and forgets them."""
+        body = self.read_json()
+        if self.path == "/control/script":
+            if body.get("replace"):
+                self.server.replies.clear()
+            self.server.script(*body["replies"])
+            return self.send_json(200, {"queued": len(self.server.replies)})
+        taken, self.server.requests[:] = list(self.server.requests), []
+        return self.send_json(200, {"requests": taken})
 
 
 class ScriptedLLM(ThreadingHTTPServer):

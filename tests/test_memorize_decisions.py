@@ -18,7 +18,18 @@ from typing import Any
 import psycopg
 
 from memexdb import AsyncMemex, agentic
-from memexdb.agentic.models import MEMORIZE_MAX_RETIRED
+from memexdb.agentic.memorizing import memorize_tools
+from memexdb.agentic.models import (
+    MEMORIZE_DECISION_MAX_IDS,
+    MEMORIZE_FACT_MAX_CHARS,
+    MEMORIZE_MAX_RETIRED,
+    MEMORIZE_PROPOSAL_MAX_CHARS,
+    MEMORIZE_REASON_MAX_CHARS,
+)
+from memexdb.files.models import HEADING_MAX_CHARS, FileCheck
+from memexdb.files.operations import CHECK_MEMORIZE_FILE
+from memexdb.memories.models import FactCheck
+from memexdb.memories.operations import CHECK_MEMORIZE_FACT
 from memexdb.types import Memory
 from tests.scripted_llm import ScriptedLLM, tool_calls
 
@@ -342,3 +353,47 @@ async def test_a_fact_the_whole_text_ranks_low_still_meets_its_old_version(
     [decision] = result.decisions
     assert decision.action == "supersede" and result.refused == []
     assert (await with_llm.get(A, U, job.id)).superseded_by == decision.memory_id
+
+
+async def test_sql_rules_take_the_bounds_the_model_is_told(amemex: AsyncMemex) -> None:
+    """memex.check_memorize_fact and memex.check_memorize_file (the rules every language's
+    memorize runs, issue 38) accept exactly what the tool schemas sent to the model allow
+    (memexdb.agentic.models' bounds), and no more."""
+    offered = [uuid.uuid4() for _ in range(MEMORIZE_DECISION_MAX_IDS + 1)]
+
+    async def fact_refusal(arguments: dict[str, Any], retired: int = 0) -> str | None:
+        check = FactCheck(
+            agent_id=A, user_id=U, arguments=json.dumps(arguments), offered=offered, retired=retired
+        )
+        return (await amemex.run(CHECK_MEMORIZE_FACT, check)).refusal
+
+    async def file_refusal(tool: str, arguments: dict[str, Any]) -> str | None:
+        check = FileCheck(agent_id=A, user_id=U, tool=tool, arguments=json.dumps(arguments))
+        return (await amemex.run(CHECK_MEMORIZE_FILE, check)).refusal
+
+    ids = [str(i) for i in offered]
+    most, over = ids[:MEMORIZE_DECISION_MAX_IDS], ids
+    assert await fact_refusal({"action": "none", "ids": most}) is None
+    assert "at most" in str(await fact_refusal({"action": "none", "ids": over}))
+    for field, bound in (("fact", MEMORIZE_FACT_MAX_CHARS), ("reason", MEMORIZE_REASON_MAX_CHARS)):
+        fields = {"action": "add", "fact": "f"}
+        assert await fact_refusal(fields | {field: "x" * bound}) is None
+        assert str(await fact_refusal(fields | {field: "x" * (bound + 1)})).startswith(field)
+    retire = {"action": "retire", "ids": ids[:1]}
+    assert await fact_refusal(retire, retired=MEMORIZE_MAX_RETIRED - 1) is None
+    assert "at most" in str(await fact_refusal(retire, retired=MEMORIZE_MAX_RETIRED))
+    path = {"path": "user/notes.md"}
+    for tool, field in (("memory_write", "content"), ("memory_patch", "append")):
+        text = "x" * MEMORIZE_PROPOSAL_MAX_CHARS
+        assert await file_refusal(tool, path | {field: text}) is None
+        refusal = await file_refusal(tool, path | {field: text + "x"})
+        assert str(refusal).startswith(f"{field}: ") and str(MEMORIZE_PROPOSAL_MAX_CHARS) in str(
+            refusal
+        )
+    heading = {"append": "a", "heading": "h" * HEADING_MAX_CHARS}
+    assert await file_refusal("memory_patch", path | heading) is None
+    heading["heading"] += "h"
+    assert str(await file_refusal("memory_patch", path | heading)).startswith("heading: ")
+    # the schemas the model is shown say the same
+    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in memorize_tools()}
+    assert schemas["memory_fact"]["properties"]["ids"]["maxItems"] == MEMORIZE_DECISION_MAX_IDS

@@ -36,6 +36,8 @@ ELSEWHERE: dict[str, Any] = {
     "missing_memory_ids": None,
     "import_history": None,
     "import_memory_batch": None,
+    # memorize's rules for a file proposal (memexdb.agentic.memorizing runs it)
+    "check_memorize_file": None,
 }
 # Python parameters that are not request fields, and why
 PYTHON_ONLY = {

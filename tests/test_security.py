@@ -575,7 +575,6 @@ async def test_sql_role_matrix(world: World, embedder: Embedder) -> None:
             "select * from memex.rate_limits",
             "select memex.maintenance()",
             "select memex._enter(null)",
-            "select memex._delegate('memorize-agent')",
             "select * from memex.list_keys()",
             "insert into memex.access_log (agent_id, user_id, actor, operation)"
             " values ('A', 'alice', 'forged', 'read')",
@@ -584,6 +583,21 @@ async def test_sql_role_matrix(world: World, embedder: Embedder) -> None:
         ):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(forbidden)
+        # delegating to memorize-agent (memorize in direct mode, issue 38) names the agent
+        # as actor, on behalf of the role, and widens nothing
+        with conn.transaction():
+            row = conn.execute("select memex._delegate('memorize-agent')").fetchone()
+            assert row is not None
+            assert (row[0]["actor"], row[0]["on_behalf_of"]) == ("memorize-agent", f"role:{writer}")
+            assert (row[0]["agent"], row[0]["users"]) == ("A", ["alice"])
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+                conn.execute("select count(*) from memex.list_memories('A', 'bob', 100)")
+            with pytest.raises(psycopg.Error) as refused, conn.transaction():
+                conn.execute("select memex._delegate('operator')")
+            assert refused.value.sqlstate == "MX422"
+        # and ends with its transaction
+        row = conn.execute("select memex._actor()").fetchone()
+        assert row is not None and row[0] == f"role:{writer}"
     world.tally["SQL role"] = world.tally.get("SQL role", 0) + 9
 
 

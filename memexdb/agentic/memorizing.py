@@ -10,6 +10,8 @@ Each proposal is untrusted input: it is parsed and validated like a request (the
 is always the caller's; the model only names a virtual path, or ids among the
 candidates it was shown), bounded in number and size, and applied through the same
 paths as the raw tools, as `memorize-agent` on behalf of the caller (SQL records both).
+The rules are SQL's (memex.check_memorize_fact, memex.check_memorize_file), one
+definition that the TypeScript direct client's memorize runs too (issue 38).
 A decision:
 
 - add: the fact is stored (memex.store, semantic) with metadata {"source": "memorize",
@@ -43,8 +45,6 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from pydantic import ValidationError
-
 from memexdb.agentic.models import (
     MEMORIZE_CANDIDATE_CHARS,
     MEMORIZE_CANDIDATES,
@@ -52,7 +52,6 @@ from memexdb.agentic.models import (
     MEMORIZE_DECISION_MAX_IDS,
     MEMORIZE_FILE_LIST,
     MEMORIZE_MAX_PROPOSALS,
-    MEMORIZE_MAX_RETIRED,
     MEMORIZE_PROPOSAL_MAX_CHARS,
     MEMORIZE_SENTENCE_CANDIDATES,
     MEMORIZE_SENTENCE_SEARCHES,
@@ -66,12 +65,13 @@ from memexdb.agentic.models import (
     ProposedWrite,
 )
 from memexdb.client import AsyncMemex
-from memexdb.error_models import field_errors
 from memexdb.errors import Conflict, InvalidArgument, NotFound
 from memexdb.fields import QUERY_MAX_CHARS
+from memexdb.files.models import FileCheck
+from memexdb.files.operations import CHECK_MEMORIZE_FILE
 from memexdb.llm import LLMError, ToolCall, function_tool
-from memexdb.memories.models import MemoryRetire
-from memexdb.memories.operations import RETIRE
+from memexdb.memories.models import FactCheck, MemoryRetire
+from memexdb.memories.operations import CHECK_MEMORIZE_FACT, RETIRE
 from memexdb.types import FileEntry, SearchHit
 
 MEMORIZE_ACTOR = "memorize-agent"
@@ -195,32 +195,31 @@ class _Facts:
         self.retired = 0
 
     async def decide(self, call: ToolCall) -> MemorizeDecision:
-        try:
-            arguments = call.argument_object()
-        except ValueError as exc:
-            raise _Refused(str(exc)) from None
-        if isinstance(arguments.get("action"), str):  # "ADD", as mem0 spells it, is add
-            arguments["action"] = arguments["action"].strip().lower()
-        try:
-            fact = ProposedFact.model_validate(arguments)
-        except ValidationError as exc:
-            raise _Refused(_errors(exc)) from None
-        for named in fact.ids:
-            if named not in self.offered:
-                raise _Refused(
-                    f"ids: {named} was not offered (only the existing memories listed may be named)"
-                )
-            if named in self.named:
-                raise _Refused(f"ids: {named} was named by an earlier decision")
-        if fact.action == "retire" and self.retired + len(fact.ids) > MEMORIZE_MAX_RETIRED:
-            raise _Refused(
-                f"ids: one memorize call retires at most {MEMORIZE_MAX_RETIRED} memories"
-            )
+        # The rules (parsing, fields, the ids offered and named before, the retire cap)
+        # are SQL's, one definition for every language (memex.check_memorize_fact).
+        check = FactCheck(
+            agent_id=self.request.agent_id,
+            user_id=self.request.user_id,
+            arguments=call.arguments,
+            offered=sorted(self.offered),
+            named=sorted(self.named),
+            retired=self.retired,
+        )
+        checked = await self.agent.run(CHECK_MEMORIZE_FACT, check)
+        if checked.refusal is not None or checked.action is None:
+            raise _Refused(checked.refusal or "refused")
+        # (checked: built as it is, not validated a second time by other rules)
+        fact = ProposedFact.model_construct(
+            action=checked.action,
+            fact=checked.fact,
+            ids=checked.ids or [],
+            reason=checked.reason or "",
+        )
         who = (self.request.agent_id, self.request.user_id)
         memory_id: UUID | None = None
         try:
             if fact.action in ("add", "supersede"):
-                assert fact.fact is not None  # (ProposedFact checked it)
+                assert fact.fact is not None  # (memex.check_memorize_fact checked it)
                 stored = await self.agent.store(
                     *who,
                     fact.fact,
@@ -250,37 +249,32 @@ class _Facts:
         )
 
 
-def _errors(exc: ValidationError) -> str:
-    # (a check across fields, ProposedFact's, names its field in its message: no "body: ")
-    return "; ".join(
-        e.message if e.field in ("", "body") else f"{e.field}: {e.message}"
-        for e in field_errors(exc)
-    )
-
-
 def _refusal(call: ToolCall, reason: str) -> MemorizeRefusal:
     return MemorizeRefusal(tool=call.name[:100], arguments=call.arguments[:500], reason=reason)
 
 
 async def _apply(agent: AsyncMemex, request: MemorizeRequest, call: ToolCall) -> MemorizeChange:
-    try:
-        arguments = call.argument_object()
-    except ValueError as exc:
-        raise _Refused(str(exc)) from None
+    # The rules (parsing, the tool, its fields) are SQL's, one definition for every
+    # language (memex.check_memorize_file); what depends on the file is patch_file's.
+    check = FileCheck(
+        agent_id=request.agent_id, user_id=request.user_id, tool=call.name, arguments=call.arguments
+    )
+    checked = await agent.run(CHECK_MEMORIZE_FILE, check)
+    if checked.refusal is not None or checked.path is None:
+        raise _Refused(checked.refusal or "refused")
     who = (request.agent_id, request.user_id)
     try:
-        if call.name == "memory_write":
-            write = ProposedWrite.model_validate(arguments)
-            file = await agent.write_file(*who, write.path, write.content)
-        elif call.name == "memory_patch":
-            patch = ProposedPatch.model_validate(arguments)
-            file = await agent.patch_file(*who, **patch.model_dump())
+        if checked.tool == "memory_write":
+            file = await agent.write_file(*who, checked.path, checked.content or "")
         else:
-            raise _Refused(
-                f"unknown tool {call.name[:100]!r}: memory_fact, memory_write or memory_patch"
+            file = await agent.patch_file(
+                *who,
+                checked.path,
+                heading=checked.heading,
+                append=checked.append,
+                old_text=checked.old_text,
+                new_text=checked.new_text,
             )
-    except ValidationError as exc:
-        raise _Refused(_errors(exc)) from None
     except InvalidArgument as exc:
         raise _Refused(f"{exc.field}: {exc.message}") from None
     except (Conflict, NotFound) as exc:

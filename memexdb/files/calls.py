@@ -8,6 +8,10 @@ from memexdb.core.sql_call import SqlCall
 ACCESS_EVENTS = SqlCall("""select * from memex.access_events(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_since => %(since)s,
     p_until => %(until)s, p_limit => %(limit)s, p_before => %(before)s)""", defaults=4)
+# sql/files/104_check_memorize_file.sql
+CHECK_MEMORIZE_FILE = SqlCall("""select * from memex.check_memorize_file(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_tool => %(tool)s,
+    p_arguments => %(arguments)s)""")
 # sql/files/097_delete_file.sql
 DELETE_FILE = SqlCall("""select * from memex.delete_file(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s, p_path => %(path)s,

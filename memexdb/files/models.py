@@ -177,6 +177,15 @@ def _one_patch(model: FilePatch) -> FilePatch:
     return model
 
 
+class FileCheck(TenantRequest):
+    """One memory_write or memory_patch proposal of memorize as the model sent it (raw,
+    untrusted): checked by memex.check_memorize_file, the rules every language's
+    memorize runs (issue 38)."""
+
+    tool: str
+    arguments: str
+
+
 class FileWrite(TenantRequest):
     """Create or overwrite a file (its content is embedded, so search ranks it)."""
 

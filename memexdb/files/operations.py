@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from dataclasses import dataclass
 from time import monotonic
 
 from memexdb import metrics
@@ -24,6 +25,7 @@ from memexdb.files.models import (
     AccessLogQuery,
     DiffOut,
     DiffQuery,
+    FileCheck,
     FileDeleteQuery,
     FileEntryOut,
     FileList,
@@ -453,4 +455,33 @@ PASSAGES = Operation(
     access="read",
     domain="files",
     embeds="query",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedFile:
+    """memex.check_memorize_file's row: the proposal's fields, or why it is refused."""
+
+    tool: str | None
+    path: str | None
+    content: str | None
+    heading: str | None
+    append: str | None
+    old_text: str | None
+    new_text: str | None
+    refusal: str | None
+
+
+# memory_memorize's rules for one file proposal (memexdb.agentic.memorizing runs it; so
+# does the TypeScript direct client, the same SQL): no route or tool of its own
+CHECK_MEMORIZE_FILE = Operation(
+    name="check_memorize_file",
+    summary="Check one memorize file proposal (memory_write, memory_patch) against its rules",
+    request=FileCheck,
+    run=fetch_first(CheckedFile, sql.CHECK_MEMORIZE_FILE),
+    response=None,
+    answer=lambda _, __: None,
+    sql=("memex.check_memorize_file",),
+    access="write",
+    domain="files",
 )

@@ -4,6 +4,11 @@
 
 from memexdb.core.sql_call import SqlCall
 
+# sql/memories/062_check_memorize_fact.sql
+CHECK_MEMORIZE_FACT = SqlCall("""select * from memex.check_memorize_fact(
+    p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,
+    p_arguments => %(arguments)s, p_offered => %(offered)s::uuid[],
+    p_named => %(named)s::uuid[], p_retired => %(retired)s)""", defaults=2)
 # sql/memories/051_count.sql
 COUNT = SqlCall("""select memex.count(
     p_agent_id => %(agent_id)s, p_user_id => %(user_id)s,

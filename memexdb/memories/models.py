@@ -398,6 +398,17 @@ class MemoryRetire(TenantRequest):
     reason: Annotated[str, Field(max_length=RETIRE_REASON_MAX_CHARS)] | None = None
 
 
+class FactCheck(TenantRequest):
+    """One memory_fact decision of memorize as the model sent it (raw, untrusted), and
+    what the call has seen so far: checked by memex.check_memorize_fact, the rules every
+    language's memorize runs (issue 38)."""
+
+    arguments: str
+    offered: list[UUID]
+    named: list[UUID] = Field(default_factory=list)
+    retired: int = 0
+
+
 class NewMemory(MemoryStore):
     """One item of AsyncMemex.store_many, built by hand: a bad field raises the Python
     API's InvalidArgument, as the client's methods do."""

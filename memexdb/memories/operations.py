@@ -8,8 +8,9 @@ methods, the REST endpoints and the MCP tools are built.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 import numpy as np
@@ -29,6 +30,7 @@ from memexdb.memories.models import (
     EraseUserRequest,
     ExportedMemory,
     ExportPageQuery,
+    FactCheck,
     ForgetQuery,
     HistoryImport,
     HistoryPageQuery,
@@ -66,7 +68,7 @@ from memexdb.memories.models import (
     decode_cursor,
     encode_cursor,
 )
-from memexdb.operation import Operation, Paging, Reply, Route, Tool
+from memexdb.operation import Operation, Paging, Reply, Route, Tool, fetch_first
 from memexdb.paging import after_params, next_key
 from memexdb.session import Session, jsonb_or_none
 from memexdb.types import (
@@ -1013,6 +1015,32 @@ RETIRE = Operation(
     response=None,
     answer=lambda _, __: None,
     sql=("memex.retire_memories",),
+    access="write",
+    domain="memories",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedFact:
+    """memex.check_memorize_fact's row: the decision normalized, or why it is refused."""
+
+    action: Literal["add", "supersede", "retire", "none"] | None
+    fact: str | None
+    ids: list[UUID] | None
+    reason: str | None
+    refusal: str | None
+
+
+# memory_memorize's rules for one memory_fact decision (memexdb.agentic.memorizing runs
+# it; so does the TypeScript direct client, the same SQL): no route or tool of its own
+CHECK_MEMORIZE_FACT = Operation(
+    name="check_memorize_fact",
+    summary="Check one memorize decision against its rules and the call's candidates",
+    request=FactCheck,
+    run=fetch_first(CheckedFact, sql.CHECK_MEMORIZE_FACT),
+    response=None,
+    answer=lambda _, __: None,
+    sql=("memex.check_memorize_fact",),
     access="write",
     domain="memories",
 )

@@ -5,6 +5,9 @@
 --   1. a session whose login role is bound to a tenant in memex.sql_roles (direct SQL
 --      callers): its binding, whatever any setting says (session_user, so that a bound
 --      role cannot forge memex.caller to widen what a security definer function sees);
+--      within a transaction memex._delegate set memex.delegate in (memorize-agent or
+--      dream-agent), that agent is the actor, on behalf of the role: what it may see and
+--      do stays the binding's;
 --   2. otherwise the caller the service entered for this transaction (memex._enter sets
 --      memex.caller from an API key);
 --   3. otherwise memex_app and other members of memex_tenant see nothing, and the owner
@@ -19,6 +22,7 @@ as $$
 declare
     v_entered text := current_setting('memex.caller', true);
     v_bound   memex.sql_roles;
+    v_agent   text;
     -- memex_app is only ever the service (a bound login role cannot become it)
     v_service boolean := current_user = 'memex_app'
                          or current_setting('role', true) = 'memex_app';
@@ -26,6 +30,13 @@ begin
     if not v_service then
         v_bound := memex._binding();
         if v_bound.role_name is not null then
+            v_agent := current_setting('memex.delegate', true);
+            if v_agent in ('memorize-agent', 'dream-agent') then
+                return jsonb_build_object(
+                    'all', false, 'agent', v_bound.agent_id, 'users', to_jsonb(v_bound.user_ids),
+                    'access', v_bound.access, 'actor', v_agent,
+                    'on_behalf_of', 'role:' || session_user);
+            end if;
             return jsonb_build_object(
                 'all', false, 'agent', v_bound.agent_id, 'users', to_jsonb(v_bound.user_ids),
                 'access', v_bound.access, 'actor', 'role:' || session_user);

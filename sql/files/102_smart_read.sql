@@ -6,7 +6,8 @@
 -- id ('### memory <uuid>'). An item that does not fit whole is cut (ending in '…') if
 -- at least 200 characters of room remain, and the block ends there; it never exceeds the
 -- budget. sources lists what went in ({path | id, score, chars, truncated}). Logged in the
--- access log ('smart_read').
+-- access log ('smart_read'). A null p_query_embedding (a caller with no embedder: the
+-- TypeScript direct client without one) ranks in text mode (BM25 alone).
 create or replace function memex.smart_read(
     p_agent_id text,
     p_user_id text,
@@ -40,7 +41,9 @@ begin
     for v_hit in
         select h.id, h.content, h.score, m.path
         from memex.search(p_agent_id, p_user_id, p_query_embedding, p_top_k => 20,
-                          p_query_text => p_query, p_mode => 'hybrid',
+                          p_query_text => p_query,
+                          p_mode => case when p_query_embedding is null then 'text'
+                                         else 'hybrid' end,
                           p_embedding_model => p_embedding_model) h
         left join memex.memories m on m.id = h.id
         order by h.score desc

@@ -7,7 +7,9 @@
 -- its own passage; a file gives its best block: the paragraph (lines between blank lines)
 -- led by the markdown heading it sits under, that best matches the query terms
 -- (ts_rank_cd; ties and no match: the earliest), with its line range. A passage longer than
--- p_passage_chars is cut, ending in '…'. Logged in the access log ('search').
+-- p_passage_chars is cut, ending in '…'. Logged in the access log ('search'). A null
+-- p_query_embedding (a caller with no embedder: the TypeScript direct client without
+-- one) ranks in text mode (BM25 alone).
 create or replace function memex.search_passages(
     p_agent_id text,
     p_user_id text,
@@ -47,7 +49,9 @@ begin
         select h.id, h.content, h.score, m.path,
                row_number() over (order by h.score desc, h.id)::integer as rank
         from memex.search(p_agent_id, p_user_id, p_query_embedding, p_top_k => p_top_k,
-                          p_query_text => p_query, p_mode => 'hybrid',
+                          p_query_text => p_query,
+                          p_mode => case when p_query_embedding is null then 'text'
+                                         else 'hybrid' end,
                           p_embedding_model => p_embedding_model) h
         left join memex.memories m on m.id = h.id
     ),

@@ -14,6 +14,9 @@
 -- the service's): memex.store_many authorizes the caller (its binding follows
 -- session_user) and row-level security applies to memex_owner, so the caller reaches no
 -- other tenant; only memories this call stored with the stand-in model are queued.
+-- As memorize-agent (the TypeScript direct client's memorize without an embedder,
+-- memex._delegate) each memory gets its access-log entry (operation memorize, target its
+-- id) in the same transaction, as memex.store's.
 create or replace function memex.store_queued(
     p_agent_ids text[],
     p_user_ids text[],
@@ -33,6 +36,7 @@ declare
     v_model  constant text := 'memex:queued';
     v_dims   integer := memex.embedding_dims();
     v_stored memex.memory_record;
+    v_delegated constant boolean := memex._actor() = 'memorize-agent';
 begin
     for v_stored in
         select * from memex.store_many(
@@ -44,6 +48,10 @@ begin
     loop
         if v_stored.embedding_model = v_model then  -- a repeat of an embedded one: as it is
             perform memex._queue_embedding(v_stored.id);
+        end if;
+        if v_delegated then
+            perform memex._log_access(v_stored.agent_id, v_stored.user_id, 'memorize',
+                                      v_stored.id::text);
         end if;
         return next v_stored;
     end loop;

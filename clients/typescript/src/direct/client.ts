@@ -8,8 +8,10 @@ import { spawn } from "node:child_process";
 import pg from "pg";
 
 import { ConflictError, ForbiddenError, InvalidArgumentError, MemexError } from "../errors.js";
+import { MEMORIZE_ACTOR } from "../generated/agentic.js";
 import type { Items, Requests, Results } from "../generated/operations.js";
 import * as sql from "../generated/sql.js";
+import { memorize, searchPassages, type AgentHost, type ChatModelOptions, type VectorSource } from "./agentic.js";
 import { embedLocally, embedTexts, type Embedded, type EmbeddingsEndpoint, type LocalEmbedder } from "./embeddings.js";
 import { errorFromSql, RETRIED_SQLSTATES } from "./errors.js";
 
@@ -28,6 +30,18 @@ export interface DirectClientOptions {
    * `memex.store_queued` until a memexdb process embeds them). Default: queue only when
    * there is no `embedder`. */
   queueStores?: boolean;
+  /** The OpenAI-compatible chat model of `memorize` and `searchPassages`' answers (base
+   * URL, model, key); without one, memorize stores the text as one episodic memory and
+   * memory search answers no question (`llm: "not_configured"`). */
+  llm?: ChatModelOptions;
+}
+
+/** A client of the same pool writing as one of memexdb's own agents (memex._delegate):
+ * how `memorize` writes as `memorize-agent` (module-private). */
+const DELEGATED = Symbol("delegated");
+interface Delegated {
+  pool: pg.Pool;
+  actor: string;
 }
 
 /** A search's result, and the mode it ran in: `text` when neither an embedder nor an
@@ -110,7 +124,8 @@ function nextKey<T>(rows: Row[], limit: number, key: (row: Row) => T): T | null 
  * `storeMany` embed their memories in this process and store them with their vectors, and
  * `search` embeds its query here too (hybrid ranking, as the service's); without one,
  * stores are queued for the embed worker and `search` embeds its query at `embeddings`
- * when given, else ranks by text only (`mode: "text"`). Service-only operations are not here
+ * when given, else ranks by text only (`mode: "text"`). `memorize` and `searchPassages`
+ * ask the chat model `llm` names (src/direct/agentic.ts). Service-only operations are not here
  * (README: "Direct-Postgres mode").
  */
 export class MemexDirectClient {
@@ -119,28 +134,37 @@ export class MemexDirectClient {
   readonly #embedder: LocalEmbedder | undefined;
   readonly #queueStores: boolean;
   readonly #connectionString: string;
+  readonly #options: DirectClientOptions;
+  /** memexdb's agent this client writes as (memex._delegate), if any. */
+  readonly #actor: string | undefined;
 
   constructor(options: DirectClientOptions) {
+    this.#options = options;
     this.#connectionString = options.connectionString;
     this.#embeddings = options.embeddings;
     this.#embedder = options.embedder;
     this.#queueStores = options.queueStores ?? options.embedder === undefined;
-    this.#pool = new pg.Pool({
-      connectionString: options.connectionString,
-      max: options.maxConnections ?? 4,
-      options: "-c TimeZone=UTC",
-      types,
-    });
+    const delegated = (options as { [DELEGATED]?: Delegated })[DELEGATED];
+    this.#actor = delegated?.actor;
+    this.#pool =
+      delegated?.pool ??
+      new pg.Pool({
+        connectionString: options.connectionString,
+        max: options.maxConnections ?? 4,
+        options: "-c TimeZone=UTC",
+        types,
+      });
   }
 
   /** Close the connections. */
   async close(): Promise<void> {
-    await this.#pool.end();
+    if (this.#actor === undefined) await this.#pool.end();
   }
 
   async #rows(sql: string, values: unknown[]): Promise<Row[]> {
     for (let attempt = 1; ; attempt++) {
       try {
+        if (this.#actor !== undefined) return await this.#delegatedRows(this.#actor, sql, values);
         const result = await this.#pool.query<Row>(sql, values);
         return result.rows;
       } catch (error) {
@@ -152,6 +176,59 @@ export class MemexDirectClient {
       }
       await new Promise((resolve) => setTimeout(resolve, 10 * attempt));
     }
+  }
+
+  /** One statement in its own transaction as `actor` (memex._delegate first). */
+  async #delegatedRows(actor: string, text: string, values: unknown[]): Promise<Row[]> {
+    const connection = await this.#pool.connect();
+    try {
+      await connection.query("begin");
+      await connection.query("select memex._delegate($1)", [actor]);
+      const result = await connection.query<Row>(text, values);
+      await connection.query("commit");
+      return result.rows;
+    } catch (error) {
+      await connection.query("rollback").catch(() => undefined);
+      throw error;
+    } finally {
+      connection.release();
+    }
+  }
+
+  /** The query vectors of the agentic tools: the embedder's, else the embeddings
+   * endpoint's, else none (text mode). */
+  #vectors(): VectorSource {
+    return {
+      vectorOf: async (text: string) => (this.#embeds ? this.#embed(text) : null),
+    };
+  }
+
+  /** Keep what is durable in raw text, as the service's memory_memorize: with `llm`, the
+   * model's decisions per fact (add, supersede, retire, none) and file writes and patches,
+   * each checked by SQL's rules (memex.check_memorize_fact, memex.check_memorize_file)
+   * and applied as `memorize-agent` on behalf of this role; hostile or malformed
+   * proposals are refused (in `refused`, with why). Without `llm`, or when it fails, the
+   * text is stored as one episodic memory. Memories are stored with their vector when
+   * there is an embedder, else queued for the embed worker; file proposals need one. */
+  async memorize(request: Requests["memorize"], options: { now?: Date } = {}): Promise<Results["memorize"]> {
+    const agent = new MemexDirectClient({
+      ...this.#options,
+      [DELEGATED]: { pool: this.#pool, actor: MEMORIZE_ACTOR },
+    } as DirectClientOptions);
+    const host: AgentHost = {
+      agent,
+      call: (call) => agent.#from(call),
+      vectors: this.#vectors(),
+      llm: this.#options.llm,
+    };
+    return memorize(host, request, options.now);
+  }
+
+  /** Passages of files and memories for a query, best first, as the service's
+   * memory_search (hybrid with an embedder, text alone without); with `answer` and `llm`,
+   * the model's answer citing them by rank (`cited`). */
+  async searchPassages(request: Requests["searchPassages"]): Promise<Results["searchPassages"]> {
+    return searchPassages({ call: (call) => this.#from(call), vectors: this.#vectors(), llm: this.#options.llm }, request);
   }
 
   /** The rows of a generated call: `select * from memex.f(...)`. */

@@ -2,5 +2,7 @@
 export { DEFAULTS, MemexDirectClient } from "./client.js";
 export type { DirectClientOptions, DirectSearchResult, MigrateOptions } from "./client.js";
 export type { EmbeddingsEndpoint, LocalEmbedder } from "./embeddings.js";
+export { LLMError } from "./agentic.js";
+export type { ChatModelOptions, VectorSource } from "./agentic.js";
 export * from "../errors.js";
 export type { Items, Requests, Results } from "../generated/operations.js";

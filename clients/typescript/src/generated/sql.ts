@@ -42,6 +42,16 @@ export function accessEvents(args: { agent_id: unknown; user_id: unknown; since?
   return call("access_events", [["agent_id", "", false], ["user_id", "", false], ["since", "::timestamptz", true], ["until", "::timestamptz", true], ["limit", "::integer", true], ["before", "::bigint", true]], args, first);
 }
 
+/** memex.check_memorize_fact (sql/memories/062_check_memorize_fact.sql) */
+export function checkMemorizeFact(args: { agent_id: unknown; user_id: unknown; arguments: unknown; offered: unknown; named?: unknown; retired?: unknown }, first = 1): SqlCall {
+  return call("check_memorize_fact", [["agent_id", "", false], ["user_id", "", false], ["arguments", "", false], ["offered", "::uuid[]", false], ["named", "::uuid[]", true], ["retired", "::integer", true]], args, first);
+}
+
+/** memex.check_memorize_file (sql/files/104_check_memorize_file.sql) */
+export function checkMemorizeFile(args: { agent_id: unknown; user_id: unknown; tool: unknown; arguments: unknown }, first = 1): SqlCall {
+  return call("check_memorize_file", [["agent_id", "", false], ["user_id", "", false], ["tool", "", false], ["arguments", "", false]], args, first);
+}
+
 /** memex.consolidate_tenant (sql/consolidation/114_consolidate_tenant.sql) */
 export function consolidateTenant(args: { agent_id: unknown; user_id: unknown; dry_run?: unknown; force?: unknown; summary?: unknown; source_ids?: unknown; now?: unknown }, first = 1): SqlCall {
   return call("consolidate_tenant", [["agent_id", "", false], ["user_id", "", false], ["dry_run", "::boolean", true], ["force", "::boolean", true], ["summary", "", true], ["source_ids", "::uuid[]", true], ["now", "::timestamptz", true]], args, first);
