@@ -182,6 +182,7 @@ def test_sql_functions_follow_the_conventions(conn: psycopg.Connection) -> None:
         "_caller",
         "_caller_all",
         "_caller_agent",
+        "_caller_users",
         "_caller_writes",
         "_actor",
         "_on_behalf_of",
