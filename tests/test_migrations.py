@@ -178,6 +178,14 @@ def test_sql_functions_follow_the_conventions(conn: psycopg.Connection) -> None:
         "_ann_bounded",
         "_ann_nearest",
         "_valid_importance",
+        # the caller, evaluated by the policies and the writes of every statement
+        "_caller",
+        "_caller_all",
+        "_caller_agent",
+        "_caller_users",
+        "_caller_writes",
+        "_actor",
+        "_on_behalf_of",
     }
     # Procedures that commit may not carry SET either (PostgreSQL refuses the commit); they
     # qualify names, and are no security definers.

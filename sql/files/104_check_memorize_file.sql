@@ -21,9 +21,7 @@ returns table (
     tool text, path text, content text, heading text, append text, old_text text,
     new_text text, refusal text
 )
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 declare
     c_text_chars    constant integer := 8000;  -- MEMORIZE_PROPOSAL_MAX_CHARS

@@ -38,7 +38,11 @@
 -- which are candidates anyway. A tenant without supersession links (links: one probe of
 -- memories_superseded_idx, revision 0032, which holds the superseded memories only) skips
 -- the contributor and head steps at run time (their One-Time Filter), so it pays the probe
--- and the plan's empty steps, nothing per candidate.
+-- and the plan's empty steps, nothing per candidate. p_include_superseded null says the
+-- caller found no link (memex.search probes first): superseded memories are left out, as
+-- with false, and the supersession steps are constant-false when planned, so the plan has
+-- none of them (planning them was ~0.4-1 ms of every call, bench/RESULTS.md "Supersession
+-- out of the plan").
 --
 -- Recency candidates that cannot reach the top k are skipped unread. When p_top_k is
 -- given (memex.search's vector-only ranking, where the score is memex._score(similarity,
@@ -107,8 +111,9 @@ as $$
                             or m.superseded_at > p_as_of, false) as hidden,  -- null as_of
                case when m.superseded_at is not null then m.superseded_by end as successor
         from memex._live_memories(p_agent_id, p_user_id, p_memory_types, p_embedding_model,
-                                  p_now, p_metadata, p_include_archived, true, p_as_of,
-                                  p_valid_at, p_created_after, p_created_before) m
+                                  p_now, p_metadata, p_include_archived,
+                                  p_include_superseded is not null,  -- null: no link, as live
+                                  p_as_of, p_valid_at, p_created_after, p_created_before) m
     ),
     links as materialized (
         -- whether the tenant has a supersession link at all (the superseded memories are
@@ -276,7 +281,13 @@ as $$
         -- ranking for all terms and pairs: bench/RESULTS.md, "Big tenants")
         select distinct on (r.text_rank * r.importance, r.id)
                r.id, r.importance, r.created_at, r.similarity, r.tsv, r.tsv_length, r.hidden,
-               r.successor, r.text_rank
+               r.successor,
+               -- for contributors: the superseded ones' only, and none without links (null
+               -- p_include_superseded), whose plan then sorts the rows read as before issue
+               -- 36 (the score's inputs carried through the sort and the score computed again
+               -- for every row kept cost ~4 % of a default request, bench/RESULTS.md)
+               case when p_include_superseded is not null and r.successor is not null
+                    then r.text_rank end as text_rank
         from text_read r
         order by r.text_rank * r.importance desc nulls last, r.id
         limit 2 * p_depth
@@ -294,31 +305,25 @@ as $$
               union all
               select t.id, t.successor, t.similarity, t.text_rank
               from text_hits t where t.successor is not null) c
-        where (select k.present from links k)  -- a One-Time Filter: skipped without links
+        -- planned away when the caller found no link (null), else a One-Time Filter
+        where p_include_superseded is not null and (select k.present from links k)
         group by c.id, c.successor
     ),
     heads as materialized (
-        -- each contributor's head, the last of its chain (memex._supersession_heads, from
-        -- these ids: a cached plan), when shown (the walk keeps the heads live but for
-        -- their own supersession), once, with what it inherits from the memories it
-        -- superseded: their best similarity and BM25 score (the new version worded unlike
-        -- the question, the old one like it)
-        select h.head, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at)
-                   as importance, l.created_at,
-               1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length,
-               h.similarity as inherited_similarity, h.text_rank as inherited_text_rank
-        from (select h.head, max(c.similarity) as similarity, max(c.text_rank) as text_rank
-              from memex._supersession_heads(p_agent_id, p_user_id, p_memory_types,
-                                             p_embedding_model, p_now, p_metadata,
-                                             p_include_archived, p_as_of, p_valid_at,
-                                             p_created_after, p_created_before,
-                                             (select coalesce(array_agg(c.id), '{}')
-                                              from contributors c)) h
-              join contributors c on c.id = h.id
-              group by h.head) h
-        join memex.memories l on l.id = h.head
-        where (select k.present from links k)  -- not called without links
-          and (p_include_superseded or l.superseded_at is null or l.superseded_at > p_as_of)
+        -- each contributor's head, once, when shown, with what it inherits from the
+        -- memories it superseded: their best similarity and BM25 score (memex._ann_heads:
+        -- the walk and the heads' rows in a cached plan, not planned with every call)
+        select h.head, h.importance, h.created_at, h.similarity, h.tsv, h.tsv_length,
+               h.inherited_similarity, h.inherited_text_rank
+        from memex._ann_heads(p_agent_id, p_user_id, p_query_embedding, p_memory_types,
+                              p_embedding_model, p_now, p_metadata, p_include_archived,
+                              coalesce(p_include_superseded, false), p_as_of, p_valid_at,
+                              p_created_after, p_created_before,
+                              (select array_agg(c.id order by c.id) from contributors c),
+                              (select array_agg(c.similarity order by c.id) from contributors c),
+                              (select array_agg(c.text_rank order by c.id) from contributors c)) h
+        where p_include_superseded is not null  -- not planned without links
+          and (select k.present from links k)  -- not called without links
     ),
     hits as materialized (
         -- the nearest and text-matching memories shown, and the heads of those superseded,

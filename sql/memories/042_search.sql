@@ -96,6 +96,7 @@ declare
     v_values   text[];
     v_defaults text[];
     v_saved    text[];
+    v_shown    boolean := coalesce(p_include_superseded, false);  -- null: no link (041)
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);
     if p_top_k is null or p_top_k not between 1 and 100 then
@@ -184,6 +185,13 @@ begin
             v_saved[i] := current_setting(v_gucs[i], true);
             perform set_config(v_gucs[i], v_values[i], true);
         end loop;
+        -- a tenant without supersession links (memories_superseded_idx: one empty probe)
+        -- gets a plan of memex._candidates_ann without the supersession steps
+        if not exists (select from memex.memories s
+                       where s.agent_id = p_agent_id and s.user_id = p_user_id
+                         and s.superseded_at is not null) then
+            v_shown := null;
+        end if;
     end if;
 
     if p_mode = 'vector' and v_context = 0 then
@@ -235,7 +243,7 @@ begin
                                                v_terms, p_memory_types, p_embedding_model,
                                                v_now, v_depth, v_recent, p_metadata,
                                                p_include_archived, p_top_k, p_alpha,
-                                               p_half_life_days, 0, p_include_superseded,
+                                               p_half_life_days, 0, v_shown,
                                                p_as_of, p_valid_at, p_created_after,
                                                p_created_before) a
                     where not v_exact
@@ -273,7 +281,7 @@ begin
                                        v_now, v_depth, v_recent, p_metadata,
                                        p_include_archived,
                                        p_neighbours => case when v_context > 0 then 2 else 0 end,
-                                       p_include_superseded => p_include_superseded,
+                                       p_include_superseded => v_shown,
                                        p_as_of => p_as_of, p_valid_at => p_valid_at,
                                        p_created_after => p_created_after,
                                        p_created_before => p_created_before) c

@@ -24,9 +24,7 @@ create or replace function memex.check_memorize_fact(
     p_retired integer default 0
 )
 returns table (action text, fact text, ids uuid[], reason text, refusal text)
-language plpgsql
-stable
-set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 declare
     c_max_ids     constant integer := 3;     -- MEMORIZE_DECISION_MAX_IDS

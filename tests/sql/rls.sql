@@ -58,6 +58,18 @@ select agent_id, user_id, content from memex.list_memories('rls', 'alice') order
 select count(*) from memex.count('rls', 'bob');
 \echo :LAST_ERROR_SQLSTATE
 select memex._caller() ->> 'actor' as actor;
+-- nor can it pass for the service, the one session whose memex.caller is taken at its
+-- word (memex._caller, inlined in the policies): memex_app is not its role to take
+set role memex_app;
+\echo :LAST_ERROR_SQLSTATE
+select set_config('role', 'memex_app', true);
+\echo :LAST_ERROR_SQLSTATE
+select content from memex.store('rls', 'bob', 'written by a forged caller',
+    (array[1, 0]::real[] || array_fill(0::real, array[382]))::public.vector, 'hand-made');
+\echo :LAST_ERROR_SQLSTATE
+select count(*) from memex.search('other', 'alice',
+    (array[1, 0]::real[] || array_fill(0::real, array[382]))::public.vector);
+\echo :LAST_ERROR_SQLSTATE
 reset memex.caller;
 -- writing another tenant's row is refused, through the API and directly
 select content from memex.store('rls', 'bob', 'written by alice',
