@@ -158,3 +158,41 @@ def test_the_packed_package_carries_the_repositorys_sql(built: Path, tmp_path: P
     manifest = read_manifest(root)
     assert "manifest.txt" in packed and len(manifest.revisions) >= 34
     assert {f"revisions/{p.name}" for _, p in manifest.revisions} <= set(packed)
+
+
+NODE_MIGRATE = """
+import { migrate } from "./dist/direct/index.js";
+console.log("node migrated to", await migrate(process.env.MEMEX_MIGRATE_URL));
+"""
+
+
+def test_node_and_python_migrating_at_once(built: Path, pg_server: EmbeddedPostgres) -> None:
+    """Node's and Python's migrations of one empty database, started together, wait for
+    each other on the same lock: both end at head, one of them made it, the catalog is the
+    one Python alone makes."""
+    with _databases(pg_server, "nm_mixed", "nm_mixed_reference") as (mixed, reference):
+        head = head_revision()
+        assert migrate(reference) == head
+        node = required(shutil.which("node"), "node is not installed")
+        env = npm_env(MEMEX_MIGRATE_URL=libpq_url(mixed))
+        results: list[str] = []
+        start = threading.Barrier(2)
+
+        def python_migrate() -> None:
+            start.wait(timeout=30)
+            results.append(migrate(mixed))
+
+        thread = threading.Thread(target=python_migrate)
+        thread.start()
+        start.wait(timeout=30)
+        output = run([node, "--input-type=module", "-e", NODE_MIGRATE], PACKAGE, env)
+        thread.join(timeout=120)
+        assert results == [head]
+        assert output.strip() == f"node migrated to {head}"
+        with psycopg.connect(mixed) as conn:
+            assert conn.execute("select count(*) from memex.alembic_version").fetchone() == (1,)
+            found = catalog(conn)
+        with psycopg.connect(reference) as conn:
+            expected = catalog(conn)
+        differences = _differences(expected, found)
+        assert differences == [], "\n".join(differences)
