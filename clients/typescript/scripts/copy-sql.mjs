@@ -1,6 +1,6 @@
 // sql/: a copy of the repository's sql/ (the frozen revisions, the SQL layer and the
 // manifest that orders them), which migrate() runs (src/direct/migrate.ts). Run by every
-// build; tests/test_node_migrate.py checks that the packed copy equals the repository's.
+// build; tests/test_typescript_client.py checks that the packed copy equals the repository's.
 import { cpSync, rmSync } from "node:fs";
 
 const from = new URL("../../../sql/", import.meta.url);

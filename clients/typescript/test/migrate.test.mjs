@@ -1,5 +1,5 @@
 // migrate() in Node against databases of the test suite's PostgreSQL that
-// tests/test_node_migrate.py prepares (and then compares with one the Python package
+// tests/test_typescript_client.py prepares (and then compares with one the Python package
 // migrated): an empty one, one Python brought to an older revision, one Python migrated,
 // and an empty one that several migrations start on at once.
 import assert from "node:assert/strict";

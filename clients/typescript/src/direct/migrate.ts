@@ -1,7 +1,7 @@
 /** `migrate()` in Node: brings a database to the schema this package ships, as
  * `memexdb migrate` (memexdb/migrations.py) does, from the same files: the package's
  * `sql/` folder is a copy of the repository's (`scripts/copy-sql.mjs`, run by every build;
- * tests/test_node_migrate.py checks the packed copy), read in the order of its
+ * tests/test_typescript_client.py checks the packed copy), read in the order of its
  * `manifest.txt`.
  *
  * One transaction under the same lock as Python's: an advisory lock while the database has
@@ -170,7 +170,7 @@ export function layerDigest(layer: Schema["layer"], declared: Record<string, str
 }
 
 // memexdb.migrations._CATALOG_FINGERPRINT, the same text: what the SQL layer produced.
-// tests/test_node_migrate.py checks that a migrate by one finds the other's layer in place.
+// tests/test_typescript_client.py checks that a migrate by one finds the other's layer in place.
 const CATALOG_FINGERPRINT = `
 select md5(string_agg(line, E'\\n' order by line)) from (
     select 'f ' || p.oid::regprocedure::text || ' ' || md5(p.prosrc) || ' '
