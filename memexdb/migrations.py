@@ -35,6 +35,7 @@ import logging
 import re
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -103,13 +104,28 @@ _FUNCTION = re.compile(
 )
 
 
-def sql_files(root: Path | None = None) -> list[Path]:
-    """The SQL layer's files in load order, as `sql/manifest.txt` lists them.
+REVISIONS = "revisions"
 
-    A folder entry (`core/`) stands for its `*.sql` files in name order, a file entry
+
+@dataclass(frozen=True)
+class Manifest:
+    """What `sql/manifest.txt` lists, in order: the revisions (frozen, each applied once and
+    recorded in memex.alembic_version as its id) and the SQL layer (re-applied)."""
+
+    revisions: list[tuple[str, Path]]
+    layer: list[Path]
+
+
+def read_manifest(root: Path | None = None) -> Manifest:
+    """The schema's files in load order, as `sql/manifest.txt` lists them.
+
+    An entry under `revisions/` is a revision (`revisions/<id>_<name>.sql`, its id the
+    alembic revision's), listed before the layer, each once. In the layer, a folder entry
+    (`core/`) stands for its `*.sql` files in name order, a file entry
     (`security/999_grants.sql`) for itself, taken out of its folder's turn. An entry that
     names nothing, a file listed twice, or a `.sql` file the manifest does not reach is a
-    SetupError: the layer on disk and the order it loads in never disagree.
+    SetupError: the files on disk and the order they load in never disagree. The
+    TypeScript package reads the same manifest the same way (src/direct/migrate.ts).
     """
     root = sql_dir() if root is None else root
     manifest = root / MANIFEST
@@ -120,11 +136,18 @@ def sql_files(root: Path | None = None) -> list[Path]:
         for line in manifest.read_text(encoding="utf-8").splitlines()
         if line.strip() and not line.lstrip().startswith("#")
     ]
+    revisions: list[tuple[str, Path]] = []
     explicit = {root / e for e in entries if not e.endswith("/")}
     ordered: list[Path] = []
     for entry in entries:
         path = root / entry
-        if entry.endswith("/"):
+        if entry.startswith(f"{REVISIONS}/"):
+            if ordered:
+                raise SetupError(f"{MANIFEST} lists the revision {entry} after the SQL layer")
+            if path.suffix != ".sql" or not path.is_file() or path.parent != root / REVISIONS:
+                raise SetupError(f"{MANIFEST} lists {entry}, which is not a revision of {root}")
+            revisions.append((path.name.split("_", 1)[0], path))
+        elif entry.endswith("/"):
             if not path.is_dir():
                 raise SetupError(f"{MANIFEST} lists {entry}, which is not a folder of {root}")
             found = [p for p in sorted(path.glob("*.sql")) if p not in explicit]
@@ -135,13 +158,38 @@ def sql_files(root: Path | None = None) -> list[Path]:
             raise SetupError(f"{MANIFEST} lists {entry}, which is not a .sql file of {root}")
         else:
             ordered.append(path)
-    duplicates = sorted({str(p.relative_to(root)) for p in ordered if ordered.count(p) > 1})
+    every = ordered + [path for _, path in revisions]
+    duplicates = sorted({str(p.relative_to(root)) for p in every if every.count(p) > 1})
+    ids = [revision for revision, _ in revisions]
+    duplicates += sorted({f"revision {r}" for r in ids if ids.count(r) > 1})
     if duplicates:
         raise SetupError(f"{MANIFEST} loads {', '.join(duplicates)} more than once")
-    unreached = sorted(str(p.relative_to(root)) for p in set(root.rglob("*.sql")) - set(ordered))
+    unreached = sorted(str(p.relative_to(root)) for p in set(root.rglob("*.sql")) - set(every))
     if unreached:
         raise SetupError(f"{MANIFEST} does not reach {', '.join(unreached)}")
-    return ordered
+    return Manifest(revisions, ordered)
+
+
+def sql_files(root: Path | None = None) -> list[Path]:
+    """The SQL layer's files in load order (`read_manifest`, without the revisions)."""
+    return read_manifest(root).layer
+
+
+def revision_sql(revision: str, root: Path | None = None) -> bytes:
+    """The frozen SQL of alembic revision `revision` (sql/revisions/<revision>_*.sql)."""
+    found = [path for rid, path in read_manifest(root).revisions if rid == revision]
+    if not found:
+        raise SetupError(f"{MANIFEST} lists no revision {revision}")
+    return found[0].read_bytes()
+
+
+def run_revision(bind: Connection, revision: str) -> None:
+    """Run revision `revision`'s frozen SQL on alembic's connection: what each wrapper in
+    alembic/versions/ does. The file goes as one simple query (no parameters), statements
+    and all, as the TypeScript package's migrate() sends it."""
+    raw = bind.connection.driver_connection
+    assert isinstance(raw, psycopg.Connection)
+    raw.execute(revision_sql(revision))
 
 
 def function_privileges(files: list[Path]) -> dict[str, str]:

@@ -478,6 +478,6 @@ def test_the_sql_layer_keeps_the_tenant_key_the_index_was_built_with() -> None:
     # character.
     root = Path(__file__).resolve().parents[1]
     layer = (root / "sql" / "core" / "004_tenant_key.sql").read_text()
-    revision = (root / "alembic" / "versions" / "0025_tenant_key_index.py").read_text()
+    revision = (root / "sql" / "revisions" / "0025_tenant_key_index.sql").read_text()
     definition = layer[layer.index("create or replace function") :]
     assert definition.strip() in revision

@@ -11,8 +11,8 @@ constraints, policies, triggers, schema grants and ownership, the settings rows.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from typing import Any
 
 import psycopg
 from alembic.script import ScriptDirectory
@@ -23,7 +23,7 @@ from sqlalchemy.pool import NullPool
 from alembic import command
 from memexdb import migrate
 from memexdb.embedded import EmbeddedPostgres
-from memexdb.migrations import _alembic_config, head_revision
+from memexdb.migrations import _alembic_config, head_revision, revision_sql
 from tests.catalog import catalog
 from tests.conftest import db_dsn, drop_database, janitor
 
@@ -52,11 +52,15 @@ def _seed(c: Connection) -> None:
 
 
 def _old_layer(c: Connection) -> None:
-    """What older SQL layers created and a later one replaced: revision 0015 drops them."""
-    module: Any = ScriptDirectory.from_config(_alembic_config()).get_revision("0015").module
-    for signature in module.OLD_SIGNATURES:
+    """What older SQL layers created and a later one replaced: revision 0015 drops them
+    (read from its frozen SQL: each `drop function if exists`, and the one whose result
+    type changed)."""
+    sql = revision_sql("0015").decode()
+    for signature in re.findall(r"^drop function if exists (.+);$", sql, flags=re.M):
         c.execute(text(f"create function {signature} returns int language sql as 'select 1'"))
-    signature, result = module.OLD_RESULT
+    found = re.search(r"to_regprocedure\('(.+?)'\).*?prorettype = '(.+?)'::regtype", sql, re.S)
+    assert found is not None
+    signature, result = found.groups()
     c.execute(
         text(
             f"create function {signature} returns setof {result}"

@@ -3,25 +3,29 @@ function follows the conventions (comment, explicit search_path, volatility)."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import threading
 from pathlib import Path
 
 import psycopg
+import pytest
+from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
 from alembic import command
 from memexdb import migrate
 from memexdb.embedded import EmbeddedPostgres
+from memexdb.errors import SetupError
 from memexdb.migrations import (
     _alembic_config,
     function_privileges,
     head_revision,
     pgvector_problem,
+    read_manifest,
     sql_files,
 )
-from memexdb.resources import alembic_dir
 from tests.conftest import db_dsn, drop_database, janitor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -148,13 +152,57 @@ def test_upgrade_moves_tenants_past_the_threshold_into_the_ann_index(
 def test_released_revisions_are_frozen() -> None:
     lines = (ROOT / "tests" / "revision_checksums.txt").read_text().splitlines()
     released = dict(reversed(line.split()) for line in lines if line and not line.startswith("#"))
-    versions = sorted((alembic_dir() / "versions").glob("*.py"))
     assert released, "no released revisions listed"
-    for path in versions:
-        if path.name in released:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            assert digest == released[path.name], f"{path.name} was edited after release"
-    assert set(released) <= {p.name for p in versions}, "a released revision was deleted"
+    for name, digest in released.items():
+        path = ROOT / name
+        assert path.is_file(), f"the released revision {name} was deleted"
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == digest, (
+            f"{name} was edited after release"
+        )
+    # each released revision has both its frozen SQL and its wrapper listed
+    stems = {Path(name).stem for name in released}
+    for stem in stems:
+        assert f"sql/revisions/{stem}.sql" in released, stem
+        assert f"alembic/versions/{stem}.py" in released, stem
+
+
+def test_the_manifest_lists_the_revisions_alembic_chains() -> None:
+    """sql/manifest.txt's revisions are alembic's, in the order of its chain, each run by a
+    thin wrapper of the same name (its upgrade runs the frozen file and nothing else)."""
+    revisions = read_manifest(ROOT / "sql").revisions
+    scripts = ScriptDirectory.from_config(_alembic_config())
+    chain = [s for s in reversed(list(scripts.walk_revisions()))]
+    assert [rid for rid, _ in revisions] == [s.revision for s in chain]
+    assert len(revisions) >= 34 and revisions[-1][0] == head_revision()
+    for (rid, path), script in zip(revisions, chain, strict=True):
+        assert script.path is not None
+        wrapper = Path(script.path)
+        assert wrapper.stem == path.stem, (wrapper.name, path.name)
+        upgrade = next(
+            node
+            for node in ast.parse(wrapper.read_text()).body
+            if isinstance(node, ast.FunctionDef) and node.name == "upgrade"
+        )
+        body = [ast.unparse(statement) for statement in upgrade.body]
+        assert body == ["run_revision(op.get_bind(), revision)"], wrapper.name
+        assert path.read_text().startswith(f"-- Revision {rid}"), path.name
+    assert sorted((ROOT / "sql" / "revisions").glob("*.sql")) == [p for _, p in revisions]
+
+
+def test_the_manifest_refuses_a_revision_after_the_layer(tmp_path: Path) -> None:
+    (tmp_path / "revisions").mkdir()
+    (tmp_path / "core").mkdir()
+    (tmp_path / "revisions" / "0001_a.sql").write_text("select 1;")
+    (tmp_path / "core" / "f.sql").write_text("select 1;")
+    (tmp_path / "manifest.txt").write_text("revisions/0001_a.sql\ncore/\n")
+    assert read_manifest(tmp_path).revisions == [("0001", tmp_path / "revisions" / "0001_a.sql")]
+    assert sql_files(tmp_path) == [tmp_path / "core" / "f.sql"]
+    (tmp_path / "manifest.txt").write_text("core/\nrevisions/0001_a.sql\n")
+    with pytest.raises(SetupError, match="after the SQL layer"):
+        read_manifest(tmp_path)
+    (tmp_path / "manifest.txt").write_text("core/\n")
+    with pytest.raises(SetupError, match=r"does not reach revisions/0001_a\.sql"):
+        read_manifest(tmp_path)
 
 
 def test_sql_functions_follow_the_conventions(conn: psycopg.Connection) -> None:

@@ -1,7 +1,8 @@
 """`@memexdb/client` as npm packs it from a clean checkout (tracked files only: no dist/,
 no node_modules/ of this working tree): `npm ci`, then `npm pack`, whose `prepack` builds
 dist/ (before, a clean checkout packed package.json and README.md only). The tarball holds
-the ES module build and the CommonJS one (dist/cjs, with its package.json); `npm publish
+the ES module build and the CommonJS one (dist/cjs, with its package.json) and sql/ (the
+repository's, which the build copies in for migrate()); `npm publish
 --dry-run` lists the same files. Installed into an empty project, `import` and `require`
 both load it, their types check (`.mts` and `.cts`, strict) and each calls a live service.
 
@@ -111,6 +112,8 @@ def service(
 def test_pack_from_a_clean_checkout_then_import_and_require(
     npm: str, service: tuple[Service, str], tmp_path: Path
 ) -> None:
+    # the package and the repository's sql/, which its build copies in (migrate() runs it)
+    checkout(tmp_path / "repo", "sql")
     package = checkout(tmp_path / "repo", "clients/typescript") / "clients" / "typescript"
     assert not (package / "dist").exists() and not (package / "node_modules").exists()
     manifest = json.loads((package / "package.json").read_text())
@@ -128,6 +131,7 @@ def test_pack_from_a_clean_checkout_then_import_and_require(
     listing = set(run(["tar", "tzf", tarball], out).split())
     expected = {"package/package.json", "package/README.md", "package/LICENSE"}
     expected.add("package/dist/cjs/package.json")
+    expected |= {"package/sql/manifest.txt", "package/sql/revisions/0001_core_schema.sql"}
     for entry in ENTRIES:
         for build in ("dist", "dist/cjs"):
             expected |= {f"package/{build}/{entry}.js", f"package/{build}/{entry}.d.ts"}

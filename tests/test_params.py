@@ -61,6 +61,7 @@ from memexdb.memories.models import (
     MemoryCreate,
     MemorySearchRequest,
 )
+from memexdb.migrations import sql_files
 from tests.slices import MODELS
 from tests.sqlapi import unit
 
@@ -496,7 +497,7 @@ def test_every_range_sql_checks_is_the_same_in_a_python_model() -> None:
     """Each `not between` bound of the SQL functions (read from sql/) is the bound of a
     field of the same name in the request models: a bound changed on one side only fails."""
     checked = 0
-    for path in sorted((ROOT / "sql").rglob("*.sql")):
+    for path in sql_files(ROOT / "sql"):  # the SQL layer
         for match in _SQL_BOUND.finditer(path.read_text()):
             length, field = bool(match.group(1)), match.group(5) or "path"
             low, high = int(match.group(3)), int(match.group(4))

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import psycopg
 
+from memexdb.migrations import sql_files
+
 ROOT = Path(__file__).resolve().parents[1]
 SQL = ROOT / "sql"
 
@@ -35,7 +37,7 @@ class Source:
 def sources() -> dict[str, Source]:
     """Each function's file under sql/, by name."""
     found: dict[str, Source] = {}
-    for path in sorted(SQL.rglob("*.sql")):
+    for path in sql_files(SQL):  # the SQL layer (not the frozen revisions)
         text = path.read_text()
         comments = []
         privileges = ""

@@ -6,6 +6,7 @@ Create Date: 2026-12-02
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0002"
 down_revision = "0001"
@@ -14,14 +15,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute(
-        """
-        insert into memex.settings (name, value) values
-            ('hybrid_vector_weight', '0.5'),
-            ('context_weight', '0.5')
-        on conflict (name) do nothing
-        """
-    )
+    # sql/revisions/0002_hybrid_settings.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

@@ -13,6 +13,7 @@ Create Date: 2026-12-02
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0004"
 down_revision = "0003"
@@ -21,16 +22,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute(
-        """
-        insert into memex.settings (name, value) values ('ann_recent_candidates', '5000')
-        on conflict (name) do nothing
-        """
-    )
-    op.execute(
-        "update memex.settings set value = '10', updated_at = now()"
-        " where name = 'ivfflat_probes' and value = 'null'"
-    )
+    # sql/revisions/0004_ann_recent_candidates.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

@@ -21,6 +21,7 @@ Create Date: 2026-12-02
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0005"
 down_revision = "0004"
@@ -29,25 +30,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute("alter table memex.memories add column ann boolean not null default false")
-    op.execute("alter table memex.tenants add column ann boolean not null default false")
-    op.execute("alter type memex.maintenance_result add attribute tenants_indexed integer")
-    op.execute(
-        """
-        update memex.tenants set ann = true
-        where memory_count > coalesce(
-            (select (value #>> '{}')::bigint from memex.settings
-             where name = 'exact_scan_max_rows'), 10000)
-        """
-    )
-    op.execute(
-        """
-        update memex.memories m set ann = true
-        from memex.tenants t
-        where t.ann and m.agent_id = t.agent_id and m.user_id = t.user_id
-        """
-    )
-    _rebuild_ann_indexes("v_def || ' where ann'")
+    # sql/revisions/0005_ann_indexed_tenants.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

@@ -14,6 +14,7 @@ Create Date: 2026-12-02
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0006"
 down_revision = "0005"
@@ -22,7 +23,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute("alter type memex.maintenance_result add attribute memories_indexed bigint")
+    # sql/revisions/0006_maintenance_indexing_steps.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

@@ -18,6 +18,7 @@ Create Date: 2026-12-03
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0007"
 down_revision = "0006"
@@ -26,7 +27,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute("alter table memex.memories alter column embedding set storage main")
+    # sql/revisions/0007_embedding_storage_main.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

@@ -23,6 +23,7 @@ Create Date: 2026-12-03
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0008"
 down_revision = "0007"
@@ -31,68 +32,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute(
-        """
-        do $$
-        begin
-            if not exists (select from pg_roles where rolname = 'memex_app') then
-                create role memex_app nologin;
-            end if;
-            if not exists (select from pg_roles where rolname = 'memex_tenant') then
-                create role memex_tenant nologin;
-            end if;
-            if not pg_has_role(current_user, 'memex_app', 'member') then
-                execute format('grant memex_app to %I', current_user);
-            end if;
-        end
-        $$
-        """
-    )
-    op.execute(
-        """
-        create table memex.api_keys (
-            id              uuid primary key default gen_random_uuid(),
-            prefix          text not null unique,
-            salt            bytea not null,
-            secret_hash     bytea not null,
-            name            text not null default '' check (length(name) <= 200),
-            agent_id        text check (length(agent_id) between 1 and 128),
-            user_ids        text[] check (cardinality(user_ids) between 1 and 1000),
-            access          text not null check (access in ('read', 'write', 'admin')),
-            created_at      timestamptz not null default now(),
-            created_by      text not null,
-            expires_at      timestamptz,
-            revoked_at      timestamptz,
-            last_used_at    timestamptz
-        )
-        """
-    )
-    op.execute(
-        """
-        create table memex.sql_roles (
-            role_name  text primary key,
-            agent_id   text not null check (length(agent_id) between 1 and 128),
-            user_ids   text[] check (cardinality(user_ids) between 1 and 1000),
-            access     text not null check (access in ('read', 'write')),
-            created_at timestamptz not null default now()
-        )
-        """
-    )
-    op.execute(
-        """
-        create table memex.audit_log (
-            id       bigint generated always as identity primary key,
-            at       timestamptz not null default clock_timestamp(),
-            actor    text not null,
-            action   text not null,
-            agent_id text,
-            user_id  text,
-            details  jsonb not null default '{}'
-        )
-        """
-    )
-    op.execute("create index audit_log_at_idx on memex.audit_log (at desc)")
-    op.execute("alter table memex.memories add column actor text")
+    # sql/revisions/0008_keys_and_rls.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

@@ -18,6 +18,7 @@ Create Date: 2026-12-03
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0009"
 down_revision = "0008"
@@ -26,90 +27,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute(
-        "alter table memex.memories add column path text"
-        " check (path is null or length(path) between 1 and 512)"
-    )
-    op.execute(
-        "create unique index memories_path_idx on memex.memories (agent_id, user_id, path)"
-        " where path is not null"
-    )
-    op.execute(
-        """
-        create table memex.file_revisions (
-            id        bigint generated always as identity primary key,
-            agent_id  text not null,
-            user_id   text not null,
-            path      text not null,
-            memory_id uuid,
-            revision  integer not null check (revision >= 1),
-            operation text not null
-                check (operation in ('write', 'patch', 'delete', 'restore')),
-            actor     text not null,
-            at        timestamptz not null default clock_timestamp(),
-            content   text,
-            size      integer not null default 0,
-            details   jsonb not null default '{}',
-            unique (agent_id, user_id, path, revision)
-        )
-        """
-    )
-    op.execute(
-        """
-        create table memex.access_log (
-            id        bigint generated always as identity primary key,
-            at        timestamptz not null default clock_timestamp(),
-            agent_id  text not null,
-            user_id   text not null,
-            actor     text not null,
-            operation text not null,
-            target    text,
-            details   jsonb not null default '{}'
-        )
-        """
-    )
-    op.execute("create index access_log_tenant_at_idx on memex.access_log (agent_id, user_id, at)")
-    op.execute("create index access_log_at_idx on memex.access_log (at)")
-    op.execute(
-        """
-        create type memex.file_record as (
-            path       text,
-            memory_id  uuid,
-            revision   integer,
-            size       integer,
-            line_count integer,
-            from_line  integer,
-            to_line    integer,
-            content    text,
-            created_at timestamptz,
-            updated_at timestamptz,
-            actor      text
-        )
-        """
-    )
-    op.execute(
-        """
-        create type memex.file_entry as (
-            path       text,
-            memory_id  uuid,
-            revision   integer,
-            size       integer,
-            created_at timestamptz,
-            updated_at timestamptz
-        )
-        """
-    )
-    op.execute(
-        """
-        create type memex.smart_read_result as (
-            context text,
-            chars   integer,
-            budget  integer,
-            sources jsonb
-        )
-        """
-    )
-    op.execute("alter type memex.maintenance_result add attribute access_log_rows_deleted bigint")
+    # sql/revisions/0009_file_memory.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

@@ -22,6 +22,7 @@ Create Date: 2026-12-03
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0010"
 down_revision = "0009"
@@ -30,62 +31,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute(
-        """
-        create table memex.consolidation_runs (
-            id            bigint generated always as identity primary key,
-            agent_id      text not null,
-            user_id       text not null,
-            kind          text not null check (kind in ('condense', 'dream', 'restore')),
-            status        text not null
-                check (status in ('running', 'done', 'dry_run', 'nothing', 'failed',
-                                  'restored')),
-            actor         text not null,
-            started_at    timestamptz not null default clock_timestamp(),
-            finished_at   timestamptz,
-            memories_in   integer not null default 0,
-            memories_out  integer not null default 0,
-            files_in      integer not null default 0,
-            files_out     integer not null default 0,
-            files_touched integer not null default 0,
-            summary_id    uuid,
-            restored_by   bigint,
-            error         text,
-            details       jsonb not null default '{}'
-        )
-        """
-    )
-    op.execute(
-        "create index consolidation_runs_tenant_idx"
-        " on memex.consolidation_runs (agent_id, user_id, started_at)"
-    )
-    op.execute(
-        """
-        create table memex.embed_queue (
-            memory_id       uuid primary key
-                            references memex.memories (id) on delete cascade,
-            enqueued_at     timestamptz not null default clock_timestamp(),
-            attempts        integer not null default 0,
-            next_attempt_at timestamptz not null default clock_timestamp(),
-            last_error      text
-        )
-        """
-    )
-    op.execute("create index embed_queue_due_idx on memex.embed_queue (next_attempt_at)")
-    op.execute(
-        "alter table memex.tenants"
-        " add column dream_paused boolean not null default false,"
-        " add column last_dreamed_at timestamptz"
-    )
-    op.execute("alter table memex.memories drop constraint memories_superseded_by_fkey")
-    op.execute(
-        "create index memories_superseded_by_idx on memex.memories (superseded_by)"
-        " where superseded_by is not null"
-    )
-    op.execute(
-        "alter type memex.memory_record add attribute source_ids uuid[],"
-        " add attribute superseded_by uuid, add attribute archived_at timestamptz"
-    )
+    # sql/revisions/0010_consolidation.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

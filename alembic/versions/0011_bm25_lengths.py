@@ -16,6 +16,7 @@ Create Date: 2026-12-03
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0011"
 down_revision = "0010"
@@ -24,12 +25,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute(
-        """
-        alter table memex.memories add column tsv_length integer not null
-            generated always as (length(to_tsvector('english'::regconfig, content))) stored
-        """
-    )
+    # sql/revisions/0011_bm25_lengths.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

@@ -17,6 +17,7 @@ Create Date: 2026-12-04
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0012"
 down_revision = "0011"
@@ -25,11 +26,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute("drop index memex.memories_tenant_recent_idx")
-    op.execute(
-        "create index memories_tenant_recent_idx"
-        " on memex.memories (agent_id, user_id, created_at desc) include (importance, id)"
-    )
+    # sql/revisions/0012_recent_index_importance.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

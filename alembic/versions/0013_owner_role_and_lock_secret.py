@@ -17,6 +17,7 @@ Create Date: 2026-12-05
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0013"
 down_revision = "0012"
@@ -25,36 +26,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute(
-        """
-        do $$
-        begin
-            if not exists (select from pg_roles where rolname = 'memex_owner') then
-                create role memex_owner nologin nosuperuser nobypassrls;
-            end if;
-            if not pg_has_role(current_user, 'memex_owner', 'member') then
-                execute format('grant memex_owner to %I', current_user);
-            end if;
-        end
-        $$
-        """
-    )
-    # The owner of an object must be able to create in its schema.
-    op.execute("grant usage, create on schema memex to memex_owner")
-    op.execute(
-        """
-        create table memex.lock_secret (
-            only_row boolean primary key default true check (only_row),
-            secret   bytea not null check (length(secret) = 32)
-        )
-        """
-    )
-    # gen_random_uuid is core PostgreSQL: two v4 UUIDs (244 random bits), hashed to 32 bytes.
-    op.execute(
-        "insert into memex.lock_secret (secret)"
-        " select sha256(convert_to(gen_random_uuid()::text || gen_random_uuid()::text"
-        " || clock_timestamp()::text, 'UTF8'))"
-    )
+    # sql/revisions/0013_owner_role_and_lock_secret.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

@@ -13,6 +13,7 @@ Create Date: 2026-12-05
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0014"
 down_revision = "0013"
@@ -21,23 +22,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute(
-        """
-        create table memex.rate_limit_reservations (
-            agent_id   text not null,
-            id         uuid not null,
-            operation  text not null,
-            payer      text not null,
-            items      integer not null check (items >= 0),
-            expires_at timestamptz not null,
-            primary key (agent_id, id)
-        )
-        """
-    )
-    op.execute(
-        "create index rate_limit_reservations_expires_idx"
-        " on memex.rate_limit_reservations (expires_at)"
-    )
+    # sql/revisions/0014_rate_limit_reservations.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

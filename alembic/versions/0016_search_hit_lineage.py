@@ -11,6 +11,7 @@ Create Date: 2026-12-05
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0016"
 down_revision = "0015"
@@ -19,11 +20,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    # memex.search returns this type: the re-applied SQL layer recreates it after this
-    op.execute(
-        "alter type memex.search_hit add attribute source_ids uuid[],"
-        " add attribute superseded_by uuid, add attribute archived_at timestamptz"
-    )
+    # sql/revisions/0016_search_hit_lineage.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

@@ -11,6 +11,7 @@ Create Date: 2026-12-05
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0017"
 down_revision = "0016"
@@ -19,14 +20,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute(
-        "drop function if exists memex.store(text, text, text, vector, text,"
-        " memex.memory_type, double precision, jsonb, timestamptz, timestamptz)"
-    )
-    op.execute(
-        "drop function if exists memex.store_many(text[], text[], text[], vector[], text,"
-        " memex.memory_type[], double precision[], jsonb[], timestamptz[], timestamptz[])"
-    )
+    # sql/revisions/0017_store_with_id.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

@@ -12,6 +12,7 @@ Create Date: 2026-12-05
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0018"
 down_revision = "0017"
@@ -20,7 +21,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute("drop function if exists memex.revoke_key(text)")
+    # sql/revisions/0018_closed_after_keys.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

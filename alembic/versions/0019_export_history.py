@@ -11,6 +11,7 @@ Create Date: 2026-12-05
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0019"
 down_revision = "0018"
@@ -19,15 +20,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute(
-        "drop function if exists memex.export_memories(text, text, boolean, text, timestamptz,"
-        " uuid, integer, timestamptz)"
-    )
-    op.execute(
-        "drop function if exists memex.import_memories(uuid[], text[], text[], text[],"
-        " vector[], text, memex.memory_type[], double precision[], jsonb[], timestamptz[],"
-        " timestamptz[], timestamptz[], jsonb[])"
-    )
+    # sql/revisions/0019_export_history.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

@@ -14,6 +14,7 @@ Create Date: 2026-12-05
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0020"
 down_revision = "0019"
@@ -26,16 +27,8 @@ _EXPORT = (
 
 
 def upgrade() -> None:
-    op.execute(
-        "alter table memex.memories alter column importance type double precision"
-        " using importance::text::double precision"
-    )
-    op.execute(f"drop function if exists {_EXPORT}")
-    # memex.search returns this type: the re-applied SQL layer recreates it after this
-    op.execute(
-        "alter type memex.search_hit add attribute updated_at timestamptz,"
-        " add attribute embedding_model text"
-    )
+    # sql/revisions/0020_faithful_records.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

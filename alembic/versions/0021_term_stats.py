@@ -13,6 +13,7 @@ Create Date: 2026-12-05
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0021"
 down_revision = "0020"
@@ -21,25 +22,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute(
-        """
-        create table memex.term_stats (
-            agent_id text not null,
-            user_id  text not null,
-            lexeme   text not null,
-            df       bigint not null check (df > 0),
-            primary key (agent_id, user_id, lexeme)
-        )
-        """
-    )
-    op.execute(
-        """
-        insert into memex.term_stats (agent_id, user_id, lexeme, df)
-        select m.agent_id, m.user_id, t.lexeme, count(*)
-        from memex.memories m cross join lateral unnest(m.tsv) t
-        group by 1, 2, 3
-        """
-    )
+    # sql/revisions/0021_term_stats.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

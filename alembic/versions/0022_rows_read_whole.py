@@ -28,6 +28,7 @@ Create Date: 2026-12-05
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0022"
 down_revision = "0021"
@@ -36,12 +37,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute("alter table memex.memories set (toast_tuple_target = 8160)")
-    op.execute("drop index memex.memories_tenant_recent_idx")
-    op.execute(
-        "create index memories_tenant_recent_idx"
-        " on memex.memories (agent_id, user_id, created_at desc, id desc) include (importance)"
-    )
+    # sql/revisions/0022_rows_read_whole.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

@@ -15,6 +15,7 @@ Create Date: 2026-12-05
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0023"
 down_revision = "0022"
@@ -23,18 +24,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute(
-        "alter table memex.tenants add column length_sum bigint not null default 0"
-        " check (length_sum >= 0)"
-    )
-    op.execute(
-        """
-        update memex.tenants t set length_sum = s.total
-        from (select m.agent_id, m.user_id, sum(m.tsv_length) as total
-              from memex.memories m group by 1, 2) s
-        where t.agent_id = s.agent_id and t.user_id = s.user_id
-        """
-    )
+    # sql/revisions/0023_tenant_length_sum.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

@@ -11,6 +11,7 @@ Create Date: 2026-12-05
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0024"
 down_revision = "0023"
@@ -19,7 +20,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute("drop function if exists memex.check_term_stats(text, text)")
+    # sql/revisions/0024_check_tenant_totals.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

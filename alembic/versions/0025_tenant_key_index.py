@@ -21,35 +21,17 @@ Create Date: 2026-12-05
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0025"
 down_revision = "0024"
 branch_labels = None
 depends_on = None
 
-TENANT_KEY = """
-create or replace function memex._tenant_key(p_agent_id text, p_user_id text)
-returns bigint
-language sql
-immutable
-parallel safe
-as $$
-    select pg_catalog.hashtextextended(
-        pg_catalog.length(p_agent_id)::text operator(pg_catalog.||) ':'
-        operator(pg_catalog.||) p_agent_id operator(pg_catalog.||) p_user_id, 0)
-$$;
-
-comment on function memex._tenant_key(text, text) is
-    'A tenant''s 64-bit key (hash of agent_id and user_id), first column of an index.';
-"""
-
 
 def upgrade() -> None:
-    op.execute(TENANT_KEY)
-    op.execute(
-        "create index memories_tenant_key_recent_idx on memex.memories"
-        " (memex._tenant_key(agent_id, user_id), created_at desc, id desc)"
-    )
+    # sql/revisions/0025_tenant_key_index.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

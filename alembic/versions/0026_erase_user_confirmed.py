@@ -12,6 +12,7 @@ Create Date: 2026-12-06
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0026"
 down_revision = "0025"
@@ -20,7 +21,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute("drop function if exists memex.erase_user(text, text)")
+    # sql/revisions/0026_erase_user_confirmed.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

@@ -21,6 +21,7 @@ Create Date: 2026-12-06
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0027"
 down_revision = "0026"
@@ -29,21 +30,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute(
-        """
-        create table memex.sql_layer_state (
-            singleton   boolean primary key default true check (singleton),
-            files_sha256 text not null,
-            catalog_md5  text not null,
-            applied_at   timestamptz not null default now()
-        )
-        """
-    )
-    op.execute("revoke all on memex.sql_layer_state from public")
-    op.execute(
-        "comment on table memex.sql_layer_state is"
-        " 'The SQL layer memexdb migrate last applied (files and catalog fingerprints).'"
-    )
+    # sql/revisions/0027_sql_layer_state.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

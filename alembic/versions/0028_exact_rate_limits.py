@@ -17,6 +17,7 @@ Create Date: 2026-12-06
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0028"
 down_revision = "0027"
@@ -25,21 +26,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute("delete from memex.rate_limits")
-    op.execute(
-        """
-        alter table memex.rate_limits
-            drop column window_start,
-            drop column current_count,
-            drop column previous_count,
-            add column admitted_at double precision[] not null default '{}',
-            add column admitted_items integer[] not null default '{}'
-        """
-    )
-    op.execute(
-        "comment on table memex.rate_limits is 'Calls admitted per rate-limit key in its"
-        " last window (epoch seconds, items), read and written by memex.rate_limit_hit.'"
-    )
+    # sql/revisions/0028_exact_rate_limits.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

@@ -27,6 +27,7 @@ Create Date: 2026-12-06
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0029"
 down_revision = "0028"
@@ -34,83 +35,11 @@ branch_labels = None
 depends_on = None
 
 TABLES = ("access_log", "file_revisions", "consolidation_runs")
-# the columns a table's ids are numbered within
-SCOPES = {
-    "access_log": "agent_id, user_id",
-    "file_revisions": "agent_id, user_id",
-    "consolidation_runs": "agent_id",
-}
 
 
 def upgrade() -> None:
-    op.execute(
-        """
-        create table memex.history_ids (
-            agent_id text not null,
-            user_id  text not null,
-            kind     text not null
-                check (kind in ('access_log', 'file_revisions', 'consolidation_runs')),
-            last_id  bigint not null check (last_id >= 1),
-            primary key (agent_id, user_id, kind),
-            check ((kind = 'consolidation_runs') = (user_id = ''))
-        )
-        """
-    )
-    op.execute(
-        "comment on table memex.history_ids is 'The last history id given per agent, user"
-        " (empty for consolidation runs, numbered per agent) and table, taken by the"
-        " memex._history_id trigger.'"
-    )
-    # the old ids of runs, to follow them where runs name each other
-    op.execute(
-        """
-        create temporary table run_numbers as
-        select r.id as old_id, r.agent_id,
-               row_number() over (partition by r.agent_id order by r.id) as new_id
-        from memex.consolidation_runs r
-        """
-    )
-    op.execute(
-        """
-        update memex.consolidation_runs c set restored_by = n.new_id
-        from run_numbers n
-        where c.restored_by = n.old_id and n.agent_id = c.agent_id
-        """
-    )
-    op.execute(
-        """
-        update memex.consolidation_runs c
-        set details = jsonb_set(c.details, '{run}', to_jsonb(n.new_id))
-        from run_numbers n
-        where c.kind = 'restore' and jsonb_typeof(c.details -> 'run') = 'number'
-          and (c.details ->> 'run')::numeric = n.old_id and n.agent_id = c.agent_id
-        """
-    )
-    op.execute("drop table run_numbers")
-    # a run id names a run within an agent: the SQL layer's restore takes the agent too
-    op.execute("drop function if exists memex.restore_consolidation(bigint)")
-    # the export cursor names the user too (ids are per user)
-    op.execute("drop function if exists memex.export_history(text, text, text, bigint, integer)")
-    for table in TABLES:
-        op.execute(f"alter table memex.{table} alter column id drop identity")
-        op.execute(f"alter table memex.{table} drop constraint {table}_pkey")
-        op.execute(
-            f"""
-            update memex.{table} t set id = n.new_id
-            from (select id,
-                         row_number() over (partition by {SCOPES[table]} order by id) as new_id
-                  from memex.{table}) n
-            where t.id = n.id
-            """
-        )
-        op.execute(f"alter table memex.{table} add primary key ({SCOPES[table]}, id)")
-        user = "user_id" if "user_id" in SCOPES[table] else "''"
-        op.execute(
-            f"""
-            insert into memex.history_ids (agent_id, user_id, kind, last_id)
-            select agent_id, {user}, '{table}', max(id) from memex.{table} group by 1, 2
-            """
-        )
+    # sql/revisions/0029_tenant_history_ids.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

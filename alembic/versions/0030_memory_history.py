@@ -27,117 +27,17 @@ Create Date: 2026-12-06
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0030"
 down_revision = "0029"
 branch_labels = None
 depends_on = None
 
-_OLD_SIGNATURES = (
-    "memex.store(text, text, text, vector, text, memex.memory_type, double precision, jsonb,"
-    " timestamptz, timestamptz, uuid)",
-    "memex.update_memory(text, text, uuid, text, vector, text, double precision, jsonb,"
-    " memex.memory_type, timestamptz, boolean, timestamptz)",
-    "memex.get_memory(text, text, uuid, timestamptz)",
-    "memex.export_history(text, text, text, bigint, integer)",
-    "memex.export_history(text, text, text, text, bigint, integer)",  # 0029's
-    "memex.search(text, text, vector, integer, double precision, double precision,"
-    " memex.memory_type[], text, text, text, timestamptz, double precision, jsonb, boolean)",
-    "memex._live_memories(text, text, memex.memory_type[], text, timestamptz, jsonb, boolean)",
-    "memex._candidates_exact(text, text, vector, text[], memex.memory_type[], text,"
-    " timestamptz, jsonb, boolean)",
-    "memex._candidates_ann(text, text, vector, text[], memex.memory_type[], text, timestamptz,"
-    " integer, integer, jsonb, boolean, integer, double precision, double precision, integer)",
-)
-
 
 def upgrade() -> None:
-    for signature in _OLD_SIGNATURES:
-        op.execute(f"drop function if exists {signature}")
-    op.execute(
-        """
-        alter table memex.memories
-            add column valid_from   timestamptz,
-            add column valid_to     timestamptz,
-            add column superseded_at timestamptz,
-            add column supersedes   uuid[],
-            add column restored_at  timestamptz,
-            add constraint memories_valid_range_check
-                check (valid_to is null or valid_from is null or valid_to >= valid_from)
-        """
-    )
-    op.execute(
-        """
-        create table memex.memory_revisions (
-            id            bigint not null,
-            agent_id      text not null,
-            user_id       text not null,
-            memory_id     uuid not null references memex.memories (id) on delete cascade,
-            revision      integer not null check (revision >= 1),
-            operation     text not null
-                check (operation in ('store', 'update', 'supersede', 'superseded', 'archive',
-                                     'restore', 'revert', 'import')),
-            changed       text[] not null default '{}',
-            actor         text not null,
-            at            timestamptz not null default clock_timestamp(),
-            content       text not null,
-            memory_type   memex.memory_type not null,
-            importance    double precision not null,
-            metadata      jsonb not null default '{}',
-            expires_at    timestamptz,
-            valid_from    timestamptz,
-            valid_to      timestamptz,
-            supersedes    uuid[],
-            superseded_by uuid,
-            superseded_at timestamptz,
-            archived_at   timestamptz,
-            details       jsonb not null default '{}',
-            primary key (agent_id, user_id, id),
-            unique (memory_id, revision)
-        )
-        """
-    )
-    op.execute(
-        "create index memory_revisions_tenant_idx on memex.memory_revisions (agent_id, user_id, at)"
-    )
-    op.execute(
-        "comment on table memex.memory_revisions is 'Every change of a memory, a full"
-        " snapshot each (issue 36); append-only for tenants, deleted with the memory.'"
-    )
-    op.execute(
-        """
-        alter table memex.history_ids
-            drop constraint history_ids_kind_check,
-            add constraint history_ids_kind_check
-                check (kind in ('access_log', 'file_revisions', 'consolidation_runs',
-                                'memory_revisions'))
-        """
-    )
-    # revision 1 of every memory, numbered per (agent, user) in the order of their times
-    op.execute(
-        """
-        insert into memex.memory_revisions
-            (id, agent_id, user_id, memory_id, revision, operation, changed, actor, at,
-             content, memory_type, importance, metadata, expires_at, supersedes,
-             superseded_by, archived_at)
-        select row_number() over (partition by m.agent_id, m.user_id
-                                  order by m.updated_at, m.id),
-               m.agent_id, m.user_id, m.id, 1, 'store', '{content}',
-               coalesce(m.actor, 'unknown'),
-               m.updated_at, m.content, m.memory_type, m.importance, m.metadata,
-               m.expires_at, null, m.superseded_by, m.archived_at
-        from memex.memories m
-        where m.path is null
-        """
-    )
-    op.execute(
-        """
-        insert into memex.history_ids (agent_id, user_id, kind, last_id)
-        select r.agent_id, r.user_id, 'memory_revisions', max(r.id)
-        from memex.memory_revisions r
-        group by r.agent_id, r.user_id
-        """
-    )
+    # sql/revisions/0030_memory_history.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 def downgrade() -> None:
     op.execute(

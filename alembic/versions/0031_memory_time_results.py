@@ -14,16 +14,13 @@ Create Date: 2026-12-06
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0031"
 down_revision = "0030"
 branch_labels = None
 depends_on = None
 
-_ADD = (
-    " add attribute valid_from timestamptz, add attribute valid_to timestamptz,"
-    " add attribute superseded_at timestamptz, add attribute supersedes uuid[]"
-)
 _DROP = (
     " drop attribute valid_from, drop attribute valid_to, drop attribute superseded_at,"
     " drop attribute supersedes"
@@ -31,8 +28,8 @@ _DROP = (
 
 
 def upgrade() -> None:
-    op.execute("alter type memex.memory_record" + _ADD)
-    op.execute("alter type memex.search_hit" + _ADD)
+    # sql/revisions/0031_memory_time_results.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

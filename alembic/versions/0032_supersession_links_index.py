@@ -13,6 +13,7 @@ Create Date: 2026-12-06
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0032"
 down_revision = "0031"
@@ -21,10 +22,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute(
-        "create index memories_superseded_idx on memex.memories (agent_id, user_id)"
-        " include (superseded_by) where superseded_at is not null"
-    )
+    # sql/revisions/0032_supersession_links_index.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

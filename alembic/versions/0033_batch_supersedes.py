@@ -11,18 +11,13 @@ Create Date: 2026-12-06
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0033"
 down_revision = "0032"
 branch_labels = None
 depends_on = None
 
-_OLD = (
-    "memex.store_queued(text[], text[], text[], memex.memory_type[], double precision[],"
-    " jsonb[], timestamptz[], timestamptz[], uuid[])",
-    "memex.store_many(text[], text[], text[], vector[], text, memex.memory_type[],"
-    " double precision[], jsonb[], timestamptz[], timestamptz[], uuid[])",
-)
 _NEW = (
     "memex.store_queued(text[], text[], text[], memex.memory_type[], double precision[],"
     " jsonb[], timestamptz[], timestamptz[], uuid[], jsonb[])",
@@ -33,8 +28,8 @@ _NEW = (
 
 
 def upgrade() -> None:
-    for signature in _OLD:
-        op.execute(f"drop function if exists {signature}")
+    # sql/revisions/0033_batch_supersedes.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

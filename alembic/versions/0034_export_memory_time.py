@@ -14,16 +14,13 @@ Create Date: 2026-12-06
 """
 
 from alembic import op
+from memexdb.migrations import run_revision
 
 revision = "0034"
 down_revision = "0033"
 branch_labels = None
 depends_on = None
 
-_OLD_SIGNATURES = (
-    "memex.export_memories(text, text, boolean, text, timestamptz, uuid, integer, timestamptz)",
-    "memex._supersede(text, text, uuid, uuid[])",
-)
 _NEW_SIGNATURES = (
     "memex.export_memories(text, text, boolean, text, timestamptz, uuid, integer, timestamptz)",
     "memex._supersede(text, text, uuid, uuid[], timestamptz)",
@@ -31,8 +28,8 @@ _NEW_SIGNATURES = (
 
 
 def upgrade() -> None:
-    for signature in _OLD_SIGNATURES:
-        op.execute(f"drop function if exists {signature}")
+    # sql/revisions/0034_export_memory_time.sql (frozen; the TypeScript package runs it too)
+    run_revision(op.get_bind(), revision)
 
 
 def downgrade() -> None:

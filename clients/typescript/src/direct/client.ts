@@ -3,8 +3,6 @@
  * and return what service mode's do (the generated request and result types). This
  * module is the only one that imports `pg`: service mode never loads it. */
 
-import { spawn } from "node:child_process";
-
 import pg from "pg";
 
 import { ConflictError, ForbiddenError, InvalidArgumentError, MemexError } from "../errors.js";
@@ -14,6 +12,7 @@ import * as sql from "../generated/sql.js";
 import { memorize, searchPassages, type AgentHost, type ChatModelOptions, type VectorSource } from "./agentic.js";
 import { embedLocally, embedTexts, type Embedded, type EmbeddingsEndpoint, type LocalEmbedder } from "./embeddings.js";
 import { errorFromSql, RETRIED_SQLSTATES } from "./errors.js";
+import { migrate, type MigrateOptions } from "./migrate.js";
 
 export interface DirectClientOptions {
   /** A libpq-style URL of the bound role, e.g. `postgresql://alice_app:secret@db/memex`. */
@@ -47,13 +46,6 @@ interface Delegated {
 /** A search's result, and the mode it ran in: `text` when neither an embedder nor an
  * embeddings endpoint was given (full-text ranking only; memories not yet embedded are found too). */
 export type DirectSearchResult = Results["search"] & { mode: "vector" | "text" | "hybrid" };
-
-export interface MigrateOptions {
-  /** The `memexdb` command (default `memexdb` on the PATH). */
-  command?: string;
-  /** Its time limit in milliseconds (default 300 000). */
-  timeoutMs?: number;
-}
 
 type Row = Record<string, unknown>;
 
@@ -693,21 +685,25 @@ export class MemexDirectClient {
   }
 
   /**
-   * Migrate the database (`memexdb migrate` with this connection), for the operator only:
-   * the SQL API's own notion of the caller (`memex._caller()`) must be every tenant with
-   * admin access, which a bound tenant role never is (`ForbiddenError`, nothing run). A
-   * database without the memex schema yet is left to `memexdb migrate` to judge.
+   * Migrate the database with this connection, in Node (`migrate` of ./migrate.ts: the
+   * schema this package ships, the same as `memexdb migrate` runs, no Python needed); the
+   * revision it is now at. For the operator only: the SQL API's own notion of the caller
+   * (`memex._caller()`) must be every tenant with admin access, which a bound tenant role
+   * never is (`ForbiddenError`, nothing run). A database without the SQL layer yet (no
+   * `memex._caller`) is migrated if the role may create it.
    */
   async migrate(options: MigrateOptions = {}): Promise<string> {
     await this.#requireOperator();
-    return runMemexdb(options.command ?? "memexdb", ["migrate"], this.#connectionString, options.timeoutMs ?? 300_000);
+    return migrate(this.#connectionString, options);
   }
 
   async #requireOperator(): Promise<void> {
     let caller: { all?: boolean; access?: string; actor?: string } | undefined;
     try {
+      // a database with no SQL layer yet (empty, or brought to a revision alone) has no
+      // memex._caller, and no tenant role either
       const schema = await this.#pool.query<{ present: boolean }>(
-        "select to_regnamespace('memex') is not null as present",
+        "select to_regprocedure('memex._caller()') is not null as present",
       );
       if (schema.rows[0]?.present) {
         const result = await this.#pool.query<{ caller: typeof caller }>("select memex._caller() as caller");
@@ -749,23 +745,4 @@ async function* pagesOf<Q, I>(
     key = answer[next];
     if (key === null || key === undefined) return;
   }
-}
-
-/** Run the memexdb command line against the database; its output, or a MemexError. */
-function runMemexdb(command: string, args: string[], dsn: string, timeoutMs: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {
-      env: { ...process.env, MEMEX_DATABASE_URL: dsn },
-      stdio: ["ignore", "pipe", "pipe"],
-      timeout: timeoutMs,
-    });
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    child.on("error", (error) => reject(new MemexError(`migrate: could not run ${command}: ${error.message}`, { cause: error })));
-    child.on("close", (code) => {
-      if (code === 0) resolve(output);
-      else reject(new MemexError(`migrate: ${command} migrate exited ${code ?? "on a signal"}: ${output.slice(-2000)}`));
-    });
-  });
 }
