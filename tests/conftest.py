@@ -136,7 +136,7 @@ def _uses_processes(item: pytest.Item) -> bool:
 # `--durations=0`), longest first: xdist hands them out first so that none of them starts
 # last and ends the run alone. Keep it to the few past ~2 minutes; the rest needs no list.
 # (test_fuzz_missing_key.py, 240 s, left it on 2026-12-06: 3 fuzzed cases an operation
-# instead of 10, 15 min -> 5 min of a worker at load 19.)
+# instead of 10, 882 s -> 363 s of a worker at load 19.)
 LONG_MODULES = (
     "test_writes_under_load.py",  # 380 s, one test ~300 s
     "test_cli.py",  # 350 s
