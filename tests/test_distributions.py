@@ -25,6 +25,7 @@ from memexdb import __version__
 from memexdb.embedded import EmbeddedPostgres
 from tests.clean_install import (
     INSTALL_TIMEOUT,
+    NO_COMPILE,
     build_dists,
     checkout,
     clean_env,
@@ -156,7 +157,7 @@ def test_memexdb_client_installs_alone(dists: dict[str, dict[str, Path]], tmp_pa
     )
     for kind, dist in dists["memexdb-client"].items():
         bin_dir = fresh_venv(tmp_path / kind)
-        run([bin_dir / "pip", "install", dist], tmp_path, clean_env())
+        run([bin_dir / "pip", "install", NO_COMPILE, dist], tmp_path, clean_env())
         output = run([bin_dir / "python", "-c", probe], tmp_path, clean_env())
         assert output.split() == [__version__, "True"], (kind, output)
 
@@ -170,7 +171,7 @@ def test_memexdb_sdist_installs_alone_and_migrates(
     SQL and revisions it installed."""
     bin_dir = fresh_venv(tmp_path / "venv")
     env = clean_env()
-    run([bin_dir / "pip", "install", dists["memexdb"]["sdist"]], tmp_path, env)
+    run([bin_dir / "pip", "install", NO_COMPILE, dists["memexdb"]["sdist"]], tmp_path, env)
     assert run([bin_dir / "memexdb", "--version"], tmp_path, env).strip() == (
         f"memexdb {__version__}"
     )

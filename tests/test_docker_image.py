@@ -33,7 +33,15 @@ import yaml
 
 from memexdb import __version__
 from memexdb.embedded import EmbeddedPostgres
-from tests.clean_install import INSTALL_TIMEOUT, checkout, clean_env, fresh_venv, run, wheel_names
+from tests.clean_install import (
+    INSTALL_TIMEOUT,
+    NO_COMPILE,
+    checkout,
+    clean_env,
+    fresh_venv,
+    run,
+    wheel_names,
+)
 from tests.conftest import db_dsn, janitor
 from tests.live_service import REPO, Service, free_port
 
@@ -167,7 +175,7 @@ def test_the_image_recipe_installs_and_serves(pg_server: EmbeddedPostgres, tmp_p
     env = clean_env()
     run([bin_dir / "pip", "wheel", "--no-deps", "--wheel-dir", tmp_path / "built", "."], app, env)
     (wheel,) = (tmp_path / "built").glob("memexdb-*.whl")
-    run([bin_dir / "pip", "install", wheel], app, env)
+    run([bin_dir / "pip", "install", NO_COMPILE, wheel], app, env)
 
     # the image's wheel has the files of a wheel of the whole checkout (the release's, which
     # tests/test_distributions.py builds with `python -m build`: the same build backend)

@@ -1,10 +1,13 @@
 """MemexStore (LangGraph's BaseStore on memexdb) over both clients: the in-process
-AsyncMemex and the HTTP AsyncMemexClient against a live service. Real Postgres, the real
-embedding model, a real compiled LangGraph StateGraph; no LLM, no mocks."""
+AsyncMemex and the HTTP AsyncMemexClient on the service's REST app (in this process for
+the store's behaviours; against a live service for the documented example, the client
+wheel, the load tests). Real Postgres, the real embedding model, a real compiled
+LangGraph StateGraph; no LLM, no mocks."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import threading
@@ -35,6 +38,7 @@ from memexdb import AsyncMemex
 from memexdb.embedded import EmbeddedPostgres
 from memexdb.embedding import BatchingEmbedder
 from memexdb.langgraph_store import MemexStore
+from memexdb.rest.app import create_app
 from tests.live_service import REPO, service_on_new_database
 
 
@@ -46,7 +50,29 @@ def live_url(pg_server: EmbeddedPostgres, template_db: str) -> Iterator[tuple[st
         yield service.base_url, token
 
 
-@pytest.fixture(params=["in-process", pytest.param("http", marks=pytest.mark.e2e)])
+@contextlib.asynccontextmanager
+async def http_client_in_process(
+    dsn: str, embedder: BatchingEmbedder
+) -> AsyncIterator[AsyncMemexClient]:
+    """The HTTP client on the service's REST app in this process (httpx's ASGI
+    transport): the same requests, routes and answers as over a socket, without a
+    process (docs/development.md, "Test tiers"); `live_url` is the process."""
+
+    @contextlib.asynccontextmanager
+    async def connect() -> AsyncIterator[AsyncMemex]:
+        async with await AsyncMemex.connect(dsn, embedder=embedder, remedy=None) as memex:
+            yield memex
+
+    app = create_app(connect)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))
+        async with AsyncMemexClient("http://127.0.0.1:8000", transport=transport) as client:
+            yield client
+
+
+# "in-process": AsyncMemex; "http": AsyncMemexClient on the REST app in this process;
+# "live": AsyncMemexClient on a live service (e2e; the load test asks for it by name)
+@pytest.fixture(params=["in-process", "http"])
 async def store(
     request: pytest.FixtureRequest, dsn: str, batching_embedder: BatchingEmbedder
 ) -> AsyncIterator[MemexStore]:
@@ -57,6 +83,9 @@ async def store(
             yield MemexStore(memex, agent)
         finally:
             await memex.aclose()
+    elif request.param == "http":
+        async with http_client_in_process(dsn, batching_embedder) as client:
+            yield MemexStore(client, agent)
     else:
         base_url, token = request.getfixturevalue("live_url")
         async with AsyncMemexClient(base_url, token) as client:
@@ -380,6 +409,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.timeout(900)  # a venv and an install (tests/clean_install.py's INSTALL_TIMEOUT)
 def test_the_client_wheel_with_the_langgraph_extra_in_a_new_venv(
     live_url: tuple[str, str], tmp_path: Path
 ) -> None:
@@ -474,6 +504,7 @@ async def test_a_put_racing_a_delete_of_the_same_key_never_fails(store: MemexSto
 
 
 @pytest.mark.e2e  # a load test: 12,000 ops (seconds even in process)
+@pytest.mark.parametrize("store", ["in-process", "live"], indirect=True)
 async def test_six_thousand_ops_go_out_in_bulk_and_finish(store: MemexStore) -> None:
     """6,000 puts in one abatch, 6,000 concurrent aputs (gather), then 6,000 gets each
     way: no pool timeout, no op lost, in seconds. The values share a few texts, so that

@@ -77,11 +77,27 @@ def npm() -> str:
     return found
 
 
+def installed_from_lockfile() -> bool:
+    """node_modules holds what package-lock.json pins (npm's record of the last install,
+    node_modules/.package-lock.json, names the same packages at the same versions)."""
+    record = PACKAGE / "node_modules" / ".package-lock.json"
+    if not record.exists():
+        return False
+
+    def pinned(lock: Path) -> dict[str, str]:
+        packages = json.loads(lock.read_text())["packages"]
+        return {name: entry.get("version", "") for name, entry in packages.items() if name}
+
+    return pinned(record) == pinned(PACKAGE / "package-lock.json")
+
+
 @pytest.fixture(scope="module")
 def built(npm: str) -> Path:
-    """`npm ci` (from the lockfile) and `npm run build` (tsc, strict, and the type checks
-    of test/types.check.ts)."""
-    run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], PACKAGE)
+    """`npm ci` (from the lockfile; .ci/run has just run it, so only when node_modules
+    differs from the lockfile) and `npm run build` (tsc, strict, and the type checks of
+    test/types.check.ts)."""
+    if not installed_from_lockfile():
+        run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], PACKAGE)
     run([npm, "run", "build"], PACKAGE)
     return PACKAGE / "dist"
 
@@ -231,7 +247,10 @@ def test_packed_tarball_from_an_empty_project(
     tmp_path: Path,
 ) -> None:
     running, token = service
-    out = run([npm, "pack", "--pack-destination", str(tmp_path), "--loglevel=error"], PACKAGE)
+    # --ignore-scripts: `built` has just run the build `prepack` runs (build:dist);
+    # tests/test_npm_package.py packs from a clean checkout with prepack
+    pack = [npm, "pack", "--ignore-scripts", "--pack-destination", str(tmp_path)]
+    out = run([*pack, "--loglevel=error"], PACKAGE)
     version = json.loads((PACKAGE / "package.json").read_text())["version"]
     tarball = tmp_path / f"memexdb-client-{version}.tgz"
     assert tarball.exists(), out

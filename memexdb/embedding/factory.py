@@ -2,9 +2,6 @@
 
 import functools
 
-from memexdb.embedding.fastembed_model import FastEmbedModel
-from memexdb.embedding.local_minilm import LocalMiniLM
-from memexdb.embedding.openai_compat import OpenAIEmbeddings
 from memexdb.embedding.protocol import Embedder
 
 DEFAULT_SPEC = "minilm"
@@ -50,9 +47,18 @@ def parse_spec(spec: str, *, url: str | None = None) -> tuple[str, str]:
 
 @functools.cache  # keyed on the normalised spec, so "minilm" and " MiniLM" share one model
 def _build(kind: str, name: str, url: str | None, api_key: str | None) -> Embedder:
+    # imported here, not at the top: fastembed and onnx take about a second of CPU to
+    # import, which every `memexdb` command that embeds nothing (status, migrate, keys,
+    # export) would pay
     if kind == "minilm":
+        from memexdb.embedding.local_minilm import LocalMiniLM
+
         return LocalMiniLM()
     if kind == "fastembed":
+        from memexdb.embedding.fastembed_model import FastEmbedModel
+
         return FastEmbedModel(name)
+    from memexdb.embedding.openai_compat import OpenAIEmbeddings
+
     assert url is not None
     return OpenAIEmbeddings(url, name, api_key=api_key)

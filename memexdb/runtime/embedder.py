@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from memexdb.config import Settings
 from memexdb.embedding import Embedder, build_embedder
-from memexdb.embedding.local_minilm import LocalMiniLM
 
 # ONNX Runtime threads per process for the bundled model (more cores: --workers).
 # Two intra-op threads that share the cores with Postgres and the event loop spin and
@@ -16,6 +15,10 @@ EMBEDDER_THREADS = 1
 def embedder_for(settings: Settings) -> Embedder:
     """The embedder MEMEX_EMBEDDER names (a new one per call: the caller owns it)."""
     if settings.embedder.strip().lower() == "minilm":
+        # imported on use: onnx and fastembed cost every command that embeds nothing
+        # about a second of CPU to import (memexdb.embedding)
+        from memexdb.embedding.local_minilm import LocalMiniLM
+
         return LocalMiniLM(threads=EMBEDDER_THREADS)
     return build_embedder(
         settings.embedder, url=settings.embedding_url, api_key=settings.embedding_api_key
