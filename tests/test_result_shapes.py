@@ -94,7 +94,10 @@ def test_the_row_type_follows_the_sql_result(
     conn: psycopg.Connection, row_type: str, query: str
 ) -> None:
 
-    cls = getattr(row_types, row_type)
+    # a result type, or a row type internal to one domain (memex.check_memorize_fact's)
+    cls = getattr(row_types, row_type, None) or next(
+        getattr(module, row_type) for module in SOURCES if hasattr(module, row_type)
+    )
     sql = _prepared(STATEMENTS[query])
     name = f"shape_{query.lower()}".encode()
     prepared = conn.pgconn.prepare(name, sql.encode())
@@ -120,6 +123,8 @@ def test_the_row_type_follows_the_sql_result(
         if expected is None:
             continue  # jsonb, vector and composites: any shape the field documents
         annotation = str(fields[column].type)
+        if typname == "text" and annotation.startswith("Literal["):
+            continue  # text narrowed to the values its SQL function returns
         assert expected in annotation, f"{query}.{column}: {typname} but {annotation}"
 
 
