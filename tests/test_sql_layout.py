@@ -3,13 +3,13 @@ one line after `returns`, in one order, as tools/sql_layout.py writes them."""
 
 from __future__ import annotations
 
-from tools.sql_layout import SQL, layout
+from tools.sql_layout import SQL, function_files, layout
 
 
 def test_every_sql_file_is_laid_out() -> None:
     stale = [
         str(path.relative_to(SQL.parent))
-        for path in sorted(SQL.rglob("*.sql"))
+        for path in function_files()
         if layout(path.read_text(), path.name) != path.read_text()
     ]
     assert not stale, f"run `python tools/sql_layout.py`: {stale}"

@@ -26,6 +26,12 @@ from pathlib import Path
 
 SQL = Path(__file__).resolve().parent.parent / "sql"
 
+
+def function_files() -> list[Path]:
+    """The SQL layer's files: every .sql under sql/ but the frozen revisions (never
+    edited, whatever their layout: tests/revision_checksums.txt)."""
+    return [p for p in sorted(SQL.rglob("*.sql")) if p.parent.name != "revisions"]
+
 # one attribute a match; a line may hold several (the laid-out form) or one
 _ATTRIBUTE = re.compile(
     r"language \w+|volatile|stable|immutable|strict|parallel (?:safe|restricted|unsafe)"
@@ -142,7 +148,7 @@ def layout(text: str, where: str) -> str:
 def main(argv: list[str]) -> int:
     check = "--check" in argv
     stale: list[str] = []
-    for path in sorted(SQL.rglob("*.sql")):
+    for path in function_files():
         text = path.read_text()
         new = layout(text, str(path.relative_to(SQL.parent)))
         if new != text:
