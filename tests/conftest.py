@@ -353,3 +353,12 @@ async def with_llm(
     )
     yield client
     await client.aclose()
+
+
+@pytest.fixture(scope="session")
+def node_tarballs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """@memexdb/minilm and @memexdb/client packed once per session (tests/node_packages.py):
+    their tarballs by package name."""
+    from tests.node_packages import pack  # imports the Node tests' helpers only when used
+
+    return pack(tmp_path_factory.mktemp("node-tarballs"))

@@ -29,6 +29,7 @@ from memexdb.embedding.long_text import embed_in_full, plan, window_of
 from memexdb.embedding.protocol import Embedder
 from tests.conftest import drop_database, new_database
 from tests.live_service import REPO, required
+from tests.node_packages import pg_version
 from tests.sqlapi import bound_login_role
 from tests.test_typescript_client import PACKAGE as CLIENT
 from tests.test_typescript_client import libpq_url, npm_env, run
@@ -53,14 +54,10 @@ def node() -> str:
 
 
 @pytest.fixture(scope="module")
-def built(node: str) -> Path:
+def built(node: str, node_tarballs: dict[str, Path]) -> Path:
     """clients/minilm built (tsc, and model/ from the Python package's verified file) and
-    the TypeScript client's dist/ (its direct mode)."""
-    npm = required(shutil.which("npm"), "npm is not installed")
-    for package in (MINILM, CLIENT):
-        run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], package, node_env())
-    run([npm, "run", "build"], MINILM, node_env())
-    run([npm, "run", "build:dist"], CLIENT, node_env())
+    the TypeScript client's dist/ (its direct mode): what packing them (the session's
+    `node_tarballs`, whose `prepack` builds both) leaves in the working tree."""
     return MINILM
 
 
@@ -236,20 +233,13 @@ def stated_install_mb() -> int:
 
 
 def test_packed_tarballs_from_an_empty_project(
-    built: Path, node: str, database: str, tmp_path: Path
+    node_tarballs: dict[str, Path], node: str, database: str, tmp_path: Path
 ) -> None:
     """Both packages as npm packs them: the model and its licences in @memexdb/minilm's
     tarball; installed into an empty project (with `pg`), docs/clients.md's example runs
     against a bound role, and the install size docs/clients.md states is what it takes."""
     npm = required(shutil.which("npm"), "npm is not installed")
-    for package in (MINILM, CLIENT):
-        run(
-            [npm, "pack", "--pack-destination", str(tmp_path), "--loglevel=error"],
-            package,
-            node_env(),
-        )
-    version = json.loads((MINILM / "package.json").read_text())["version"]
-    minilm_tarball = tmp_path / f"memexdb-minilm-{version}.tgz"
+    minilm_tarball = node_tarballs["@memexdb/minilm"]
     with tarfile.open(minilm_tarball) as tar:
         names = set(tar.getnames())
         onnx = tar.extractfile("package/model/model.onnx")
@@ -264,13 +254,9 @@ def test_packed_tarballs_from_an_empty_project(
     project = tmp_path / "app"
     project.mkdir()
     run([npm, "init", "-y", "--loglevel=error"], project, node_env())
-    client_version = json.loads((CLIENT / "package.json").read_text())["version"]
-    tarballs = [str(minilm_tarball), str(tmp_path / f"memexdb-client-{client_version}.tgz")]
-    pg_version = json.loads((CLIENT / "node_modules" / "pg" / "package.json").read_text())[
-        "version"
-    ]
+    tarballs = [str(minilm_tarball), str(node_tarballs["@memexdb/client"])]
     install = [npm, "install", "--no-audit", "--no-fund", "--loglevel=error"]
-    run([*install, *tarballs, f"pg@{pg_version}"], project, node_env())
+    run([*install, *tarballs, f"pg@{pg_version()}"], project, node_env())
     (project / "example.mjs").write_text(docs_example())
     with bound_login_role(database, "direct-agent", ["alice"]) as role:
         output = run([node, "example.mjs"], project, node_env(MEMEX_DIRECT_URL=libpq_url(role)))
