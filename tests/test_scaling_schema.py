@@ -71,8 +71,6 @@ EXCEPTIONS = {
 GLOBAL_FUNCTIONS = {
     "allow_keyless",
     "audit_events",
-    "check_memorize_fact",
-    "check_memorize_file",
     "configure_vector_index",
     "consolidate_due",
     "dream_config",
