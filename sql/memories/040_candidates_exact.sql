@@ -47,7 +47,7 @@ as $$
         -- (memex._filtered_memories with p_include_superseded: the only difference), whose
         -- match their successors inherit below
         select m.id, memex._valid_importance(m.importance, m.valid_to, p_now,
-                                         (p_filters).valid_at)
+                                             (p_filters).valid_at)
                    as importance, m.created_at,
                1 - (m.embedding <=> p_query_embedding) as similarity, m.tsv_length as dl,
                coalesce(p_include_superseded or m.superseded_at is null

@@ -162,7 +162,7 @@ as $$
         -- already read, so no candidate is looked up twice. The superseded memories
         -- hidden at the moment are among them (hidden): they rank their successors.
         select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
-                                         (p_filters).valid_at)
+                                             (p_filters).valid_at)
                    as importance, l.created_at,
                1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length,
                l.hidden, l.successor
@@ -180,7 +180,7 @@ as $$
         -- all p_recent newest without pruning; the p_depth newest (scored in full, to
         -- raise the k-th score before the bound is tested) with it and alpha given
         select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
-                                         (p_filters).valid_at)
+                                             (p_filters).valid_at)
                    as importance, l.created_at,
                1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
         from live l
@@ -233,7 +233,7 @@ as $$
         -- all of them: a memory holding three query terms is in its rarest pair
         -- (bench/RESULTS.md, "Big tenants").
         select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
-                                         (p_filters).valid_at)
+                                             (p_filters).valid_at)
                    as importance, l.created_at,
                1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length,
                l.hidden, l.successor,
@@ -335,7 +335,7 @@ as $$
         from hits h
         cross join lateral (
             select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
-                                         (p_filters).valid_at)
+                                                 (p_filters).valid_at)
                    as importance, l.created_at,
                    1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
             from live l
@@ -349,7 +349,7 @@ as $$
         from hits h
         cross join lateral (
             select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
-                                         (p_filters).valid_at)
+                                                 (p_filters).valid_at)
                    as importance, l.created_at,
                    1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
             from live l
@@ -383,7 +383,7 @@ as $$
     ),
     reachable as (  -- the entries whose bound reaches the k-th score, read
         select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
-                                         (p_filters).valid_at)
+                                             (p_filters).valid_at)
                    as importance, l.created_at,
                1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
         from entries e cross join bar b join live l on l.id = e.id
