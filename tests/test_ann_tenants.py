@@ -220,8 +220,8 @@ def test_skipped_recency_candidates_could_not_have_reached_the_top_k(
     register_vector(conn)
     for alpha, most in ((None, 100), (0.7, 300)):
         row = conn.execute(
-            "select count(*) from memex._candidates_ann('early', 'u', %s, null, null, null,"
-            " %s, 50, 5000, null, false, 10, %s, %s)",
+            "select count(*) from memex._candidates_ann('early', 'u', %s, null, %s, 50, 5000,"
+            " row(null, null, null, false, null, null, null, null), 10, %s, %s)",
             (queries[1], NOW, alpha, 30.0 if alpha is not None else 90.0),
         ).fetchone()
         assert row is not None and 50 <= row[0] < most, (alpha, row)

@@ -222,6 +222,7 @@ def test_sql_functions_follow_the_conventions(conn: psycopg.Connection) -> None:
         "_held_bm25",
         "_tenant_key",
         "_live_memories",
+        "_filtered_memories",
         "_memory_record",
         "_ann_bounded",
         "_ann_nearest",

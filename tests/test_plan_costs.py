@@ -6,18 +6,21 @@ expression, not a PL/pgSQL call with its own settings, several times a statement
 
 from __future__ import annotations
 
+import json
 import re
+from datetime import timedelta
 from typing import Any
 
 import psycopg
 
-from tests.test_supersession_ranking import NEW, OLD, load, search, to_ann
+from tests.test_supersession_ranking import NEW, NOW, OLD, load, search, to_ann
 from tests.test_vector_index import index_tenant
 
 
-def nested_plans(conn: psycopg.Connection, agent: str) -> str:
-    """The plans of every statement the default request on `agent` runs (auto_explain of
-    nested statements, sent to this session as LOG messages), as one text."""
+def nested_plans(conn: psycopg.Connection, agent: str, fmt: str = "text", **options: Any) -> str:
+    """The plans of every statement the default request on `agent` (with the options
+    given) runs (auto_explain of nested statements in format `fmt`, sent to this session
+    as LOG messages), as one text."""
     plans: list[str] = []
 
     def collect(diag: psycopg.errors.Diagnostic) -> None:
@@ -29,8 +32,9 @@ def nested_plans(conn: psycopg.Connection, agent: str) -> str:
         conn.execute("load 'auto_explain'")
         conn.execute("set local auto_explain.log_min_duration = 0")
         conn.execute("set local auto_explain.log_nested_statements = on")
+        conn.execute(f"set local auto_explain.log_format = {fmt}")
         conn.execute("set local client_min_messages = log")
-        search(conn, agent)
+        search(conn, agent, **options)
     conn.remove_notice_handler(collect)
     return "\n".join(plans)
 
@@ -51,6 +55,70 @@ def test_an_ann_tenant_without_links_plans_no_supersession_step(
     assert not re.search(r"Function Scan on _(ann|supersession)_heads", plain)
     assert "Function Scan on _ann_heads" in linked
     assert search(conn, "linked")[0] == NEW and search(conn, "plain")[0] == OLD
+
+
+def candidates_plan(conn: psycopg.Connection, agent: str, **options: Any) -> str:
+    """The plan of memex._candidates_ann's statement (without its query text) among those
+    of the default request on `agent` with the options given, as JSON."""
+    plans = [
+        json.JSONDecoder().raw_decode(p[p.index("{") :])[0]["Plan"]
+        for p in nested_plans(conn, agent, "json", **options).split("plan:")[1:]
+    ]
+    (plan,) = [json.dumps(p) for p in plans if "weights" in json.dumps(p)]
+    return plan
+
+
+def test_the_ann_candidates_are_planned_with_the_filters_as_constants(
+    conn: psycopg.Connection,
+) -> None:
+    # memex.search passes its filters as one memex.search_filters value (revision 0035);
+    # memex._candidates_ann is planned for each call, so each field is a constant there: a
+    # filter not given is not in the plan at all, a filter given is compared to its value
+    load(conn, "filtered", [OLD, NEW], linked=False)
+    assert index_tenant(conn, "filtered") > 0
+    fields = re.compile(r"\(\$\d+\)\.|memory_types|embedding_model|include_archived|as_of|valid_at")
+    default = candidates_plan(conn, "filtered")
+    assert not fields.search(default)  # no field read off the filters' row per memory
+    assert "created_at >=" not in default and "metadata @>" not in default
+    after = candidates_plan(conn, "filtered", created_after=NOW - timedelta(days=45))
+    assert not fields.search(after) and "created_after" not in after
+    assert re.search(r"created_at >= '\d{4}-\d\d-\d\d", after)
+    assert search(conn, "filtered", created_after=NOW - timedelta(days=45)) == search(
+        conn, "filtered", created_after=NOW - timedelta(days=45), include_archived=False
+    )
+
+
+def test_the_candidate_helpers_take_the_filters_as_one_value(
+    conn: psycopg.Connection,
+) -> None:
+    # a new search filter is a parameter of memex.search, an attribute of
+    # memex.search_filters and a condition of memex._filtered_memories: the helpers between
+    # them pass the one value on, with no argument per filter to add
+    rows = conn.execute(
+        "select p.proname, p.proargnames::text[],"
+        " array(select format_type(t, null) from unnest(p.proargtypes) t)"
+        " from pg_proc p where p.pronamespace = 'memex'::regnamespace"
+        " and p.proname in ('_filtered_memories', '_supersession_heads', '_candidates_exact',"
+        " '_candidates_ann', '_ann_heads')"
+    ).fetchall()
+    assert sorted(r[0] for r in rows) == [
+        "_ann_heads",
+        "_candidates_ann",
+        "_candidates_exact",
+        "_filtered_memories",
+        "_supersession_heads",
+    ]
+    attributes = conn.execute(
+        "select array_agg(a.attname::text order by a.attnum) from pg_attribute a"
+        " where a.attrelid = 'memex.search_filters'::regclass and a.attnum > 0"
+    ).fetchone()
+    assert attributes is not None
+    filters = {f"p_{a}" for a in attributes[0]}
+    assert filters >= {"p_memory_types", "p_embedding_model", "p_metadata", "p_include_archived"}
+    assert filters >= {"p_as_of", "p_valid_at", "p_created_after", "p_created_before"}
+    for name, arguments, types in rows:
+        assert not filters & set(arguments), name
+        assert types.count("memex.search_filters") == 1, name
 
 
 def test_the_policies_read_the_services_caller_inline(conn: psycopg.Connection) -> None:

@@ -3,8 +3,9 @@
 -- (memex.store's p_supersedes: superseded_at set, never consolidation's links), with its
 -- head: the last of its successors, down the chain, that the search sees. Both it and
 -- every successor walked must be memories of the moment and of the filters
--- (memex._live_memories with superseded ones kept): a successor recorded after p_as_of,
--- expired, of another type or model or not matching p_metadata ends the walk before it.
+-- (memex._filtered_memories with superseded ones kept, of p_filters, memex.search's
+-- memex.search_filters): a successor recorded after as_of, expired, of another type or
+-- model or not matching the metadata ends the walk before it.
 -- The head may itself be hidden (superseded by a memory the filters leave out); callers
 -- keep only heads they show. Read through memories_superseded_idx (revision 0032): a
 -- tenant without links costs one empty index probe. memex._candidates_exact and
@@ -14,15 +15,8 @@
 create or replace function memex._supersession_heads(
     p_agent_id text,
     p_user_id text,
-    p_memory_types memex.memory_type[],
-    p_embedding_model text,
     p_now timestamptz,
-    p_metadata jsonb,
-    p_include_archived boolean,
-    p_as_of timestamptz,
-    p_valid_at timestamptz,
-    p_created_after timestamptz,
-    p_created_before timestamptz,
+    p_filters memex.search_filters,
     p_ids uuid[] default null
 )
 returns table (id uuid, head uuid)
@@ -45,11 +39,8 @@ begin
         where m.agent_id = p_agent_id and m.user_id = p_user_id
           and m.superseded_at is not null  -- memories_superseded_idx
           and (p_ids is null or m.id = any (p_ids))
-          and exists (select from memex._live_memories(p_agent_id, p_user_id, p_memory_types,
-                                                       p_embedding_model, p_now, p_metadata,
-                                                       p_include_archived, true, p_as_of,
-                                                       p_valid_at, p_created_after,
-                                                       p_created_before) l
+          and exists (select from memex._filtered_memories(p_agent_id, p_user_id, p_now, true,
+                                                           p_filters) l
                       where l.id = m.id)
     ),
     chain as (
@@ -57,11 +48,8 @@ begin
         select k.id, s.id as head, 1 as depth
         from links k
         cross join lateral (
-            select l.id from memex._live_memories(p_agent_id, p_user_id, p_memory_types,
-                                                  p_embedding_model, p_now, p_metadata,
-                                                  p_include_archived, true, p_as_of,
-                                                  p_valid_at, p_created_after,
-                                                  p_created_before) l
+            select l.id
+            from memex._filtered_memories(p_agent_id, p_user_id, p_now, true, p_filters) l
             where l.id = k.superseded_by
         ) s
         union all
@@ -69,11 +57,8 @@ begin
         from chain c
         join memex.memories h on h.id = c.head and h.superseded_at is not null
         cross join lateral (
-            select l.id from memex._live_memories(p_agent_id, p_user_id, p_memory_types,
-                                                  p_embedding_model, p_now, p_metadata,
-                                                  p_include_archived, true, p_as_of,
-                                                  p_valid_at, p_created_after,
-                                                  p_created_before) l
+            select l.id
+            from memex._filtered_memories(p_agent_id, p_user_id, p_now, true, p_filters) l
             where l.id = h.superseded_by
         ) s
         where c.depth < 1000
@@ -84,7 +69,6 @@ begin
 end
 $$;
 
-comment on function memex._supersession_heads(text, text, memex.memory_type[], text,
-                                              timestamptz, jsonb, boolean, timestamptz,
-                                              timestamptz, timestamptz, timestamptz, uuid[]) is
+comment on function memex._supersession_heads(text, text, timestamptz, memex.search_filters,
+                                              uuid[]) is
     'A tenant''s superseded memories, each with the last successor the search sees.';

@@ -8,9 +8,8 @@
 -- and the live memories holding a query term are found through the GIN index on tsv, so
 -- only theirs are read, and of each only the query terms are unnested (a 10k-memory
 -- tenant of paragraphs: bench/RESULTS.md "Paragraph-sized memories").
--- p_metadata (null: any) keeps only memories whose metadata contains it, before scoring;
--- p_include_archived adds the memories consolidation archived; p_include_superseded,
--- p_as_of, p_valid_at, p_created_after and p_created_before as memex._live_memories.
+-- p_filters (memex.search_filters, built by memex.search) and p_include_superseded keep
+-- the memories memex._filtered_memories keeps, before scoring.
 -- A memory's importance is memex._valid_importance's (halved once its valid_to passed).
 -- Supersession (issue 36): a memory ranks with the best similarity and the best BM25 score
 -- of itself and of every memory it superseded, directly or down a chain (memex.store's
@@ -18,9 +17,9 @@
 -- version worded unlike the question ("Picked up my new Skoda Octavia") is found by the
 -- old version's words ("What car do I drive?" / "I drive a Kia Niro"). A memory passes its
 -- match to the last of its successors that the search sees (live, of the filters,
--- recorded by p_as_of: never to a version recorded after it), whether or not it is itself
+-- recorded by as_of: never to a version recorded after it), whether or not it is itself
 -- shown (hidden once superseded, shown with p_include_superseded or superseded after
--- p_as_of). The superseded memories hidden are scored for this only, with the shown
+-- as_of). The superseded memories hidden are scored for this only, with the shown
 -- memories' BM25 statistics (document frequencies, size, mean length), which leave them
 -- out. The links come from memex._supersession_heads (their own index: a tenant without
 -- links pays one empty probe). Nothing is inferred: without links the answers are those of
@@ -34,16 +33,9 @@ create or replace function memex._candidates_exact(
     p_user_id text,
     p_query_embedding vector,
     p_terms text[],
-    p_memory_types memex.memory_type[],
-    p_embedding_model text,
     p_now timestamptz,
-    p_metadata jsonb,
-    p_include_archived boolean default false,
-    p_include_superseded boolean default false,
-    p_as_of timestamptz default null,
-    p_valid_at timestamptz default null,
-    p_created_after timestamptz default null,
-    p_created_before timestamptz default null
+    p_include_superseded boolean,
+    p_filters memex.search_filters
 )
 returns table (id uuid, importance double precision, created_at timestamptz,
                similarity double precision, text_rank double precision,
@@ -52,16 +44,15 @@ language sql stable set search_path = pg_catalog, public, pg_temp
 as $$
     with every as materialized (
         -- the live memories and, hidden from the results, those superseded at the moment
-        -- (memex._live_memories with p_include_superseded: the only difference), whose
+        -- (memex._filtered_memories with p_include_superseded: the only difference), whose
         -- match their successors inherit below
-        select m.id, memex._valid_importance(m.importance, m.valid_to, p_now, p_valid_at)
+        select m.id, memex._valid_importance(m.importance, m.valid_to, p_now,
+                                             (p_filters).valid_at)
                    as importance, m.created_at,
                1 - (m.embedding <=> p_query_embedding) as similarity, m.tsv_length as dl,
                coalesce(p_include_superseded or m.superseded_at is null
-                        or m.superseded_at > p_as_of, false) as visible  -- null as_of
-        from memex._live_memories(p_agent_id, p_user_id, p_memory_types, p_embedding_model,
-                                  p_now, p_metadata, p_include_archived, true, p_as_of,
-                                  p_valid_at, p_created_after, p_created_before) m
+                        or m.superseded_at > (p_filters).as_of, false) as visible  -- null as_of
+        from memex._filtered_memories(p_agent_id, p_user_id, p_now, true, p_filters) m
     ),
     live as (
         select e.id, e.importance, e.created_at, e.similarity, e.dl from every e where e.visible
@@ -70,10 +61,7 @@ as $$
         -- each superseded memory of the moment with the last of its successors the search
         -- sees (memex._supersession_heads: the tenant's links, through their index)
         select h.id, h.head
-        from memex._supersession_heads(p_agent_id, p_user_id, p_memory_types,
-                                       p_embedding_model, p_now, p_metadata,
-                                       p_include_archived, p_as_of, p_valid_at,
-                                       p_created_after, p_created_before) h
+        from memex._supersession_heads(p_agent_id, p_user_id, p_now, p_filters) h
     ),
     any_term as (
         select memex._any_term_query(p_terms) as q where cardinality(p_terms) > 0
@@ -86,10 +74,8 @@ as $$
         -- successors inherit their score), which the document frequencies leave out
         select m.id, t.lexeme, coalesce(cardinality(t.positions), 1) as tf, m.tsv_length as dl,
                coalesce(p_include_superseded or m.superseded_at is null
-                        or m.superseded_at > p_as_of, false) as visible  -- null as_of
-        from memex._live_memories(p_agent_id, p_user_id, p_memory_types, p_embedding_model,
-                                  p_now, p_metadata, p_include_archived, true, p_as_of,
-                                  p_valid_at, p_created_after, p_created_before) m
+                        or m.superseded_at > (p_filters).as_of, false) as visible  -- null as_of
+        from memex._filtered_memories(p_agent_id, p_user_id, p_now, true, p_filters) m
              cross join any_term a
              cross join lateral unnest(ts_filter(setweight(m.tsv, 'A', p_terms), '{a}')) t
         where m.tsv @@ a.q and t.lexeme = any (p_terms)
@@ -120,8 +106,6 @@ as $$
     from live l left join bm25 b on b.id = l.id left join inherited i on i.id = l.id
 $$;
 
-comment on function memex._candidates_exact(text, text, vector, text[],
-                                            memex.memory_type[], text, timestamptz, jsonb,
-                                            boolean, boolean, timestamptz, timestamptz,
-                                            timestamptz, timestamptz) is
+comment on function memex._candidates_exact(text, text, vector, text[], timestamptz,
+                                            boolean, memex.search_filters) is
     'All live memories of a tenant with similarity and BM25 score (exact search).';

@@ -13,16 +13,9 @@ create or replace function memex._ann_heads(
     p_agent_id text,
     p_user_id text,
     p_query_embedding vector,
-    p_memory_types memex.memory_type[],
-    p_embedding_model text,
     p_now timestamptz,
-    p_metadata jsonb,
-    p_include_archived boolean,
     p_include_superseded boolean,
-    p_as_of timestamptz,
-    p_valid_at timestamptz,
-    p_created_after timestamptz,
-    p_created_before timestamptz,
+    p_filters memex.search_filters,
     p_ids uuid[],
     p_similarity double precision[],
     p_text_rank double precision[]
@@ -40,24 +33,20 @@ begin
         return;  -- no candidate superseded: nothing to walk
     end if;
     return query
-    select h.head, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at),
+    select h.head, memex._valid_importance(l.importance, l.valid_to, p_now, p_filters.valid_at),
            l.created_at, 1 - (l.embedding <=> p_query_embedding), l.tsv, l.tsv_length,
            h.similarity, h.text_rank
     from (select h.head, max(c.similarity) as similarity, max(c.text_rank) as text_rank
-          from memex._supersession_heads(p_agent_id, p_user_id, p_memory_types,
-                                         p_embedding_model, p_now, p_metadata,
-                                         p_include_archived, p_as_of, p_valid_at,
-                                         p_created_after, p_created_before, p_ids) h
+          from memex._supersession_heads(p_agent_id, p_user_id, p_now, p_filters, p_ids) h
           join unnest(p_ids, p_similarity, p_text_rank) c(id, similarity, text_rank)
             on c.id = h.id
           group by h.head) h
     join memex.memories l on l.id = h.head
-    where p_include_superseded or l.superseded_at is null or l.superseded_at > p_as_of;
+    where p_include_superseded or l.superseded_at is null or l.superseded_at > p_filters.as_of;
 end
 $$;
 
-comment on function memex._ann_heads(text, text, vector, memex.memory_type[], text, timestamptz,
-                                     jsonb, boolean, boolean, timestamptz, timestamptz,
-                                     timestamptz, timestamptz, uuid[], double precision[],
+comment on function memex._ann_heads(text, text, vector, timestamptz, boolean,
+                                     memex.search_filters, uuid[], double precision[],
                                      double precision[]) is
     'The heads of superseded ANN candidates, with the best match they inherit.';

@@ -21,10 +21,10 @@
 -- memex.tenants.memory_count counts (archived ones too, whatever the filters). A query of
 -- at most eight terms some memory holds is scored by memex._held_bm25, one expression; a
 -- longer one by a subquery over the memory's query terms.
--- p_metadata (null: any) keeps only memories whose metadata contains it, inside
--- each branch (the HNSW iterative scan goes on until it has p_depth that match);
--- p_include_archived adds the memories consolidation archived; p_include_superseded,
--- p_as_of, p_valid_at, p_created_after and p_created_before as memex._live_memories. A
+-- p_filters (memex.search_filters, built by memex.search) and p_include_superseded keep
+-- the memories memex._filtered_memories keeps, inside each branch (the HNSW iterative scan
+-- goes on until it has p_depth that match); planned for each call (force_custom_plan
+-- below), the filters are constants there, and a filter not given folds away. A
 -- memory's importance is memex._valid_importance's (halved once its valid_to passed; the
 -- pruning bound below reads the stored importance, an upper bound of it).
 -- Supersession (issue 36), as memex._candidates_exact: a memory ranks with the best
@@ -32,7 +32,7 @@
 -- a chain. Here the superseded memories hidden at the moment are among the nearest and the
 -- text-matching ones (they take their places there, as they would if shown); each such
 -- memory with a successor (contributors) is walked, by primary key, to the last of its
--- successors the search sees (live, of the filters, recorded by p_as_of), which becomes a
+-- successors the search sees (live, of the filters, recorded by as_of), which becomes a
 -- candidate (with its neighbours in time) and inherits its match. The pruning bound
 -- (least similarity among all the nearest) still holds: inheriting only raises the heads,
 -- which are candidates anyway. A tenant without supersession links (links: one probe of
@@ -72,22 +72,15 @@ create or replace function memex._candidates_ann(
     p_user_id text,
     p_query_embedding vector,
     p_terms text[],
-    p_memory_types memex.memory_type[],
-    p_embedding_model text,
     p_now timestamptz,
     p_depth integer,
     p_recent integer,
-    p_metadata jsonb,
-    p_include_archived boolean default false,
+    p_filters memex.search_filters,
     p_top_k integer default null,
     p_alpha double precision default null,
     p_half_life_days double precision default null,
     p_neighbours integer default 0,
-    p_include_superseded boolean default false,
-    p_as_of timestamptz default null,
-    p_valid_at timestamptz default null,
-    p_created_after timestamptz default null,
-    p_created_before timestamptz default null
+    p_include_superseded boolean default false
 )
 returns setof memex._candidate
 language sql stable set search_path = pg_catalog, public, pg_temp
@@ -97,23 +90,20 @@ language sql stable set search_path = pg_catalog, public, pg_temp
 set plan_cache_mode = force_custom_plan
 as $$
     with live as not materialized (
-        select m.* from memex._live_memories(p_agent_id, p_user_id, p_memory_types,
-                                             p_embedding_model, p_now, p_metadata,
-                                             p_include_archived, p_include_superseded,
-                                             p_as_of, p_valid_at, p_created_after,
-                                             p_created_before) m
+        select m.* from memex._filtered_memories(p_agent_id, p_user_id, p_now,
+                                             p_include_superseded, p_filters) m
     ),
     every as not materialized (
         -- live, and the memories superseded at the moment that live leaves out (the only
         -- difference): those may match the query, for their successors (chain below)
         select m.*,
                not coalesce(p_include_superseded or m.superseded_at is null
-                            or m.superseded_at > p_as_of, false) as hidden,  -- null as_of
+                            or m.superseded_at > (p_filters).as_of,
+                            false) as hidden,  -- null as_of
                case when m.superseded_at is not null then m.superseded_by end as successor
-        from memex._live_memories(p_agent_id, p_user_id, p_memory_types, p_embedding_model,
-                                  p_now, p_metadata, p_include_archived,
+        from memex._filtered_memories(p_agent_id, p_user_id, p_now,
                                   p_include_superseded is not null,  -- null: no link, as live
-                                  p_as_of, p_valid_at, p_created_after, p_created_before) m
+                                  p_filters) m
     ),
     links as materialized (
         -- whether the tenant has a supersession link at all (the superseded memories are
@@ -171,7 +161,8 @@ as $$
         -- computed once per candidate at the end) from the rows its index scan has
         -- already read, so no candidate is looked up twice. The superseded memories
         -- hidden at the moment are among them (hidden): they rank their successors.
-        select l.id, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at)
+        select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
+                                             (p_filters).valid_at)
                    as importance, l.created_at,
                1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length,
                l.hidden, l.successor
@@ -188,16 +179,17 @@ as $$
     newest as materialized (
         -- all p_recent newest without pruning; the p_depth newest (scored in full, to
         -- raise the k-th score before the bound is tested) with it and alpha given
-        select l.id, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at)
+        select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
+                                             (p_filters).valid_at)
                    as importance, l.created_at,
                1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
         from live l
         where p_alpha is not null
-           or not memex._ann_bounded(p_top_k, p_query_embedding, p_terms, p_memory_types,
-                                     p_metadata)
+           or not memex._ann_bounded(p_top_k, p_query_embedding, p_terms,
+                                     (p_filters).memory_types, (p_filters).metadata)
         order by l.created_at desc
-        limit case when memex._ann_bounded(p_top_k, p_query_embedding, p_terms, p_memory_types,
-                                           p_metadata)
+        limit case when memex._ann_bounded(p_top_k, p_query_embedding, p_terms,
+                                           (p_filters).memory_types, (p_filters).metadata)
                    then p_depth else p_recent end
     ),
     rarest as (  -- the six rarest query terms held at all
@@ -240,7 +232,8 @@ as $$
         -- array's order), so the budget cuts the commonest pair, not an arbitrary part of
         -- all of them: a memory holding three query terms is in its rarest pair
         -- (bench/RESULTS.md, "Big tenants").
-        select l.id, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at)
+        select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
+                                             (p_filters).valid_at)
                    as importance, l.created_at,
                1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length,
                l.hidden, l.successor,
@@ -294,7 +287,7 @@ as $$
     ),
     contributors as materialized (
         -- the nearest and text-matching memories that a newer one superseded (hidden at
-        -- the moment, or shown with p_include_superseded or superseded after p_as_of),
+        -- the moment, or shown with p_include_superseded or superseded after as_of),
         -- with what their heads inherit: similarity, and the BM25 score of those among the
         -- text-matching ones (scored as read; a nearest one outside them, whose BM25 is
         -- below theirs, passes its similarity only)
@@ -315,10 +308,8 @@ as $$
         -- the walk and the heads' rows in a cached plan, not planned with every call)
         select h.head, h.importance, h.created_at, h.similarity, h.tsv, h.tsv_length,
                h.inherited_similarity, h.inherited_text_rank
-        from memex._ann_heads(p_agent_id, p_user_id, p_query_embedding, p_memory_types,
-                              p_embedding_model, p_now, p_metadata, p_include_archived,
-                              coalesce(p_include_superseded, false), p_as_of, p_valid_at,
-                              p_created_after, p_created_before,
+        from memex._ann_heads(p_agent_id, p_user_id, p_query_embedding, p_now,
+                              coalesce(p_include_superseded, false), p_filters,
                               (select array_agg(c.id order by c.id) from contributors c),
                               (select array_agg(c.similarity order by c.id) from contributors c),
                               (select array_agg(c.text_rank order by c.id) from contributors c)) h
@@ -343,7 +334,8 @@ as $$
         select n.*
         from hits h
         cross join lateral (
-            select l.id, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at)
+            select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
+                                                 (p_filters).valid_at)
                    as importance, l.created_at,
                    1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
             from live l
@@ -356,7 +348,8 @@ as $$
         select n.*
         from hits h
         cross join lateral (
-            select l.id, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at)
+            select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
+                                                 (p_filters).valid_at)
                    as importance, l.created_at,
                    1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
             from live l
@@ -377,17 +370,20 @@ as $$
                             select n.id, n.importance, n.created_at, n.similarity
                             from newest n) k) s
                 order by s.score desc offset p_top_k - 1 limit 1) as score
-        where memex._ann_bounded(p_top_k, p_query_embedding, p_terms, p_memory_types, p_metadata)
+        where memex._ann_bounded(p_top_k, p_query_embedding, p_terms,
+                                 (p_filters).memory_types, (p_filters).metadata)
     ),
     entries as (  -- with pruning: the p_recent newest index entries (an index-only scan)
         select r.id, r.created_at, r.importance
         from memex.memories r
-        where memex._ann_bounded(p_top_k, p_query_embedding, p_terms, p_memory_types, p_metadata)
+        where memex._ann_bounded(p_top_k, p_query_embedding, p_terms,
+                                 (p_filters).memory_types, (p_filters).metadata)
           and r.agent_id = p_agent_id and r.user_id = p_user_id
         order by r.created_at desc limit p_recent
     ),
     reachable as (  -- the entries whose bound reaches the k-th score, read
-        select l.id, memex._valid_importance(l.importance, l.valid_to, p_now, p_valid_at)
+        select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
+                                             (p_filters).valid_at)
                    as importance, l.created_at,
                1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
         from entries e cross join bar b join live l on l.id = e.id
@@ -438,10 +434,9 @@ as $$
     from candidates c cross join weights w left join heads i on i.head = c.id
 $$;
 
-comment on function memex._candidates_ann(text, text, vector, text[], memex.memory_type[],
-                                          text, timestamptz, integer, integer, jsonb,
-                                          boolean, integer, double precision,
-                                          double precision, integer, boolean, timestamptz,
-                                          timestamptz, timestamptz, timestamptz) is
+comment on function memex._candidates_ann(text, text, vector, text[], timestamptz, integer,
+                                          integer, memex.search_filters, integer,
+                                          double precision, double precision, integer,
+                                          boolean) is
     'Nearest, newest (those that can reach the top k) and best text-matching memories of a'
     ' large tenant, scored (ANN search).';

@@ -37,6 +37,9 @@
 -- (metadata @> p_metadata), before ranking: it filters the candidates, not the top k.
 -- Memories archived by consolidation are ranked too with p_include_archived (by default
 -- their summary stands in for them).
+-- The filters (p_memory_types, p_embedding_model, p_metadata, p_include_archived, p_as_of,
+-- p_valid_at, p_created_after, p_created_before) reach the helpers as one value,
+-- memex.search_filters (revision 0035), applied in one place, memex._filtered_memories.
 --
 -- Time (issue 36). Memories superseded by a newer one (memex.store's p_supersedes) are left
 -- out unless p_include_superseded; included, each ranks after its successor when both are
@@ -97,6 +100,11 @@ declare
     v_defaults text[];
     v_saved    text[];
     v_shown    boolean := coalesce(p_include_superseded, false);  -- null: no link (041)
+    -- the filters, one value for the helpers (memex.search_filters, revision 0035), in the
+    -- order of its attributes; memex._filtered_memories applies them
+    v_filters  memex.search_filters := row(p_memory_types, p_embedding_model, p_metadata,
+                                           p_include_archived, p_as_of, p_valid_at,
+                                           p_created_after, p_created_before);
 begin
     perform memex._check_tenant(p_agent_id, p_user_id);
     if p_top_k is null or p_top_k not between 1 and 100 then
@@ -206,10 +214,7 @@ begin
             -- (computed once: as a join's inner side it was re-sorted per memory)
             select h.head,
                    max(1 - (c.embedding operator(public.<=>) p_query_embedding)) as similarity
-            from memex._supersession_heads(p_agent_id, p_user_id, p_memory_types,
-                                           p_embedding_model, v_now, p_metadata,
-                                           p_include_archived, p_as_of, p_valid_at,
-                                           p_created_after, p_created_before) h
+            from memex._supersession_heads(p_agent_id, p_user_id, v_now, v_filters) h
             join memex.memories c on c.id = h.id
             where v_exact
             group by h.head
@@ -230,22 +235,21 @@ begin
                            m.created_at,
                            greatest(1 - (m.embedding operator(public.<=>) p_query_embedding),
                                     i.similarity) as similarity
-                    from memex._live_memories(p_agent_id, p_user_id, p_memory_types,
-                                              p_embedding_model, v_now, p_metadata,
-                                              p_include_archived, p_include_superseded,
-                                              p_as_of, p_valid_at, p_created_after,
-                                              p_created_before) m
+                    -- the filters spelled out, not v_filters: inlined, each is then a
+                    -- parameter of this generic plan, not a field read off a row per memory
+                    from memex._filtered_memories(
+                             p_agent_id, p_user_id, v_now, p_include_superseded,
+                             row(p_memory_types, p_embedding_model, p_metadata,
+                                 p_include_archived, p_as_of, p_valid_at, p_created_after,
+                                 p_created_before)::memex.search_filters) m
                     left join inherited i on i.head = m.id
                     where v_exact
                     union all
                     select a.id, a.importance, a.created_at, a.similarity
                     from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
-                                               v_terms, p_memory_types, p_embedding_model,
-                                               v_now, v_depth, v_recent, p_metadata,
-                                               p_include_archived, p_top_k, p_alpha,
-                                               p_half_life_days, 0, v_shown,
-                                               p_as_of, p_valid_at, p_created_after,
-                                               p_created_before) a
+                                               v_terms, v_now, v_depth, v_recent, v_filters,
+                                               p_top_k, p_alpha, p_half_life_days, 0,
+                                               v_shown) a
                     where not v_exact
                 ) c
                 offset 0  -- evaluate similarity and recency once per row
@@ -268,23 +272,15 @@ begin
             -- best_text_rank: the highest BM25 score among the candidates (the exact path
             -- has it from its matching memories; the ANN path takes it over its candidates)
             select c.* from memex._candidates_exact(p_agent_id, p_user_id, p_query_embedding,
-                                                    v_terms, p_memory_types,
-                                                    p_embedding_model, v_now, p_metadata,
-                                                    p_include_archived, p_include_superseded,
-                                                    p_as_of, p_valid_at, p_created_after,
-                                                    p_created_before) c
+                                                    v_terms, v_now, p_include_superseded,
+                                                    v_filters) c
             where v_exact
             union all
             select c.*, max(c.text_rank) over () as best_text_rank
             from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
-                                       v_terms, p_memory_types, p_embedding_model,
-                                       v_now, v_depth, v_recent, p_metadata,
-                                       p_include_archived,
+                                       v_terms, v_now, v_depth, v_recent, v_filters,
                                        p_neighbours => case when v_context > 0 then 2 else 0 end,
-                                       p_include_superseded => v_shown,
-                                       p_as_of => p_as_of, p_valid_at => p_valid_at,
-                                       p_created_after => p_created_after,
-                                       p_created_before => p_created_before) c
+                                       p_include_superseded => v_shown) c
             where not v_exact
         ),
         normalised as (
