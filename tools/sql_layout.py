@@ -32,6 +32,7 @@ def function_files() -> list[Path]:
     edited, whatever their layout: tests/revision_checksums.txt)."""
     return [p for p in sorted(SQL.rglob("*.sql")) if p.parent.name != "revisions"]
 
+
 # one attribute a match; a line may hold several (the laid-out form) or one
 _ATTRIBUTE = re.compile(
     r"language \w+|volatile|stable|immutable|strict|parallel (?:safe|restricted|unsafe)"
