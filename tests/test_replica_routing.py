@@ -7,18 +7,23 @@ the primary, and a replica killed under load without a failed request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 from time import monotonic
 
+import httpx
 import psycopg
 import pytest
 
 from memexdb.client import AsyncMemex
+from memexdb.config import Settings
 from memexdb.embedding import BatchingEmbedder
 from memexdb.replicas import Replica
+from memexdb.rest import create_app
+from memexdb.runtime import Runtime
 from tests.test_read_replica import Pair, pair, replayed  # noqa: F401 (the fixture)
 
 A, U = "route", "u"
@@ -79,6 +84,55 @@ async def test_reads_on_the_replica_answer_as_the_primary(
         assert got == await primary.get(A, U, hits[0].id)
     finally:
         await primary.aclose()
+
+
+async def test_the_service_routes_rest_reads_by_its_settings(pair: Pair) -> None:  # noqa: F811
+    """MEMEX_READ_DATABASE_URLS, as `memexdb serve` reads it: the REST reads go to the
+    replica, the writes to the primary, and a read after a write sees it."""
+    settings = Settings(
+        database_url=pair.primary,
+        read_database_urls=f" {pair.replica} ,",
+        replica_max_lag_seconds=60,
+        maintenance_interval_seconds=0,
+        embed_poll_seconds=0,
+        condense_enabled=False,
+    )
+    opened: list[Runtime] = []
+
+    @contextlib.asynccontextmanager
+    async def connect() -> AsyncIterator[AsyncMemex]:
+        async with Runtime.open(settings, pair.primary, jobs=[]) as runtime:
+            opened.append(runtime)
+            yield runtime.memex
+
+    app = create_app(connect)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://x") as http,
+    ):
+        replica = the_replica(opened[0].memex)
+        tenant = {"agent_id": A, "user_id": "rest"}
+        r = await http.post("/v1/memories", json={**tenant, "content": "served by REST"})
+        assert r.status_code == 201, r.text
+        memory_id = r.json()["id"]
+        # read-your-writes at once, then (once replayed) from the replica
+        assert (await http.get("/v1/memories/count", params=tenant)).json()["count"] == 1
+        served = replica.served
+        for _ in range(100):
+            if replica.served > served:
+                break
+            r = await http.get("/v1/memories/count", params=tenant)
+            assert r.json()["count"] == 1
+            await asyncio.sleep(0.05)
+        served = replica.served
+        assert served > 0
+        r = await http.post("/v1/memories/search", json={**tenant, "query": "REST"})
+        assert [h["id"] for h in r.json()["results"]] == [memory_id], r.text
+        r = await http.get(f"/v1/memories/{memory_id}", params=tenant)
+        assert r.json()["content"] == "served by REST"
+        r = await http.get("/v1/memories", params=tenant)
+        assert [m["id"] for m in r.json()["memories"]] == [memory_id]
+        assert replica.served == served + 3
 
 
 async def test_a_caller_reads_its_own_writes(routed: AsyncMemex, pair: Pair) -> None:  # noqa: F811
