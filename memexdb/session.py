@@ -574,3 +574,6 @@ class Session:
             if translated is exc:
                 raise
             raise translated from exc
+        finally:
+            if self.router is not None:  # whatever it wrote, the caller's reads see
+                self.router.used_primary(self._caller(), wrote=True, entered=self._enters)

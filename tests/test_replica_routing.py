@@ -150,6 +150,13 @@ async def test_a_caller_reads_its_own_writes(routed: AsyncMemex, pair: Pair) -> 
             hits = await routed.search(A, "ryw", "stands still")
             assert "stands still" in hits[0].content
             await asyncio.sleep(0.1)
+        # a write in a caller's transaction too (another caller, whose reads went to the
+        # primary only because it had not been there yet)
+        writer = routed.as_operator("tx-writer")
+        assert await writer.count(A, "ryw") == 2
+        async with writer.transaction() as tx:
+            await tx.store(A, "ryw", "written in a transaction")
+        assert await writer.count(A, "ryw") == 3
         other = routed.as_operator("another-caller")
         await served_by_replica(other, lambda: other.count(A, "ryw"))
         assert await other.count(A, "ryw") == 1  # the replica's answer: behind
