@@ -87,6 +87,14 @@ async def _measure(args: argparse.Namespace) -> dict[str, dict[str, list[float]]
                         times[name][way].append(statistics.median(took) * 1000)
             assert routed.router is not None
             log(f"router: {routed.router.stats()}")
+            # the decision alone, no I/O: the session for the read and the replica's choice
+            router, n = routed.router, 100_000
+            started = time.perf_counter()
+            for _ in range(n):
+                router.pick(routed.reading("search")._caller())
+            decision_us = (time.perf_counter() - started) / n * 1e6
+            log(f"routing decision: {decision_us:.2f} us per read")
+            times["decision"] = {"us": [decision_us]}
         finally:
             await plain.aclose()
             await routed.aclose()
@@ -105,11 +113,14 @@ def main() -> int:
     times = asyncio.run(_measure(args))
     report: dict[str, dict[str, float]] = {}
     for read, ways in times.items():
+        if read == "decision":
+            continue
         medians = {way: statistics.median(values) for way, values in ways.items()}
         base = medians["primary"]
         report[read] = {**medians}
         for way, value in medians.items():
             log(f"{read:>6} {way:>18}: p50 {value:.3f} ms  ({value / base:.3f}x primary)")
+    report["decision"] = {"us": times["decision"]["us"][0]}
     write_json(args.out, "replica_routing_bench", {"command": command, "ms_p50": report})
     return 0
 
