@@ -74,6 +74,10 @@ REPLICA_FAILURES: tuple[type[BaseException], ...] = (
     psycopg.errors.SerializationFailure,
 )
 
+# The write position: past every commit acknowledged under synchronous_commit on (the
+# default; memexdb sets no other). Not the insert position: after a record that ends on
+# a page boundary it points past the next page's header, which an idle replica never
+# reaches, so its coverage would stall.
 PRIMARY_LSN = "select pg_current_wal_lsn()::text"
 REPLAY_LSN = "select pg_is_in_recovery(), pg_last_wal_replay_lsn()::text"
 
