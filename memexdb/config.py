@@ -42,6 +42,17 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         None, description="libpq URL of your PostgreSQL; unset: the embedded server"
     )
+    read_database_urls: str | None = Field(
+        None,
+        description="comma-separated libpq URLs of streaming replicas of MEMEX_DATABASE_URL"
+        ' that answer searches, gets, listings and counts (docs/scaling.md, "Read'
+        ' replicas"); unset: the primary answers everything',
+    )
+    replica_max_lag_seconds: float = Field(
+        5.0,
+        gt=0,
+        description="a read replica further behind the primary than this is skipped",
+    )
     data_dir: Path | None = Field(
         None, description="data directory of the embedded server; unset: the user data dir"
     )
@@ -125,6 +136,11 @@ class Settings(BaseSettings):
         description="API key that `memexdb mcp` (stdio) acts with once the database has keys",
     )
     mcp_relay_dir: Path | None = None
+
+    @property
+    def read_database_url_list(self) -> list[str]:
+        """MEMEX_READ_DATABASE_URLS as a list (empty: no replica)."""
+        return split_list(self.read_database_urls)
 
     @property
     def loopback_only(self) -> bool:

@@ -142,6 +142,9 @@ class Operation(Generic[Req, Res]):
     pages: Paging | None = None
     rest: Route | None = None
     tool: Tool | None = None
+    # a read that writes nothing (not even the access log): a read replica may answer it
+    # (MEMEX_READ_DATABASE_URLS; memexdb.replicas)
+    replica: bool = False
 
     def validate(self, values: Mapping[str, Any]) -> Req:
         """The request from Python values; the first bad field as InvalidArgument."""
@@ -152,7 +155,11 @@ class Operation(Generic[Req, Res]):
 
     async def call(self, session: Session, **values: Any) -> Res:
         """Run on `session` with the request from Python values (`validate`)."""
-        return await self.run(session, self.validate(values))
+        return await self.execute(session, self.validate(values))
+
+    async def execute(self, session: Session, request: Req) -> Res:
+        """`run` on `session`, on a read replica if it is a replica read (`replica`)."""
+        return await self.run(session.reading(self.name) if self.replica else session, request)
 
     def reply(self, request: Req, result: Res) -> BaseModel | None:
         """What REST and MCP answer: `answer`'s, else the result validated as `response`

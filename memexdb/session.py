@@ -39,6 +39,8 @@ from memexdb.errors import (
     translate,
 )
 from memexdb.llm import ChatModel
+from memexdb.replicas import CONNECT_TIMEOUT_S as REPLICA_CONNECT_S
+from memexdb.replicas import REPLICA_FAILURES, ReplicaRouter
 
 _OPEN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 
@@ -160,8 +162,14 @@ class Session:
         owns_llm: bool = False,
         limits: _Limits | None = None,
         scheduled: frozenset[str] = frozenset(),
+        router: ReplicaRouter | None = None,
     ) -> None:
         self.pool = pool
+        # the read replicas (MEMEX_READ_DATABASE_URLS) and what routes a read to one
+        self.router = router
+        # set by `reading(operation)`: this session's calls are that read operation's,
+        # which a replica may answer (memexdb.replicas)
+        self._reads: str | None = None
         # the consolidation jobs this process's runtime offers to run ("condense",
         # "dream"; memexdb.runtime.consolidation), which dream_config reports; none for a
         # client outside a service
@@ -189,7 +197,24 @@ class Session:
             llm=self.llm,
             limits=self._limits,
             scheduled=self.scheduled,
+            router=self.router,
         )
+
+    def reading(self, operation: str) -> Self:
+        """This client running read operation `operation` (Operation.replica), whose
+        calls a read replica may answer (memexdb.replicas decides)."""
+        if self.router is None or self._conn is not None:
+            return self
+        session = self._acting_as(self.credentials)
+        session._reads = operation
+        return session
+
+    def _caller(self) -> str:
+        """Who the calls act as, for read-your-writes and last_used_at (memexdb.replicas)."""
+        who = self.credentials
+        if who.operator is not None:
+            return f"operator:{who.operator}"
+        return f"key:{who.key}"
 
     def with_key(self, key: str | None) -> Self:
         """This client acting with API key `key` (None: no key, which an open loopback
@@ -220,6 +245,8 @@ class Session:
         llm: ChatModel | None = None,
         open_timeout: float = 30.0,
         remedy: str | None = IN_PROCESS_REMEDY,
+        replicas: Sequence[str] = (),
+        replica_max_lag: float = 5.0,
     ) -> Self:
         """Open a pool on a migrated database and check the embedder fits its schema.
 
@@ -228,7 +255,9 @@ class Session:
         model memorize and search_passages' answers use; None: their LLM-free forms.
         DatabaseUnavailable when no connection opens within `open_timeout` seconds.
         `remedy`: what a refused call's error tells the caller to do (None: send an
-        Authorization header, for a service's HTTP callers)."""
+        Authorization header, for a service's HTTP callers). `replicas`: DSNs of read
+        replicas of `dsn` that read operations may use (memexdb.replicas), skipped
+        while down or more than `replica_max_lag` seconds behind."""
         if embedder is None:
             embedder = build_embedder("minilm")
         owns = not isinstance(embedder, BatchingEmbedder)
@@ -255,6 +284,11 @@ class Session:
             if isinstance(batching.embedder, NoEmbedder) and dims is not None:
                 batching.embedder.dim = dims  # a client that embeds nothing fits any schema
             _check_dims(dims, batching.embedder)
+            router = None
+            if replicas:
+                router = await ReplicaRouter.open(
+                    dsn, replicas, max_lag_s=replica_max_lag, pool_size=max_size
+                )
         except BaseException as exc:
             await pool.close()
             if owns:
@@ -268,10 +302,13 @@ class Session:
             enters=enters,
             llm=llm,
             owns_llm=llm is not None,
+            router=router,
         )
 
     async def aclose(self) -> None:
         if self._owns_pool:
+            if self.router is not None:
+                await self.router.aclose()
             await self.pool.close()
         if self._owns_embedder:
             await self.embedder.aclose()
@@ -293,13 +330,14 @@ class Session:
         enter: bool = True,
         reservation: UUID | None = None,
         batch: int | None = None,
+        primary: bool = False,
     ) -> list[Any]:
         """Run one statement as this client's caller. `reservation` (from `reserve`)
         names the rate-limit budget already paid for it, so it is not counted again.
         `batch` (the number of memories the statement writes) widens the request's
         statement and lock timeouts for it (memex._batch_budget). A generated call
         (SqlCall) names only the optional parameters `values` has keys for: the others
-        take their SQL defaults."""
+        take their SQL defaults. `primary`: never on a read replica."""
         if isinstance(sql, SqlCall):
             sql = sql.given(values)
         factory = class_row(row_type) if row_type else scalar_row
@@ -308,8 +346,76 @@ class Session:
                 self._conn, factory, sql, values, reservation, batch if self._enters else None
             )
         entering = enter and self._enters
+        if self.router is None:
+            return await self._fetch_on(
+                self.pool, factory, sql, values, entering, reservation, batch
+            )
+        router, caller = self.router, self._caller()
+        if self._reads is not None and not primary and reservation is None:
+            if await self._limited(self._reads):
+                replica = None  # a limited call counts itself: it writes
+            else:
+                replica = router.pick(caller, entering=entering)
+            if replica is not None:
+                try:
+                    rows = await self._fetch_once_on(
+                        replica.pool, factory, sql, values, entering, None, batch
+                    )
+                except REPLICA_FAILURES as exc:
+                    router.failed(replica, exc)  # the primary answers instead
+                except Exception as exc:
+                    raise _in_process(translate(exc), self.credentials) from exc
+                else:
+                    replica.served += 1
+                    return rows
         try:
-            async with self.pool.connection() as conn:
+            return await self._fetch_on(
+                self.pool, factory, sql, values, entering, reservation, batch
+            )
+        finally:
+            router.used_primary(caller, wrote=self._reads is None, entered=entering)
+
+    async def _limited(self, operation: str) -> bool:
+        """Whether the operator rate-limits `operation` (read at most every
+        LIMITS_TRUSTED_FOR_S, on the primary)."""
+        if monotonic() - self._limits.read_at > LIMITS_TRUSTED_FOR_S:
+            limited: list[list[str]] = await self.fetch(
+                None, core_sql.LIMITED_OPERATIONS, enter=False, primary=True
+            )
+            self._limits.operations = frozenset(limited[0])
+            self._limits.read_at = monotonic()
+        return operation in self._limits.operations
+
+    async def _fetch_once_on(
+        self,
+        pool: AsyncConnectionPool,
+        factory: Any,
+        sql: str,
+        values: dict[str, Any] | None,
+        entering: bool,
+        reservation: UUID | None,
+        batch: int | None,
+    ) -> list[Any]:
+        """One attempt on a replica's pool, its errors as psycopg's (memexdb.replicas
+        reads them: which ones go to the primary)."""
+        async with pool.connection(timeout=REPLICA_CONNECT_S) as conn:
+            with metrics.sql_call(sql):
+                return await self._fetch_once(
+                    conn, factory, sql, values, entering, reservation, batch
+                )
+
+    async def _fetch_on(
+        self,
+        pool: AsyncConnectionPool,
+        factory: Any,
+        sql: str,
+        values: dict[str, Any] | None,
+        entering: bool,
+        reservation: UUID | None,
+        batch: int | None,
+    ) -> list[Any]:
+        try:
+            async with pool.connection() as conn:
                 with metrics.sql_call(sql):
                     attempt = 1
                     while True:
@@ -428,13 +534,7 @@ class Session:
         """Pay for a store or search of these tenants' items (one per memory) before
         embedding anything (memex.reserve_rate_limit): over the limit this raises
         RateLimited and nothing is embedded. None when the operation has no limit."""
-        if monotonic() - self._limits.read_at > LIMITS_TRUSTED_FOR_S:
-            limited: list[list[str]] = await self.fetch(
-                None, core_sql.LIMITED_OPERATIONS, enter=False
-            )
-            self._limits.operations = frozenset(limited[0])
-            self._limits.read_at = monotonic()
-        if operation not in self._limits.operations:
+        if not await self._limited(operation):
             return None
         rows: list[UUID | None] = await self.fetch(
             None,
@@ -444,6 +544,7 @@ class Session:
                 "agent_ids": [agent for agent, _ in tenants],
                 "user_ids": [user for _, user in tenants],
             },
+            primary=True,
         )
         return rows[0]
 
@@ -473,3 +574,6 @@ class Session:
             if translated is exc:
                 raise
             raise translated from exc
+        finally:
+            if self.router is not None:  # whatever it wrote, the caller's reads see
+                self.router.used_primary(self._caller(), wrote=True, entered=self._enters)

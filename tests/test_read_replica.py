@@ -7,6 +7,7 @@ checked here, not assumed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -41,6 +42,13 @@ class Pair:
 
 @pytest.fixture(scope="module")
 def pair() -> Iterator[Pair]:
+    with standby_pair() as made:
+        yield made
+
+
+@contextlib.contextmanager
+def standby_pair() -> Iterator[Pair]:
+    """A migrated embedded primary and a streaming hot standby of it (bench/ uses it too)."""
     root = scratch_dir("memexdb-replica-")
     acct = service_account()
     primary = EmbeddedPostgres(root / "primary")

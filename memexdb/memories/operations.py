@@ -561,6 +561,7 @@ SEARCH = Operation(
         " is given.",
         read_only=True,
     ),
+    replica=True,
 )
 
 COUNT = Operation(
@@ -581,6 +582,7 @@ COUNT = Operation(
         " metadata contains the given object).",
         read_only=True,
     ),
+    replica=True,
 )
 
 FORGET = Operation(
@@ -641,6 +643,7 @@ LIST = Operation(
         " cursor for the next page; it is null on the last page.",
         read_only=True,
     ),
+    replica=True,
 )
 
 GET = Operation(
@@ -668,6 +671,7 @@ GET = Operation(
         read_only=True,
         renames=_ID,
     ),
+    replica=True,
 )
 
 UPDATE = Operation(

@@ -83,6 +83,8 @@ class Runtime:
                 remedy=remedy,
                 llm=llm,
                 open_timeout=timeout,
+                replicas=settings.read_database_url_list,
+                replica_max_lag=settings.replica_max_lag_seconds,
             )
         )
         chosen = default_jobs(settings) if jobs is None else jobs
