@@ -187,8 +187,10 @@ begin
         end loop;
         -- a tenant without supersession links (no successor: memories_supersedes_idx,
         -- one empty probe) gets a plan of memex._candidates_ann without the supersession
-        -- steps
-        if not exists (select from memex.memories s
+        -- steps; not with include_superseded, which shows retired memories (superseded
+        -- with no successor: memex.retire_memories) that no successor lists
+        if not coalesce(p_include_superseded, false)
+           and not exists (select from memex.memories s
                        where s.agent_id = p_agent_id and s.user_id = p_user_id
                          and s.supersedes is not null) then
             v_shown := null;
