@@ -12,8 +12,10 @@ scheduling).
 
 `--before REF` also measures the store and the superseding store with the store's and
 supersession's function files as they were at git REF (`sql/memories/029_supersede.sql`,
-`030_store.sql`, `058_memory_revision.sql`, loaded over the migrated database for those
-rounds, interleaved with the current ones): before and after in one run.
+`030_store.sql`, `058_memory_revision.sql`) on a second database of the same server
+whose supersession indexes are those before revision 0036 (`memories_superseded_idx` and
+`memories_superseded_by_idx`, which keep the older memory's update from being HOT),
+rounds interleaved with the current ones: before and after in one run.
 
     python bench/store_history_bench.py                      # ~1 min
     python bench/store_history_bench.py --before 3b4803a     # before/after, ~2 min
@@ -57,6 +59,16 @@ FILES = (
 SUPERSEDE = (
     "memex._supersede(text, text, uuid, uuid[])",
     "memex._supersede(text, text, uuid, uuid[], timestamptz)",
+)
+
+
+# the indexes before revision 0036 (its downgrade), for --before's database
+BEFORE_0036 = (
+    "drop index memex.memories_supersedes_idx;"
+    " create index memories_superseded_by_idx on memex.memories (superseded_by)"
+    " where superseded_by is not null;"
+    " create index memories_superseded_idx on memex.memories (agent_id, user_id)"
+    " include (superseded_by) where superseded_at is not null;"
 )
 
 
@@ -125,15 +137,25 @@ def main() -> int:
     if args.before:
         single = {f"{label} (before)": [] for label in single if "baseline" not in label} | single
     in_db: dict[str, list[float]] = {label: [] for label in single}
-    current = _sql_of(None)
     before = _sql_of(args.before) if args.before else None
     batch: dict[str, list[float]] = {"store_many, no history": [], "store_many": []}
     with embedded_server("memexdb-history-bench-") as server:
         dsn = create_database(server.dsn, "history_bench")
-        with psycopg.connect(dsn, autocommit=True) as owner, psycopg.connect(dsn) as app:
-            register_vector(app)
-            app.execute("set role memex_app")
-            app.commit()
+        # --before: a database of its own (the indexes before revision 0036, REF's files)
+        dsn_before = create_database(server.dsn, "history_bench_before") if before else dsn
+        with (
+            psycopg.connect(dsn, autocommit=True) as owner,
+            psycopg.connect(dsn) as app,
+            psycopg.connect(dsn_before, autocommit=True) as owner_before,
+            psycopg.connect(dsn_before) as app_before,
+        ):
+            for conn in (app, app_before):
+                register_vector(conn)
+                conn.execute("set role memex_app")
+                conn.commit()
+            if before is not None:
+                owner_before.execute(BEFORE_0036)
+                owner_before.execute(before)
 
             def trigger(on: bool) -> None:
                 state = "enable" if on else "disable"
@@ -143,14 +165,13 @@ def main() -> int:
             for round_ in range(args.rounds):
                 for label, ms in single.items():
                     trigger(label != "store, no history (baseline)")
-                    if before is not None:  # the functions of this label's version
-                        owner.execute(before if label.endswith("(before)") else current)
+                    conn = app_before if label.endswith("(before)") else app
                     user = f"r{round_}-{label}"
                     superseding = label.startswith("store with supersedes")
                     previous = None
                     for i in range(args.stores):
                         elapsed, in_server, stored = _store_ms(
-                            app,
+                            conn,
                             vectors[i],
                             user,
                             f"fact {i} of {user}",
@@ -159,8 +180,6 @@ def main() -> int:
                         ms.append(elapsed)
                         in_db[label].append(in_server)
                         previous = stored
-                if before is not None:
-                    owner.execute(current)
                 for label, ms in batch.items():
                     trigger(label == "store_many")
                     user = f"r{round_}-{label}"

@@ -95,3 +95,28 @@ def test_what_cannot_be_retired_retires_nothing(
         "select count(*) from memex.memories where superseded_at is not null"
     ).fetchone()
     assert still == (0,)
+
+
+@pytest.mark.parametrize("ann", [False, True])
+def test_include_superseded_shows_retired_memories_on_both_paths(
+    conn: psycopg.Connection, alice: psycopg.Connection, ann: bool
+) -> None:
+    # a tenant whose only superseded memory is retired (no successor lists it: revision
+    # 0036's index of successors is empty) still shows it with include_superseded, on the
+    # ANN path too (memex.search's "no link" shortcut is not taken for that request)
+    gym, tea = (memory(conn, c) for c in ("gym card", "green tea"))
+    retire(alice, [gym], "cancelled")
+    conn.execute(
+        "update memex.tenants set ann = %s where agent_id = %s and user_id = %s", (ann, A, U)
+    )
+
+    def found(include: bool) -> set[uuid.UUID]:
+        rows = alice.execute(
+            f"select id from memex.search(%s, %s, {VECTOR}, p_query_text => 'gym tea',"
+            " p_include_superseded => %s)",
+            (A, U, include),
+        ).fetchall()
+        return {uuid.UUID(str(r[0])) for r in rows}
+
+    assert found(False) == {tea}
+    assert found(True) == {gym, tea}

@@ -278,6 +278,30 @@ def test_a_newer_version_supersedes_the_older_which_stays(conn: psycopg.Connecti
     assert [h["id"] for h in _search(conn)] == [berlin]
 
 
+def test_the_superseded_memorys_update_is_heap_only(conn: psycopg.Connection) -> None:
+    # issue 36: a superseding store within reach of a plain one. The older memory's update
+    # (superseded_by, superseded_at, valid_to) changes no indexed column (revision 0036),
+    # so with room on its page it is HOT: no entry in any index of memex.memories, the
+    # HNSW and GIN ones among them.
+    indexed = conn.execute(
+        "select c.relname::text from pg_index i join pg_class c on c.oid = i.indexrelid"
+        " where i.indrelid = 'memex.memories'::regclass and exists ("
+        "  select from pg_attribute a where a.attrelid = i.indrelid"
+        "  and a.attname in ('superseded_by', 'superseded_at', 'valid_to')"
+        "  and (a.attnum = any (i.indkey)"
+        "       or pg_get_expr(i.indpred, i.indrelid) ~ ('\\m' || a.attname || '\\M')"
+        "       or pg_get_expr(i.indexprs, i.indrelid) ~ ('\\m' || a.attname || '\\M')))"
+    ).fetchall()
+    assert indexed == []
+    with conn.transaction():  # the transaction's own counters (a fresh database: room)
+        paris = _store(conn, "Lives in Paris", 0.95)
+        _store(conn, "Moved to Berlin", 0.80, supersedes=[paris])
+        assert conn.execute(
+            "select pg_stat_get_xact_tuples_updated('memex.memories'::regclass),"
+            " pg_stat_get_xact_tuples_hot_updated('memex.memories'::regclass)"
+        ).fetchone() == (1, 1)
+
+
 def test_supersession_refuses_other_tenants_unknown_ids_itself_and_cycles(
     conn: psycopg.Connection,
 ) -> None:

@@ -55,7 +55,11 @@ begin
     end if;
     update memex.memories m set archived_at = null, superseded_by = null,
                                 restored_at = clock_timestamp()
-    where m.superseded_by = v_run.summary_id
+    -- its sources, by primary key (superseded_by is not indexed: revision 0036), those
+    -- still linked to it
+    where m.id = any ((select s.source_ids from memex.memories s
+                       where s.id = v_run.summary_id)::uuid[])
+      and m.superseded_by = v_run.summary_id
       and m.agent_id = v_run.agent_id and m.user_id = v_run.user_id;
     get diagnostics v_restored = row_count;
     update memex.memories m set archived_at = now()

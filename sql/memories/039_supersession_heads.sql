@@ -7,8 +7,9 @@
 -- memex.search_filters): a successor recorded after as_of, expired, of another type or
 -- model or not matching the metadata ends the walk before it.
 -- The head may itself be hidden (superseded by a memory the filters leave out); callers
--- keep only heads they show. Read through memories_superseded_idx (revision 0032): a
--- tenant without links costs one empty index probe. memex._candidates_exact and
+-- keep only heads they show. Read through the successors' supersedes
+-- (memories_supersedes_idx, revision 0036): a tenant without links costs one empty index
+-- probe. memex._candidates_exact and
 -- memex.search's exact vector-only path give each head the best match of the memories
 -- listed with it; memex._candidates_ann passes p_ids, the candidates it found superseded, and
 -- only those are walked (empty: nothing; null: every link of the tenant).
@@ -34,11 +35,19 @@ begin
     end if;
     return query
     with recursive links as (
+        -- the superseded memories: p_ids, or every memory the tenant's successors list
+        -- in supersedes (memories_supersedes_idx, revision 0036: the older memory's own
+        -- columns are not indexed, so its update stays HOT), by primary key
         select m.id, m.superseded_by
         from memex.memories m
-        where m.agent_id = p_agent_id and m.user_id = p_user_id
-          and m.superseded_at is not null  -- memories_superseded_idx
-          and (p_ids is null or m.id = any (p_ids))
+        where m.id = any (coalesce(p_ids, (select array_agg(o.id)
+                                           from memex.memories s
+                                           cross join unnest(s.supersedes) o(id)
+                                           where s.agent_id = p_agent_id
+                                             and s.user_id = p_user_id
+                                             and s.supersedes is not null)))
+          and m.agent_id = p_agent_id and m.user_id = p_user_id
+          and m.superseded_at is not null
           and exists (select from memex._filtered_memories(p_agent_id, p_user_id, p_now, true,
                                                            p_filters) l
                       where l.id = m.id)

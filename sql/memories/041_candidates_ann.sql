@@ -36,7 +36,7 @@
 -- candidate (with its neighbours in time) and inherits its match. The pruning bound
 -- (least similarity among all the nearest) still holds: inheriting only raises the heads,
 -- which are candidates anyway. A tenant without supersession links (links: one probe of
--- memories_superseded_idx, revision 0032, which holds the superseded memories only) skips
+-- memories_supersedes_idx, revision 0036, which holds the successors only) skips
 -- the contributor and head steps at run time (their One-Time Filter), so it pays the probe
 -- and the plan's empty steps, nothing per candidate. p_include_superseded null says the
 -- caller found no link (memex.search probes first): superseded memories are left out, as
@@ -106,11 +106,11 @@ as $$
                                   p_filters) m
     ),
     links as materialized (
-        -- whether the tenant has a supersession link at all (the superseded memories are
-        -- the whole partial index memories_superseded_idx: an empty probe without links)
+        -- whether the tenant has a supersession link at all (its successors are the whole
+        -- partial index memories_supersedes_idx: an empty probe without links)
         select exists (select from memex.memories s
                        where s.agent_id = p_agent_id and s.user_id = p_user_id
-                         and s.superseded_at is not null) as present
+                         and s.supersedes is not null) as present
     ),
     any_term as (
         select memex._any_term_query(p_terms) as q where cardinality(p_terms) > 0

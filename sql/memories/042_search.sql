@@ -193,11 +193,14 @@ begin
             v_saved[i] := current_setting(v_gucs[i], true);
             perform set_config(v_gucs[i], v_values[i], true);
         end loop;
-        -- a tenant without supersession links (memories_superseded_idx: one empty probe)
-        -- gets a plan of memex._candidates_ann without the supersession steps
-        if not exists (select from memex.memories s
+        -- a tenant without supersession links (no successor: memories_supersedes_idx,
+        -- one empty probe) gets a plan of memex._candidates_ann without the supersession
+        -- steps; not with include_superseded, which shows retired memories (superseded
+        -- with no successor: memex.retire_memories) that no successor lists
+        if not coalesce(p_include_superseded, false)
+           and not exists (select from memex.memories s
                        where s.agent_id = p_agent_id and s.user_id = p_user_id
-                         and s.superseded_at is not null) then
+                         and s.supersedes is not null) then
             v_shown := null;
         end if;
     end if;

@@ -39,8 +39,14 @@ begin
             errcode = 'MX409',
             message = 'this memory is a file: delete it with memory_delete (by its path)';
     end if;
+    -- the memories it superseded or condensed: listed in its supersedes / source_ids (by
+    -- primary key: superseded_by is not indexed, revision 0036), still linked to it
     update memex.memories m set archived_at = null, superseded_by = null, superseded_at = null
-    where m.superseded_by = p_id and m.agent_id = p_agent_id and m.user_id = p_user_id;
+    where m.id = any ((select coalesce(s.supersedes, '{}') || coalesce(s.source_ids, '{}')
+                       from memex.memories s
+                       where s.id = p_id and s.agent_id = p_agent_id
+                         and s.user_id = p_user_id)::uuid[])
+      and m.superseded_by = p_id and m.agent_id = p_agent_id and m.user_id = p_user_id;
     delete from memex.memories m
     where m.id = p_id and m.agent_id = p_agent_id and m.user_id = p_user_id
     returning (memex._memory_record(m)).* into v_result;

@@ -83,7 +83,15 @@ begin
     if cardinality(v_deletes) > 0 then
         update memex.memories m
         set archived_at = null, superseded_by = null, superseded_at = null
-        where m.superseded_by = any (v_deletes)
+        -- listed in a deleted memory's supersedes / source_ids (by primary key:
+        -- superseded_by is not indexed, revision 0036), still linked to it
+        where m.id = any ((select array_agg(o.id)
+                           from memex.memories s
+                           cross join unnest(coalesce(s.supersedes, '{}')
+                                             || coalesce(s.source_ids, '{}')) o(id)
+                           where s.id = any (v_deletes) and s.agent_id = p_agent_id
+                             and s.user_id = p_user_id)::uuid[])
+          and m.superseded_by = any (v_deletes)
           and m.agent_id = p_agent_id and m.user_id = p_user_id;
         delete from memex.memories m
         where m.id = any (v_deletes) and m.agent_id = p_agent_id and m.user_id = p_user_id
