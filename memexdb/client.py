@@ -112,7 +112,7 @@ class AsyncMemex(Session):
 
     async def run(self, operation: Operation[Any, _R], request: Any) -> _R:
         """Run `operation` on a request already validated (what the frontends call)."""
-        result: _R = await operation.execute(self, request)
+        result: _R = await operation.perform(self, request)
         return result
 
     async def call(self, operation: Operation[Any, _R], /, **values: Any) -> _R:

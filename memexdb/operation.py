@@ -155,9 +155,9 @@ class Operation(Generic[Req, Res]):
 
     async def call(self, session: Session, **values: Any) -> Res:
         """Run on `session` with the request from Python values (`validate`)."""
-        return await self.execute(session, self.validate(values))
+        return await self.perform(session, self.validate(values))
 
-    async def execute(self, session: Session, request: Req) -> Res:
+    async def perform(self, session: Session, request: Req) -> Res:
         """`run` on `session`, on a read replica if it is a replica read (`replica`)."""
         return await self.run(session.reading(self.name) if self.replica else session, request)
 

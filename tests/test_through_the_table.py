@@ -36,6 +36,9 @@ ALLOWED_SQL: dict[str, str] = {
     " schema may exist, without loading the embedding model a Session needs",
     "cli_keys.py": "`memexdb keys bootstrap` alone (the other commands run operations):"
     " memex.api_keys' table lock, as the login role, which memex_app may not take",
+    "replicas.py": "the read-replica monitor: the primary's WAL position and each"
+    " replica's replay position, on connections of its own (no Session: it runs beside"
+    " every caller's)",
     "operation.py": "fetch_rows / fetch_first: the `run` of an operation that is one"
     " statement, a call its domain's operations.py passes in (from its sql.py)",
 }

@@ -41,6 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "memexdb.db",
         "memexdb.session",
+        "memexdb.replicas",
         "memexdb.migrations",
         "memexdb.operation",
         "memexdb.core",

@@ -33,7 +33,7 @@ def _handler(operation: Operation[Any, Any]) -> Handler:
             parsed = query_of(request, operation.request, path)
         else:
             parsed = operation.request.model_validate(path)
-        result = await operation.execute(memex_of(request), parsed)
+        result = await operation.perform(memex_of(request), parsed)
         answer = operation.reply(parsed, result)
         if answer is None:
             return Response(status_code=route.status)
