@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from tests.live_service import REPO, required
-from tests.test_typescript_client import npm_env, run
+from tests.test_typescript_client import build_once, npm_env, run
 
 MINILM = REPO / "clients" / "minilm"
 CLIENT = REPO / "clients" / "typescript"
@@ -37,8 +37,15 @@ def pack(dest: Path) -> dict[str, Path]:
     required(shutil.which("node"), "node is not installed")
     tarballs = {}
     for package in (MINILM, CLIENT):
-        run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], package, node_env())
-        run([npm, "pack", "--pack-destination", str(dest), "--loglevel=error"], package, node_env())
+        if package == CLIENT:
+            # built once for the run (the other worker's modules use it meanwhile), then
+            # packed from that build: the same files its `prepack` would write
+            build_once(npm)
+            packing = [npm, "pack", "--ignore-scripts", "--pack-destination", str(dest)]
+        else:
+            run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], package, node_env())
+            packing = [npm, "pack", "--pack-destination", str(dest)]
+        run([*packing, "--loglevel=error"], package, node_env())
         name = json.loads((package / "package.json").read_text())["name"]
         tarballs[name] = dest / tarball_name(package)
         assert tarballs[name].is_file(), tarballs[name]

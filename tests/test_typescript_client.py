@@ -9,6 +9,7 @@ schema in Node and makes the database `memexdb migrate` makes (below)."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import filecmp
 import json
 import os
@@ -91,15 +92,29 @@ def installed_from_lockfile() -> bool:
     return pinned(record) == pinned(PACKAGE / "package-lock.json")
 
 
-@pytest.fixture(scope="module")
-def built(npm: str) -> Path:
+def build_once(npm: str) -> Path:
     """`npm ci` (from the lockfile; .ci/run has just run it, so only when node_modules
     differs from the lockfile) and `npm run build` (tsc, strict, and the type checks of
-    test/types.check.ts)."""
-    if not installed_from_lockfile():
-        run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], PACKAGE)
-    run([npm, "run", "build"], PACKAGE)
+    test/types.check.ts), once per test run: the modules that use the built package run on
+    both xdist workers at once, and a second `npm ci` or build in the same working tree
+    would delete or rewrite files the other worker's Node is reading. An exclusive lock
+    file serializes the build; a marker names the run that built it."""
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid-{os.getpid()}"
+    with open(PACKAGE / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        marker = PACKAGE / ".built-by"
+        if not (marker.exists() and marker.read_text() == run_id):
+            if not installed_from_lockfile():
+                run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], PACKAGE)
+            run([npm, "run", "build"], PACKAGE)
+            marker.write_text(run_id)
     return PACKAGE / "dist"
+
+
+@pytest.fixture(scope="module")
+def built(npm: str) -> Path:
+    """The package built in the working tree (build_once)."""
+    return build_once(npm)
 
 
 @pytest.fixture(scope="module")
