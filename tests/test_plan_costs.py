@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -119,6 +120,46 @@ def test_the_candidate_helpers_take_the_filters_as_one_value(
     for name, arguments, types in rows:
         assert not filters & set(arguments), name
         assert types.count("memex.search_filters") == 1, name
+
+
+SEARCH_FILTERS = Path(__file__).resolve().parents[1] / "sql" / "memories" / "008_search_filters.sql"
+
+
+def test_a_filter_added_to_the_type_is_not_written_into_the_callers_that_leave_it_out(
+    conn: psycopg.Connection,
+) -> None:
+    # memex._search_filters is written from memex.search_filters' attributes on every
+    # migrate: after `alter type ... add attribute` (a revision) and the SQL layer applied
+    # again, it takes the new filter by name, and memex._live_memories (count, list, get,
+    # the writes), which names only the filters it takes, works unedited
+    load(conn, "added", [OLD, NEW], linked=False)
+    before = conn.execute("select memex.count('added', 'u')").fetchone(), search(conn, "added")
+    conn.execute("alter type memex.search_filters add attribute min_importance float8")
+    conn.execute(  # the revision drops the older form
+        "drop function memex._search_filters(memex.memory_type[], text, jsonb, boolean,"
+        " timestamptz, timestamptz, timestamptz, timestamptz)"
+    )
+    conn.execute(SEARCH_FILTERS.read_text(encoding="utf-8"))
+    built = conn.execute(
+        "select (f).min_importance, (f).include_archived, (f).metadata"
+        " from memex._search_filters(p_min_importance => 0.5, p_include_archived => true) f"
+    ).fetchone()
+    assert built == (0.5, True, None)
+    forms = conn.execute(
+        "select count(*) from pg_proc where proname = '_search_filters'"
+        " and pronamespace = 'memex'::regnamespace"
+    ).fetchone()
+    assert forms == (1,)
+    after = conn.execute("select memex.count('added', 'u')").fetchone(), search(conn, "added")
+    assert after == before and OLD in after[1]
+    # inlined: the live memories' plan compares the columns to the values, no row is built
+    plan = "\n".join(
+        r[0]
+        for r in conn.execute(
+            "explain (verbose) select * from memex._live_memories('added', 'u', null, null, now())"
+        )
+    )
+    assert "search_filters" not in plan and "ROW(" not in plan, plan
 
 
 def test_the_policies_read_the_services_caller_inline(conn: psycopg.Connection) -> None:
