@@ -134,6 +134,25 @@ def test_a_filter_added_to_the_type_is_not_written_into_the_callers_that_leave_i
     # the writes), which names only the filters it takes, works unedited
     load(conn, "added", [OLD, NEW], linked=False)
     before = conn.execute("select memex.count('added', 'u')").fetchone(), search(conn, "added")
+    # inlined wherever it is called, never run as a statement of its own (an immutable
+    # function of constant arguments is, at each planning of a custom plan)
+    plans = nested_plans(conn, "added", alpha=1.0, mode="vector")
+    plans_of_count: list[str] = []
+
+    def collect(diag: psycopg.errors.Diagnostic) -> None:
+        plans_of_count.append(diag.message_primary or "")
+
+    conn.add_notice_handler(collect)
+    with conn.transaction():
+        conn.execute("load 'auto_explain'")
+        conn.execute("set local auto_explain.log_min_duration = 0")
+        conn.execute("set local auto_explain.log_nested_statements = on")
+        conn.execute("set local client_min_messages = log")
+        conn.execute("select memex.count('added', 'u')")
+        conn.execute("select * from memex.list_memories('added', 'u')")
+    conn.remove_notice_handler(collect)
+    assert "Query Text: select memex.count" in "\n".join(plans_of_count)
+    assert "select row(" not in plans and "select row(" not in "\n".join(plans_of_count)
     conn.execute("alter type memex.search_filters add attribute min_importance float8")
     conn.execute(  # the revision drops the older form
         "drop function memex._search_filters(memex.memory_type[], text, jsonb, boolean,"

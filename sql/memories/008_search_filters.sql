@@ -9,10 +9,12 @@
 -- eight) is not edited either. The revision that adds the attribute drops the older form
 -- (memex._search_filters of the old attributes' types), as it drops memex.search's old
 -- signature: both would match a call, and migrate stops there.
--- No SET search_path on purpose: one immutable expression, so it is inlined into its
--- callers and a field of the row it builds folds to the argument (memex.search's generic
--- plan reads the parameter itself, not a field of a row per memory). Every name inside is
--- schema-qualified.
+-- No SET search_path on purpose: one expression, inlined into its callers, so a field of
+-- the row it builds folds to the argument (memex.search's generic plan reads the parameter
+-- itself, not a field of a row per memory). Stable, not immutable, though it reads
+-- nothing: the planner would run an immutable function of constant arguments (a custom
+-- plan of memex.count, list_memories, get_memory) as a statement of its own at each
+-- planning instead of inlining it. Every name inside is schema-qualified.
 do $do$
 declare
     v_attributes text;  -- the parameters' types, as the function's identity
@@ -31,7 +33,7 @@ begin
     execute format($function$
 create or replace function memex._search_filters(%s)
 returns memex.search_filters
-language sql immutable parallel safe
+language sql stable parallel safe
 as $$
     select row(%s)::memex.search_filters
 $$
