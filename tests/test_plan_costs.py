@@ -153,15 +153,17 @@ def test_a_filter_added_to_the_type_is_not_written_into_the_callers_that_leave_i
     conn.remove_notice_handler(collect)
     assert "Query Text: select memex.count" in "\n".join(plans_of_count)
     assert "select row(" not in plans and "select row(" not in "\n".join(plans_of_count)
-    conn.execute("alter type memex.search_filters add attribute min_importance float8")
-    conn.execute(  # the revision drops the older form
-        "drop function memex._search_filters(memex.memory_type[], text, jsonb, boolean,"
-        " timestamptz, timestamptz, timestamptz, timestamptz)"
-    )
+    older = conn.execute(
+        "select p.oid::regprocedure::text from pg_proc p where p.proname = '_search_filters'"
+        " and p.pronamespace = 'memex'::regnamespace"
+    ).fetchone()
+    assert older is not None
+    conn.execute("alter type memex.search_filters add attribute probe_floor float8")
+    conn.execute(f"drop function {older[0]}")  # as the revision does
     conn.execute(SEARCH_FILTERS.read_text(encoding="utf-8"))
     built = conn.execute(
-        "select (f).min_importance, (f).include_archived, (f).metadata"
-        " from memex._search_filters(p_min_importance => 0.5, p_include_archived => true) f"
+        "select (f).probe_floor, (f).include_archived, (f).metadata"
+        " from memex._search_filters(p_probe_floor => 0.5, p_include_archived => true) f"
     ).fetchone()
     assert built == (0.5, True, None)
     forms = conn.execute(
