@@ -11,6 +11,7 @@ import enum
 import json
 import math
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -132,11 +133,17 @@ EXAMPLE_PATH = "user/profile.md"
 EXAMPLE_MEMORY_ID = "0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47"
 
 
+def request_config(json_schema_extra: JsonDict | Callable[[JsonDict], None]) -> ConfigDict:
+    """The model_config of a request (a RequestModel's: no unknown field) whose JSON
+    schema `json_schema_extra` completes (its examples, or a function that edits it)."""
+    return ConfigDict(extra="forbid", json_schema_extra=json_schema_extra)
+
+
 def tenant_example(**fields: Any) -> ConfigDict:
     """The model_config of a tenant's request: no unknown field, and the OpenAPI example
     of the demo tenant with `fields`."""
     example = {"agent_id": EXAMPLE_AGENT, "user_id": EXAMPLE_USER, **fields}
-    return ConfigDict(extra="forbid", json_schema_extra={"examples": [example]})
+    return request_config({"examples": [example]})
 
 
 NoNul = AfterValidator(no_nul)

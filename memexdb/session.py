@@ -15,7 +15,7 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from time import monotonic
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 from uuid import UUID
 
 import psycopg
@@ -58,6 +58,17 @@ LIMITS_TRUSTED_FOR_S = 2.0
 # many times in all, then answered Busy. Inside one it is answered Busy at once: only the
 # caller can re-run its transaction.
 CONFLICT_ATTEMPTS = 3
+
+
+class _Statement(NamedTuple):
+    """One statement of `Session.fetch`, as every way of running it takes it."""
+
+    factory: Any  # the row factory
+    sql: str
+    values: dict[str, Any] | None
+    entering: bool  # BEGIN, the caller's entry (memex._enter) and COMMIT around it
+    reservation: UUID | None  # the rate-limit budget already paid for it
+    batch: int | None  # the memories it writes (memex._batch_budget)
 
 
 @dataclass
@@ -342,25 +353,22 @@ class Session:
             sql = sql.given(values)
         factory = class_row(row_type) if row_type else scalar_row
         if self._conn is not None:
+            batch = batch if self._enters else None
             return await self._fetch_in_transaction(
-                self._conn, factory, sql, values, reservation, batch if self._enters else None
+                self._conn, _Statement(factory, sql, values, False, reservation, batch)
             )
-        entering = enter and self._enters
+        statement = _Statement(factory, sql, values, enter and self._enters, reservation, batch)
         if self.router is None:
-            return await self._fetch_on(
-                self.pool, factory, sql, values, entering, reservation, batch
-            )
+            return await self._fetch_on(self.pool, statement)
         router, caller = self.router, self._caller()
         if self._reads is not None and not primary and reservation is None:
             if await self._limited(self._reads):
                 replica = None  # a limited call counts itself: it writes
             else:
-                replica = router.pick(caller, entering=entering)
+                replica = router.pick(caller, entering=statement.entering)
             if replica is not None:
                 try:
-                    rows = await self._fetch_once_on(
-                        replica.pool, factory, sql, values, entering, None, batch
-                    )
+                    rows = await self._fetch_once_on(replica.pool, statement)
                 except REPLICA_FAILURES as exc:
                     router.failed(replica, exc)  # the primary answers instead
                 except Exception as exc:
@@ -369,11 +377,9 @@ class Session:
                     replica.served += 1
                     return rows
         try:
-            return await self._fetch_on(
-                self.pool, factory, sql, values, entering, reservation, batch
-            )
+            return await self._fetch_on(self.pool, statement)
         finally:
-            router.used_primary(caller, wrote=self._reads is None, entered=entering)
+            router.used_primary(caller, wrote=self._reads is None, entered=statement.entering)
 
     async def _limited(self, operation: str) -> bool:
         """Whether the operator rate-limits `operation` (read at most every
@@ -386,43 +392,21 @@ class Session:
             self._limits.read_at = monotonic()
         return operation in self._limits.operations
 
-    async def _fetch_once_on(
-        self,
-        pool: AsyncConnectionPool,
-        factory: Any,
-        sql: str,
-        values: dict[str, Any] | None,
-        entering: bool,
-        reservation: UUID | None,
-        batch: int | None,
-    ) -> list[Any]:
+    async def _fetch_once_on(self, pool: AsyncConnectionPool, statement: _Statement) -> list[Any]:
         """One attempt on a replica's pool, its errors as psycopg's (memexdb.replicas
         reads them: which ones go to the primary)."""
         async with pool.connection(timeout=REPLICA_CONNECT_S) as conn:
-            with metrics.sql_call(sql):
-                return await self._fetch_once(
-                    conn, factory, sql, values, entering, reservation, batch
-                )
+            with metrics.sql_call(statement.sql):
+                return await self._fetch_once(conn, statement)
 
-    async def _fetch_on(
-        self,
-        pool: AsyncConnectionPool,
-        factory: Any,
-        sql: str,
-        values: dict[str, Any] | None,
-        entering: bool,
-        reservation: UUID | None,
-        batch: int | None,
-    ) -> list[Any]:
+    async def _fetch_on(self, pool: AsyncConnectionPool, statement: _Statement) -> list[Any]:
         try:
             async with pool.connection() as conn:
-                with metrics.sql_call(sql):
+                with metrics.sql_call(statement.sql):
                     attempt = 1
                     while True:
                         try:
-                            return await self._fetch_once(
-                                conn, factory, sql, values, entering, reservation, batch
-                            )
+                            return await self._fetch_once(conn, statement)
                         except LOST_CONFLICTS:
                             # the whole transaction was rolled back (the winner goes on):
                             # running it again applies it once
@@ -437,18 +421,12 @@ class Session:
             raise error from exc
 
     async def _fetch_once(
-        self,
-        conn: psycopg.AsyncConnection[Any],
-        factory: Any,
-        sql: str,
-        values: dict[str, Any] | None,
-        entering: bool,
-        reservation: UUID | None,
-        batch: int | None = None,
+        self, conn: psycopg.AsyncConnection[Any], statement: _Statement
     ) -> list[Any]:
         """One attempt of `fetch` outside a caller's transaction: the statement alone
         (autocommit), or BEGIN, the caller, (a batch's budget,) the call and COMMIT."""
-        cur = conn.cursor(row_factory=factory)
+        _, sql, values, entering, reservation, batch = statement
+        cur = conn.cursor(row_factory=statement.factory)
         if not entering and reservation is None:
             return await (await cur.execute(sql, values)).fetchall()
         try:
@@ -491,13 +469,9 @@ class Session:
 
     @staticmethod
     async def _fetch_in_transaction(
-        conn: psycopg.AsyncConnection[Any],
-        factory: Any,
-        sql: str,
-        values: dict[str, Any] | None,
-        reservation: UUID | None = None,
-        batch: int | None = None,
+        conn: psycopg.AsyncConnection[Any], statement: _Statement
     ) -> list[Any]:
+        factory, sql, values, _, reservation, batch = statement
         try:
             # a savepoint: a call that fails (a Conflict that is retried) leaves the
             # transaction's other work in place

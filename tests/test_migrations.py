@@ -223,6 +223,7 @@ def test_sql_functions_follow_the_conventions(conn: psycopg.Connection) -> None:
         "_tenant_key",
         "_live_memories",
         "_filtered_memories",
+        "_search_filters",
         "_memory_record",
         "_ann_bounded",
         "_ann_nearest",

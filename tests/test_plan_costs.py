@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -119,6 +120,67 @@ def test_the_candidate_helpers_take_the_filters_as_one_value(
     for name, arguments, types in rows:
         assert not filters & set(arguments), name
         assert types.count("memex.search_filters") == 1, name
+
+
+SEARCH_FILTERS = Path(__file__).resolve().parents[1] / "sql" / "memories" / "008_search_filters.sql"
+
+
+def test_a_filter_added_to_the_type_is_not_written_into_the_callers_that_leave_it_out(
+    conn: psycopg.Connection,
+) -> None:
+    # memex._search_filters is written from memex.search_filters' attributes on every
+    # migrate: after `alter type ... add attribute` (a revision) and the SQL layer applied
+    # again, it takes the new filter by name, and memex._live_memories (count, list, get,
+    # the writes), which names only the filters it takes, works unedited
+    load(conn, "added", [OLD, NEW], linked=False)
+    before = conn.execute("select memex.count('added', 'u')").fetchone(), search(conn, "added")
+    # inlined wherever it is called, never run as a statement of its own (an immutable
+    # function of constant arguments is, at each planning of a custom plan)
+    plans = nested_plans(conn, "added", alpha=1.0, mode="vector")
+    plans_of_count: list[str] = []
+
+    def collect(diag: psycopg.errors.Diagnostic) -> None:
+        plans_of_count.append(diag.message_primary or "")
+
+    conn.add_notice_handler(collect)
+    with conn.transaction():
+        conn.execute("load 'auto_explain'")
+        conn.execute("set local auto_explain.log_min_duration = 0")
+        conn.execute("set local auto_explain.log_nested_statements = on")
+        conn.execute("set local client_min_messages = log")
+        conn.execute("select memex.count('added', 'u')")
+        conn.execute("select * from memex.list_memories('added', 'u')")
+    conn.remove_notice_handler(collect)
+    assert "Query Text: select memex.count" in "\n".join(plans_of_count)
+    assert "select row(" not in plans and "select row(" not in "\n".join(plans_of_count)
+    older = conn.execute(
+        "select p.oid::regprocedure::text from pg_proc p where p.proname = '_search_filters'"
+        " and p.pronamespace = 'memex'::regnamespace"
+    ).fetchone()
+    assert older is not None
+    conn.execute("alter type memex.search_filters add attribute probe_floor float8")
+    conn.execute(f"drop function {older[0]}")  # as the revision does
+    conn.execute(SEARCH_FILTERS.read_text(encoding="utf-8"))
+    built = conn.execute(
+        "select (f).probe_floor, (f).include_archived, (f).metadata"
+        " from memex._search_filters(p_probe_floor => 0.5, p_include_archived => true) f"
+    ).fetchone()
+    assert built == (0.5, True, None)
+    forms = conn.execute(
+        "select count(*) from pg_proc where proname = '_search_filters'"
+        " and pronamespace = 'memex'::regnamespace"
+    ).fetchone()
+    assert forms == (1,)
+    after = conn.execute("select memex.count('added', 'u')").fetchone(), search(conn, "added")
+    assert after == before and OLD in after[1]
+    # inlined: the live memories' plan compares the columns to the values, no row is built
+    plan = "\n".join(
+        r[0]
+        for r in conn.execute(
+            "explain (verbose) select * from memex._live_memories('added', 'u', null, null, now())"
+        )
+    )
+    assert "search_filters" not in plan and "ROW(" not in plan, plan
 
 
 def test_the_policies_read_the_services_caller_inline(conn: psycopg.Connection) -> None:

@@ -12,7 +12,6 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     Strict,
     ValidationInfo,
@@ -42,6 +41,7 @@ from memexdb.fields import (
     integral,
     older_than,
     query_integer,
+    request_config,
     text_field,
     within,
 )
@@ -229,10 +229,7 @@ def _file_patch_schema(schema: dict[str, Any]) -> None:
 class FilePatch(RequestModel):
     """Append under a markdown heading (created if absent), or replace one exact text."""
 
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra=_file_patch_schema,
-    )
+    model_config = request_config(_file_patch_schema)
 
     agent_id: AgentId
     user_id: UserId

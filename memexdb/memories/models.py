@@ -13,7 +13,6 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     Strict,
     ValidationError,
@@ -35,6 +34,7 @@ from memexdb.fields import (
     Content,
     Metadata,
     NoNul,
+    OutModel,
     Query,
     QueryTimestamp,
     RequestModel,
@@ -45,6 +45,7 @@ from memexdb.fields import (
     enum_field,
     integral,
     no_nul,
+    request_config,
     tenant_example,
 )
 from memexdb.types import MemoryType, SearchMode
@@ -425,9 +426,8 @@ class NewMemory(MemoryStore):
 class MemoryBatchCreate(RequestModel):
     """Many memories in one request, for imports (one statement, all or nothing)."""
 
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
+    model_config = request_config(
+        {
             "examples": [
                 {
                     "memories": [
@@ -436,7 +436,7 @@ class MemoryBatchCreate(RequestModel):
                     ]
                 }
             ]
-        },
+        }
     )
 
     memories: list[MemoryStore] = Field(min_length=1, max_length=BATCH_MAX_ITEMS)
@@ -671,10 +671,8 @@ class MemoryRevert(MemoryRevertBody):
     memory_id: MemoryId
 
 
-class MemoryRevisionOut(BaseModel):
+class MemoryRevisionOut(OutModel):
     """One revision of a memory: a full snapshot of what it said after a change."""
-
-    model_config = ConfigDict(from_attributes=True)
 
     id: int
     agent_id: str
@@ -830,7 +828,7 @@ class MemoryPatch(RequestModel):
     """The fields of a memory to change: at least one; a field left out keeps its value.
     `expires_at: null` removes the expiry; a new `content` is embedded again."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_patch_schema)
+    model_config = request_config(_patch_schema)
 
     agent_id: AgentId
     user_id: UserId
@@ -878,10 +876,8 @@ class MemoryUpdate(MemoryPatch):
     memory_id: MemoryId
 
 
-class MemoryOut(BaseModel):
+class MemoryOut(OutModel):
     """A stored memory."""
-
-    model_config = ConfigDict(from_attributes=True)
 
     id: UUID
     agent_id: str
@@ -974,10 +970,8 @@ class ErasedResponse(BaseModel):
     deleted: dict[str, int]
 
 
-class ExportedMemory(BaseModel):
+class ExportedMemory(RequestModel):
     """One line of an export (JSON Lines): every field of a memory, the embedding optional."""
-
-    model_config = ConfigDict(extra="forbid")
 
     # what the line holds (memexdb.export_format); exports before version 2 leave it out
     record: Literal["memory"] = "memory"

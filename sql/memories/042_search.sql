@@ -100,9 +100,11 @@ declare
     v_defaults text[];
     v_saved    text[];
     v_shown    boolean := coalesce(p_include_superseded, false);  -- null: no link (041)
-    -- the filters, one value for the helpers (memex.search_filters, revision 0035), in the
-    -- order of its attributes; memex._filtered_memories applies them
-    v_filters  memex.search_filters := row(p_memory_types, p_embedding_model, p_metadata,
+    -- the filters, one value for the helpers (memex.search_filters, revision 0035, built by
+    -- memex._search_filters: its attributes in their order); memex._filtered_memories
+    -- applies them
+    v_filters  memex.search_filters := memex._search_filters(
+                                           p_memory_types, p_embedding_model, p_metadata,
                                            p_include_archived, p_as_of, p_valid_at,
                                            p_created_after, p_created_before);
 begin
@@ -242,9 +244,10 @@ begin
                     -- parameter of this generic plan, not a field read off a row per memory
                     from memex._filtered_memories(
                              p_agent_id, p_user_id, v_now, p_include_superseded,
-                             row(p_memory_types, p_embedding_model, p_metadata,
-                                 p_include_archived, p_as_of, p_valid_at, p_created_after,
-                                 p_created_before)::memex.search_filters) m
+                             memex._search_filters(p_memory_types, p_embedding_model,
+                                                   p_metadata, p_include_archived, p_as_of,
+                                                   p_valid_at, p_created_after,
+                                                   p_created_before)) m
                     left join inherited i on i.head = m.id
                     where v_exact
                     union all
