@@ -7,6 +7,7 @@ LangGraph StateGraph; no LLM, no mocks."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import re
@@ -804,6 +805,45 @@ async def test_the_ttl_sweeper_api(store: MemexStore) -> None:
     deleted = await swept.sweep_ttl()
     assert deleted == (1 if isinstance(store.client, AsyncMemex) else 0)
     assert (await swept.aget(("sweep",), "k")) is None
+
+
+async def test_the_ttl_sweeper_api_from_sync_code(store: MemexStore) -> None:
+    """The same names as LangGraph's sync stores have them (PostgresStore, SqliteStore):
+    from a thread without an event loop `sweep_ttl()` returns the count,
+    `start_ttl_sweeper()` a `concurrent.futures.Future` that ends with the sweeper (and
+    cancelling it stops the sweeper), `stop_ttl_sweeper()` a bool; each runs on the
+    store's loop, as the sync `get`/`put` do."""
+    swept = _with_ttl(store, default_ttl=0.02, sweep_interval_minutes=1)
+    seen: dict[str, Any] = {}
+
+    def sync_user() -> None:
+        swept.put(("sync-sweep",), "k", {"text": "soon gone"})
+        seen["idle"] = store.start_ttl_sweeper()  # no TTL config: a sweeper doing nothing
+        seen["idle_result"] = seen["idle"].result(timeout=5)
+        seen["future"] = future = swept.start_ttl_sweeper()
+        seen["running"] = not future.done()
+        seen["stopped"] = swept.stop_ttl_sweeper(timeout=5)
+        seen["ended"] = future.result(timeout=5) is None and future.done()
+        time.sleep(1.5)  # past the item's 1.2 s
+        seen["deleted"] = swept.sweep_ttl()
+        seen["gone"] = swept.get(("sync-sweep",), "k") is None
+        cancelled = swept.start_ttl_sweeper()
+        cancelled.cancel()
+        time.sleep(0.5)
+        seen["cancel_stopped"] = swept._sweeper is not None and swept._sweeper.done()
+        seen["stopped_again"] = swept.stop_ttl_sweeper()
+
+    thread = threading.Thread(target=sync_user)
+    thread.start()
+    await asyncio.to_thread(thread.join)  # the loop keeps running the store's work
+    assert isinstance(seen["idle"], concurrent.futures.Future) and seen["idle_result"] is None
+    assert isinstance(seen["future"], concurrent.futures.Future)
+    assert seen["running"] and seen["stopped"] is True and seen["ended"]
+    assert seen["deleted"] == (1 if isinstance(store.client, AsyncMemex) else 0)
+    assert seen["gone"]
+    assert seen["cancel_stopped"] and seen["stopped_again"] is True
+    # from async code the same methods still give awaitables (AsyncPostgresStore's)
+    assert isinstance(await swept.sweep_ttl(), int)
 
 
 async def test_refresh_memories_sets_the_expiry_of_live_memories_only(

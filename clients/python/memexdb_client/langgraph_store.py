@@ -53,7 +53,7 @@ import sys
 import uuid
 import weakref
 from array import array
-from collections.abc import Awaitable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -598,27 +598,68 @@ class MemexStore(BaseStore):
                 _refresh(refresh, memory_id, entry)
         return found[op.offset : end]
 
-    # --- TTL sweeper (LangGraph's AsyncPostgresStore API) ---
+    # --- TTL sweeper (LangGraph's PostgresStore and AsyncPostgresStore API) ---
+    #
+    # LangGraph names the sweeper's methods alike on its sync and async stores:
+    # `store.sweep_ttl()` returns the count on PostgresStore (and SqliteStore), `await
+    # store.sweep_ttl()` on AsyncPostgresStore. A MemexStore is both, so each answers as
+    # its caller calls: from async code (a running event loop in the calling thread) it
+    # returns the awaitable; from sync code it runs on the store's loop (as `batch` does)
+    # and returns the result.
 
-    async def sweep_ttl(self) -> int:
-        """Delete expired memories now; how many. Expired items are never read (memexdb
-        leaves a memory past its `expires_at` out of every get, search and listing), so
-        this only frees their rows: with the in-process client it runs memexdb's
-        maintenance (`AsyncMemex.maintenance`, all tenants; needs the operator role);
-        over HTTP there is no such call and it returns 0 (the service's own maintenance
-        schedule deletes them)."""
+    def sweep_ttl(self) -> Any:
+        """Delete expired memories now; how many (an `int`, or from async code an
+        awaitable of it). Expired items are never read (memexdb leaves a memory past its
+        `expires_at` out of every get, search and listing), so this only frees their
+        rows: with the in-process client it runs memexdb's maintenance
+        (`AsyncMemex.maintenance`, all tenants; needs the operator role); over HTTP there
+        is no such call and it returns 0 (the service's own maintenance schedule deletes
+        them)."""
+        return self._as_called(self._sweep_ttl())
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: int | None = None) -> Any:
+        """Call `sweep_ttl` every `sweep_interval_minutes` (or the TTL config's, else 5)
+        until `stop_ttl_sweeper`; without a TTL config, a sweeper that does nothing (as
+        LangGraph's stores answer). Its failures are logged, never raised. From async code
+        an awaitable of the sweeper's `asyncio.Task` (AsyncPostgresStore's); from sync
+        code a `concurrent.futures.Future` that ends with the sweeper, and cancelling it
+        stops it (PostgresStore's)."""
+        start = self._start_ttl_sweeper(sweep_interval_minutes)
+        if _in_event_loop():
+            return start
+        task = self._on_loop(start)
+
+        async def until_done() -> None:
+            await task  # cancelling the future cancels this, and so the sweeper
+
+        assert self.loop is not None
+        return asyncio.run_coroutine_threadsafe(until_done(), self.loop)
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> Any:
+        """Stop the sweeper; True once it stopped (or was not running), False if it did
+        not within `timeout` seconds (from async code, an awaitable of that)."""
+        return self._as_called(self._stop_ttl_sweeper(timeout))
+
+    def _as_called(self, work: Coroutine[Any, Any, _T]) -> Any:
+        """`work` itself for an async caller, its result for a sync one."""
+        return work if _in_event_loop() else self._on_loop(work)
+
+    def _on_loop(self, work: Coroutine[Any, Any, _T]) -> _T:
+        """Run `work` on the store's loop from a thread without a running loop; its
+        result."""
+        if self.loop is None:
+            work.close()
+            raise RuntimeError("MemexStore's sync methods need the event loop the client runs on")
+        return asyncio.run_coroutine_threadsafe(work, self.loop).result()
+
+    async def _sweep_ttl(self) -> int:
         maintenance = getattr(self.client, "maintenance", None)
         if maintenance is None:
             return 0
         result = await maintenance()
         return int(result.expired_memories_deleted)
 
-    async def start_ttl_sweeper(
-        self, sweep_interval_minutes: int | None = None
-    ) -> asyncio.Task[None]:
-        """Call `sweep_ttl` every `sweep_interval_minutes` (or the TTL config's, else 5)
-        until `stop_ttl_sweeper`; without a TTL config, a task that does nothing (as
-        LangGraph's stores answer). Its failures are logged, never raised."""
+    async def _start_ttl_sweeper(self, sweep_interval_minutes: int | None) -> asyncio.Task[None]:
         if not self.ttl_config:
             return asyncio.create_task(asyncio.sleep(0))
         if self._sweeper is not None and not self._sweeper.done():
@@ -634,7 +675,7 @@ class MemexStore(BaseStore):
                     await asyncio.wait_for(stop.wait(), timeout=interval * 60)
                     return
                 try:
-                    deleted = await self.sweep_ttl()
+                    deleted = await self._sweep_ttl()
                     if deleted:
                         log.info("TTL sweep deleted %d expired memories", deleted)
                 except Exception:
@@ -643,9 +684,7 @@ class MemexStore(BaseStore):
         self._sweeper = asyncio.create_task(sweep())
         return self._sweeper
 
-    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109 (LangGraph's API)
-        """Stop the sweeper; True once it stopped (or was not running), False if it did
-        not within `timeout` seconds."""
+    async def _stop_ttl_sweeper(self, timeout: float | None) -> bool:  # noqa: ASYNC109 (LangGraph's API)
         task = self._sweeper
         if task is None or task.done():
             return True
@@ -696,6 +735,15 @@ class MemexStore(BaseStore):
 
 
 # --- helpers ---
+
+
+def _in_event_loop() -> bool:
+    """Whether the calling thread runs an event loop (the caller is async code)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _check_labels(namespace: tuple[str, ...]) -> None:
