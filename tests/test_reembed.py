@@ -156,7 +156,7 @@ def test_an_embedder_of_another_dimension_is_refused_at_start(
     )
     code, out = run_cli(["reembed"], env)
     assert code == 2, out
-    assert "makes 3-d vectors but memex.memories.embedding is vector(384)" in out, out
+    assert "makes 3-d vectors but memex.memories.embedding is halfvec(384)" in out, out
     assert "Traceback" not in out
     assert by_model(conn) == {OLD: 4}
 
