@@ -490,7 +490,7 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
         "in batches, each ANN index built again on it concurrently, a validated not-null "
         "check; while the service serves. `memexdb migrate` (revision 0038) then swaps the "
         "columns in catalog changes only. Needed on a table of more than 10,000 memories "
-        "(memexdb.halfvec_rewrite_max_rows), where the migration refuses until it has run. "
+        "(memex.halfvec_rewrite_max_rows), where the migration refuses until it has run. "
         "Stopped part-way, it resumes when run again.",
     )
     convert.add_argument(

@@ -1,7 +1,7 @@
 """Convert memex.memories.embedding to halfvec online (`memexdb convert-embeddings`).
 
 Revision 0038 stores embeddings at half precision. On a table of at most
-memexdb.halfvec_rewrite_max_rows rows (default 10,000) it changes the column's type in
+memex.halfvec_rewrite_max_rows rows (default 10,000) it changes the column's type in
 place, a rewrite under an access exclusive lock that lasts a second or two; a bigger table
 would stay locked for minutes (the table and every index rewritten, the HNSW index built
 again), so the revision refuses it until this has run. Here, on the database before 0038,

@@ -20,6 +20,7 @@ from memexdb.embedding import Embedder
 from memexdb.halfvec import convert_embeddings, half_index_definition
 from memexdb.migrations import head_revision
 from tests.conftest import drop_database
+from tests.live_service import run_cli, service_env
 from tests.sqlapi import DIM, search, store
 from tests.test_migrations import _at_revision, _empty_database
 
@@ -125,7 +126,7 @@ def test_a_big_table_is_converted_online_while_written(pg_server: EmbeddedPostgr
                 for i, v in enumerate(initial):
                     copy.write_row(("big", "u", f"m{i}", v, "x", True))
             dbname = conn.info.dbname
-            conn.execute(f"alter database {dbname} set memexdb.halfvec_rewrite_max_rows = '1000'")
+            conn.execute(f"alter database {dbname} set memex.halfvec_rewrite_max_rows = '1000'")
         # too big to rewrite in place: the migration refuses and changes nothing
         with pytest.raises(Exception, match="convert-embeddings"):
             migrate(dsn)
@@ -184,8 +185,9 @@ def test_a_big_table_is_converted_online_while_written(pg_server: EmbeddedPostgr
         assert after.keys() == before.keys()
         for key, v in before.items():
             assert np.array_equal(after[key], v.astype(np.float16).astype(np.float32)), key
-        # a second run finds nothing to do
-        assert convert_embeddings(dsn).already_halfvec
+        # a second run, as the command, finds nothing to do
+        code, out = run_cli(["convert-embeddings"], service_env(MEMEX_DATABASE_URL=dsn))
+        assert code == 0 and "already halfvec: nothing to do" in out, out
     finally:
         drop_database(pg_server, dsn)
 

@@ -2,7 +2,7 @@
 
 memex.memories.embedding becomes pgvector's halfvec (772 bytes at 384 dimensions instead
 of 1,540) and its ANN index is rebuilt with the halfvec operator class. A table of at most
-memexdb.halfvec_rewrite_max_rows rows (default 10,000) is rewritten in place; a bigger one
+memex.halfvec_rewrite_max_rows rows (default 10,000) is rewritten in place; a bigger one
 must have been converted online by `memexdb convert-embeddings` first (memexdb/halfvec.py),
 and this revision then only swaps the columns. Otherwise it refuses (SQLSTATE 55000).
 

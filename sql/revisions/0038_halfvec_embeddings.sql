@@ -9,7 +9,7 @@
 --
 -- Two ways, neither holding an exclusive lock for long:
 --
--- - a table of at most memexdb.halfvec_rewrite_max_rows rows (a session setting; default
+-- - a table of at most memex.halfvec_rewrite_max_rows rows (a session setting; default
 --   10,000; every new database): the column's type is changed in place, which rewrites the
 --   table and rebuilds its indexes under an access exclusive lock (a second or two at
 --   10,000 memories);
@@ -29,7 +29,7 @@ do $$
 declare
     v_dims   integer;
     v_rows   bigint;
-    v_max    bigint := coalesce(nullif(current_setting('memexdb.halfvec_rewrite_max_rows', true),
+    v_max    bigint := coalesce(nullif(current_setting('memex.halfvec_rewrite_max_rows', true),
                                        '')::bigint, 10000);
     v_ann    text[];
     v_def    text;
@@ -80,7 +80,7 @@ begin
             message = format('memex.memories holds more than %s rows: its embeddings are'
                              ' converted to halfvec online, not by this revision', v_max),
             hint = 'run `memexdb convert-embeddings` (no long lock; docs/scaling.md), then'
-                   ' migrate again; or set memexdb.halfvec_rewrite_max_rows to rewrite the'
+                   ' migrate again; or set memex.halfvec_rewrite_max_rows to rewrite the'
                    ' table in place under an exclusive lock';
     end if;
 
