@@ -50,6 +50,7 @@ from harness import (
     write_json,
 )
 from machine import machine_facts
+from pgvector import HalfVector
 from pgvector.psycopg import register_vector
 from psycopg.conninfo import make_conninfo
 
@@ -146,15 +147,21 @@ def load(
     started = time.perf_counter()
     conn.execute("select memex.configure_vector_index('none')")
     conn.execute("select memex.index_tenant('bench', 'u')")
+    # the column's type: vector before revision 0038, halfvec since (binary COPY wants it)
+    row = conn.execute(
+        "select t.typname from pg_attribute a join pg_type t on t.oid = a.atttypid"
+        " where a.attrelid = 'memex.memories'::regclass and a.attname = 'embedding'"
+    ).fetchone()
+    kind = str(row[0]) if row else "vector"
     with conn.cursor() as cur, cur.copy(COPY) as copy:
-        copy.set_types(["text", "text", "text", "vector", "text", "float8", "timestamptz"])
+        copy.set_types(["text", "text", "text", kind, "text", "float8", "timestamptz"])
         for content, vector, imp, age in zip(contents, vectors, importance, ages, strict=True):
             copy.write_row(
                 (
                     "bench",
                     "u",
                     content,
-                    vector,
+                    HalfVector(vector) if kind == "halfvec" else vector,
                     "synthetic",
                     float(imp),
                     NOW - timedelta(seconds=float(age)),
@@ -165,6 +172,22 @@ def load(
     conn.execute("select memex.configure_vector_index('hnsw')")
     conn.execute("checkpoint")
     return time.perf_counter() - started
+
+
+def relation_sizes(conn: psycopg.Connection[Any]) -> list[tuple[str, int]]:
+    """Bytes of memex.memories' heap, its TOAST and each of its indexes, and of term_stats
+    with its indexes (what the tenant costs on disk and, hot, in memory)."""
+    rows = conn.execute(
+        "select 'heap', pg_relation_size('memex.memories')"
+        " union all select 'toast (with its index)', coalesce(pg_total_relation_size("
+        "  nullif((select reltoastrelid from pg_class"
+        "          where oid = 'memex.memories'::regclass), 0)), 0)"
+        " union all (select i.indexrelid::regclass::text, pg_relation_size(i.indexrelid)"
+        "  from pg_index i where i.indrelid = 'memex.memories'::regclass order by 1)"
+        " union all select 'term_stats (with its indexes)',"
+        "  pg_total_relation_size('memex.term_stats')"
+    ).fetchall()
+    return [(str(name), int(size)) for name, size in rows]
 
 
 def drop_functions(conn: psycopg.Connection[Any]) -> None:
@@ -327,6 +350,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 seconds_taken = load(conn, contents, vectors, importance, ages)
                 log(f"loaded and indexed in {seconds_taken:.0f} s")
             migrated_indexes = memories_indexes(conn)
+            memories = int(conn.execute("select count(*) from memex.memories").fetchone()[0])
+            sizes = relation_sizes(conn)
             conn.execute("update memex.tenants set ann = false where agent_id = 'bench'")
             exact = {
                 case: [top_ids(conn, sql, params(case, i)) for i in range(args.queries)]
@@ -372,6 +397,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             conn.execute("set log_statement_stats = off")
             stores = store_throughput(conn, rng, args.store_rounds) if args.store_rounds else {}
     print()
+    print(f"| object | MB | bytes per memory ({memories:,} memories) |")
+    print("|---|---:|---:|")
+    for name, size in sizes:
+        print(f"| {name} | {size / 1e6:.1f} | {size / memories:,.0f} |")
+    total = sum(size for _, size in sizes)
+    print(f"| **total** | **{total / 1e6:.1f}** | **{total / memories:,.0f}** |")
+    print()
     print("| search | functions | n | p50 ms | p99 ms | CPU p50 ms | recall@10 vs exact |")
     print("|---|---|---:|---:|---:|---:|---:|")
     report: dict[str, Any] = {
@@ -385,6 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "results": {},
         "stores_per_second": stores,
+        "sizes": {"memories": memories, "bytes": dict(sizes)},
     }
     for case in cases:
         for version in versions:

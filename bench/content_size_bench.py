@@ -39,6 +39,7 @@ from harness import (
     write_json,
 )
 from machine import machine_facts
+from pgvector import HalfVector
 from pgvector.psycopg import register_vector
 
 VOCABULARY = 3000  # distinct words of the synthetic texts
@@ -81,9 +82,9 @@ def load(dsn: str, contents: list[str], vectors: np.ndarray) -> dict[str, Any]:
     with psycopg.connect(dsn, autocommit=True) as conn:
         register_vector(conn)
         with conn.cursor() as cur, cur.copy(COPY) as copy:
-            copy.set_types(["text", "text", "text", "vector", "text"])
+            copy.set_types(["text", "text", "text", "halfvec", "text"])
             for content, vector in zip(contents, vectors, strict=True):
-                copy.write_row(("bench", "u", content, vector, "synthetic"))
+                copy.write_row(("bench", "u", content, HalfVector(vector), "synthetic"))
         conn.execute("vacuum (analyze) memex.memories")
         row = conn.execute(
             "select pg_relation_size('memex.memories'),"

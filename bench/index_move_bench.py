@@ -36,6 +36,7 @@ from harness import (
     write_json,
 )
 from machine import machine_facts
+from pgvector import HalfVector
 from pgvector.psycopg import register_vector
 
 AGENT, USER = "bench", "grower"
@@ -63,9 +64,9 @@ def fresh_database(admin_dsn: str, name: str, rows: int, batch: int) -> str:
                 (setting, str(value)),
             )
         with conn.cursor() as cur, cur.copy(COPY) as copy:
-            copy.set_types(["text", "text", "text", "vector", "text"])
+            copy.set_types(["text", "text", "text", "halfvec", "text"])
             for i, vector in enumerate(vectors):
-                copy.write_row((AGENT, USER, f"memory {i}", vector, "synthetic"))
+                copy.write_row((AGENT, USER, f"memory {i}", HalfVector(vector), "synthetic"))
         conn.execute("vacuum (analyze) memex.memories")
     return dsn
 

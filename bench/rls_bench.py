@@ -32,6 +32,7 @@ from harness import (
     write_json,
 )
 from machine import machine_facts
+from pgvector import HalfVector
 from pgvector.psycopg import register_vector
 from psycopg.conninfo import make_conninfo
 
@@ -63,9 +64,11 @@ def _load(dsn: str, rng: np.random.Generator) -> None:
         for agent, user, n in tenants:
             vectors = unit_vectors(rng, n)
             with conn.cursor().copy(COPY) as copy:
-                copy.set_types(["text", "text", "text", "vector", "text"])
+                copy.set_types(["text", "text", "text", "halfvec", "text"])
                 for i in range(n):
-                    copy.write_row((agent, user, f"memory {i} of {user}", vectors[i], "bench"))
+                    copy.write_row(
+                        (agent, user, f"memory {i} of {user}", HalfVector(vectors[i]), "bench")
+                    )
         conn.execute("analyze memex.memories")
         if not conn.execute("select from pg_roles where rolname = %s", (ROLE,)).fetchone():
             conn.execute(f"create role {ROLE} login")

@@ -41,6 +41,7 @@ from harness import (
     write_json,
 )
 from machine import machine_facts
+from pgvector import HalfVector
 from pgvector.psycopg import register_vector
 
 from memexdb.embedded import EmbeddedPostgres
@@ -270,7 +271,7 @@ def load(
             hi = min(tenant.size, lo + COPY_ROWS)
             with conn.cursor() as cur, cur.copy(COPY) as copy:
                 copy.set_types(
-                    ["text", "text", "text", "text", "vector", "text", "float8", "timestamptz"]
+                    ["text", "text", "text", "text", "halfvec", "text", "float8", "timestamptz"]
                 )
                 for i in range(lo, hi):
                     copy.write_row(
@@ -279,7 +280,7 @@ def load(
                             tenant.user_id,
                             str(tenant.types[i]),  # an enum's binary form is its label
                             tenant.content(i),
-                            tenant.vectors[i],
+                            HalfVector(tenant.vectors[i]),  # revision 0038
                             "synthetic",
                             float(tenant.importance[i]),
                             NOW - timedelta(microseconds=int(tenant.age_us[i])),

@@ -1,5 +1,5 @@
-"""`memexdb` command line: serve, mcp, migrate, status, dsn, keys, schedule, export, import,
-erase, reembed."""
+"""`memexdb` command line: serve, mcp, migrate, convert-embeddings, status, dsn, keys,
+schedule, export, import, erase, reembed."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from memexdb import (
     cli_keys,
     cli_schedule,
     export_format,
+    halfvec,
     logs,
     metrics,
     moving,
@@ -143,6 +144,25 @@ def _schedule(args: argparse.Namespace, settings: Settings) -> int:
     # is skipped and said so.
     with open_database(settings, Attach.SHARE, migrate=False, keep_running=False) as database:
         return cli_schedule.run(args, database.dsn, settings)
+
+
+def _convert_embeddings(args: argparse.Namespace, settings: Settings) -> int:
+    # Before revision 0038, while the service serves: not migrated here (that swaps the
+    # columns once this is done).
+    with open_database(settings, Attach.SHARE, migrate=False, keep_running=False) as database:
+        done = halfvec.convert_embeddings(
+            database.dsn,
+            batch_size=args.batch_size,
+            progress=lambda message: print(message, file=sys.stderr),
+        )
+    if done.already_halfvec:
+        print("memex.memories.embedding is already halfvec: nothing to do")
+    else:
+        print(
+            f"filled {done.rows_filled} rows, built {len(done.indexes_built)} index(es);"
+            " `memexdb migrate` now swaps the columns"
+        )
+    return 0
 
 
 def _status(args: argparse.Namespace, settings: Settings) -> int:
@@ -462,6 +482,20 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
         help="then register the periodic jobs with pg_cron, as `memexdb schedule` does",
     )
     cli_schedule.add_schedule_options(migrate)
+    convert = sub.add_parser(
+        "convert-embeddings",
+        help="convert the embeddings to halfvec online, before revision 0038 on a big table",
+        description="Store memex.memories' embeddings at half precision without a long lock "
+        "(memexdb/halfvec.py): a column embedding_half kept filled by a trigger, a backfill "
+        "in batches, each ANN index built again on it concurrently, a validated not-null "
+        "check; while the service serves. `memexdb migrate` (revision 0038) then swaps the "
+        "columns in catalog changes only. Needed on a table of more than 10,000 memories "
+        "(memex.halfvec_rewrite_max_rows), where the migration refuses until it has run. "
+        "Stopped part-way, it resumes when run again.",
+    )
+    convert.add_argument(
+        "--batch-size", type=int, default=2000, metavar="N", help="rows a transaction"
+    )
     sub.add_parser(
         "status",
         help="show database, DSN, schema revision and counts",
@@ -547,7 +581,7 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
         "their chunks). Pages of --batch-size memories, each stored as soon as it is "
         "embedded; a memory changed meanwhile keeps its new vector. Stopped part-way, it "
         "resumes where it was when run again (only what is still of another model is "
-        "found). The vector's dimension is the schema's (vector(384)): a model of another "
+        "found). The vector's dimension is the schema's (halfvec(384)): a model of another "
         "dimension is refused at start; changing the dimension is a migration.",
     )
     reembed.add_argument(
@@ -601,6 +635,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "serve": _serve,
         "mcp": _mcp,
         "migrate": _migrate,
+        "convert-embeddings": _convert_embeddings,
         "status": _status,
         "dsn": _dsn,
         "keys": _keys,

@@ -89,7 +89,7 @@ def _check_dims(dims: int | None, embedder: Embedder) -> None:
     if dims != embedder.dim:
         raise SetupError(
             f"embedder {embedder.model_id} makes {embedder.dim}-d vectors but "
-            f"memex.memories.embedding is vector({dims})"
+            f"memex.memories.embedding is halfvec({dims})"
         )
 
 

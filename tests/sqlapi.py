@@ -39,6 +39,16 @@ def angled(cos: float) -> np.ndarray:
     return unit((0, cos), (1, math.sqrt(max(0.0, 1 - cos * cos)) or 1e-12))
 
 
+# how far a cosine computed by memex.search may be from the float32 one: the vectors are
+# stored at float16 (halfvec, revision 0038), ~3 significant digits a component
+HALF = 1e-3
+
+
+def half(vector: np.ndarray) -> np.ndarray:
+    """`vector` as memex.memories stores it: rounded to float16 (halfvec, revision 0038)."""
+    return np.asarray(vector, dtype=np.float32).astype(np.float16).astype(np.float32)
+
+
 def store(
     conn: psycopg.Connection,
     content: str,

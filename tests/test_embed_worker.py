@@ -41,7 +41,7 @@ from tests.live_service import (
     uvicorn_args,
     wait_until,
 )
-from tests.sqlapi import unit
+from tests.sqlapi import half, unit
 
 STAND_IN = unit((0, 1.0))  # what consolidation stores until the worker embeds the text
 STAND_IN_MODEL = "stand-in"
@@ -73,7 +73,7 @@ def queue(conn: psycopg.Connection, contents: Sequence[str], agent: str = "a") -
 def vectors(conn: psycopg.Connection) -> dict[UUID, tuple[str, str, np.ndarray]]:
     register_vector(conn)
     rows = conn.execute("select id, content, embedding_model, embedding from memex.memories")
-    return {r[0]: (r[1], r[2], r[3].to_numpy()) for r in rows}
+    return {r[0]: (r[1], r[2], r[3].to_numpy().astype(np.float32)) for r in rows}
 
 
 def queued_ids(conn: psycopg.Connection) -> set[UUID]:
@@ -93,10 +93,10 @@ async def test_a_queued_memory_gets_the_embedding_of_its_own_text(
     for memory_id, content in zip(ids, contents, strict=True):
         _, model, vector = stored[memory_id]
         assert model == embedder.model_id
-        assert np.array_equal(vector, embed_in_full(embedder, [content])[0])
+        assert np.array_equal(vector, half(embed_in_full(embedder, [content])[0]))
     # short texts: exactly what `store` would have written; the long one: all of it
-    assert np.array_equal(stored[ids[0]][2], embedder.embed([contents[0]])[0])
-    assert not np.array_equal(stored[ids[1]][2], embedder.embed([LONG])[0])
+    assert np.array_equal(stored[ids[0]][2], half(embedder.embed([contents[0]])[0]))
+    assert not np.array_equal(stored[ids[1]][2], half(embedder.embed([LONG])[0]))
     assert queued_ids(conn) == set()
     assert await amemex.as_operator("jobs").embed_queued() == EmbedBatch(0, 0, 0)
 
@@ -157,11 +157,11 @@ async def test_a_memory_changed_while_its_batch_is_embedded_keeps_its_new_vector
         assert await asyncio.wait_for(batch, BOUND) == EmbedBatch(taken=1, written=0, failed=0)
         content, model, vector = vectors(conn)[memory_id]
         assert (content, model) == ("Alice works at the library", embedder.model_id)
-        assert np.array_equal(vector, fresh)  # not the bakery's vector
+        assert np.array_equal(vector, half(fresh))  # not the bakery's vector
         # still queued: the next batch embeds the content as it is now
         assert queued_ids(conn) == {memory_id}
         assert await worker.embed_queued() == EmbedBatch(taken=1, written=1, failed=0)
-    assert np.array_equal(vectors(conn)[memory_id][2], fresh)
+    assert np.array_equal(vectors(conn)[memory_id][2], half(fresh))
     assert queued_ids(conn) == set()
 
 
@@ -365,7 +365,7 @@ def test_a_service_killed_mid_queue_loses_nothing_and_the_next_one_finishes(
             sample = ids[:: QUEUED // 20]
             expected = embed_in_full(embedder, [stored[i][0] for i in sample])
             for memory_id, vector in zip(sample, expected, strict=True):
-                assert np.array_equal(stored[memory_id][2], vector)
+                assert np.array_equal(stored[memory_id][2], half(vector))
             assert embedded() == QUEUED
     finally:
         drop_database(pg_server, dsn)
@@ -418,5 +418,5 @@ async def test_a_consolidation_summary_gets_the_embedding_of_its_whole_text(
     )
     _, model, vector = vectors(conn)[summary_id]
     assert model == embedder.model_id
-    assert np.array_equal(vector, embed_in_full(embedder, [content])[0])
+    assert np.array_equal(vector, half(embed_in_full(embedder, [content])[0]))
     assert not np.array_equal(vector, centroid) and queued_ids(conn) == set()

@@ -22,7 +22,7 @@ from memexdb.embedding.long_text import embed_in_full
 from memexdb.embeddings.models import DEFAULT_REEMBED_BATCH, REEMBED_BATCH_MAX
 from tests.json_http import JsonHandler, serving
 from tests.live_service import REPO, cli_args, run_cli, service_env, wait_until
-from tests.sqlapi import unit
+from tests.sqlapi import half, unit
 
 OLD = "old-model"
 OLD_VECTOR = unit((3, 1.0))
@@ -84,14 +84,14 @@ def test_every_memory_of_another_model_is_embedded_again_with_a_progress_bar(
     assert by_model(conn) == {embedder.model_id: 32}
     register_vector(conn)
     stored = {
-        r[0]: (r[1], r[2].to_numpy())
+        r[0]: (r[1], r[2].to_numpy().astype(np.float32))
         for r in conn.execute("select id, content, embedding from memex.memories")
     }
     expected = embed_in_full(embedder, [stored[i][0] for i in ids])
     for memory_id, vector in zip(ids, expected, strict=True):
-        assert np.array_equal(stored[memory_id][1], vector)
-    assert not np.array_equal(stored[ids[0]][1], embedder.embed([LONG])[0])  # in full
-    assert np.array_equal(stored[current[0]][1], current_vector)  # untouched
+        assert np.array_equal(stored[memory_id][1], half(vector))
+    assert not np.array_equal(stored[ids[0]][1], half(embedder.embed([LONG])[0]))  # in full
+    assert np.array_equal(stored[current[0]][1], half(current_vector))  # untouched
 
     code, out = run_cli(["reembed", "-q"], env)
     assert code == 0 and "0 memories have vectors of another model" in out, out
@@ -156,7 +156,7 @@ def test_an_embedder_of_another_dimension_is_refused_at_start(
     )
     code, out = run_cli(["reembed"], env)
     assert code == 2, out
-    assert "makes 3-d vectors but memex.memories.embedding is vector(384)" in out, out
+    assert "makes 3-d vectors but memex.memories.embedding is halfvec(384)" in out, out
     assert "Traceback" not in out
     assert by_model(conn) == {OLD: 4}
 

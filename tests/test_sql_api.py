@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from tests.sqlapi import angled, search, store, store_expired, unit
+from tests.sqlapi import HALF, angled, search, store, store_expired, unit
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 QUERY = unit((0, 1.0))
@@ -31,11 +31,11 @@ def test_score_is_the_memex_formula(conn: psycopg.Connection) -> None:
         ("mid", 0.6, 10),
     ]:
         hit = by_content[content]
-        assert hit["similarity"] == pytest.approx(cos, abs=1e-6)
+        assert hit["similarity"] == pytest.approx(cos, abs=HALF)
         assert hit["recency"] == pytest.approx(recency(age), rel=1e-9)
         assert hit["relevance"] == hit["similarity"]
         # importance 1.0 leaves alpha*similarity + (1-alpha)*recency unchanged
-        assert hit["score"] == pytest.approx(0.7 * cos + 0.3 * recency(age), rel=1e-6)
+        assert hit["score"] == pytest.approx(0.7 * cos + 0.3 * recency(age), abs=HALF)
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
     assert by_content["close and old"]["recency"] == pytest.approx(0.5)
 
@@ -60,7 +60,7 @@ def test_importance_scales_the_score(conn: psycopg.Connection) -> None:
     hits = search(conn, QUERY, alpha=0.7, now=NOW)
     assert [h["content"] for h in hits] == ["important", "plain", "trivial"]
     important = hits[0]
-    assert important["score"] == pytest.approx((0.7 * 0.6 + 0.3) * 2.0, rel=1e-6)
+    assert important["score"] == pytest.approx((0.7 * 0.6 + 0.3) * 2.0, abs=HALF)
     assert important["importance"] == 2.0
 
 
@@ -69,7 +69,7 @@ def test_alpha_one_is_pure_similarity(conn: psycopg.Connection) -> None:
     store(conn, "worse but fresh", angled(0.5), created_at=NOW)
     hits = search(conn, QUERY, alpha=1.0, now=NOW)
     assert [h["content"] for h in hits] == ["best but ancient", "worse but fresh"]
-    assert hits[0]["score"] == pytest.approx(0.95, abs=1e-6)
+    assert hits[0]["score"] == pytest.approx(0.95, abs=HALF)
 
 
 def test_alpha_zero_is_pure_recency_even_for_dissimilar_memories(conn: psycopg.Connection) -> None:
@@ -296,9 +296,9 @@ def test_hybrid_mode_blends_cosine_and_bm25(conn: psycopg.Connection) -> None:
     by_content = {h["content"]: h for h in hits}
     # w = settings.hybrid_vector_weight = 0.5; the only BM25 match normalises to 1
     assert by_content["The deploy key lives in the vault"]["relevance"] == pytest.approx(
-        0.5 * 0.2 + 0.5 * 1.0, abs=1e-6
+        0.5 * 0.2 + 0.5 * 1.0, abs=HALF
     )
-    assert by_content["Lunch was pasta"]["relevance"] == pytest.approx(0.5 * 0.9, abs=1e-6)
+    assert by_content["Lunch was pasta"]["relevance"] == pytest.approx(0.5 * 0.9, abs=HALF)
     assert hits[0]["content"] == "The deploy key lives in the vault"
 
 
@@ -306,15 +306,15 @@ def test_context_weight_lends_relevance_to_neighbours_in_time(conn: psycopg.Conn
     for minute, cos in enumerate([0.1, 0.9, 0.2, 0.3]):
         store(conn, f"m{minute}", angled(cos), created_at=NOW + timedelta(minutes=minute))
     plain = {h["content"]: h["relevance"] for h in search(conn, QUERY, alpha=1.0, now=NOW)}
-    assert plain["m2"] == pytest.approx(0.2, abs=1e-6)  # vector mode: no context by default
+    assert plain["m2"] == pytest.approx(0.2, abs=HALF)  # vector mode: no context by default
     hits = search(conn, QUERY, alpha=1.0, now=NOW, context_weight=0.5)
     relevance = {h["content"]: h["relevance"] for h in hits}
     # m2's neighbours: m1 and m3 (max 0.9), then m0 (0.1)
-    assert relevance["m2"] == pytest.approx((0.2 + 0.5 * 0.9 + 0.25 * 0.1) / 1.75, abs=1e-6)
-    assert relevance["m0"] == pytest.approx((0.1 + 0.5 * 0.9 + 0.25 * 0.2) / 1.75, abs=1e-6)
+    assert relevance["m2"] == pytest.approx((0.2 + 0.5 * 0.9 + 0.25 * 0.1) / 1.75, abs=HALF)
+    assert relevance["m0"] == pytest.approx((0.1 + 0.5 * 0.9 + 0.25 * 0.2) / 1.75, abs=HALF)
     # m1's window (0.9 + 0.5 * 0.3 + 0.25 * 0.3) / 1.75 = 0.61 would cost it a third of its
     # own relevance: the window costs at most a fifth (0.8 * 0.9)
-    assert relevance["m1"] == pytest.approx(0.8 * 0.9, abs=1e-6)
+    assert relevance["m1"] == pytest.approx(0.8 * 0.9, abs=HALF)
     # text and hybrid modes use settings.context_weight (0.5) unless told otherwise
     hybrid = search(conn, QUERY, alpha=1.0, now=NOW, mode="hybrid", query_text="nothing")
     assert {h["content"]: h["relevance"] for h in hybrid}["m2"] == pytest.approx(
@@ -331,11 +331,11 @@ def test_context_never_buries_an_isolated_strong_match(conn: psycopg.Connection)
         store(conn, f"m{minute}", angled(cos), created_at=NOW - timedelta(minutes=minute))
     hits = search(conn, QUERY, alpha=1.0, now=NOW, context_weight=0.5, top_k=3)
     assert hits[0]["content"] == "m7"
-    assert hits[0]["relevance"] == pytest.approx(0.8 * 0.9, abs=1e-6)
-    assert hits[1]["relevance"] == pytest.approx(0.6, abs=1e-6)
+    assert hits[0]["relevance"] == pytest.approx(0.8 * 0.9, abs=HALF)
+    assert hits[1]["relevance"] == pytest.approx(0.6, abs=HALF)
     # without context nothing changes: relevance is the memory's own
     plain = search(conn, QUERY, alpha=1.0, now=NOW, context_weight=0, top_k=1)
-    assert plain[0]["relevance"] == pytest.approx(0.9, abs=1e-6)
+    assert plain[0]["relevance"] == pytest.approx(0.9, abs=HALF)
 
 
 @pytest.mark.parametrize(

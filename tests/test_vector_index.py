@@ -105,7 +105,7 @@ def test_migrate_records_the_default_and_configuring_it_again_is_a_no_op(
 
 def test_hnsw_parameters_rebuild_once_and_hand_made_indexes_go(conn: psycopg.Connection) -> None:
     conn.execute(
-        "create index my_ivf on memex.memories using ivfflat (embedding vector_cosine_ops)"
+        "create index my_ivf on memex.memories using ivfflat (embedding halfvec_cosine_ops)"
         " with (lists = 1)"
     )
     result = configure(conn, "HNSW", m=8, ef_construction=32)

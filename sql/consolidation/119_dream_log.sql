@@ -48,13 +48,13 @@ begin
             p_agent_id, p_user_id,
             'user/dream-log-' || to_char(clock_timestamp() at time zone 'UTC',
                                          'YYYYMMDDHH24MISS') || '.md',
-            v_row.content, v_row.embedding, v_row.embedding_model, 'write', 0,
+            v_row.content, v_row.embedding::public.vector, v_row.embedding_model, 'write', 0,
             p_details || jsonb_build_object('moved_from', v_path));
         perform memex._queue_embedding(v_archive.memory_id);
         v_content := memex._apply_patch(null, v_heading, v_entry, null, null);
     end if;
     v_log := memex._save_file(p_agent_id, p_user_id, v_path, v_content,
-                              coalesce(v_row.embedding, p_embedding),
+                              coalesce(v_row.embedding::public.vector, p_embedding),
                               coalesce(v_row.embedding_model, p_embedding_model), 'patch',
                               v_revision, p_details || '{"patch": "append"}');
     perform memex._queue_embedding(v_log.memory_id);

@@ -24,7 +24,7 @@ returns table (
 )
 language sql stable set search_path = pg_catalog, public, pg_temp
 as $$
-    select m.id, m.path, m.content, m.embedding, m.embedding_model,
+    select m.id, m.path, m.content, m.embedding::public.vector, m.embedding_model,
            coalesce(r.revision, 0), r.operation
     from memex.memories m
     left join lateral (

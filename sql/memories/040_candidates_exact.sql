@@ -31,7 +31,7 @@
 create or replace function memex._candidates_exact(
     p_agent_id text,
     p_user_id text,
-    p_query_embedding vector,
+    p_query_embedding public.halfvec,
     p_terms text[],
     p_now timestamptz,
     p_include_superseded boolean,
@@ -106,6 +106,6 @@ as $$
     from live l left join bm25 b on b.id = l.id left join inherited i on i.id = l.id
 $$;
 
-comment on function memex._candidates_exact(text, text, vector, text[], timestamptz,
+comment on function memex._candidates_exact(text, text, public.halfvec, text[], timestamptz,
                                             boolean, memex.search_filters) is
     'All live memories of a tenant with similarity and BM25 score (exact search).';

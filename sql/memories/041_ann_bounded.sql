@@ -9,7 +9,7 @@
 -- constants, it folds to true or false, and the branches it turns off are not planned.
 create or replace function memex._ann_bounded(
     p_top_k integer,
-    p_query_embedding vector,
+    p_query_embedding public.halfvec,
     p_terms text[],
     p_memory_types memex.memory_type[],
     p_metadata jsonb
@@ -22,5 +22,5 @@ as $$
            and p_memory_types is null and p_metadata is null
 $$;
 
-comment on function memex._ann_bounded(integer, vector, text[], memex.memory_type[], jsonb) is
+comment on function memex._ann_bounded(integer, public.halfvec, text[], memex.memory_type[], jsonb) is
     'Whether memex._candidates_ann bounds the newest memories (vector-only, unfiltered).';

@@ -12,7 +12,7 @@
 create or replace function memex._ann_heads(
     p_agent_id text,
     p_user_id text,
-    p_query_embedding vector,
+    p_query_embedding public.halfvec,
     p_now timestamptz,
     p_include_superseded boolean,
     p_filters memex.search_filters,
@@ -46,7 +46,7 @@ begin
 end
 $$;
 
-comment on function memex._ann_heads(text, text, vector, timestamptz, boolean,
+comment on function memex._ann_heads(text, text, public.halfvec, timestamptz, boolean,
                                      memex.search_filters, uuid[], double precision[],
                                      double precision[]) is
     'The heads of superseded ANN candidates, with the best match they inherit.';

@@ -70,7 +70,7 @@
 create or replace function memex._candidates_ann(
     p_agent_id text,
     p_user_id text,
-    p_query_embedding vector,
+    p_query_embedding public.halfvec,
     p_terms text[],
     p_now timestamptz,
     p_depth integer,
@@ -434,7 +434,7 @@ as $$
     from candidates c cross join weights w left join heads i on i.head = c.id
 $$;
 
-comment on function memex._candidates_ann(text, text, vector, text[], timestamptz, integer,
+comment on function memex._candidates_ann(text, text, public.halfvec, text[], timestamptz, integer,
                                           integer, memex.search_filters, integer,
                                           double precision, double precision, integer,
                                           boolean) is

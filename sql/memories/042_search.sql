@@ -89,6 +89,9 @@ set plan_cache_mode = force_generic_plan
 as $$
 declare
     v_now      timestamptz := coalesce(p_as_of, p_now, now());
+    -- the query at the column's precision (halfvec, revision 0038), cast once here: the
+    -- candidate functions take it as is, and no scan casts it again per memory
+    v_query    public.halfvec;
     v_terms    text[];
     v_context  double precision;
     v_weight   double precision := memex._setting('hybrid_vector_weight', '0.5')::double precision;
@@ -140,6 +143,7 @@ begin
                 format('must have %s dimensions, not %s', memex.embedding_dims(),
                        public.vector_dims(p_query_embedding)));
         end if;
+        v_query := p_query_embedding;
     else
         p_query_embedding := null;
     end if;
@@ -218,7 +222,7 @@ begin
             -- exact path: each head's best similarity among the memories it superseded
             -- (computed once: as a join's inner side it was re-sorted per memory)
             select h.head,
-                   max(1 - (c.embedding operator(public.<=>) p_query_embedding)) as similarity
+                   max(1 - (c.embedding operator(public.<=>) v_query)) as similarity
             from memex._supersession_heads(p_agent_id, p_user_id, v_now, v_filters) h
             join memex.memories c on c.id = h.id
             where v_exact
@@ -238,7 +242,7 @@ begin
                            memex._valid_importance(m.importance, m.valid_to, v_now, p_valid_at)
                                as importance,
                            m.created_at,
-                           greatest(1 - (m.embedding operator(public.<=>) p_query_embedding),
+                           greatest(1 - (m.embedding operator(public.<=>) v_query),
                                     i.similarity) as similarity
                     -- the filters spelled out, not v_filters: inlined, each is then a
                     -- parameter of this generic plan, not a field read off a row per memory
@@ -252,7 +256,7 @@ begin
                     where v_exact
                     union all
                     select a.id, a.importance, a.created_at, a.similarity
-                    from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
+                    from memex._candidates_ann(p_agent_id, p_user_id, v_query,
                                                v_terms, v_now, v_depth, v_recent, v_filters,
                                                p_top_k, p_alpha, p_half_life_days, 0,
                                                v_shown) a
@@ -277,13 +281,13 @@ begin
         with candidates as (
             -- best_text_rank: the highest BM25 score among the candidates (the exact path
             -- has it from its matching memories; the ANN path takes it over its candidates)
-            select c.* from memex._candidates_exact(p_agent_id, p_user_id, p_query_embedding,
+            select c.* from memex._candidates_exact(p_agent_id, p_user_id, v_query,
                                                     v_terms, v_now, p_include_superseded,
                                                     v_filters) c
             where v_exact
             union all
             select c.*, max(c.text_rank) over () as best_text_rank
-            from memex._candidates_ann(p_agent_id, p_user_id, p_query_embedding,
+            from memex._candidates_ann(p_agent_id, p_user_id, v_query,
                                        v_terms, v_now, v_depth, v_recent, v_filters,
                                        p_neighbours => case when v_context > 0 then 2 else 0 end,
                                        p_include_superseded => v_shown) c

@@ -81,7 +81,7 @@ begin
     end if;
 
     perform memex._check_memory(p_agent_id, p_user_id, coalesce(p_content, v_row.content),
-                                coalesce(p_embedding, v_row.embedding),
+                                coalesce(p_embedding, v_row.embedding::public.vector),
                                 coalesce(p_embedding_model, v_row.embedding_model),
                                 coalesce(p_importance, v_row.importance),
                                 coalesce(p_metadata, v_row.metadata));

@@ -60,7 +60,7 @@ begin
     return query
     select m.id, m.agent_id, m.user_id, m.memory_type, m.content, m.importance, m.metadata,
            m.embedding_model, m.created_at, m.updated_at, m.expires_at,
-           case when p_include_embeddings then m.embedding end,
+           case when p_include_embeddings then m.embedding::public.vector end,
            m.source_ids, m.superseded_by, m.archived_at, m.path, m.actor, m.valid_from,
            m.valid_to, m.supersedes, m.superseded_at, m.restored_at
     from memex.memories m

@@ -73,7 +73,7 @@ begin
         v_params := jsonb_build_object('kind', 'hnsw', 'm', coalesce(p_m, 16),
                                        'ef_construction', coalesce(p_ef_construction, 64));
         v_sql := format('create index %%I on memex.memories using hnsw'
-                        ' (embedding public.vector_cosine_ops) with (m = %s, ef_construction = %s)'
+                        ' (embedding public.halfvec_cosine_ops) with (m = %s, ef_construction = %s)'
                         ' where ann',
                         coalesce(p_m, 16), coalesce(p_ef_construction, 64));
     elsif v_kind = 'ivfflat' then
@@ -100,7 +100,7 @@ begin
         v_name := 'memories_embedding_ivfflat_idx';
         v_params := jsonb_build_object('kind', 'ivfflat', 'lists', v_lists, 'rows', v_rows);
         v_sql := format('create index %%I on memex.memories using ivfflat'
-                        ' (embedding public.vector_cosine_ops) with (lists = %s) where ann', v_lists);
+                        ' (embedding public.halfvec_cosine_ops) with (lists = %s) where ann', v_lists);
     else
         v_params := jsonb_build_object('kind', 'none');
     end if;
@@ -114,7 +114,7 @@ begin
                             and att.attname = 'embedding'
                             and i.indclass[0] = (select o.oid from pg_opclass o
                                                  join pg_am oa on oa.oid = o.opcmethod
-                                                 where o.opcname = 'vector_cosine_ops'
+                                                 where o.opcname = 'halfvec_cosine_ops'
                                                    and oa.amname = 'hnsw')
                             and array(select x from unnest(c.reloptions) x order by x)
                                 = array[format('ef_construction=%s', v_params->'ef_construction'),
