@@ -147,7 +147,7 @@ def load(
     started = time.perf_counter()
     conn.execute("select memex.configure_vector_index('none')")
     conn.execute("select memex.index_tenant('bench', 'u')")
-    # the column's type: vector before revision 0038, halfvec since (binary COPY wants it)
+    # the column's type: vector before revision 0037, halfvec since (binary COPY wants it)
     row = conn.execute(
         "select t.typname from pg_attribute a join pg_type t on t.oid = a.atttypid"
         " where a.attrelid = 'memex.memories'::regclass and a.attname = 'embedding'"

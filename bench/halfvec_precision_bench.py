@@ -1,4 +1,4 @@
-"""Does storing the int8 MiniLM's vectors at float16 (revision 0038, halfvec) change what a
+"""Does storing the int8 MiniLM's vectors at float16 (revision 0037, halfvec) change what a
 search finds? On LoCoMo (every dialogue turn of each of the 10 conversations a memory,
 every question a query against its own conversation), the exact top 10 by cosine with
 the memories at float32 (as before) and at float16 (as stored now, the query cast too, as

@@ -280,7 +280,7 @@ def load(
                             tenant.user_id,
                             str(tenant.types[i]),  # an enum's binary form is its label
                             tenant.content(i),
-                            HalfVector(tenant.vectors[i]),  # revision 0038
+                            HalfVector(tenant.vectors[i]),  # revision 0037
                             "synthetic",
                             float(tenant.importance[i]),
                             NOW - timedelta(microseconds=int(tenant.age_us[i])),

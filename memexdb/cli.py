@@ -147,7 +147,7 @@ def _schedule(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _convert_embeddings(args: argparse.Namespace, settings: Settings) -> int:
-    # Before revision 0038, while the service serves: not migrated here (that swaps the
+    # Before revision 0037, while the service serves: not migrated here (that swaps the
     # columns once this is done).
     with open_database(settings, Attach.SHARE, migrate=False, keep_running=False) as database:
         done = halfvec.convert_embeddings(
@@ -484,11 +484,11 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     cli_schedule.add_schedule_options(migrate)
     convert = sub.add_parser(
         "convert-embeddings",
-        help="convert the embeddings to halfvec online, before revision 0038 on a big table",
+        help="convert the embeddings to halfvec online, before revision 0037 on a big table",
         description="Store memex.memories' embeddings at half precision without a long lock "
         "(memexdb/halfvec.py): a column embedding_half kept filled by a trigger, a backfill "
         "in batches, each ANN index built again on it concurrently, a validated not-null "
-        "check; while the service serves. `memexdb migrate` (revision 0038) then swaps the "
+        "check; while the service serves. `memexdb migrate` (revision 0037) then swaps the "
         "columns in catalog changes only. Needed on a table of more than 10,000 memories "
         "(memex.halfvec_rewrite_max_rows), where the migration refuses until it has run. "
         "Stopped part-way, it resumes when run again.",

@@ -1,10 +1,10 @@
 """Convert memex.memories.embedding to halfvec online (`memexdb convert-embeddings`).
 
-Revision 0038 stores embeddings at half precision. On a table of at most
+Revision 0037 stores embeddings at half precision. On a table of at most
 memex.halfvec_rewrite_max_rows rows (default 10,000) it changes the column's type in
 place, a rewrite under an access exclusive lock that lasts a second or two; a bigger table
 would stay locked for minutes (the table and every index rewritten, the HNSW index built
-again), so the revision refuses it until this has run. Here, on the database before 0038,
+again), so the revision refuses it until this has run. Here, on the database before 0037,
 while the service keeps serving from the old column:
 
 1. a nullable column `embedding_half halfvec(N)` (catalog only) and a trigger that fills it
@@ -14,7 +14,7 @@ while the service keeps serving from the old column:
    class, `CREATE INDEX CONCURRENTLY`, named `<name>_half`;
 4. a check `embedding_half is not null` added NOT VALID and validated (no lock on writes).
 
-Then `memexdb migrate` runs 0038, which swaps the columns in catalog changes only. Every
+Then `memexdb migrate` runs 0037, which swaps the columns in catalog changes only. Every
 step can run again: a run stopped anywhere resumes (an index a failed concurrent build left
 invalid is built again). Statements that take a lock wait at most `lock_timeout` for it.
 """
@@ -182,5 +182,5 @@ def convert_embeddings(
             )
         if exists is None or not exists[0]:
             conn.execute(f"alter table memex.memories validate constraint {CHECK}")
-        say("done: `memexdb migrate` now swaps the columns (revision 0038)")
+        say("done: `memexdb migrate` now swaps the columns (revision 0037)")
         return Conversion(already_halfvec=False, rows_filled=filled, indexes_built=tuple(built))

@@ -40,12 +40,12 @@ def angled(cos: float) -> np.ndarray:
 
 
 # how far a cosine computed by memex.search may be from the float32 one: the vectors are
-# stored at float16 (halfvec, revision 0038), ~3 significant digits a component
+# stored at float16 (halfvec, revision 0037), ~3 significant digits a component
 HALF = 1e-3
 
 
 def half(vector: np.ndarray) -> np.ndarray:
-    """`vector` as memex.memories stores it: rounded to float16 (halfvec, revision 0038)."""
+    """`vector` as memex.memories stores it: rounded to float16 (halfvec, revision 0037)."""
     return np.asarray(vector, dtype=np.float32).astype(np.float16).astype(np.float32)
 
 

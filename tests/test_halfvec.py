@@ -1,4 +1,4 @@
-"""Embeddings at half precision (revision 0038, issue 39): the upgrade converts the rows
+"""Embeddings at half precision (revision 0037, issue 39): the upgrade converts the rows
 there (in place on a small table; on a big one only after `memexdb convert-embeddings`,
 online, with writes going on), the values are the float16 of what was stored, and the int8
 MiniLM's vectors rank the same at float16: a small tenant's exact-path answers are those

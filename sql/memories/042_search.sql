@@ -89,7 +89,7 @@ set plan_cache_mode = force_generic_plan
 as $$
 declare
     v_now      timestamptz := coalesce(p_as_of, p_now, now());
-    -- the query at the column's precision (halfvec, revision 0038), cast once here: the
+    -- the query at the column's precision (halfvec, revision 0037), cast once here: the
     -- candidate functions take it as is, and no scan casts it again per memory
     v_query    public.halfvec;
     v_terms    text[];

@@ -1,4 +1,4 @@
--- Revision 0038: embeddings stored and indexed at half precision (issue 39: half the bytes
+-- Revision 0037: embeddings stored and indexed at half precision (issue 39: half the bytes
 -- per memory).
 --
 -- memex.memories.embedding becomes pgvector's halfvec (2 bytes a dimension: 772 bytes at
@@ -21,7 +21,7 @@
 --   the old names; catalog changes only, no scan. Without that it refuses (SQLSTATE
 --   55000) and says so: nothing is changed.
 --
--- Revision ID: 0038
+-- Revision ID: 0037
 -- Revises: 0036
 -- Create Date: 2026-12-06
 

@@ -6,7 +6,7 @@ memex.halfvec_rewrite_max_rows rows (default 10,000) is rewritten in place; a bi
 must have been converted online by `memexdb convert-embeddings` first (memexdb/halfvec.py),
 and this revision then only swaps the columns. Otherwise it refuses (SQLSTATE 55000).
 
-Revision ID: 0038
+Revision ID: 0037
 Revises: 0036
 Create Date: 2026-12-06
 """
@@ -14,14 +14,14 @@ Create Date: 2026-12-06
 from alembic import op
 from memexdb.migrations import run_revision
 
-revision = "0038"
+revision = "0037"
 down_revision = "0036"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
-    # sql/revisions/0038_halfvec_embeddings.sql (frozen; the TypeScript package runs it too)
+    # sql/revisions/0037_halfvec_embeddings.sql (frozen; the TypeScript package runs it too)
     run_revision(op.get_bind(), revision)
 
 
