@@ -128,29 +128,30 @@ def _library_rounds(
                 memex.store("bench", "library-warm", f"warm-up note {i}")
         for round_ in range(args.rounds):
             for suffix, memex in clients.items():
-                for variant in ("store", "store with supersedes"):
-                    user = f"library-{round_}-{variant}"
-                    previous = None
-                    for i in range(args.library):
+                previous = None
+                # one plain store, then one superseding store, and so on: the machine's
+                # load moves both alike
+                for i in range(args.library):
+                    for variant in ("store", "store with supersedes"):
                         # a sentence of its own each time: the client's embedding cache
                         # (memexdb.embedding.cache) never answers, every store embeds
                         text = (
                             f"In round {round_} ({variant}{suffix}) the user's fact"
                             f" number {i} changed again"
                         )
+                        superseding = variant != "store"
                         started = time.perf_counter()
                         stored = memex.store(
                             "bench",
-                            user,
+                            f"library-{round_}-{variant}",
                             text,
-                            supersedes=[previous]
-                            if previous is not None and variant != "store"
-                            else None,
+                            supersedes=[previous] if superseding and previous else None,
                         )
                         library[f"Memex.store: {variant}{suffix}"].append(
                             (time.perf_counter() - started) * 1000
                         )
-                        previous = stored.id
+                        if superseding:
+                            previous = stored.id
     finally:
         for memex in clients.values():
             memex.close()
