@@ -133,13 +133,15 @@ def _library_rounds(
                 # load moves both alike
                 for i in range(args.library):
                     for variant in ("store", "store with supersedes"):
-                        # a sentence of its own each time: the client's embedding cache
-                        # (memexdb.embedding.cache) never answers, every store embeds
-                        text = (
-                            f"In round {round_} ({variant}{suffix}) the user's fact"
-                            f" number {i} changed again"
-                        )
                         superseding = variant != "store"
+                        # a sentence of its own each time (the client's embedding cache,
+                        # memexdb.embedding.cache, never answers: every store embeds), of
+                        # the same length for both variants (as many tokens to embed)
+                        side = "b" if suffix else "a"
+                        text = (
+                            f"In round {round_} ({'n' if superseding else 'p'}{side}) the"
+                            f" user's fact number {i} changed again"
+                        )
                         started = time.perf_counter()
                         stored = memex.store(
                             "bench",
