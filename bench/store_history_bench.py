@@ -13,12 +13,23 @@ scheduling).
 `--before REF` also measures the store and the superseding store with the store's and
 supersession's function files as they were at git REF (`sql/memories/029_supersede.sql`,
 `030_store.sql`, `058_memory_revision.sql`) on a second database of the same server
-whose supersession indexes are those before revision 0036 (`memories_superseded_idx` and
-`memories_superseded_by_idx`, which keep the older memory's update from being HOT),
-rounds interleaved with the current ones: before and after in one run.
+(whose supersession indexes are those before revision 0036, `memories_superseded_idx`
+and `memories_superseded_by_idx`, which keep the older memory's update from being HOT,
+when REF predates that revision), rounds interleaved with the current ones: before and
+after in one run.
+
+`--library N` also times N plain and N superseding stores per round and database as an
+application makes them: `memexdb.Memex.store` with the bundled embedder (LocalMiniLM),
+the embedding of the text included, timed around the call (the figure a user sees).
+
+`--table-rows N` first stores N memories of another user in each database and analyzes
+the table, as a database in use has statistics: the plans PL/pgSQL keeps (or re-makes at
+every call) depend on them. Without it the table holds only the bench's own stores and
+has no statistics.
 
     python bench/store_history_bench.py                      # ~1 min
     python bench/store_history_bench.py --before 3b4803a     # before/after, ~2 min
+    python bench/store_history_bench.py --before 3b4803a --table-rows 20000
 """
 
 from __future__ import annotations
@@ -70,6 +81,82 @@ BEFORE_0036 = (
     " create index memories_superseded_idx on memex.memories (agent_id, user_id)"
     " include (superseded_by) where superseded_at is not null;"
 )
+
+
+def _has_0036(ref: str) -> bool:
+    """Whether git `ref` has revision 0036 (the supersession indexes of today)."""
+    return (
+        subprocess.run(
+            ["git", "cat-file", "-e", f"{ref}:sql/revisions/0036_supersession_hot.sql"],
+            capture_output=True,
+        ).returncode
+        == 0
+    )
+
+
+def _background(app: psycopg.Connection, rng: np.random.Generator, rows: int) -> None:
+    """`rows` memories of user 'background' (agent 'bench'), 5,000 a statement."""
+    for start in range(0, rows, 5000):
+        n = min(5000, rows - start)
+        with app.transaction():
+            app.execute("select memex._enter_operator('bench')")
+            app.execute(
+                STORE_MANY,
+                (
+                    ["bench"] * n,
+                    ["background"] * n,
+                    [f"background note {start + i}" for i in range(n)],
+                    list(unit_vectors(rng, n)),
+                ),
+            )
+
+
+def _library_rounds(
+    args: argparse.Namespace, library: dict[str, list[float]], dsn: str, dsn_before: str
+) -> None:
+    """--library: memexdb.Memex.store calls (the bundled embedder embeds each text), plain
+    and superseding, rounds interleaved between the databases."""
+    from memexdb.client import Memex
+    from memexdb.embedding.local_minilm import LocalMiniLM
+
+    embedder = LocalMiniLM()
+    sides = {"": dsn} | ({" (before)": dsn_before} if dsn_before != dsn else {})
+    clients = {suffix: Memex.connect(url, embedder=embedder) for suffix, url in sides.items()}
+    try:
+        for memex in clients.values():  # warm: the model, the pool, the plans
+            for i in range(10):
+                memex.store("bench", "library-warm", f"warm-up note {i}")
+        for round_ in range(args.rounds):
+            for suffix, memex in clients.items():
+                previous = None
+                # one plain store, then one superseding store, and so on: the machine's
+                # load moves both alike
+                for i in range(args.library):
+                    for variant in ("store", "store with supersedes"):
+                        superseding = variant != "store"
+                        # a sentence of its own each time (the client's embedding cache,
+                        # memexdb.embedding.cache, never answers: every store embeds), of
+                        # the same length for both variants (as many tokens to embed)
+                        side = "b" if suffix else "a"
+                        text = (
+                            f"In round {round_} ({'n' if superseding else 'p'}{side}) the"
+                            f" user's fact number {i} changed again"
+                        )
+                        started = time.perf_counter()
+                        stored = memex.store(
+                            "bench",
+                            f"library-{round_}-{variant}",
+                            text,
+                            supersedes=[previous] if superseding and previous else None,
+                        )
+                        library[f"Memex.store: {variant}{suffix}"].append(
+                            (time.perf_counter() - started) * 1000
+                        )
+                        if superseding:
+                            previous = stored.id
+    finally:
+        for memex in clients.values():
+            memex.close()
 
 
 def _sql_of(ref: str | None) -> str:
@@ -125,6 +212,18 @@ def main() -> int:
     parser.add_argument(
         "--before", metavar="REF", help="also measure the store's SQL as it was at git REF"
     )
+    parser.add_argument(
+        "--library",
+        type=int,
+        default=0,
+        help="also time this many memexdb.Memex.store calls (embedding included) per variant",
+    )
+    parser.add_argument(
+        "--table-rows",
+        type=int,
+        default=0,
+        help="memories of another user stored (and the table analyzed) before the rounds",
+    )
     args = parser.parse_args()
     command = print_header(machine_facts())
     rng = np.random.default_rng(36)
@@ -139,6 +238,12 @@ def main() -> int:
     in_db: dict[str, list[float]] = {label: [] for label in single}
     before = _sql_of(args.before) if args.before else None
     batch: dict[str, list[float]] = {"store_many, no history": [], "store_many": []}
+    # --library: memexdb.Memex.store, embedding included, per database (after, before)
+    library: dict[str, list[float]] = {}
+    if args.library:
+        for suffix in ("", " (before)") if before else ("",):
+            for variant in ("store", "store with supersedes"):
+                library[f"Memex.store: {variant}{suffix}"] = []
     with embedded_server("memexdb-history-bench-") as server:
         dsn = create_database(server.dsn, "history_bench")
         # --before: a database of its own (the indexes before revision 0036, REF's files)
@@ -154,8 +259,15 @@ def main() -> int:
                 conn.execute("set role memex_app")
                 conn.commit()
             if before is not None:
-                owner_before.execute(BEFORE_0036)
+                if not _has_0036(args.before):
+                    owner_before.execute(BEFORE_0036)
                 owner_before.execute(before)
+            if args.table_rows:
+                for conn, own in ((app, owner), (app_before, owner_before)):
+                    _background(conn, rng, args.table_rows)
+                    own.execute("analyze memex.memories")
+                    if not before:
+                        break
 
             def trigger(on: bool) -> None:
                 state = "enable" if on else "disable"
@@ -198,6 +310,8 @@ def main() -> int:
                         )
                     ms.append((time.perf_counter() - started) * 1000)
             trigger(True)
+            if args.library:
+                _library_rounds(args, library, dsn, dsn_before)
     log(
         f"{args.stores} single stores per variant, {args.rows}-row store_many, {args.rounds} rounds"
     )
@@ -206,6 +320,7 @@ def main() -> int:
         "stores": args.stores,
         "rows": args.rows,
         "rounds": args.rounds,
+        "table_rows": args.table_rows,
     }
     for label, ms in {**single, **batch}.items():
         report[label] = {"p50_ms": statistics.median(ms), "p99_ms": float(np.percentile(ms, 99))}
@@ -216,6 +331,16 @@ def main() -> int:
             report[label]["server_p50_ms"] = statistics.median(in_db[label])
             line += f"  in the server p50 {statistics.median(in_db[label]):6.3f} ms"
         print(line)
+    for label, ms in library.items():
+        report[label] = {"p50_ms": statistics.median(ms), "p99_ms": float(np.percentile(ms, 99))}
+        print(
+            f"{label:>39}: p50 {statistics.median(ms):7.3f} ms  p99 {np.percentile(ms, 99):7.3f} ms"
+        )
+    for suffix in (" (before)", "") if args.before else ("",):
+        if f"Memex.store: store{suffix}" in report:
+            sup = report[f"Memex.store: store with supersedes{suffix}"]["p50_ms"]
+            plain = report[f"Memex.store: store{suffix}"]["p50_ms"]
+            print(f"{'Memex.store: supersedes / plain' + suffix:>39}: {sup / plain:.3f}x")
     base = report["store, no history (baseline)"]["p50_ms"]
     for label in ("store", "store with supersedes"):
         print(f"{label + ' / baseline':>39}: {report[label]['p50_ms'] / base:.3f}x")

@@ -4,6 +4,7 @@ validity (valid_from / valid_to, p_valid_at) and restores of consolidation that 
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import time
 from collections.abc import Iterator
@@ -300,6 +301,97 @@ def test_the_superseded_memorys_update_is_heap_only(conn: psycopg.Connection) ->
             "select pg_stat_get_xact_tuples_updated('memex.memories'::regclass),"
             " pg_stat_get_xact_tuples_hot_updated('memex.memories'::regclass)"
         ).fetchone() == (1, 1)
+
+
+def test_a_superseding_store_keeps_its_plans(conn: psycopg.Connection) -> None:
+    # issue 36: a superseding store within reach of a plain one, also on a table with
+    # statistics. memex._supersede updated its memories by `id = any (...)`: a generic
+    # plan estimates ten of them, a custom plan the one it is given, so PL/pgSQL's plan
+    # cache kept planning the update anew at every call once the table was analyzed (6-8x
+    # a plain store at 20,000 memories, bench/RESULTS.md), or settled on a generic plan
+    # that reads an index of every tenant's memories for the ids (a skip scan; this test's
+    # table). One update per memory by its primary key: one plan, kept, one index probe.
+    # auto_explain shows the plan each call ran (a kept generic plan reads a parameter).
+    register_vector(conn)
+    n = 400
+    conn.execute(
+        "select count(*) from memex.store_many(%s::text[], %s::text[], %s::text[],"
+        " %s::vector[], 'test-model')",
+        ([A] * n, ["someone else"] * n, [f"note {i}" for i in range(n)], [Q] * n),
+    )
+    conn.execute("analyze memex.memories")
+    plans: list[str] = []
+    conn.add_notice_handler(
+        lambda d: (
+            plans.append(d.message_primary or "")
+            if "set superseded_by = p_id" in (d.message_primary or "")
+            else None
+        )
+    )
+    conn.execute("load 'auto_explain'")
+    conn.execute(
+        "select set_config('auto_explain.log_min_duration', '0', false),"
+        " set_config('auto_explain.log_nested_statements', 'on', false),"
+        " set_config('auto_explain.log_level', 'notice', false),"
+        " set_config('client_min_messages', 'notice', false)"
+    )
+    previous = _store(conn, "Version 0")
+    for i in range(1, 9):  # PL/pgSQL's plan cache decides after five custom plans
+        previous = _store(conn, f"Version {i}", supersedes=[previous])
+    conn.execute("select set_config('auto_explain.log_min_duration', '-1', false)")
+    assert len(plans) == 8
+    assert "Index Scan using memories_pkey on memories m" in plans[-1], plans[-1]
+    assert "Index Cond: (id = $" in plans[-1], plans[-1]
+    # and the chain is right: each version superseded by the next, one revision each
+    assert conn.execute(
+        "select count(*), count(superseded_by), count(distinct superseded_by)"
+        " from memex.memories where user_id = %s",
+        (U,),
+    ).fetchone() == (9, 8, 8)
+    assert [r["operation"] for r in _revisions(conn, previous)] == ["store"]
+
+
+def test_two_stores_superseding_one_memory_at_once(conn: psycopg.Connection, dsn: str) -> None:
+    # Two writers supersede the same memory at the same time: the second waits for the
+    # first (the tenant's history counter, then the memory's row) and, once the first has
+    # committed, re-links the memory to its own successor. Both stores stand; the older
+    # memory's history records both changes in order, and its successor is the second.
+    old = _store(conn, "Drives a Kia")
+    with psycopg.connect(dsn) as first, psycopg.connect(dsn) as second:
+        kept = _store(first, "Drives a Skoda", supersedes=[old])  # not committed yet
+        pid = second.info.backend_pid
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            later = pool.submit(_store, second, "Drives a Fiat", supersedes=[old])
+            deadline = time.monotonic() + 30
+            while conn.execute(
+                "select wait_event_type is distinct from 'Lock' from pg_stat_activity"
+                " where pid = %s",
+                (pid,),
+            ).fetchone() != (False,):
+                assert time.monotonic() < deadline and not later.done(), "it did not wait"
+                time.sleep(0.05)
+            first.commit()
+            newest = later.result(timeout=30)
+        second.commit()
+    assert conn.execute(
+        "select superseded_by, superseded_at is not null from memex.memories where id = %s",
+        (old,),
+    ).fetchone() == (newest, True)
+    history = _revisions(conn, old)
+    assert [(r["operation"], r["superseded_by"]) for r in history] == [
+        ("store", None),
+        ("superseded", kept),
+        ("update", newest),
+    ]
+    assert history[2]["changed"] == ["superseded_by", "superseded_at"]
+    # each successor lists it; the default search finds the two successors, not it
+    assert [
+        r[0]
+        for r in conn.execute(
+            "select supersedes from memex.memories where id in (%s, %s)", (kept, newest)
+        )
+    ] == [[old], [old]]
+    assert sorted(h["id"] for h in _search(conn)) == sorted([kept, newest])
 
 
 def test_supersession_refuses_other_tenants_unknown_ids_itself_and_cycles(
