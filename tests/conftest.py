@@ -153,8 +153,8 @@ LONG_MODULES = (
     "test_fuzz_operator_key.py",  # 140 s, one test (its fuzzing sample 25 -> 10 since)
     "test_keys.py",  # 140 s
     "test_security.py",  # 135 s (its MCP stdio matrix one process a key since: 195 -> 112 s)
-    # 380 s until its backfill's lines were embedded once each (2026-12-06): 144 s alone at
-    # load ~10
+    # 380 s until its backfill's lines were embedded once each (2026-12-06): alone, 190 ->
+    # 84 s at load 2 to 8 (144 s at load ~10); last here, so it does not start late
     "test_writes_under_load.py",
 )
 
