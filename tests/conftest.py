@@ -138,7 +138,6 @@ def _uses_processes(item: pytest.Item) -> bool:
 # (test_fuzz_missing_key.py, 240 s, left it on 2026-12-06: 3 fuzzed cases an operation
 # instead of 10, 882 s -> 363 s of a worker at load 19.)
 LONG_MODULES = (
-    "test_writes_under_load.py",  # 380 s, one test ~300 s
     "test_cli.py",  # 350 s
     "test_recovery.py",  # 270 s
     "test_docker_image.py",  # 265 s, one test
@@ -153,7 +152,10 @@ LONG_MODULES = (
     "test_docker_stack.py",  # 150 s
     "test_fuzz_operator_key.py",  # 140 s, one test (its fuzzing sample 25 -> 10 since)
     "test_keys.py",  # 140 s
-    "test_security.py",  # 135 s
+    "test_security.py",  # 135 s (its MCP stdio matrix one process a key since: 195 -> 112 s)
+    # 380 s until its backfill's lines were embedded once each (2026-12-06): alone, 190 ->
+    # 84 s at load 2 to 8 (144 s at load ~10); last here, so it does not start late
+    "test_writes_under_load.py",
 )
 
 

@@ -383,16 +383,27 @@ async def _mcp_post(
 
 
 async def test_mcp_stdio_matrix(world: World, tmp_path: Path) -> None:
-    """`memexdb mcp` takes its key from MEMEX_API_KEY: one process per key."""
-    for attempt in ATTEMPTS:
-        if not set(attempt.operations) & set(MCP_OPERATIONS):
-            continue  # (erasing a user is no MCP tool)
-        env = {"MEMEX_DATABASE_URL": world.dsn, "MEMEX_MAINTENANCE_INTERVAL_SECONDS": "0"}
-        if attempt.key:
-            env["MEMEX_API_KEY"] = world.tokens[attempt.key]
-        with (tmp_path / "stderr.log").open("w") as errlog:
-            async with connected(stdio_client_of(stdio_params(env), errlog)) as session:
-                await _matrix_one(world, "MCP stdio", attempt, _mcp_do(session), MCP_OPERATIONS)
+    """`memexdb mcp` takes its key from MEMEX_API_KEY: one process per key, started when an
+    attempt first needs it and kept for the key's later attempts (which keep their
+    order): five processes for the eight attempts that reach MCP tools, not eight."""
+    async with contextlib.AsyncExitStack() as stack:
+        sessions: dict[str | None, Client] = {}
+
+        async def session_for(key: str | None) -> Client:
+            if key not in sessions:
+                env = {"MEMEX_DATABASE_URL": world.dsn, "MEMEX_MAINTENANCE_INTERVAL_SECONDS": "0"}
+                if key:
+                    env["MEMEX_API_KEY"] = world.tokens[key]
+                errlog = stack.enter_context((tmp_path / f"stderr-{key}.log").open("w"))
+                client = stdio_client_of(stdio_params(env), errlog)
+                sessions[key] = await stack.enter_async_context(connected(client))
+            return sessions[key]
+
+        for attempt in ATTEMPTS:
+            if not set(attempt.operations) & set(MCP_OPERATIONS):
+                continue  # (erasing a user is no MCP tool)
+            session = await session_for(attempt.key)
+            await _matrix_one(world, "MCP stdio", attempt, _mcp_do(session), MCP_OPERATIONS)
 
 
 # --- Python API ---------------------------------------------------------------------------

@@ -41,17 +41,27 @@ _WORDS = [
     "".join(_rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(_rng.randint(4, 9)))
     for _ in range(3000)
 ]
+# Lines of 40 words (150 to 190 of MiniLM's tokens, one sentence each): the service embeds
+# a long text as the mean of chunks that fit the model's 254-token window, cut at line
+# and sentence ends, so each line is one chunk, and its embedding cache (memexdb.session,
+# by chunk text) embeds a line once for the whole test. A memory's first chunk (its turn
+# number) is its own. The database stores, indexes and condenses the same long texts of
+# a wide vocabulary; the model embeds ~1 chunk a memory instead of ~15 (a run's embedding
+# was ~9,000 chunks, minutes of CPU that prove nothing about locks).
+_LINE_RNG = random.Random(35)
+_LINES = [" ".join(_LINE_RNG.choices(_WORDS, k=40)) + "." for _ in range(64)]
 
 
 def _content(i: int) -> str:
-    """A long turn (~6,000 characters) of sentences over a wide vocabulary: many
-    lexemes shared with every other turn, as a conversation's are."""
+    """A long turn (~6,000 characters) of lines over a wide vocabulary: many lexemes
+    shared with every other turn, as a conversation's are."""
     rng = random.Random(i)
-    sentences: list[str] = []
-    while sum(len(s) + 1 for s in sentences) < 6_000:
-        words = rng.choices(_WORDS, k=rng.randint(8, 20))
-        sentences.append(f"Turn {i}: " + " ".join(words) + ".")
-    return " ".join(sentences)
+    lines: list[str] = []
+    for line in rng.sample(_LINES, len(_LINES)):
+        if sum(len(s) + 1 for s in lines) >= 6_000:
+            break
+        lines.append(line)
+    return f"Turn {i}: " + "\n".join(lines)
 
 
 def _memories(first: int, n: int) -> list[dict[str, Any]]:
