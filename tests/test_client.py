@@ -132,7 +132,7 @@ class ThreeDims:
 
 
 async def test_embedder_must_fit_the_schema(dsn: str) -> None:
-    with pytest.raises(SetupError, match="vector\\(384\\)"):
+    with pytest.raises(SetupError, match="halfvec\\(384\\)"):
         await AsyncMemex.connect(dsn, embedder=ThreeDims())
 
 

@@ -14,7 +14,7 @@ from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from tests.sqlapi import angled, search, store, store_expired, unit
+from tests.sqlapi import HALF, angled, search, store, store_expired, unit
 from tests.test_vector_index import index_tenant
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -168,7 +168,7 @@ def test_update_changes_only_the_given_fields(conn: psycopg.Connection) -> None:
     )
     assert (moved["content"], moved["embedding_model"]) == ("Bob moved to Rome", "model-2")
     hit = search(conn, QUERY, query_text="Rome", mode="hybrid", now=NOW)[0]
-    assert hit["similarity"] == pytest.approx(0.2, abs=1e-6)
+    assert hit["similarity"] == pytest.approx(0.2, abs=HALF)
     assert hit["text_rank"] is not None and hit["text_rank"] > 0
 
 

@@ -24,6 +24,9 @@ ALLOWED_SQL: dict[str, str] = {
     " delegate, batch budget and rate-limit reservation (set_config), COMMIT",
     "db.py": "connection setup: the enum types, SET ROLE memex_app on every connection",
     "migrations.py": "the migration runner: alembic, sql/*.sql, its advisory lock",
+    "halfvec.py": "`memexdb convert-embeddings`: online DDL (a column, a trigger, batched"
+    " backfill, CREATE INDEX CONCURRENTLY) before revision 0037, as the login role that owns"
+    " the table, outside any transaction (no Session can run CONCURRENTLY)",
     "embedded/server.py": "CREATE DATABASE on the embedded server, before any schema",
     "runtime/jobs.py": "LISTEN for the runtime's wake-ups and its advisory lock (held by"
     " one connection for the process's life: no transaction of a Session can)",

@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "memexdb.session",
         "memexdb.replicas",
         "memexdb.migrations",
+        "memexdb.halfvec",
         "memexdb.operation",
         "memexdb.core",
         "memexdb.resources",
