@@ -1,14 +1,16 @@
 -- privileges: tenant-helper
 -- memex._duplicates_last: memex.search's top k from its best-scored hits (p_hits, in
--- search's order, more than k of them), with near-duplicates pushed down. A hit whose
--- content is the same as a higher-ranked hit's, or whose embedding is within cosine
--- similarity 0.95 of it, adds nothing for the reader: its score becomes its own, or just
--- below the lowest score of the distinct hits (new score: that score minus 1e-9 of it, at
--- least 1e-9) when its own is not already lower, so the distinct hits rank first and the
--- copies fill the top k only when the distinct hits cannot. Nothing is dropped from the
--- ranking; the first p_top_k are returned in search's order (score, newer first, id).
--- Compared among p_hits only (pairwise, so memex.search passes a bounded number: the
--- ranking's cost does not grow with the tenant) (bench/RESULTS.md, "Near-duplicates
+-- search's order, more than k of them), with repeated texts pushed down. A hit whose
+-- content is the same as a higher-ranked hit's (compared in lower case, every run of
+-- characters other than letters and digits read as one space: "Traffic on the way home
+-- was terrible!" repeats "traffic on the way home was terrible.") adds nothing for the
+-- reader: its score becomes its own, or just below the lowest score of the distinct hits
+-- (new score: that score minus 1e-9 of it, at least 1e-9) when its own is not already
+-- lower, so the distinct hits rank first and the copies fill the top k only when the
+-- distinct hits cannot. Nothing is dropped from the ranking; the first p_top_k are
+-- returned in search's order (score, newer first, id). Only the texts are compared, not
+-- the embeddings: a different text is a different memory however similar ("I live at 61
+-- King's Road" after "I live at 59 King's Road") (bench/RESULTS.md, "Near-duplicates
 -- pushed down").
 create or replace function memex._duplicates_last(
     p_hits memex.search_hit[],
@@ -17,19 +19,13 @@ create or replace function memex._duplicates_last(
 returns memex.search_hit[]
 language sql stable set search_path = pg_catalog, pg_temp
 as $$
-    with hits as materialized (
-        select h.*, m.embedding
-        from unnest(p_hits) with ordinality as h
-             join memex.memories m on m.id operator(pg_catalog.=) h.id
-    ),
-    flagged as (
+    with flagged as (
         select h.*,
-               exists (select from hits b
-                       where b.ordinality operator(pg_catalog.<) h.ordinality
-                         and (b.content operator(pg_catalog.=) h.content
-                              or (b.embedding operator(public.<=>) h.embedding)
-                                 operator(pg_catalog.<=) 0.05)) as duplicate
-        from hits h
+               row_number() over (
+                   partition by btrim(lower(regexp_replace(h.content, '[^[:alnum:]]+', ' ',
+                                                           'g')))
+                   order by h.ordinality) > 1 as duplicate
+        from unnest(p_hits) with ordinality as h
     ),
     adjusted as (
         select f.*,
@@ -55,4 +51,4 @@ as $$
 $$;
 
 comment on function memex._duplicates_last(memex.search_hit[], integer) is
-    'Search''s top k from its best hits, near-duplicates of a higher-ranked hit scored below the distinct ones.';
+    'Search''s top k from its best hits, a repeated text scored below the distinct hits.';

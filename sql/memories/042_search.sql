@@ -24,10 +24,9 @@
 --                   when alpha is given (the memex formula)
 --   then near-duplicates are pushed down (memex._duplicates_last): among the best-scored
 --   hits (twice top_k and 20 more, at most 100, or top_k), one whose content is the same
---   as a higher-ranked hit's or whose embedding is within cosine 0.95 of it scores just
---   below the lowest distinct hit (when not lower already), so five copies of one line do
---   not fill the top five; nothing is dropped (bench/RESULTS.md, "Near-duplicates pushed
---   down")
+--   as a higher-ranked hit's (case and punctuation aside) scores just below the lowest
+--   distinct hit (when not lower already), so five copies of one line do not fill the top
+--   five; nothing is dropped (bench/RESULTS.md, "Near-duplicates pushed down")
 --
 -- With importance 1.0 (the default), mode 'vector' and an explicit alpha, this is exactly
 -- the memex formula (near-duplicates aside); importance 0..2 scales a memory's score. BM25 matches any query term
