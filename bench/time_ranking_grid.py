@@ -7,7 +7,10 @@ BM25 statistics (tenant size, mean length, each query term's document frequency 
 memories shown) are fetched once from PostgreSQL (cached in --out), then each formula is
 applied in numpy. The numpy ranking of the default formula reproduces memex.search's
 default request (checked against bench/locomo_eval.py and bench/temporal_eval.py: the
-first row).
+first row before "Context never buries a strong match", the row "floor 0.8 + duplicates
+pushed down (exact, pool 40) + copies lend match" since "Near-duplicates pushed down",
+bench/RESULTS.md). The near-duplicate variants read each candidate's text from the
+datasets (and its embedding from the embedding caches in --out).
 
     python bench/time_ranking_grid.py ../shared/data/locomo/locomo10.json   # ~10 min, then cached
     python bench/time_ranking_grid.py ../shared/data/locomo/locomo10.json --misses 7
@@ -23,6 +26,7 @@ import argparse
 import itertools
 import math
 import pickle
+import re
 import shutil
 import sys
 import tempfile
@@ -325,12 +329,13 @@ def _pushed_down(
     goes after the distinct ones (nothing is dropped)."""
     head = order[:pool]
     contents = [q["contents"][i] for i in head]
-    if dedup == "exact":
+    if dedup == "exact":  # the same text, case and punctuation aside (memex._duplicates_last)
         seen: set[str] = set()
         dup = []
         for c in contents:
-            dup.append(c in seen)
-            seen.add(c)
+            key = re.sub(r"[\W_]+", " ", c.lower()).strip()
+            dup.append(key in seen)
+            seen.add(key)
         flags = np.array(dup)
     elif dedup == "cos":
         v = np.stack([q["vectors"][i] for i in head])
@@ -483,7 +488,15 @@ VARIANTS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-CHOSEN: dict[str, Any] = {"context": "lift", "lift": 0.8}  # memex.search's default since issue 36
+# memex.search's default since issue 36: the context floor 0.8, repeated texts pushed down
+# (pool 2 x top_k + 20 = 40) and lending context from their newest copy only
+CHOSEN: dict[str, Any] = {
+    "context": "lift",
+    "lift": 0.8,
+    "dedup": "exact",
+    "pool": 40,
+    "lend": "match",
+}
 
 
 def misses(data: dict[str, Any], seed: int, **kw: Any) -> None:
