@@ -277,6 +277,8 @@ def rank(
         for i, c in enumerate(q["contents"]):
             # "match": the same similarity and BM25 score (what memex.search sees of a
             # repeated text without reading it), else the same content
+            if lend == "match" and bm[i] <= 0:
+                continue  # the rule counts copies that match a query term only
             key = (float(sim[i]), float(bm[i])) if lend == "match" else c
             groups.setdefault(key, []).append(i)
         lent = own.copy()

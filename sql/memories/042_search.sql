@@ -311,10 +311,12 @@ begin
             -- what a memory lends its neighbours: a text stored many times ("Traffic on
             -- the way home was terrible.", said weekly) would otherwise lift the neighbours
             -- of every copy above a fact worded apart from the question; only its newest
-            -- copy lends (copies: the same similarity and BM25 score, i.e. the same text
-            -- embedded by the same model; bench/RESULTS.md, "Near-duplicates pushed down")
+            -- copy lends (copies: memories holding a query term with the same similarity
+            -- and BM25 score, i.e. the same text embedded by the same model; without a
+            -- term matched, equal similarity alone would also join distinct texts on one
+            -- vector; bench/RESULTS.md, "Near-duplicates pushed down")
             select n.*,
-                   case when n.similarity is null
+                   case when n.similarity is null or coalesce(n.text_rank, 0) = 0
                              or row_number() over (partition by n.similarity, n.text_rank
                                                    order by n.created_at desc, n.id) = 1
                         then n.own else 0 end as lent
