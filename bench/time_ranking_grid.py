@@ -7,7 +7,10 @@ BM25 statistics (tenant size, mean length, each query term's document frequency 
 memories shown) are fetched once from PostgreSQL (cached in --out), then each formula is
 applied in numpy. The numpy ranking of the default formula reproduces memex.search's
 default request (checked against bench/locomo_eval.py and bench/temporal_eval.py: the
-first row).
+first row before "Context never buries a strong match", the row "floor 0.8 + duplicates
+pushed down (exact, pool 40) + copies lend match" since "Near-duplicates pushed down",
+bench/RESULTS.md). The near-duplicate variants read each candidate's text from the
+datasets (and its embedding from the embedding caches in --out).
 
     python bench/time_ranking_grid.py ../shared/data/locomo/locomo10.json   # ~10 min, then cached
     python bench/time_ranking_grid.py ../shared/data/locomo/locomo10.json --misses 7
@@ -23,6 +26,7 @@ import argparse
 import itertools
 import math
 import pickle
+import re
 import shutil
 import sys
 import tempfile
@@ -51,7 +55,10 @@ CANDIDATES = """
 select m.metadata->>'label', c.similarity, coalesce(c.text_rank, 0),
        extract(epoch from c.created_at), c.importance
 from memex._candidates_exact(%(agent)s, %(user)s, %(embedding)s, memex._query_terms(%(text)s),
-                             null, null, %(now)s, null, false, false, %(as_of)s) c
+                             coalesce(%(as_of)s, %(now)s), false,
+                             row(null::memex.memory_type[], null::text, null::jsonb, false,
+                                 %(as_of)s::timestamptz, null::timestamptz, null::timestamptz,
+                                 null::timestamptz)::memex.search_filters) c
 join memex.memories m on m.id = c.id order by c.created_at, c.id
 """
 STATS = """
@@ -191,6 +198,26 @@ def fetch(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def attach_contents(data: dict[str, Any], args: argparse.Namespace) -> None:
+    """Each candidate's content and embedding (from the datasets and the embedding caches),
+    for the near-duplicate variants."""
+    convs = load_dataset(args.data)
+    vectors: dict[str, np.ndarray] = {}
+    for name in ("locomo-embeddings.npz", "temporal-embeddings.npz"):
+        with np.load(args.out / name, allow_pickle=False) as saved:
+            vectors.update(zip(saved["texts"].tolist(), saved["vectors"], strict=True))
+    for q in data["locomo"]:
+        text = {t["dia_id"]: t["content"] for t in convs[q["conv"]].turns}
+        q["contents"] = [text[label] for label in q["labels"]]
+        q["vectors"] = [vectors[c] for c in q["contents"]]
+    for seed, s in data["seeds"].items():
+        text = {m["id"]: m["content"] for u in build(seed, 20)["users"] for m in u["memories"]}
+        for group in s.values():
+            for q in group:
+                q["contents"] = [text[label] for label in q["labels"]]
+                q["vectors"] = [vectors[c] for c in q["contents"]]
+
+
 def _shift(a: np.ndarray, k: int) -> np.ndarray:
     out = np.full_like(a, np.nan)
     if k > 0:
@@ -217,6 +244,10 @@ def rank(
     hl: float = 90.0,
     lift: float = 1.0,
     gate: bool = False,
+    dedup: str | None = None,
+    threshold: float = 0.95,
+    pool: int = 40,
+    lend: str | None = None,
 ) -> list[str]:
     sim, bm, t = q["sim"], q["bm25"], q["t"]
     if len(sim) == 0:
@@ -240,8 +271,36 @@ def rank(
         text = text * np.clip(sim / max(sim.max(), 1e-9), 0, 1)
     own = w * sim + (1 - w) * text
 
+    lent = own
+    if lend is not None:  # what a memory lends its neighbours when its content is repeated
+        groups: dict[Any, list[int]] = {}
+        for i, c in enumerate(q["contents"]):
+            # "match": the same similarity and BM25 score (what memex.search sees of a
+            # repeated text without reading it), else the same content
+            if lend == "match" and bm[i] <= 0:
+                continue  # the rule counts copies that match a query term only
+            key = (float(sim[i]), float(bm[i])) if lend == "match" else c
+            groups.setdefault(key, []).append(i)
+        lent = own.copy()
+        for members in groups.values():
+            if len(members) < 2:
+                continue
+            idx = np.array(members)
+            if lend == "match":  # only the newest copy lends
+                keep = idx[np.argmax(t[idx])]
+                lent[idx] = 0.0
+                lent[keep] = own[keep]
+            elif lend == "once":  # only the best-matching copy lends
+                keep = idx[np.argmax(own[idx])]
+                lent[idx] = 0.0
+                lent[keep] = own[keep]
+            elif lend == "split":  # the copies share one memory's lending
+                lent[idx] = own[idx] / len(members)
+            else:
+                raise ValueError(lend)
+
     def nb(k: int) -> np.ndarray:
-        return _shift(own, k)
+        return _shift(lent, k)
 
     def pick(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         out: np.ndarray = np.nan_to_num(np.fmax(a, b), nan=0.0)
@@ -259,7 +318,35 @@ def rank(
     rec = np.exp(np.maximum(-LN2 / hl * np.maximum(q["now"] - t, 0) / 86400, -700))
     score = (rel + beta * rec * np.abs(rel)) * q["importance"]
     order = np.lexsort((-t, -score))
+    if dedup is not None:
+        order = _pushed_down(q, order, dedup, threshold, pool)
     return [q["labels"][i] for i in order[:10]]
+
+
+def _pushed_down(
+    q: dict[str, Any], order: np.ndarray, dedup: str, threshold: float, pool: int
+) -> np.ndarray:
+    """Near-duplicates pushed down: among the first `pool` of the ranking, a memory with the
+    same content as a higher-ranked one ('exact') or a cosine >= threshold to it ('cos')
+    goes after the distinct ones (nothing is dropped)."""
+    head = order[:pool]
+    contents = [q["contents"][i] for i in head]
+    if dedup == "exact":  # the same text, case and punctuation aside (memex._duplicates_last)
+        seen: set[str] = set()
+        dup = []
+        for c in contents:
+            key = re.sub(r"[\W_]+", " ", c.lower()).strip()
+            dup.append(key in seen)
+            seen.add(key)
+        flags = np.array(dup)
+    elif dedup == "cos":
+        v = np.stack([q["vectors"][i] for i in head])
+        v = v / np.linalg.norm(v, axis=1, keepdims=True)
+        sims = np.triu(v @ v.T, k=1)  # sims[i, j]: i ranked above j
+        flags = (sims >= threshold).any(axis=0)
+    else:
+        raise ValueError(dedup)
+    return np.concatenate([head[~flags], head[flags], order[pool:]])
 
 
 def locomo(data: list[dict[str, Any]], convs: range, **kw: Any) -> float:
@@ -308,6 +395,10 @@ def measures(data: dict[str, Any], **kw: Any) -> list[float]:
     return values
 
 
+def _dedup_name(mode: str, threshold: float) -> str:
+    return mode if mode == "exact" else f"{mode} >= {threshold}"
+
+
 VARIANTS: list[tuple[str, dict[str, Any]]] = [
     ("default request (main)", {}),
     # BM25 divided by what the query could attain (a memory holding each query term once,
@@ -338,10 +429,76 @@ VARIANTS: list[tuple[str, dict[str, Any]]] = [
         for w in (0.4, 0.5)
     ],
     ("context floor 0.8 + BM25 gated by cosine", {"context": "lift", "lift": 0.8, "gate": True}),
+    # near-duplicates pushed down (issue 36, "Near-duplicates pushed down"): on the default
+    # request (context floor 0.8), a memory the same as a higher-ranked one goes after the
+    # distinct memories among the first `pool`
+    *[
+        (
+            f"floor 0.8 + duplicates pushed down ({_dedup_name(mode, th)}, pool {pool})",
+            {"context": "lift", "lift": 0.8, "dedup": mode, "threshold": th, "pool": pool},
+        )
+        for mode, th, pool in [
+            ("exact", 1.0, 40),
+        ]
+    ],
+    *[
+        (
+            f"floor 0.8 + duplicates pushed down (exact, pool 40) + copies lend {lend}",
+            {"context": "lift", "lift": 0.8, "dedup": "exact", "pool": 40, "lend": lend},
+        )
+        for lend in ("once", "split", "match")
+    ],
+    *[
+        (
+            f"floor 0.8 + duplicates pushed down (cos >= {th}, pool {pool}) + copies lend {lend}",
+            {
+                "context": "lift",
+                "lift": 0.8,
+                "dedup": "cos",
+                "threshold": th,
+                "pool": pool,
+                "lend": lend,
+            },
+        )
+        for th, pool, lend in [
+            (0.95, 40, "match"),
+            (0.95, 40, "once"),
+            (0.95, 40, "split"),
+            (0.9, 40, "once"),
+            (0.9, 40, "split"),
+            (0.95, 20, "once"),
+            (0.95, 100, "once"),
+        ]
+    ],
+    *[
+        (f"floor 0.8 + copies lend {lend}", {"context": "lift", "lift": 0.8, "lend": lend})
+        for lend in ("once", "split")
+    ],
+    *[
+        (
+            f"floor 0.8 + duplicates pushed down ({_dedup_name(mode, th)}, pool {pool})",
+            {"context": "lift", "lift": 0.8, "dedup": mode, "threshold": th, "pool": pool},
+        )
+        for mode, th, pool in [
+            ("cos", 0.99, 40),
+            ("cos", 0.95, 40),
+            ("cos", 0.9, 40),
+            ("cos", 0.95, 20),
+            ("cos", 0.95, 100),
+        ]
+    ],
 ]
 
 
-CHOSEN: dict[str, Any] = {"context": "lift", "lift": 0.8}  # memex.search's default since issue 36
+# memex.search's default since issue 36: the context floor 0.8, repeated texts pushed down
+# (pool 2 x top_k + 20 = 40) and lending context from their newest copy only
+CHOSEN: dict[str, Any] = {
+    "context": "lift",
+    "lift": 0.8,
+    "dedup": "exact",
+    "pool": 40,
+    "lend": "match",
+}
 
 
 def misses(data: dict[str, Any], seed: int, **kw: Any) -> None:
@@ -370,11 +527,13 @@ def main() -> int:
     parser.add_argument(
         "--misses", type=int, metavar="SEED", help="list the chosen ranking's misses of a seed"
     )
+    parser.add_argument("--only", metavar="TEXT", help="only the variants whose name contains TEXT")
     args = parser.parse_args()
     print(f"command: python {' '.join(sys.argv)}")
     for key, value in machine_facts().items():
         print(f"{key}: {value}")
     data = fetch(args)
+    attach_contents(data, args)
     if args.misses:
         misses(data, args.misses, **CHOSEN)
         return 0
@@ -385,6 +544,8 @@ def main() -> int:
     )
     print("|---|" + "---|" * 11)
     for name, kw in VARIANTS:
+        if args.only and args.only not in name:
+            continue
         print(
             f"| {name} | " + " | ".join(f"{v:.3f}" for v in measures(data, **kw)) + " |", flush=True
         )

@@ -22,9 +22,14 @@
 --                   two equally relevant memories (an updated fact) ranks first
 --             | (alpha * relevance + (1 - alpha) * recency) * importance
 --                   when alpha is given (the memex formula)
+--   then near-duplicates are pushed down (memex._duplicates_last): among the best-scored
+--   hits (twice top_k and 20 more, at most 100, or top_k), one whose content is the same
+--   as a higher-ranked hit's (case and punctuation aside) scores just below the lowest
+--   distinct hit (when not lower already), so five copies of one line do not fill the top
+--   five; nothing is dropped (bench/RESULTS.md, "Near-duplicates pushed down")
 --
 -- With importance 1.0 (the default), mode 'vector' and an explicit alpha, this is exactly
--- the memex formula; importance 0..2 scales a memory's score. BM25 matches any query term
+-- the memex formula (near-duplicates aside); importance 0..2 scales a memory's score. BM25 matches any query term
 -- (english stemming, stop words dropped). Tenants are ranked exactly (every row scored) until they are moved
 -- into the ANN index (tenants.ann: memex.maintenance does it past
 -- settings.exact_scan_max_rows); those rank the union of the nearest (from the ANN index
@@ -97,6 +102,9 @@ declare
     v_weight   double precision := memex._setting('hybrid_vector_weight', '0.5')::double precision;
     v_exact    boolean;
     v_depth    integer;
+    -- the best-scored hits compared for near-duplicates (memex._duplicates_last): twice
+    -- top_k and 20 more, at most 100 (or top_k)
+    v_pool     integer := greatest(p_top_k, least(2 * p_top_k + 20, 100));
     v_recent   integer;
     v_gucs     text[];  -- session settings of the ANN index (memex._vector_index_settings)
     v_values   text[];
@@ -216,7 +224,7 @@ begin
         -- is the similarity itself, so the
         -- text statistics and the context window are skipped. Same formula and order as
         -- the general query below (bench/RESULTS.md, "Scale benchmark": 2.1 -> 0.8 ms).
-        return query select * from memex._successors_first(array(
+        return query select * from memex._successors_first(memex._duplicates_last(array(
         select h::memex.search_hit from (
         with inherited as materialized (
             -- exact path: each head's best similarity among the memories it superseded
@@ -265,7 +273,7 @@ begin
                 offset 0  -- evaluate similarity and recency once per row
             ) r
             order by score desc, r.created_at desc, r.id
-            limit p_top_k
+            limit v_pool
         )
         select m.id, m.agent_id, m.user_id, m.memory_type, m.content,
                m.importance::double precision as importance,
@@ -274,9 +282,10 @@ begin
                m.updated_at, m.embedding_model, m.valid_from, m.valid_to, m.superseded_at,
                m.supersedes
         from top t join memex.memories m on m.id = t.id
-        order by t.score desc, t.created_at desc, t.id) h), p_include_superseded);
+        order by t.score desc, t.created_at desc, t.id) h), p_top_k),
+            p_include_superseded);
     else
-        return query select * from memex._successors_first(array(
+        return query select * from memex._successors_first(memex._duplicates_last(array(
         select h::memex.search_hit from (
         with candidates as (
             -- best_text_rank: the highest BM25 score among the candidates (the exact path
@@ -305,6 +314,21 @@ begin
                    end as own
             from candidates c
         ),
+        lending as (
+            -- what a memory lends its neighbours: a text stored many times ("Traffic on
+            -- the way home was terrible.", said weekly) would otherwise lift the neighbours
+            -- of every copy above a fact worded apart from the question; only its newest
+            -- copy lends (copies: memories holding a query term with the same similarity
+            -- and BM25 score, i.e. the same text embedded by the same model; without a
+            -- term matched, equal similarity alone would also join distinct texts on one
+            -- vector; bench/RESULTS.md, "Near-duplicates pushed down")
+            select n.*,
+                   case when n.similarity is null or coalesce(n.text_rank, 0) = 0
+                             or row_number() over (partition by n.similarity, n.text_rank
+                                                   order by n.created_at desc, n.id) = 1
+                        then n.own else 0 end as lent
+            from normalised n
+        ),
         scored as (
             -- the window never costs a memory more than a fifth of its own relevance: an
             -- isolated strong match (no related neighbours) keeps 0.8 of it instead of
@@ -314,20 +338,20 @@ begin
             select n.id, n.importance, n.similarity, n.text_rank, n.created_at,
                    greatest(
                        (n.own
-                        + v_context * coalesce(greatest(lag(n.own) over w, lead(n.own) over w), 0)
+                        + v_context * coalesce(greatest(lag(n.lent) over w, lead(n.lent) over w), 0)
                         + v_context / 2
-                          * coalesce(greatest(lag(n.own, 2) over w, lead(n.own, 2) over w), 0))
+                          * coalesce(greatest(lag(n.lent, 2) over w, lead(n.lent, 2) over w), 0))
                        / (1 + 1.5 * v_context),
                        n.own - 0.2 * abs(n.own)) as relevance,
                    memex._recency(n.created_at, v_now, p_half_life_days) as recency
-            from normalised n
+            from lending n
             window w as (order by n.created_at, n.id)
         ),
         top as (
             select s.*, memex._score(s.relevance, s.recency, s.importance, p_alpha) as score
             from scored s
             order by score desc, s.created_at desc, s.id
-            limit p_top_k
+            limit v_pool
         )
         select m.id, m.agent_id, m.user_id, m.memory_type, m.content, m.importance, m.metadata,
                m.created_at, m.expires_at, t.similarity, t.text_rank, t.relevance, t.recency,
@@ -346,7 +370,8 @@ begin
                         m.valid_to, m.superseded_at, m.supersedes
                  from memex.memories m where m.id = t.id offset 0
              ) m
-        order by t.score desc, t.created_at desc, t.id) h), p_include_superseded);
+        order by t.score desc, t.created_at desc, t.id) h), p_top_k),
+            p_include_superseded);
     end if;
 
     for i in 1 .. coalesce(cardinality(v_gucs), 0) loop
