@@ -16,7 +16,7 @@ from psycopg.rows import dict_row
 from tests.sqlapi import search, unit
 from tests.test_recall import Topics, clustered, index_grown_tenants, load_tenant, recall
 
-DEFAULT = {"kind": "hnsw", "m": 16, "ef_construction": 64}
+DEFAULT = {"kind": "hnsw", "m": 12, "ef_construction": 64}  # m 12 since revision 0038
 
 
 def configure(conn: psycopg.Connection, kind: str | None, **params: Any) -> dict[str, Any]:
@@ -94,7 +94,7 @@ def test_migrate_records_the_default_and_configuring_it_again_is_a_no_op(
     assert setting(conn, "hnsw_ef_search") is None
     assert setting(conn, "ivfflat_probes") == 10
     assert setting(conn, "ann_recent_candidates") == 5000
-    index = [("memories_embedding_hnsw_idx", "hnsw", ["m=16", "ef_construction=64"])]
+    index = [("memories_embedding_hnsw_idx", "hnsw", ["m=12", "ef_construction=64"])]
     assert ann_indexes(conn) == index
     result = configure(conn, "hnsw")  # what a DBA's migration asking for the default does
     assert result["rebuilt"] is False
