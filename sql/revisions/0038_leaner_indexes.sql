@@ -1,17 +1,18 @@
 -- Revision 0038: fewer bytes per memory in memex.memories' indexes (issue 39: at most
 -- 3.0 kB a memory at 200,000 memories, heap and every index).
 --
--- 1. memories_tsv_idx (GIN on the tsvector) with fastupdate off. With it on (the default),
---    every insert appends its lexemes to a pending list of up to gin_pending_list_limit
---    (4 MB), merged into the tree in bulk by the insert that fills it or by vacuum; the
---    merged list's pages are kept for the next one, and the tree merged into in bulk is
---    less dense than one that takes each row's entries as it comes: 147 bytes a memory at
---    200,000 bulk-loaded memories with it on, ~105 with it off (bench/RESULTS.md, "Leaner
---    indexes"). Searches no longer scan a pending list either; each insert pays its
---    entries at once instead of in the bulk merge. ALTER INDEX ... SET (fastupdate) takes
---    a SHARE UPDATE EXCLUSIVE lock (reads and writes go on) and changes the catalog only;
---    the pending list there now is merged into the tree by gin_clean_pending_list (no
---    lock on writes), and an existing index keeps its size until rebuilt
+-- 1. memories_tsv_idx (GIN on the tsvector) with gin_pending_list_limit 256 kB instead of
+--    the server's 4 MB. An insert appends its lexemes to the index's pending list, merged
+--    into the tree in bulk by the insert that fills it (or by vacuum), and the merged
+--    list's pages stay in the index, empty, for the next one: up to 4 MB of the index
+--    (~20 bytes a memory at 200,000 memories, ~4 at 1,000,000). The tsvectors of the
+--    200,000-memory bench tenant inserted in its order into a GIN index take 124.9 bytes
+--    a memory with the default, 105.3 with 256 kB and 104.0 with fastupdate off, whose
+--    inserts took 12 times as long as the default's (256 kB: 2.3 times, ~0.04 ms a
+--    memory; bench/RESULTS.md, "Leaner indexes"). Every text search scans the whole
+--    pending list too: at most 32 pages now instead of 512. ALTER INDEX ... SET
+--    takes a SHARE UPDATE EXCLUSIVE lock (reads and writes go on) and changes the catalog
+--    only; an existing index keeps its size until rebuilt
 --    (`REINDEX INDEX CONCURRENTLY memex.memories_tsv_idx`, online; docs/scaling.md).
 --
 -- 2. The HNSW index's m from 16 to 12 (memex.configure_vector_index's default, same
@@ -32,9 +33,7 @@
 -- Revises: 0037
 -- Create Date: 2026-12-06
 
-alter index memex.memories_tsv_idx set (fastupdate = off);
-
-select pg_catalog.gin_clean_pending_list('memex.memories_tsv_idx'::regclass);
+alter index memex.memories_tsv_idx set (gin_pending_list_limit = 256);
 
 do $$
 declare
