@@ -150,6 +150,41 @@ def test_upgrade_leaves_a_big_tables_hnsw_index_to_the_operator(
         drop_database(pg_server, dsn)
 
 
+def test_a_big_tables_index_is_rebuilt_online_as_the_docs_say(
+    pg_server: EmbeddedPostgres,
+) -> None:
+    """docs/scaling.md: build the m 12 index concurrently, swap the names, and
+    memex.configure_vector_index('hnsw') finds it already there and records it."""
+    dsn = _empty_database(pg_server)
+    try:
+        _at_revision(dsn, "0037", *_insert_at(60))
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(
+                f"alter database {conn.info.dbname} set memex.hnsw_rebuild_max_rows = '50'"
+            )
+        assert migrate(dsn) == head_revision()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(
+                "create index concurrently memories_embedding_hnsw_idx_m12 on memex.memories"
+                " using hnsw (embedding halfvec_cosine_ops) with (m = 12, ef_construction = 64)"
+                " where ann"
+            )
+            with conn.transaction():
+                conn.execute("drop index memex.memories_embedding_hnsw_idx")
+                conn.execute(
+                    "alter index memex.memories_embedding_hnsw_idx_m12"
+                    " rename to memories_embedding_hnsw_idx"
+                )
+            row = conn.execute(
+                "select rebuilt, parameters from memex.configure_vector_index('hnsw')"
+            ).fetchone()
+            assert row == (False, {"kind": "hnsw", "m": 12, "ef_construction": 64})
+            assert _indexes(conn) == LEAN
+            assert _vector_index_setting(conn) == {"kind": "hnsw", "m": 12, "ef_construction": 64}
+    finally:
+        drop_database(pg_server, dsn)
+
+
 def test_upgrade_keeps_an_index_a_dba_chose(pg_server: EmbeddedPostgres) -> None:
     dsn = _empty_database(pg_server)
     try:
