@@ -272,12 +272,12 @@ as $$
         -- the score, so a weaker match marked important can outrank a better one (ranked
         -- by BM25 alone, recall@10 fell from 0.94 to 0.91 at 200,000 memories; one
         -- ranking for all terms and pairs: bench/RESULTS.md, "Big tenants"). Each is a hit
-        -- whose neighbours in time are probed: 2 p_depth of them cost ~20 % more of a
+        -- whose neighbours in time are probed: 2 p_depth of them cost 15-20 % more of a
         -- 200,000-memory tenant's default request for recall@10 0.990 -> 0.993 (prose) and
         -- 1.000 -> 1.000 (Zipf) against the exact path (bench/RESULTS.md, "The big
-        -- tenant's text hits, halved"); the fewest whose neighbours are probed are a count,
-        -- not a bound: a bound on what a hit's neighbours can reach (lending weight, their
-        -- importance up to 2) kept every hit.
+        -- tenant's text hits, halved"). A count, not a bound: a bound on what a hit's
+        -- neighbours can reach (the lending weight, their importance up to 2) kept every
+        -- hit.
         select distinct on (r.text_rank * r.importance, r.id)
                r.id, r.importance, r.created_at, r.similarity, r.tsv, r.tsv_length, r.hidden,
                r.successor,
