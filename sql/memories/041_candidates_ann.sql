@@ -9,7 +9,7 @@
 -- newest) and the memories matching the query's text best (GIN index): of those holding
 -- the rarest query terms (taken rarest first while their holders number at most a
 -- budget: 2.5 % of the tenant, at least 10 p_depth) or two of the six rarest (each pair
--- expected in at most twice the budget), the 2 p_depth of highest BM25 times importance;
+-- expected in at most twice the budget), the p_depth of highest BM25 times importance;
 -- BM25 weighs a term by its rarity, and a memory holding only commoner terms weighs
 -- little (ranking every match by ts_rank instead, blind to rarity, read every memory
 -- holding a common word and missed the best BM25 matches). Each candidate is scored once,
@@ -268,10 +268,16 @@ as $$
         ) l
     ),
     text_hits as materialized (
-        -- of those, the 2 p_depth of highest BM25 times importance: importance multiplies
+        -- of those, the p_depth of highest BM25 times importance: importance multiplies
         -- the score, so a weaker match marked important can outrank a better one (ranked
         -- by BM25 alone, recall@10 fell from 0.94 to 0.91 at 200,000 memories; one
-        -- ranking for all terms and pairs: bench/RESULTS.md, "Big tenants")
+        -- ranking for all terms and pairs: bench/RESULTS.md, "Big tenants"). Each is a hit
+        -- whose neighbours in time are probed: 2 p_depth of them cost 15-20 % more of a
+        -- 200,000-memory tenant's default request for recall@10 0.990 -> 0.993 (prose) and
+        -- 1.000 -> 1.000 (Zipf) against the exact path (bench/RESULTS.md, "The big
+        -- tenant's text hits, halved"). A count, not a bound: a bound on what a hit's
+        -- neighbours can reach (the lending weight, their importance up to 2) kept every
+        -- hit.
         select distinct on (r.text_rank * r.importance, r.id)
                r.id, r.importance, r.created_at, r.similarity, r.tsv, r.tsv_length, r.hidden,
                r.successor,
@@ -283,7 +289,7 @@ as $$
                     then r.text_rank end as text_rank
         from text_read r
         order by r.text_rank * r.importance desc nulls last, r.id
-        limit 2 * p_depth
+        limit p_depth
     ),
     contributors as materialized (
         -- the nearest and text-matching memories that a newer one superseded (hidden at
