@@ -98,8 +98,9 @@ REPLAY_LSN = "select pg_is_in_recovery(), pg_last_wal_replay_lsn()::text"
 # to a replica that has replayed past it (0: any). Set for the request by the REST
 # handler (memexdb.rest.operation_routes).
 REQUIRED_LSN: ContextVar[int] = ContextVar("memexdb_required_lsn", default=0)
-# A pg_lsn's text: two hexadecimal numbers of at most 32 bits each
-LSN_PATTERN = r"^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$"
+# A session token: a WAL position (a pg_lsn) as one hexadecimal number of at most 64 bits,
+# pg_lsn 16/B374D848 as 16B374D848 (no "/": a header value of letters and digits only)
+LSN_PATTERN = r"^[0-9A-Fa-f]{1,16}$"
 _LSN = re.compile(LSN_PATTERN)
 
 
@@ -110,8 +111,13 @@ def lsn(text: str) -> int:
 
 
 def parse_lsn(text: str) -> int | None:
-    """A session token (a pg_lsn's text) as a number; None when it is not one."""
-    return lsn(text) if _LSN.fullmatch(text) else None
+    """A session token (LSN_PATTERN) as a number; None when it is not one."""
+    return int(text, 16) if _LSN.fullmatch(text) else None
+
+
+def token(position: int) -> str:
+    """A WAL position as a session token (LSN_PATTERN)."""
+    return f"{position:X}"
 
 
 # The writes table: this many slots of 8 bytes (128 KiB), one float64 each

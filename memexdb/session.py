@@ -41,7 +41,14 @@ from memexdb.errors import (
 )
 from memexdb.llm import ChatModel
 from memexdb.replicas import CONNECT_TIMEOUT_S as REPLICA_CONNECT_S
-from memexdb.replicas import PRIMARY_LSN, REPLICA_FAILURES, REQUIRED_LSN, ReplicaRouter
+from memexdb.replicas import (
+    PRIMARY_LSN,
+    REPLICA_FAILURES,
+    REQUIRED_LSN,
+    ReplicaRouter,
+    lsn,
+    token,
+)
 
 _OPEN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 
@@ -404,7 +411,7 @@ class Session:
         except Exception as exc:
             raise _in_process(translate(exc), self.credentials) from exc
         assert row is not None
-        return str(row[0])
+        return token(lsn(row[0]))
 
     async def _limited(self, operation: str) -> bool:
         """Whether the operator rate-limits `operation` (read at most every

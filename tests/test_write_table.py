@@ -11,7 +11,7 @@ from time import monotonic
 
 import pytest
 
-from memexdb.replicas import WRITE_SLOTS, WriteTable, parse_lsn
+from memexdb.replicas import WRITE_SLOTS, WriteTable, lsn, parse_lsn, token
 
 
 @pytest.fixture
@@ -84,9 +84,10 @@ def test_the_clock_is_one_for_every_process() -> None:
     assert before < float(run.stdout) < after
 
 
-def test_session_tokens_parse_as_pg_lsn() -> None:
-    assert parse_lsn("0/0") == 0
-    assert parse_lsn("16/B374D848") == (0x16 << 32) | 0xB374D848
-    assert parse_lsn("FFFFFFFF/FFFFFFFF") == 2**64 - 1
-    for bad in ("", "16", "16/", "/1", "1/2/3", "G/1", "123456789/0", " 1/0", "1/0\n", "-1/0"):
+def test_session_tokens_are_wal_positions_in_hexadecimal() -> None:
+    assert parse_lsn("0") == 0
+    assert parse_lsn("16B374D848") == lsn("16/B374D848") == (0x16 << 32) | 0xB374D848
+    assert token(lsn("16/B374D848")) == "16B374D848"
+    assert parse_lsn("ffffffffffffffff") == parse_lsn("FFFFFFFFFFFFFFFF") == 2**64 - 1
+    for bad in ("", "16/B374D848", "1" * 17, "G", "0x1", " 1", "1\n", "-1", "1_0", "+1"):
         assert parse_lsn(bad) is None, bad

@@ -161,7 +161,7 @@ def _operation(endpoint: Endpoint, definitions: dict[str, Any]) -> dict[str, Any
                 f" {WRITE_LSN_HEADER} this client received. The read is answered by a read"
                 " replica that has replayed past it, else by the primary (docs/rest.md).",
                 "schema": {"type": "string", "pattern": LSN_PATTERN},
-                "example": "16/B374D848",
+                "example": "16B374D848",
             }
         )
     if parameters:

@@ -5,17 +5,20 @@ response model."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from memexdb.errors import InvalidArgument
+from memexdb.errors import InvalidArgument, MemexError
 from memexdb.operation import Operation
 from memexdb.replicas import REQUIRED_LSN, parse_lsn
 from memexdb.rest.endpoint import MIN_LSN_HEADER, WRITE_LSN_HEADER, Endpoint, Handler, Reply
 from memexdb.rest.parsing import body_of, json_of, memex_of, query_of
+
+log = logging.getLogger("memexdb.rest")
 
 _PATH_KEYWORDS = frozenset(
     {"examples", "minimum", "maximum", "minLength", "maxLength", "pattern", "format"}
@@ -35,7 +38,7 @@ async def required_lsn(request: Request) -> int:
         raise InvalidArgument(
             MIN_LSN_HEADER,
             f"must be a session token as a {WRITE_LSN_HEADER} header gives it"
-            " (a pg_lsn, e.g. 16/B374D848)",
+            " (a WAL position as up to 16 hexadecimal digits, e.g. 16B374D848)",
         )
     return required
 
@@ -78,7 +81,13 @@ def _handler(operation: Operation[Any, Any]) -> Handler:
         if writes:
             # an operation that writes: the token its caller's reads send back (with read
             # replicas only: without, every read is on the primary)
-            position = await memex.write_position()
+            try:
+                position = await memex.write_position()
+            except MemexError as exc:
+                # the write is done: its answer stands, without a token (the caller's
+                # reads through this host are still covered: memexdb.replicas.WriteTable)
+                log.warning("no session token for %s: %s", operation.name, exc)
+                position = None
             if position is not None:
                 response.headers[WRITE_LSN_HEADER] = position
         return response

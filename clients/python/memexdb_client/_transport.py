@@ -30,12 +30,11 @@ MIN_LSN_HEADER = "Memex-Min-LSN"
 
 
 def _lsn(token: str) -> int | None:
-    """A session token (a pg_lsn's text, 16/B374D848) as a number; None if it is not one."""
-    high, _, low = token.partition("/")
-    try:
-        return (int(high, 16) << 32) | int(low, 16)
-    except ValueError:
+    """A session token (a WAL position as up to 16 hexadecimal digits) as a number; None
+    if it is not one."""
+    if not 1 <= len(token) <= 16 or token.strip("0123456789abcdefABCDEF"):
         return None
+    return int(token, 16)
 
 
 class HTTPError(MemexError):

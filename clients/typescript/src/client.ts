@@ -236,11 +236,10 @@ function withFreshIds(name: string, body: Record<string, unknown>): boolean {
   return false;
 }
 
-/** A session token (a pg_lsn's text, `16/B374D848`) as a number; undefined if not one. */
+/** A session token (a WAL position as up to 16 hexadecimal digits) as a number;
+ * undefined if it is not one. */
 function lsn(token: string): bigint | undefined {
-  const match = /^([0-9A-Fa-f]{1,8})\/([0-9A-Fa-f]{1,8})$/.exec(token);
-  if (match === null) return undefined;
-  return (BigInt(`0x${match[1]}`) << 32n) | BigInt(`0x${match[2]}`);
+  return /^[0-9A-Fa-f]{1,16}$/.test(token) ? BigInt(`0x${token}`) : undefined;
 }
 
 export class MemexClient {

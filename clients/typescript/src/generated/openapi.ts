@@ -5442,7 +5442,7 @@ export interface operations {
             header?: {
                 /**
                  * @description Read-your-writes across service processes: the latest Memex-Write-LSN this client received. The read is answered by a read replica that has replayed past it, else by the primary (docs/rest.md).
-                 * @example 16/B374D848
+                 * @example 16B374D848
                  */
                 "Memex-Min-LSN"?: string;
             };
@@ -5877,7 +5877,7 @@ export interface operations {
             header?: {
                 /**
                  * @description Read-your-writes across service processes: the latest Memex-Write-LSN this client received. The read is answered by a read replica that has replayed past it, else by the primary (docs/rest.md).
-                 * @example 16/B374D848
+                 * @example 16B374D848
                  */
                 "Memex-Min-LSN"?: string;
             };
@@ -6156,7 +6156,7 @@ export interface operations {
             header?: {
                 /**
                  * @description Read-your-writes across service processes: the latest Memex-Write-LSN this client received. The read is answered by a read replica that has replayed past it, else by the primary (docs/rest.md).
-                 * @example 16/B374D848
+                 * @example 16B374D848
                  */
                 "Memex-Min-LSN"?: string;
             };
@@ -6263,7 +6263,7 @@ export interface operations {
             header?: {
                 /**
                  * @description Read-your-writes across service processes: the latest Memex-Write-LSN this client received. The read is answered by a read replica that has replayed past it, else by the primary (docs/rest.md).
-                 * @example 16/B374D848
+                 * @example 16B374D848
                  */
                 "Memex-Min-LSN"?: string;
             };
