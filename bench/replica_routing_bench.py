@@ -67,15 +67,18 @@ async def _round(
     return took
 
 
-async def _writes(memex: AsyncMemex, n: int, token: bool) -> list[float]:
-    took = []
+async def _writes(memex: AsyncMemex, n: int, token: bool) -> tuple[list[float], list[float]]:
+    """Each store's time (with the token's query if `token`), and the query's alone."""
+    took, queries = [], []
     for i in range(n):
         started = time.perf_counter()
         await memex.store(A, "stores", f"stored {i}")
         if token:
+            asked = time.perf_counter()
             await memex.write_position()
+            queries.append(time.perf_counter() - asked)
         took.append(time.perf_counter() - started)
-    return took
+    return took, queries
 
 
 def _per_call_us(call: Callable[[], object], n: int = 100_000) -> float:
@@ -119,7 +122,7 @@ async def _measure(args: argparse.Namespace) -> dict[str, dict[str, list[float]]
             "routed, token": (routed, False, -1),
         }
         times: dict[str, dict[str, list[float]]] = {r: {w: [] for w in ways} for r in reads}
-        times["write"] = {"store": [], "store + token": []}
+        times["write"] = {"store": [], "store + token": [], "token query": []}
         writer = shared.as_operator("bench-writer")  # its writes hold back no reader
         try:
             # a token the replica has replayed (the reads with it may go there)
@@ -141,8 +144,10 @@ async def _measure(args: argparse.Namespace) -> dict[str, dict[str, list[float]]
                         took = await _round(memex, read, args.requests, write_first, required)
                         times[name][way].append(statistics.median(took) * 1000)
                 for way, with_token in (("store", False), ("store + token", True)):
-                    took = await _writes(writer, args.requests, with_token)
+                    took, queries = await _writes(writer, args.requests, with_token)
                     times["write"][way].append(statistics.median(took) * 1000)
+                    if queries:
+                        times["write"]["token query"].append(statistics.median(queries) * 1000)
             assert routed.router is not None and shared.router is not None
             log(f"router: {routed.router.stats()}")
             log(f"shared: {shared.router.stats()}")
