@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from memexdb.embedding import BatchingEmbedder
 from memexdb.replicas import Replica, WriteTable, parse_lsn
 from memexdb.rest import create_app
 from memexdb.runtime import Runtime
+from tests.conftest import scratch_dir
 from tests.test_read_replica import Pair, pair, replayed  # noqa: F401 (the fixture)
 
 A, U = "route", "u"
@@ -473,6 +475,72 @@ async def test_the_python_client_sends_its_token_back(pair: Pair) -> None:  # no
                     assert balancer.seen[-1] == token
             finally:
                 await client.aclose()
+
+
+def test_memexdb_serve_workers_share_the_callers_writes(pair: Pair) -> None:  # noqa: F811
+    """`memexdb serve --workers 2` with the standby in MEMEX_READ_DATABASE_URLS: with
+    replay paused, a caller's reads answered by the worker that did not take its write
+    see the write (the primary answers), while another caller's reads through that
+    worker are still the standby's (behind). `X-Memex-Worker` says who answered; each
+    request opens its own connection, which the kernel hands to either worker."""
+    from tests.test_mcp_support import serve
+
+    root = scratch_dir("memexdb-ryw-workers-")
+    tenant = {"agent_id": A, "user_id": "serve"}
+
+    def count(base: str, key: str) -> tuple[str, int]:
+        r = httpx.get(f"{base}/v1/memories/count", params=tenant, headers=bearer(key), timeout=30)
+        assert r.status_code == 200, r.text
+        return r.headers["x-memex-worker"], int(r.json()["count"])
+
+    def by_worker(base: str, key: str, wanted: int) -> dict[str, list[int]]:
+        """Counts by the worker that answered, until both answered `wanted` times."""
+        seen: dict[str, list[int]] = {}
+        for _ in range(400):
+            worker, n = count(base, key)
+            seen.setdefault(worker, []).append(n)
+            if len(seen) == 2 and all(len(v) >= wanted for v in seen.values()):
+                return seen
+        raise AssertionError(f"not both workers answered: {seen}")
+
+    try:
+        with (
+            keys(pair, "writer", "other") as (writer, other),
+            serve(
+                root,
+                workers=2,
+                dsn=pair.primary,
+                MEMEX_READ_DATABASE_URLS=pair.replica,
+                MEMEX_REPLICA_MAX_LAG_SECONDS="60",
+            ) as running,
+        ):
+            base = running.base_url
+            r = httpx.post(f"{base}/v1/memories", json={**tenant, "content": "before the pause"},
+                           headers=bearer(writer), timeout=60)  # fmt: skip
+            assert r.status_code == 201, r.text
+            replayed(pair)
+            # both callers on both workers (a key's first read in a process is the primary's)
+            by_worker(base, writer, 2)
+            by_worker(base, other, 2)
+            with replay_paused(pair):
+                r = httpx.post(
+                    f"{base}/v1/memories",
+                    json={**tenant, "content": "written while the replica stands still"},
+                    headers=bearer(writer),
+                    timeout=60,
+                )
+                assert r.status_code == 201, r.text
+                took = r.headers["x-memex-worker"]
+                seen = by_worker(base, writer, 3)
+                assert set(seen) - {took}, seen
+                assert all(n == 2 for counts in seen.values() for n in counts), (took, seen)
+                # the other caller, through the worker that did not take the write: the
+                # standby's answer (so that worker does route to it)
+                others = by_worker(base, other, 3)
+                (elsewhere,) = set(others) - {took}
+                assert 1 in others[elsewhere], others
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 async def test_a_replica_killed_under_load_fails_no_request(
