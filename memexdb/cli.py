@@ -41,6 +41,7 @@ from memexdb.health import sql as health_sql
 from memexdb.keys import sql as keys_sql
 from memexdb.migrations import head_revision
 from memexdb.port_check import port_in_use
+from memexdb.replicas import WRITES_TABLE_ENV, WriteTable
 from memexdb.runtime import Attach, Database, open_database
 from memexdb.runtime.embedder import embedder_for
 from memexdb.supervisor import WORKER_HEALTHCHECK_SECONDS, watched_workers
@@ -69,6 +70,12 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             figures = metrics.new_multiprocess_dir()
             cleanup.callback(metrics.remove_multiprocess_dir, figures)
             os.environ[metrics.MULTIPROC_ENV] = figures
+            if settings.read_database_url_list:
+                # ... and share each caller's last write, so that its read on another
+                # worker than the write is not answered by a replica behind it
+                writes = WriteTable.create()
+                cleanup.callback(writes.unlink, missing_ok=True)
+                os.environ[WRITES_TABLE_ENV] = str(writes)
         if not listens_on_loopback_only(args.host) and not _has_live_keys(database.dsn):
             print(
                 f"memexdb: refusing to serve on {args.host} without API keys: anyone who "

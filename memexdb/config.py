@@ -136,6 +136,8 @@ class Settings(BaseSettings):
         description="API key that `memexdb mcp` (stdio) acts with once the database has keys",
     )
     mcp_relay_dir: Path | None = None
+    # the callers' last writes, shared by the workers (memexdb.replicas.WriteTable)
+    writes_table: Path | None = None
 
     @property
     def read_database_url_list(self) -> list[str]:

@@ -14,6 +14,7 @@ import contextlib
 import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from time import monotonic
 from typing import Any, NamedTuple, Self
 from uuid import UUID
@@ -40,7 +41,14 @@ from memexdb.errors import (
 )
 from memexdb.llm import ChatModel
 from memexdb.replicas import CONNECT_TIMEOUT_S as REPLICA_CONNECT_S
-from memexdb.replicas import REPLICA_FAILURES, ReplicaRouter
+from memexdb.replicas import (
+    PRIMARY_LSN,
+    REPLICA_FAILURES,
+    REQUIRED_LSN,
+    ReplicaRouter,
+    lsn,
+    token,
+)
 
 _OPEN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 
@@ -258,6 +266,7 @@ class Session:
         remedy: str | None = IN_PROCESS_REMEDY,
         replicas: Sequence[str] = (),
         replica_max_lag: float = 5.0,
+        writes_table: str | Path | None = None,
     ) -> Self:
         """Open a pool on a migrated database and check the embedder fits its schema.
 
@@ -268,7 +277,9 @@ class Session:
         `remedy`: what a refused call's error tells the caller to do (None: send an
         Authorization header, for a service's HTTP callers). `replicas`: DSNs of read
         replicas of `dsn` that read operations may use (memexdb.replicas), skipped
-        while down or more than `replica_max_lag` seconds behind."""
+        while down or more than `replica_max_lag` seconds behind; `writes_table`: the
+        file of the callers' last writes shared with other processes of the service
+        (memexdb.replicas.WriteTable; None: this process's own)."""
         if embedder is None:
             embedder = build_embedder("minilm")
         owns = not isinstance(embedder, BatchingEmbedder)
@@ -298,7 +309,11 @@ class Session:
             router = None
             if replicas:
                 router = await ReplicaRouter.open(
-                    dsn, replicas, max_lag_s=replica_max_lag, pool_size=max_size
+                    dsn,
+                    replicas,
+                    max_lag_s=replica_max_lag,
+                    pool_size=max_size,
+                    writes_table=writes_table,
                 )
         except BaseException as exc:
             await pool.close()
@@ -365,7 +380,9 @@ class Session:
             if await self._limited(self._reads):
                 replica = None  # a limited call counts itself: it writes
             else:
-                replica = router.pick(caller, entering=statement.entering)
+                replica = router.pick(
+                    caller, entering=statement.entering, min_lsn=REQUIRED_LSN.get()
+                )
             if replica is not None:
                 try:
                     rows = await self._fetch_once_on(replica.pool, statement)
@@ -380,6 +397,21 @@ class Session:
             return await self._fetch_on(self.pool, statement)
         finally:
             router.used_primary(caller, wrote=self._reads is None, entered=statement.entering)
+
+    async def write_position(self) -> str | None:
+        """The session token of this client's writes so far (None without read
+        replicas): the primary's WAL write position now, at or past every commit already
+        acknowledged (memexdb.replicas.PRIMARY_LSN). A read whose REQUIRED_LSN is set to
+        it goes to a replica only once that replica has replayed it."""
+        if self.router is None:
+            return None
+        try:
+            async with self.pool.connection() as conn:
+                row = await (await conn.execute(PRIMARY_LSN)).fetchone()
+        except Exception as exc:
+            raise _in_process(translate(exc), self.credentials) from exc
+        assert row is not None
+        return token(lsn(row[0]))
 
     async def _limited(self, operation: str) -> bool:
         """Whether the operator rate-limits `operation` (read at most every

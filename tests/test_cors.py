@@ -109,7 +109,7 @@ def test_preflight_of_a_listed_origin(setup: Setup) -> None:
         methods = {m.strip() for m in headers["access-control-allow-methods"].split(",")}
         assert methods == set(cors.METHODS)
         allowed = {h.strip().lower() for h in headers["access-control-allow-headers"].split(",")}
-        assert {"authorization", "content-type"} <= allowed
+        assert {"authorization", "content-type", "memex-min-lsn"} <= allowed
         assert headers["access-control-max-age"] == str(cors.MAX_AGE)
         assert "access-control-allow-credentials" not in headers
         assert "origin" in headers.get("vary", "").lower()
@@ -159,7 +159,7 @@ def test_actual_requests_of_a_listed_origin(setup: Setup) -> None:
     exposed = {
         h.strip().lower() for h in stored.headers["access-control-expose-headers"].split(",")
     }
-    assert {"retry-after", "x-request-id"} <= exposed
+    assert {"retry-after", "x-request-id", "memex-write-lsn"} <= exposed
     # errors are readable by the page too (401, 422)
     for answer in (
         httpx.get(

@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from time import monotonic
+from typing import Any
 
 import httpx
 import psycopg
@@ -21,9 +23,10 @@ import pytest
 from memexdb.client import AsyncMemex
 from memexdb.config import Settings
 from memexdb.embedding import BatchingEmbedder
-from memexdb.replicas import Replica
+from memexdb.replicas import Replica, WriteTable, parse_lsn
 from memexdb.rest import create_app
 from memexdb.runtime import Runtime
+from tests.conftest import scratch_dir
 from tests.test_read_replica import Pair, pair, replayed  # noqa: F401 (the fixture)
 
 A, U = "route", "u"
@@ -238,6 +241,306 @@ async def test_rate_limits_and_last_used_at_stay_on_the_primary(
             conn.execute("delete from memex.settings where name = 'rate_limit_search_per_minute'")
             conn.execute("delete from memex.api_keys where id = %s", (key_id,))
         replayed(pair)
+
+
+@contextlib.asynccontextmanager
+async def service(
+    servers: Pair, **settings: Any
+) -> AsyncIterator[tuple[httpx.AsyncClient, AsyncMemex]]:
+    """One service process's REST app (as `memexdb serve` builds a worker's, with the
+    replica in MEMEX_READ_DATABASE_URLS and a large lag bound), an HTTP client on it and
+    its AsyncMemex."""
+    configured = Settings(
+        database_url=servers.primary,
+        read_database_urls=servers.replica,
+        replica_max_lag_seconds=60,
+        maintenance_interval_seconds=0,
+        embed_poll_seconds=0,
+        condense_enabled=False,
+        **settings,
+    )
+    opened: list[Runtime] = []
+
+    @contextlib.asynccontextmanager
+    async def connect() -> AsyncIterator[AsyncMemex]:
+        async with Runtime.open(configured, servers.primary, jobs=[]) as runtime:
+            opened.append(runtime)
+            yield runtime.memex
+
+    app = create_app(connect)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://x") as http,
+    ):
+        yield http, opened[0].memex
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@contextlib.contextmanager
+def keys(servers: Pair, *names: str) -> Iterator[list[str]]:
+    """Write keys of agent A, one per name (distinct callers), replayed on the standby."""
+    with psycopg.connect(servers.primary, autocommit=True) as conn:
+        rows = [
+            conn.execute("select token, id from memex.create_key('write', %s)", (A,)).fetchone()
+            for _ in names
+        ]
+    assert all(rows)
+    replayed(servers)
+    try:
+        yield [row[0] for row in rows if row]
+    finally:
+        with psycopg.connect(servers.primary, autocommit=True) as conn:
+            for row in rows:
+                if row:
+                    conn.execute("delete from memex.api_keys where id = %s", (row[1],))
+        replayed(servers)
+
+
+async def count_on_the_replica(
+    http: httpx.AsyncClient, memex: AsyncMemex, tenant: dict[str, str], headers: dict[str, str]
+) -> int:
+    """GET /v1/memories/count until the replica answers it (bounded): its answer."""
+    replica = the_replica(memex)
+    for _ in range(200):
+        served = replica.served
+        r = await http.get("/v1/memories/count", params=tenant, headers=headers)
+        assert r.status_code == 200, r.text
+        if replica.served > served:
+            return int(r.json()["count"])
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the replica answered no read: {memex.router and memex.router.stats()}")
+
+
+@contextlib.contextmanager
+def replay_paused(servers: Pair) -> Iterator[None]:
+    with psycopg.connect(servers.replica, autocommit=True) as conn:
+        conn.execute("select pg_wal_replay_pause()")
+    try:
+        yield
+    finally:
+        with psycopg.connect(servers.replica, autocommit=True) as conn:
+            conn.execute("select pg_wal_replay_resume()")
+        replayed(servers)
+
+
+async def test_a_write_through_one_worker_is_read_through_another(pair: Pair) -> None:  # noqa: F811
+    """Two workers of one service (`memexdb serve --workers 2` shares MEMEX_WRITES_TABLE
+    between them): a write through worker A, then the same caller's reads through worker
+    B, which did not see the write, go to the primary while the replica stands still;
+    another caller's reads through B still go to the replica (the lag bound is large)."""
+    table = WriteTable.create()
+    try:
+        with keys(pair, "writer", "other") as (writer, other):
+            async with (
+                service(pair, writes_table=table) as (a, _),
+                service(pair, writes_table=table) as (b, memex_b),
+            ):
+                tenant = {"agent_id": A, "user_id": "workers"}
+                r = await a.post(
+                    "/v1/memories",
+                    json={**tenant, "content": "before the pause"},
+                    headers=bearer(writer),
+                )
+                assert r.status_code == 201, r.text
+                # both callers' reads through B reach the replica first
+                assert await count_on_the_replica(b, memex_b, tenant, bearer(writer)) == 1
+                assert await count_on_the_replica(b, memex_b, tenant, bearer(other)) == 1
+                replica = the_replica(memex_b)
+                with replay_paused(pair):
+                    r = await a.post(
+                        "/v1/memories",
+                        json={**tenant, "content": "written while the replica stands still"},
+                        headers=bearer(writer),
+                    )
+                    assert r.status_code == 201, r.text
+                    served = replica.served
+                    for _ in range(5):  # after several polls of B's monitor too
+                        r = await b.get("/v1/memories/count", params=tenant, headers=bearer(writer))
+                        assert r.json()["count"] == 2, "worker B's read missed A's write"
+                        await asyncio.sleep(0.1)
+                    assert replica.served == served  # the primary answered them
+                    assert replica.up
+                    # another caller: still the replica (behind)
+                    assert await count_on_the_replica(b, memex_b, tenant, bearer(other)) == 1
+    finally:
+        table.unlink(missing_ok=True)
+
+
+async def test_a_session_token_carries_a_write_to_another_service(pair: Pair) -> None:  # noqa: F811
+    """Two service processes that share nothing (several hosts): the answer to a write
+    carries Memex-Write-LSN; a read sending it back as Memex-Min-LSN is answered by a
+    replica that has replayed past it, else by the primary. Without it the other service
+    answers from the replica standing still (what read-your-writes alone cannot see)."""
+    with keys(pair, "writer") as (writer,):
+        async with service(pair) as (a, _), service(pair) as (b, memex_b):
+            tenant = {"agent_id": A, "user_id": "token"}
+            r = await a.post(
+                "/v1/memories",
+                json={**tenant, "content": "before the pause"},
+                headers=bearer(writer),
+            )
+            assert r.status_code == 201, r.text
+            assert parse_lsn(r.headers["Memex-Write-LSN"]) is not None
+            assert await count_on_the_replica(b, memex_b, tenant, bearer(writer)) == 1
+            replica = the_replica(memex_b)
+            with replay_paused(pair):
+                r = await a.post(
+                    "/v1/memories",
+                    json={**tenant, "content": "written while the replica stands still"},
+                    headers=bearer(writer),
+                )
+                token = r.headers["Memex-Write-LSN"]
+                r = await a.get("/v1/memories/count", params=tenant, headers=bearer(writer))
+                assert "Memex-Write-LSN" not in r.headers  # a read answers none
+                # B knows nothing of the write: without the token, the replica answers
+                assert await count_on_the_replica(b, memex_b, tenant, bearer(writer)) == 1
+                with_token = {**bearer(writer), "Memex-Min-LSN": token}
+                served = replica.served
+                for _ in range(5):
+                    r = await b.get("/v1/memories/count", params=tenant, headers=with_token)
+                    assert r.json()["count"] == 2, "the read with the token missed the write"
+                    r = await b.post(
+                        "/v1/memories/search",
+                        json={**tenant, "query": "stands still"},
+                        headers=with_token,
+                    )
+                    assert "stands still" in r.json()["results"][0]["content"]
+                    await asyncio.sleep(0.1)
+                assert replica.served == served
+                for bad in ("16/B374D848", "x1", "1" * 17, "0x10", "1 ; drop"):
+                    r = await b.get(
+                        "/v1/memories/count",
+                        params=tenant,
+                        headers={**bearer(writer), "Memex-Min-LSN": bad},
+                    )
+                    assert r.status_code == 422, (bad, r.text)
+                    assert r.json()["error"]["fields"][0]["field"] == "Memex-Min-LSN"
+            # replayed: the replica answers the token's reads again
+            assert await count_on_the_replica(b, memex_b, tenant, with_token) == 2
+
+
+class Alternating(httpx.AsyncBaseTransport):
+    """A load balancer over two services: each request goes to the next one."""
+
+    def __init__(self, *apps: httpx.AsyncClient) -> None:
+        self.apps, self.sent = apps, 0
+        self.seen: list[str | None] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        app = self.apps[self.sent % len(self.apps)]
+        self.sent += 1
+        self.seen.append(request.headers.get("Memex-Min-LSN"))
+        response = await app.send(
+            app.build_request(
+                request.method,
+                request.url.path,
+                params=request.url.params,
+                headers=request.headers,
+                content=request.content,
+            )
+        )
+        return httpx.Response(
+            response.status_code, headers=response.headers, content=response.content
+        )
+
+
+async def test_the_python_client_sends_its_token_back(pair: Pair) -> None:  # noqa: F811
+    """memexdb_client over two services that share nothing, its requests alternating
+    between them: a read through the service that did not take the write sees it."""
+    from memexdb_client import AsyncMemexClient
+
+    with keys(pair, "client") as (key,):
+        async with service(pair) as (a, _), service(pair) as (b, memex_b):
+            balancer = Alternating(a, b)
+            client = AsyncMemexClient("http://x", key, transport=balancer)
+            try:
+                await client.store(A, "client", "before the pause")  # through A
+                assert client.session_token is not None
+                assert (
+                    await count_on_the_replica(
+                        b, memex_b, {"agent_id": A, "user_id": "client"}, bearer(key)
+                    )
+                    == 1
+                )
+                with replay_paused(pair):
+                    balancer.sent = 0
+                    await client.store(A, "client", "written while the replica stands still")
+                    token = client.session_token
+                    served = the_replica(memex_b).served
+                    assert await client.count(A, "client") == 2  # through B
+                    assert the_replica(memex_b).served == served
+                    assert balancer.seen[-1] == token
+            finally:
+                await client.aclose()
+
+
+def test_memexdb_serve_workers_share_the_callers_writes(pair: Pair) -> None:  # noqa: F811
+    """`memexdb serve --workers 2` with the standby in MEMEX_READ_DATABASE_URLS: with
+    replay paused, a caller's reads answered by the worker that did not take its write
+    see the write (the primary answers), while another caller's reads through that
+    worker are still the standby's (behind). `X-Memex-Worker` says who answered; each
+    request opens its own connection, which the kernel hands to either worker."""
+    from tests.test_mcp_support import serve
+
+    root = scratch_dir("memexdb-ryw-workers-")
+    tenant = {"agent_id": A, "user_id": "serve"}
+
+    def count(base: str, key: str) -> tuple[str, int]:
+        r = httpx.get(f"{base}/v1/memories/count", params=tenant, headers=bearer(key), timeout=30)
+        assert r.status_code == 200, r.text
+        return r.headers["x-memex-worker"], int(r.json()["count"])
+
+    def by_worker(base: str, key: str, wanted: int) -> dict[str, list[int]]:
+        """Counts by the worker that answered, until both answered `wanted` times."""
+        seen: dict[str, list[int]] = {}
+        for _ in range(400):
+            worker, n = count(base, key)
+            seen.setdefault(worker, []).append(n)
+            if len(seen) == 2 and all(len(v) >= wanted for v in seen.values()):
+                return seen
+        raise AssertionError(f"not both workers answered: {seen}")
+
+    try:
+        with (
+            keys(pair, "writer", "other") as (writer, other),
+            serve(
+                root,
+                workers=2,
+                dsn=pair.primary,
+                MEMEX_READ_DATABASE_URLS=pair.replica,
+                MEMEX_REPLICA_MAX_LAG_SECONDS="60",
+            ) as running,
+        ):
+            base = running.base_url
+            r = httpx.post(f"{base}/v1/memories", json={**tenant, "content": "before the pause"},
+                           headers=bearer(writer), timeout=60)  # fmt: skip
+            assert r.status_code == 201, r.text
+            replayed(pair)
+            # both callers on both workers (a key's first read in a process is the primary's)
+            by_worker(base, writer, 2)
+            by_worker(base, other, 2)
+            with replay_paused(pair):
+                r = httpx.post(
+                    f"{base}/v1/memories",
+                    json={**tenant, "content": "written while the replica stands still"},
+                    headers=bearer(writer),
+                    timeout=60,
+                )
+                assert r.status_code == 201, r.text
+                took = r.headers["x-memex-worker"]
+                seen = by_worker(base, writer, 3)
+                assert set(seen) - {took}, seen
+                assert all(n == 2 for counts in seen.values() for n in counts), (took, seen)
+                # the other caller, through the worker that did not take the write: the
+                # standby's answer (so that worker does route to it)
+                others = by_worker(base, other, 3)
+                (elsewhere,) = set(others) - {took}
+                assert 1 in others[elsewhere], others
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 async def test_a_replica_killed_under_load_fails_no_request(

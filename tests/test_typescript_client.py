@@ -224,6 +224,7 @@ def test_node_suite_against_the_service(
         "test/errors.test.mjs",
         "test/retry.test.mjs",
         "test/service.test.mjs",
+        "test/session.test.mjs",
     ]
     output = run([node, "--test", *suites], PACKAGE, env)
     assert re.search(r"^# fail 0$", output, flags=re.M), output[-8000:]

@@ -23,14 +23,16 @@ from collections.abc import Sequence
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memexdb.rest.endpoint import MIN_LSN_HEADER, WRITE_LSN_HEADER
 from memexdb.rest.errors import error_response
 from memexdb.rest.observe import REQUEST_ID_HEADER
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
-HEADERS = ("Authorization", "Content-Type", "X-Request-Id")
+HEADERS = ("Authorization", "Content-Type", "X-Request-Id", MIN_LSN_HEADER)
 # what a client may read of an answer besides the CORS-safelisted headers (retries honour
-# Retry-After; the request id is what a person quotes)
-EXPOSED = ("Retry-After", REQUEST_ID_HEADER.decode())
+# Retry-After; the request id is what a person quotes; the session token is what the
+# client sends back as Memex-Min-LSN)
+EXPOSED = ("Retry-After", REQUEST_ID_HEADER.decode(), WRITE_LSN_HEADER)
 MAX_AGE = 600  # seconds a browser may reuse a preflight's answer
 # The API: its operations, health and its document; not the console, /docs or /metrics.
 PREFIXES = ("/v1/", "/health", "/openapi.json")

@@ -17,8 +17,9 @@ from memexdb import __version__
 from memexdb.embeddings.models import served_model
 from memexdb.error_models import ErrorResponse, OpenAIErrorResponse
 from memexdb.operation import Domain
+from memexdb.replicas import LSN_PATTERN
 from memexdb.rest import ui
-from memexdb.rest.endpoint import Endpoint, Reply
+from memexdb.rest.endpoint import MIN_LSN_HEADER, WRITE_LSN_HEADER, Endpoint, Reply
 from memexdb.rest.errors import OPENAI_PATHS
 
 _REF = "#/components/schemas/{model}"
@@ -150,6 +151,19 @@ def _operation(endpoint: Endpoint, definitions: dict[str, Any]) -> dict[str, Any
                 parameters.append(parameter)
             else:
                 parameters.append(_with_example({**parameter, "schema": prop}, prop))
+    if endpoint.min_lsn:
+        parameters.append(
+            {
+                "name": MIN_LSN_HEADER,
+                "in": "header",
+                "required": False,
+                "description": "Read-your-writes across service processes: the latest"
+                f" {WRITE_LSN_HEADER} this client received. The read is answered by a read"
+                " replica that has replayed past it, else by the primary (docs/rest.md).",
+                "schema": {"type": "string", "pattern": LSN_PATTERN},
+                "example": "16B374D848",
+            }
+        )
     if parameters:
         operation["parameters"] = parameters
     replies = [endpoint.ok, *endpoint.errors]
@@ -171,6 +185,15 @@ def _operation(endpoint: Endpoint, definitions: dict[str, Any]) -> dict[str, Any
         replies += [e for e in COMMON_ERRORS if e.status not in {r.status for r in replies}]
     errors = OpenAIErrorResponse if endpoint.path in OPENAI_PATHS else ErrorResponse
     operation["responses"] = {str(r.status): _reply(r, errors) for r in replies}
+    if endpoint.write_lsn:
+        operation["responses"][str(endpoint.ok.status)]["headers"] = {
+            WRITE_LSN_HEADER: {
+                "description": "With read replicas (MEMEX_READ_DATABASE_URLS): the primary's"
+                " WAL position after this call, a session token to send as"
+                f" {MIN_LSN_HEADER} on later reads (docs/rest.md)",
+                "schema": {"type": "string", "pattern": LSN_PATTERN},
+            }
+        }
     if not endpoint.open:
         # a key, or none on a loopback service whose database has no keys yet
         operation["security"] = [{"bearer": []}, {}]

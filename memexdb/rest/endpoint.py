@@ -17,6 +17,13 @@ __all__ = ["Endpoint", "Handler", "Reply"]
 
 Handler = Callable[[Request], Awaitable[Response]]
 
+# The session token of read-your-writes across processes (memexdb.replicas): the answer
+# to an operation that may write carries the primary's WAL position after it (with read
+# replicas), and a read that sends it back is answered by a replica that has replayed it
+# or by the primary.
+WRITE_LSN_HEADER = "Memex-Write-LSN"
+MIN_LSN_HEADER = "Memex-Min-LSN"
+
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: the OpenAPI document is cached
 class Endpoint:
@@ -42,6 +49,9 @@ class Endpoint:
     # tag (its domain); required, so that no endpoint is left unnamed or untagged.
     operation_id: str = field(kw_only=True)
     tag: Domain = field(kw_only=True)
+    # It reads the Memex-Min-LSN request header / may answer a Memex-Write-LSN header.
+    min_lsn: bool = field(default=False, kw_only=True)
+    write_lsn: bool = field(default=False, kw_only=True)
 
     @property
     def openapi_path(self) -> str:

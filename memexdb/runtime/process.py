@@ -85,6 +85,7 @@ class Runtime:
                 open_timeout=timeout,
                 replicas=settings.read_database_url_list,
                 replica_max_lag=settings.replica_max_lag_seconds,
+                writes_table=settings.writes_table,
             )
         )
         chosen = default_jobs(settings) if jobs is None else jobs

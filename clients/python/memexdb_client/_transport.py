@@ -23,6 +23,18 @@ from memexdb_client.errors import (
 )
 
 RETRY_STATUSES = frozenset({429, 503})
+# Read-your-writes across a service's processes and hosts (docs/rest.md): the answer to a
+# write carries a session token, which every later request of the client sends back.
+WRITE_LSN_HEADER = "Memex-Write-LSN"
+MIN_LSN_HEADER = "Memex-Min-LSN"
+
+
+def _lsn(token: str) -> int | None:
+    """A session token (a WAL position as up to 16 hexadecimal digits) as a number; None
+    if it is not one."""
+    if not 1 <= len(token) <= 16 or token.strip("0123456789abcdefABCDEF"):
+        return None
+    return int(token, 16)
 
 
 class HTTPError(MemexError):
@@ -125,6 +137,8 @@ class AsyncTransport:
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self.retries = retries
+        # the latest session token the service gave this client (Memex-Write-LSN)
+        self.session_token: str | None = None
         self.base_url = base_url.rstrip("/")
         self.http = httpx.AsyncClient(
             base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
@@ -148,6 +162,8 @@ class AsyncTransport:
         (`content`) is read once: such a request is sent once, never retried."""
         started = time.monotonic()
         attempt = 0
+        if self.session_token is not None:
+            headers = {MIN_LSN_HEADER: self.session_token, **(headers or {})}
         while True:
             request = self.http.build_request(
                 method,
@@ -171,6 +187,7 @@ class AsyncTransport:
                 raise self.unavailable(exc) from exc
             if response is not None:
                 if response.status_code < 400:
+                    self._keep_token(response.headers.get(WRITE_LSN_HEADER))
                     return response
                 if response.status_code not in RETRY_STATUSES:
                     if stream:
@@ -192,6 +209,14 @@ class AsyncTransport:
                 assert failure is not None
                 raise self.unavailable(failure) from failure
             await asyncio.sleep(wait)
+
+    def _keep_token(self, token: str | None) -> None:
+        """Keep `token` if it is later than the one kept (answers can arrive out of order)."""
+        if token is None or (position := _lsn(token)) is None:
+            return
+        kept = None if self.session_token is None else _lsn(self.session_token)
+        if kept is None or position > kept:
+            self.session_token = token
 
     def unavailable(self, failure: httpx.TransportError) -> Unavailable:
         """The typed error of a request that got no answer (`failure`: httpx's)."""

@@ -131,7 +131,11 @@ class AsyncMemexClient:
     `base_url`: the service (e.g. http://127.0.0.1:8000); `api_key`: sent as a bearer
     token; `timeout`: seconds (or an httpx.Timeout) per request; `retries`: tries in all
     on 429 and 503 (an int) or a Retries. One keep-alive connection pool per client:
-    close it (`await client.aclose()` or `async with`)."""
+    close it (`await client.aclose()` or `async with`).
+
+    Read-your-writes: the client keeps the latest session token the service answered
+    (Memex-Write-LSN, with read replicas) and sends it on every request (Memex-Min-LSN),
+    so its reads see its writes whichever process or host answers (docs/rest.md)."""
 
     def __init__(
         self,
@@ -153,6 +157,11 @@ class AsyncMemexClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+    @property
+    def session_token(self) -> str | None:
+        """The latest Memex-Write-LSN the service answered this client (None: none yet)."""
+        return self._http.session_token
 
     # --- the one request path ---
 
@@ -901,6 +910,11 @@ class MemexClient:
 
     def __enter__(self) -> MemexClient:
         return self
+
+    @property
+    def session_token(self) -> str | None:
+        """The latest Memex-Write-LSN the service answered this client (None: none yet)."""
+        return self._async.session_token
 
     def __exit__(self, *exc: object) -> None:
         self.close()

@@ -236,6 +236,12 @@ function withFreshIds(name: string, body: Record<string, unknown>): boolean {
   return false;
 }
 
+/** A session token (a WAL position as up to 16 hexadecimal digits) as a number;
+ * undefined if it is not one. */
+function lsn(token: string): bigint | undefined {
+  return /^[0-9A-Fa-f]{1,16}$/.test(token) ? BigInt(`0x${token}`) : undefined;
+}
+
 export class MemexClient {
   readonly baseUrl: string;
   readonly #apiKey: string | undefined;
@@ -246,6 +252,7 @@ export class MemexClient {
   readonly #headers: Record<string, string>;
   readonly #fetch: typeof fetch;
   readonly #slots: Slots;
+  #sessionToken: string | undefined;
 
   constructor(options: ClientOptions) {
     if (!options || !options.baseUrl) throw new TypeError("MemexClient needs a baseUrl");
@@ -264,6 +271,21 @@ export class MemexClient {
       throw new TypeError("maxConcurrent must be a positive integer");
     }
     this.#slots = new Slots(concurrent);
+  }
+
+  /** The latest session token the service answered this client (its `Memex-Write-LSN`
+   * header, with read replicas), sent back on every request as `Memex-Min-LSN` so that
+   * the client's reads see its writes whichever service process answers (docs/rest.md). */
+  get sessionToken(): string | undefined {
+    return this.#sessionToken;
+  }
+
+  #keepToken(token: string | null): void {
+    if (token === null) return;
+    const position = lsn(token);
+    if (position === undefined) return;
+    const kept = this.#sessionToken === undefined ? undefined : lsn(this.#sessionToken);
+    if (kept === undefined || position > kept) this.#sessionToken = token; // answers can cross
   }
 
   /** Call operation `name` with `request` (what every typed method does). */
@@ -431,6 +453,7 @@ export class MemexClient {
       ...this.#headers,
     };
     if (this.#apiKey) headers.authorization = `Bearer ${this.#apiKey}`;
+    if (this.#sessionToken !== undefined) headers["memex-min-lsn"] = this.#sessionToken;
     if (raw.body !== undefined) headers["content-type"] = "application/json";
     if (raw.contentType !== undefined) headers["content-type"] = raw.contentType;
     const done = (): void => {
@@ -469,6 +492,7 @@ export class MemexClient {
         const text = await response.text();
         throw errorFromResponse(response.status, text, response.headers.get("retry-after"));
       }
+      this.#keepToken(response.headers.get("memex-write-lsn"));
       if (bounded) {
         // read the body within the timeout, then hand it on
         const body = await response.arrayBuffer();

@@ -3331,6 +3331,8 @@ export interface operations {
             /** @description The whole configuration after the change */
             200: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3425,6 +3427,8 @@ export interface operations {
             /** @description The runs (plans when dry_run), and a tenant's steps skipped while another runner held it */
             200: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3597,6 +3601,8 @@ export interface operations {
             /** @description The restore run. The restore sticks: the memories it brought back are not condensed again (nor counted towards the threshold) until a memory newer than the restore arrives for the tenant, or an operator forces a run (`force`). */
             200: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3783,6 +3789,8 @@ export interface operations {
             /** @description Whether it is paused now */
             200: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3963,6 +3971,8 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4052,6 +4062,8 @@ export interface operations {
             /** @description Revoked */
             200: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4153,6 +4165,8 @@ export interface operations {
             /** @description One unit vector per text, in input order */
             200: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4425,6 +4439,8 @@ export interface operations {
             /** @description The file at its new revision */
             200: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4526,6 +4542,8 @@ export interface operations {
             /** @description The file as it was; `revision` is the delete's */
             200: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4631,6 +4649,8 @@ export interface operations {
             /** @description The file at its new revision */
             200: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4934,6 +4954,8 @@ export interface operations {
             /** @description The file at its new revision */
             200: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5223,6 +5245,8 @@ export interface operations {
             /** @description The block and its sources */
             200: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5415,7 +5439,13 @@ export interface operations {
                 /** @example false */
                 include_archived?: boolean;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Read-your-writes across service processes: the latest Memex-Write-LSN this client received. The read is answered by a read replica that has replayed past it, else by the primary (docs/rest.md).
+                 * @example 16B374D848
+                 */
+                "Memex-Min-LSN"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5509,6 +5539,8 @@ export interface operations {
             /** @description Stored (or, for a repeat of the same memory with its id, the memory stored before) */
             201: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5626,6 +5658,8 @@ export interface operations {
             /** @description The memories written (the upserts, in input order; deletes answer nothing) */
             200: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5738,6 +5772,8 @@ export interface operations {
             /** @description Stored, in input order (a repeat of the same memories with their ids: those stored before) */
             201: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5838,7 +5874,13 @@ export interface operations {
                 memory_type?: ("episodic" | "semantic" | "procedural") | null;
                 metadata?: string;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Read-your-writes across service processes: the latest Memex-Write-LSN this client received. The read is answered by a read replica that has replayed past it, else by the primary (docs/rest.md).
+                 * @example 16B374D848
+                 */
+                "Memex-Min-LSN"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5937,6 +5979,8 @@ export interface operations {
             /** @description How many memories had their expiry set (ids the tenant has not are skipped) */
             200: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6033,6 +6077,8 @@ export interface operations {
             /** @description The memories found, in the order of the ids (ids the tenant has not are left out) */
             200: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6107,7 +6153,13 @@ export interface operations {
     search: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Read-your-writes across service processes: the latest Memex-Write-LSN this client received. The read is answered by a read replica that has replayed past it, else by the primary (docs/rest.md).
+                 * @example 16B374D848
+                 */
+                "Memex-Min-LSN"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6208,7 +6260,13 @@ export interface operations {
                 /** @example 2100-01-01T00:00:00Z */
                 as_of?: string | null;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Read-your-writes across service processes: the latest Memex-Write-LSN this client received. The read is answered by a read replica that has replayed past it, else by the primary (docs/rest.md).
+                 * @example 16B374D848
+                 */
+                "Memex-Min-LSN"?: string;
+            };
             path: {
                 /** @example 0b8e2f4a-6c1d-4e7f-9a3b-5d2c8e1f0a47 */
                 memory_id: string;
@@ -6311,6 +6369,8 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6415,6 +6475,8 @@ export interface operations {
             /** @description The memory as changed */
             200: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6530,6 +6592,8 @@ export interface operations {
             /** @description The memory as reverted */
             200: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6832,6 +6896,8 @@ export interface operations {
             /** @description Which path ran, what was written, what was decided per fact and what was refused */
             200: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6926,6 +6992,8 @@ export interface operations {
             /** @description Passages best first, and the answer if asked for */
             200: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7020,6 +7088,8 @@ export interface operations {
             /** @description Rows deleted per table */
             200: {
                 headers: {
+                    /** @description With read replicas (MEMEX_READ_DATABASE_URLS): the primary's WAL position after this call, a session token to send as Memex-Min-LSN on later reads (docs/rest.md) */
+                    "Memex-Write-LSN"?: string;
                     [name: string]: unknown;
                 };
                 content: {
