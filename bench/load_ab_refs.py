@@ -18,7 +18,10 @@ request embeds one). Only one service is loaded at a time; the others sit idle.
 
 Prints, per ref and run, the median over rounds of req/s, p50, p99, failures and the CPU
 per request of the service, Postgres and the load generator, each ref's ratio to the
-first ref's median and the load average; writes every round to bench/out/load_ab_refs-*.json.
+first ref's median, the load average, and the requests per second the machine's cores
+would serve at the run's CPU per request (cores / (service + Postgres + load generator
+CPU ms per request): derived, not measured, but less at the mercy of what else runs on a
+shared machine than req/s); writes every round to bench/out/load_ab_refs-*.json.
 With --function-stats, each database times every memex.* function call (track_functions)
 and a second table gives, per ref, the transactions and the costliest functions per
 request (one request calls memex.search or memex.store once).
@@ -214,6 +217,14 @@ def function_table(trees: list[Tree], before: dict[str, Any], after: dict[str, A
     return "\n".join(lines)
 
 
+def capacity(cpu_ms: dict[str, float]) -> float:
+    """The requests per second this machine's cores would serve if the service, Postgres
+    and the load generator had them to themselves: cores / their CPU per request. Derived,
+    not measured: on a shared machine it is what the run's own CPU use says."""
+    used = sum(cpu_ms.get(label, 0.0) for label in ("service", "postgres", "load generator"))
+    return (os.cpu_count() or 1) * 1000 / used if used else float("nan")
+
+
 def summary(rounds: list[dict[str, Any]], trees: list[Tree], runs: list[str]) -> str:
     def med(values: list[float]) -> float:
         return statistics.median(values) if values else float("nan")
@@ -221,8 +232,8 @@ def summary(rounds: list[dict[str, Any]], trees: list[Tree], runs: list[str]) ->
     lines = [
         "| ref | run | rounds | req/s (median) | req/s each round | vs first ref | p50 ms"
         " | p99 ms | service CPU ms/req | postgres CPU ms/req | load gen. CPU ms/req"
-        " | rest of machine (cores) | load 1m | failures |",
-        "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|",
+        " | CPU-bound req/s (derived) | rest of machine (cores) | load 1m | failures |",
+        "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     base: dict[str, float] = {}
     for tree in trees:
@@ -242,6 +253,7 @@ def summary(rounds: list[dict[str, Any]], trees: list[Tree], runs: list[str]) ->
                 f" | {med([c.get('service', 0.0) for c in cpu]):.2f}"
                 f" | {med([c.get('postgres', 0.0) for c in cpu]):.2f}"
                 f" | {med([c.get('load generator', 0.0) for c in cpu]):.2f}"
+                f" | {med([capacity(c) for c in cpu]):.0f}"
                 f" | {med([r['cores']['rest of machine'] for r in rs]):.2f}"
                 f" | {loads} | {sum(r['failures'] for r in rs)} |"
             )
@@ -296,6 +308,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rng = random.Random(args.seed)
     specs = run_specs(args)
     rounds: list[dict[str, Any]] = []
+    stats_before: dict[str, Any] = {}
+    stats_after: dict[str, Any] = {}
     scratch = Path(tempfile.mkdtemp(prefix="memexdb-ab-refs-", dir="/var/tmp"))
     try:
         trees = []
@@ -306,6 +320,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             log(f"{ref}: {tree.commit} in {tree.path}")
         with embedded_server("ab-refs") as server:
             workdir = server.data_dir.parent
+            # every ref's service stays up with its pools (2 workers x 10 connections, and
+            # their jobs'): more than the embedded server's 100 connections for 4 refs
+            with psycopg.connect(server.dsn, autocommit=True) as conn:
+                wanted = max(100, 40 + 16 * args.workers * len(trees))
+                conn.execute(f"alter system set max_connections = {wanted}")
+            server.stop()
+            server.start()
             for i, tree in enumerate(trees):
                 with psycopg.connect(server.dsn, autocommit=True) as conn:
                     conn.execute(f"create database ab_{i}")
@@ -322,7 +343,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     seconds = seed(svc.url, rng)
                     log(f"{tree.ref}: serving at {svc.url}, seeded in {seconds:.1f} s")
                     services[tree.ref] = svc
-                stats_before = {tree.ref: function_stats(tree.dsn) for tree in trees}
+                if args.function_stats:
+                    stats_before = {tree.ref: function_stats(tree.dsn) for tree in trees}
                 for n in range(args.rounds):
                     order = trees[n % len(trees) :] + trees[: n % len(trees)]
                     for tree in order:
@@ -352,7 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                     "loadavg_1m": result.loadavg_1m,
                                 }
                             )
-                stats_after = {tree.ref: function_stats(tree.dsn) for tree in trees}
+                if args.function_stats:
+                    stats_after = {tree.ref: function_stats(tree.dsn) for tree in trees}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print()
