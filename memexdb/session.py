@@ -154,6 +154,18 @@ async def _drain(pipeline: psycopg.AsyncPipeline) -> None:
         return
 
 
+async def _forget_prepared(conn: psycopg.AsyncConnection[Any]) -> None:
+    """After a pipeline whose implicit transaction failed: the statements psycopg prepared
+    in it (a statement is prepared on its sixth run) went with the transaction, but psycopg
+    forgets its prepared statements only on a ROLLBACK of its own, which an implicit
+    transaction never gets; left alone, the connection's next run of one fails ("prepared
+    statement _pg3_N does not exist"). Forget them all and DEALLOCATE ALL, as psycopg's
+    rollback() does (failures only: one round trip more)."""
+    async with conn.lock:
+        conn._prepared.clear()
+        await conn.wait(conn._prepared.maintain_gen(conn))
+
+
 class Session:
     """One caller's way into the database (`await AsyncMemex.connect(dsn)` opens one).
 
@@ -460,6 +472,8 @@ class Session:
             # an error skips the rest of the pipeline and rolls its transaction back
             if conn.info.transaction_status in _OPEN_TRANSACTION:
                 await conn.rollback()
+            elif isinstance(exc, psycopg.Error) and not conn.broken:
+                await _forget_prepared(conn)
             failed = exc.__context__
             if isinstance(exc, psycopg.errors.PipelineAborted) and isinstance(
                 failed, psycopg.Error

@@ -11,7 +11,7 @@ import pytest
 
 from memexdb import AsyncMemex
 from memexdb.embedding import BatchingEmbedder
-from memexdb.errors import Busy, NotFound
+from memexdb.errors import Busy, NotFound, Unauthenticated
 
 A, U = "agent-tx", "user-tx"
 
@@ -91,3 +91,25 @@ async def test_the_request_statement_timeout_bounds_the_call(
         await one_connection.fetch(None, "select pg_sleep(2)")
     # a call within the bound still runs, on the same connection
     assert await one_connection.fetch(None, "select pg_sleep(0.01)::text") == [""]
+
+
+async def test_failed_requests_leave_no_stale_prepared_statement(
+    one_connection: AsyncMemex, dsn: str
+) -> None:
+    """psycopg prepares a statement on its sixth run; a request whose entry fails (a bad
+    key) skips the call behind it in the pipeline, so what psycopg meant to prepare there
+    was never prepared. Calls after many such failures, on the same connection, still run
+    (no "prepared statement _pg3_N does not exist")."""
+    token, _ = _key(dsn)
+    good = one_connection.with_key(token)
+    bad = one_connection.with_key("mxk_000000000000_" + "0" * 64)
+    stored = await good.store(A, U, "Still found after refused requests.")
+    for _ in range(12):
+        with pytest.raises(Unauthenticated):
+            await bad.get(A, U, str(stored.id))
+        assert (await good.get(A, U, str(stored.id))).id == stored.id
+    for _ in range(12):
+        with pytest.raises(Unauthenticated):
+            await bad.search(A, U, "refused")
+    hits = await good.search(A, U, "found after refused requests")
+    assert [h.id for h in hits][:1] == [stored.id]
