@@ -1,6 +1,6 @@
 """A connection to memexdb as one caller: the pool, the embedder, the credentials, and
-how one statement runs as that caller (`fetch`: BEGIN, memex._enter, the call, COMMIT in
-one round trip), in a caller's transaction, and after reserving rate-limit budget.
+how one statement runs as that caller (`fetch`: memex._enter and the call in one
+transaction and one round trip), in a caller's transaction, and after reserving rate-limit budget.
 
 `Session` knows no operation: the operations (memexdb.memories, memexdb.files, ...) are
 functions of a Session and a validated request, and AsyncMemex (memexdb.client) is a
@@ -74,7 +74,7 @@ class _Statement(NamedTuple):
     factory: Any  # the row factory
     sql: str
     values: dict[str, Any] | None
-    entering: bool  # BEGIN, the caller's entry (memex._enter) and COMMIT around it
+    entering: bool  # the caller's entry (memex._enter) before it, in its transaction
     reservation: UUID | None  # the rate-limit budget already paid for it
     batch: int | None  # the memories it writes (memex._batch_budget)
 
@@ -148,7 +148,7 @@ _DRAIN_SYNCS = 8
 
 async def _drain(pipeline: psycopg.AsyncPipeline) -> None:
     """Read what a pipeline holds after one of its statements failed: the server skipped
-    the statements that followed it (the COMMIT included) and answers each with "pipeline
+    the statements that followed it and answers each with "pipeline
     aborted". psycopg raises the failure as soon as its result arrives, possibly while
     later results are still on the way; left unread, leaving the pipeline reads them and,
     with the failure already raised, logs a warning ("error ignored terminating
@@ -160,6 +160,18 @@ async def _drain(pipeline: psycopg.AsyncPipeline) -> None:
         except psycopg.Error:
             continue
         return
+
+
+async def _forget_prepared(conn: psycopg.AsyncConnection[Any]) -> None:
+    """After a pipeline whose implicit transaction failed: the statements psycopg prepared
+    in it (a statement is prepared on its sixth run) went with the transaction, but psycopg
+    forgets its prepared statements only on a ROLLBACK of its own, which an implicit
+    transaction never gets; left alone, the connection's next run of one fails ("prepared
+    statement _pg3_N does not exist"). Forget them all and DEALLOCATE ALL, as psycopg's
+    rollback() does (failures only: one round trip more)."""
+    async with conn.lock:
+        conn._prepared.clear()
+        await conn.wait(conn._prepared.maintain_gen(conn))
 
 
 class Session:
@@ -456,17 +468,22 @@ class Session:
         self, conn: psycopg.AsyncConnection[Any], statement: _Statement
     ) -> list[Any]:
         """One attempt of `fetch` outside a caller's transaction: the statement alone
-        (autocommit), or BEGIN, the caller, (a batch's budget,) the call and COMMIT."""
+        (autocommit), or the caller, (a batch's budget,) and the call in one pipeline,
+        whose implicit transaction commits at its Sync."""
         _, sql, values, entering, reservation, batch = statement
         cur = conn.cursor(row_factory=statement.factory)
         if not entering and reservation is None:
             return await (await cur.execute(sql, values)).fetchall()
         try:
-            # BEGIN, the caller, the call and COMMIT go out together: one round trip
-            # (plain statements: conn.transaction() would add a second).
+            # The caller and the call go out together: one round trip, one transaction
+            # (the pipeline's implicit one: the statements up to its Sync commit together
+            # or not at all; conn.transaction() would add a round trip). Each statement
+            # starts its own statement_timeout (memex._enter sets it for the call), and
+            # what _enter sets with set_config(..., true) ends with the transaction, as
+            # with an explicit BEGIN and COMMIT, which cost two statements more each way
+            # (bench/RESULTS.md, "Per-request cost").
             async with conn.pipeline() as pipeline:
                 try:
-                    await conn.execute("begin")
                     if entering:
                         await conn.execute(*self._entry())
                     if entering and self.credentials.delegate is not None:
@@ -480,14 +497,15 @@ class Session:
                             core_sql.USE_RESERVATION, {"reservation": str(reservation)}
                         )
                     await cur.execute(sql, values)
-                    await conn.execute("commit")
                 except psycopg.Error:
                     await _drain(pipeline)
                     raise
         except BaseException as exc:
-            # an error skips the rest of the pipeline, the COMMIT included
+            # an error skips the rest of the pipeline and rolls its transaction back
             if conn.info.transaction_status in _OPEN_TRANSACTION:
                 await conn.rollback()
+            elif isinstance(exc, psycopg.Error) and not conn.broken:
+                await _forget_prepared(conn)
             failed = exc.__context__
             if isinstance(exc, psycopg.errors.PipelineAborted) and isinstance(
                 failed, psycopg.Error

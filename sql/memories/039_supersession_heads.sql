@@ -9,7 +9,7 @@
 -- The head may itself be hidden (superseded by a memory the filters leave out); callers
 -- keep only heads they show. Read through the successors' supersedes
 -- (memories_supersedes_idx, revision 0036): a tenant without links costs one empty index
--- probe. memex._candidates_exact and
+-- probe, and returns before the walk. memex._candidates_exact and
 -- memex.search's exact vector-only path give each head the best match of the memories
 -- listed with it; memex._candidates_ann passes p_ids, the candidates it found superseded, and
 -- only those are walked (empty: nothing; null: every link of the tenant).
@@ -32,6 +32,16 @@ as $$
 begin
     if cardinality(p_ids) = 0 then
         return;  -- no candidate superseded: nothing to walk (a tenant without links)
+    end if;
+    -- every link of the tenant asked for, and it has none (one empty probe of
+    -- memories_supersedes_idx): return before the walk, whose plan, empty as it then is,
+    -- still costs every search of such a tenant its start and end (~0.1-0.3 ms, most of
+    -- this function's time; bench/RESULTS.md, "Per-request cost")
+    if p_ids is null and not exists (select from memex.memories s
+                                     where s.agent_id = p_agent_id
+                                       and s.user_id = p_user_id
+                                       and s.supersedes is not null) then
+        return;
     end if;
     return query
     with recursive links as (
