@@ -14,6 +14,12 @@ datasets (and its embedding from the embedding caches in --out).
 
     python bench/time_ranking_grid.py ../shared/data/locomo/locomo10.json   # ~10 min, then cached
     python bench/time_ranking_grid.py ../shared/data/locomo/locomo10.json --misses 7
+    python bench/time_ranking_grid.py ../shared/data/locomo/locomo10.json --seeds 7,8,9,10
+    python bench/time_ranking_grid.py ... --seeds 7,8,9,10 --pit-misses 7 --variant "f 0.9"
+
+--seeds adds held-out seeds of the temporal set (cached apart from 7,8); --pit-misses lists
+the point-in-time questions whose valid version is not first; --variant picks the variant
+whose name holds TEXT for --misses / --pit-misses (default: memex.search's, CHOSEN).
 
 Columns: LoCoMo (categories 1-4) hit@5 for conversations 0-4 / 5-9 / all; per seed: plain
 writer newest first, superseding writer newest first, point-in-time valid version first,
