@@ -15,7 +15,7 @@ datasets (and its embedding from the embedding caches in --out).
     python bench/time_ranking_grid.py ../shared/data/locomo/locomo10.json   # ~10 min, then cached
     python bench/time_ranking_grid.py ../shared/data/locomo/locomo10.json --misses 7
     python bench/time_ranking_grid.py ../shared/data/locomo/locomo10.json --seeds 7,8,9,10
-    python bench/time_ranking_grid.py ... --seeds 7,8,9,10 --pit-misses 7 --variant "f 0.9"
+    python bench/time_ranking_grid.py ... --seeds 7,8,9,10 --pit-misses 7 --variant "holding <= 1"
 
 --seeds adds held-out seeds of the temporal set (cached apart from 7,8); --pit-misses lists
 the point-in-time questions whose valid version is not first; --variant picks the variant
