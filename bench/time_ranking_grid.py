@@ -14,6 +14,12 @@ datasets (and its embedding from the embedding caches in --out).
 
     python bench/time_ranking_grid.py ../shared/data/locomo/locomo10.json   # ~10 min, then cached
     python bench/time_ranking_grid.py ../shared/data/locomo/locomo10.json --misses 7
+    python bench/time_ranking_grid.py ../shared/data/locomo/locomo10.json --seeds 7,8,9,10
+    python bench/time_ranking_grid.py ... --seeds 7,8,9,10 --pit-misses 7 --variant "holding <= 1"
+
+--seeds adds held-out seeds of the temporal set (cached apart from 7,8); --pit-misses lists
+the point-in-time questions whose valid version is not first; --variant picks the variant
+whose name holds TEXT for --misses / --pit-misses (default: memex.search's, CHOSEN).
 
 Columns: LoCoMo (categories 1-4) hit@5 for conversations 0-4 / 5-9 / all; per seed: plain
 writer newest first, superseding writer newest first, point-in-time valid version first,
@@ -76,7 +82,11 @@ from memex._live_memories(%(agent)s, %(user)s, null, null, %(now)s, null, false,
 
 
 def fetch(args: argparse.Namespace) -> dict[str, Any]:
-    cache = args.out / "time-grid-2.pkl"
+    cache = args.out / (
+        "time-grid-2.pkl"
+        if args.seeds == [7, 8]
+        else f"time-grid-2-{'-'.join(map(str, args.seeds))}.pkl"
+    )
     if cache.exists():
         loaded: dict[str, Any] = pickle.loads(cache.read_bytes())
         return loaded
@@ -136,7 +146,7 @@ def fetch(args: argparse.Namespace) -> dict[str, Any]:
                         {"conv": index, "cat": q.category, "gold": q.evidence, **found}
                     )
             print("locomo fetched", flush=True)
-            for seed in (7, 8):
+            for seed in args.seeds:
                 data = build(seed, 20)
                 for u in data["users"]:  # one tenant per seed and user
                     u["user"] = f"s{seed}-{u['user']}"
@@ -248,6 +258,11 @@ def rank(
     threshold: float = 0.95,
     pool: int = 40,
     lend: str | None = None,
+    similar: float | None = None,
+    gate_power: float = 1.0,
+    gate_from: float = 1.0,
+    gate_terms: int | None = None,
+    gate_count: str = "held",
 ) -> list[str]:
     sim, bm, t = q["sim"], q["bm25"], q["t"]
     if len(sim) == 0:
@@ -267,8 +282,12 @@ def rank(
     text = bm / denominator if denominator > 0 else bm * 0
     if cap is not None:
         text = np.minimum(text, cap)
-    if gate:  # a text match counts as far as the memory is also near the query
-        text = text * np.clip(sim / max(sim.max(), 1e-9), 0, 1)
+    terms = int((q["df"] > 0).sum()) if gate_count == "held" else len(q["df"])
+    if gate and (gate_terms is None or terms <= gate_terms):
+        # a text match counts as far as the memory is also near the query: fully from
+        # gate_from x the best cosine up, below in proportion (to the power gate_power)
+        near = np.clip(sim / max(gate_from * sim.max(), 1e-9), 0, 1)
+        text = text * near**gate_power
     own = w * sim + (1 - w) * text
 
     lent = own
@@ -320,6 +339,8 @@ def rank(
     order = np.lexsort((-t, -score))
     if dedup is not None:
         order = _pushed_down(q, order, dedup, threshold, pool)
+    if similar is not None:
+        order = _pushed_down(q, order, "cos", similar, pool)
     return [q["labels"][i] for i in order[:10]]
 
 
@@ -349,7 +370,7 @@ def _pushed_down(
     return np.concatenate([head[~flags], head[flags], order[pool:]])
 
 
-def locomo(data: list[dict[str, Any]], convs: range, **kw: Any) -> float:
+def locomo(data: list[dict[str, Any]], convs: range, hide_older: bool = False, **kw: Any) -> float:
     hits = n = 0
     for q in data:
         if q["cat"] == 5 or q["conv"] not in convs:
@@ -360,7 +381,9 @@ def locomo(data: list[dict[str, Any]], convs: range, **kw: Any) -> float:
     return hits / n
 
 
-def temporal(data: list[dict[str, Any]], **kw: Any) -> tuple[float, float]:
+def temporal(
+    data: list[dict[str, Any]], hide_older: bool = False, **kw: Any
+) -> tuple[float, float]:
     first = up = st = st5 = 0
     for q in data:
         r = rank(q, **kw)
@@ -375,9 +398,26 @@ def temporal(data: list[dict[str, Any]], **kw: Any) -> tuple[float, float]:
     return first / up, st5 / st
 
 
-def pit(data: list[dict[str, Any]], **kw: Any) -> float:
+def _older_hidden(q: dict[str, Any]) -> dict[str, Any]:
+    """A point-in-time question's candidates without the versions older than the one valid
+    then (what the search sees when a superseded memory is hidden from its successor's
+    recording on, not from the wall-clock moment the backdated store ran)."""
+    older = set(q["chain"][: q["chain"].index(q["held"])])
+    keep = np.array([label not in older for label in q["labels"]], dtype=bool)
+    out = dict(q)
+    for key in ("sim", "bm25", "t", "importance"):
+        out[key] = q[key][keep]
+    for key in ("labels", "contents", "vectors"):
+        if key in q:
+            out[key] = [x for x, k in zip(q[key], keep, strict=True) if k]
+    return out
+
+
+def pit(data: list[dict[str, Any]], hide_older: bool = False, **kw: Any) -> float:
     first = 0
     for q in data:
+        if hide_older:
+            q = _older_hidden(q)
         r = rank(q, **kw)
         pos = r.index(q["held"]) if q["held"] in r else 99
         others = [r.index(o) for o in q["chain"] if o != q["held"] and o in r]
@@ -387,7 +427,7 @@ def pit(data: list[dict[str, Any]], **kw: Any) -> float:
 
 def measures(data: dict[str, Any], **kw: Any) -> list[float]:
     values = [locomo(data["locomo"], c, **kw) for c in (range(0, 5), range(5, 10), range(10))]
-    for seed in (7, 8):
+    for seed in data["seeds"]:
         s = data["seeds"][seed]
         plain, plain_st = temporal(s["plain"], **kw)
         sup, sup_st = temporal(s["supersede"], **kw)
@@ -398,6 +438,15 @@ def measures(data: dict[str, Any], **kw: Any) -> list[float]:
 def _dedup_name(mode: str, threshold: float) -> str:
     return mode if mode == "exact" else f"{mode} >= {threshold}"
 
+
+# the default before "A one-word match needs the vector's agreement"
+CHOSEN_: dict[str, Any] = {
+    "context": "lift",
+    "lift": 0.8,
+    "dedup": "exact",
+    "pool": 40,
+    "lend": "match",
+}
 
 VARIANTS: list[tuple[str, dict[str, Any]]] = [
     ("default request (main)", {}),
@@ -490,14 +539,83 @@ VARIANTS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+VARIANTS += [
+    (
+        "chosen + point in time: older versions hidden from their successor's recording",
+        {**CHOSEN_, "hide_older": True},
+    ),
+    *[
+        (
+            f"floor 0.8 + pushed down (exact) + lend match + similar pushed down (cos >= {th})",
+            {**CHOSEN_, "similar": th},
+        )
+        for th in (0.9, 0.85, 0.8, 0.75, 0.7)
+    ],
+]
+
+VARIANTS += [
+    *[
+        (
+            f"chosen + BM25 gated by cosine / ({f} best cosine), power {pw}"
+            + (f", queries holding <= {nt} terms" if nt else ""),
+            {**CHOSEN_, "gate": True, "gate_from": f, "gate_power": pw, "gate_terms": nt},
+        )
+        for f, pw, nt in [
+            (1.0, 1.0, None),
+            (1.0, 0.5, None),
+            (0.8, 1.0, None),
+            (0.6, 1.0, None),
+            (0.6, 2.0, None),
+            (0.5, 2.0, None),
+            (1.0, 1.0, 1),
+            (0.8, 1.0, 1),
+            (0.6, 2.0, 1),
+            (1.0, 0.75, None),
+            (1.0, 0.6, None),
+            (1.0, 0.4, None),
+            (0.9, 0.5, None),
+            (1.0, 2.0, 1),
+            (1.0, 0.5, 2),
+        ]
+    ],
+    *[
+        (
+            f"chosen + BM25 gated by cosine / best cosine, power {pw}, queries of <= {nt} terms",
+            {**CHOSEN_, "gate": True, "gate_power": pw, "gate_terms": nt, "gate_count": "all"},
+        )
+        for pw, nt in [(1.0, 1), (2.0, 1), (1.0, 2), (2.0, 2), (3.0, 1)]
+    ],
+    *[
+        (
+            f"chosen + BM25 gated by cosine / ({f} best cosine), power {pw}, queries of <= 1 terms",
+            {
+                **CHOSEN_,
+                "gate": True,
+                "gate_from": f,
+                "gate_power": pw,
+                "gate_terms": 1,
+                "gate_count": "all",
+            },
+        )
+        for f, pw in [(0.9, 2.0), (0.8, 2.0), (0.8, 3.0), (0.7, 3.0), (0.9, 3.0)]
+    ],
+    (
+        "chosen + BM25 gated by cosine / best cosine, power 3.0, queries holding <= 1 terms",
+        {**CHOSEN_, "gate": True, "gate_power": 3.0, "gate_terms": 1},
+    ),
+]
+
 # memex.search's default since issue 36: the context floor 0.8, repeated texts pushed down
-# (pool 2 x top_k + 20 = 40) and lending context from their newest copy only
+# (pool 2 x top_k + 20 = 40) and lending context from their newest copy only; a query of
+# one term weighs its text part by min(1, cosine / (0.9 best cosine))^3 ("A one-word match
+# needs the vector's agreement")
 CHOSEN: dict[str, Any] = {
-    "context": "lift",
-    "lift": 0.8,
-    "dedup": "exact",
-    "pool": 40,
-    "lend": "match",
+    **CHOSEN_,
+    "gate": True,
+    "gate_from": 0.9,
+    "gate_power": 3.0,
+    "gate_terms": 1,
+    "gate_count": "all",
 }
 
 
@@ -520,6 +638,41 @@ def misses(data: dict[str, Any], seed: int, **kw: Any) -> None:
             )
 
 
+def pit_misses(data: dict[str, Any], seed: int, **kw: Any) -> None:
+    """The point-in-time questions whose valid version is not first, one by one: the
+    question, where the valid version and the other versions of the fact are, and the
+    first 5 (cosine, BM25 / best BM25, importance)."""
+    users = build(seed, 20)["users"]
+    content = {m["id"]: m["content"] for u in users for m in u["memories"]}
+    query = {q["gold"]: q["query"] for u in users for q in u["questions"] if q["kind"] == "update"}
+    for q in data["seeds"][seed]["pit"]:
+        ranked = rank(q, **kw)
+        pos = ranked.index(q["held"]) if q["held"] in ranked else 99
+        others = [ranked.index(o) for o in q["chain"] if o != q["held"] and o in ranked]
+        if pos < 5 and pos < min(others, default=99):
+            continue
+        kinds = {
+            o: ("older" if q["chain"].index(o) < q["chain"].index(q["held"]) else "later")
+            for o in q["chain"]
+            if o != q["held"]
+        }
+        print(
+            f"\n{query[q['chain'][-1]]!r} (valid version at {pos + 1 if pos < 99 else '> 10'};"
+            f" other versions at {[(ranked.index(o) + 1, kinds[o]) for o in kinds if o in ranked]})"
+        )
+        best = q["bm25"].max()
+        for mark, label in [("valid", q["held"]), *(("", x) for x in ranked[:5])]:
+            if label not in q["labels"]:
+                print(f"  {mark:6} (not a candidate) {content[label][:70]!r}")
+                continue
+            i = q["labels"].index(label)
+            tag = kinds.get(label, mark)
+            print(
+                f"  {tag:6} cosine {q['sim'][i]:.3f} BM25 {q['bm25'][i]:.2f} / {best:.2f}"
+                f" imp {q['importance'][i]:.2f}  {content[label][:64]!r}"
+            )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data", type=Path, help="path to locomo10.json")
@@ -527,22 +680,48 @@ def main() -> int:
     parser.add_argument(
         "--misses", type=int, metavar="SEED", help="list the chosen ranking's misses of a seed"
     )
+    parser.add_argument(
+        "--pit-misses",
+        type=int,
+        metavar="SEED",
+        help="list the chosen ranking's point-in-time misses of a seed",
+    )
+    parser.add_argument(
+        "--variant", metavar="TEXT", help="--misses / --pit-misses of the variant named TEXT"
+    )
     parser.add_argument("--only", metavar="TEXT", help="only the variants whose name contains TEXT")
+    parser.add_argument(
+        "--seeds",
+        default="7,8",
+        help="temporal set seeds, comma-separated (7,8 are the targets; others check that a"
+        " change generalizes)",
+    )
     args = parser.parse_args()
+    args.seeds = [int(x) for x in args.seeds.split(",")]
     print(f"command: python {' '.join(sys.argv)}")
     for key, value in machine_facts().items():
         print(f"{key}: {value}")
     data = fetch(args)
     attach_contents(data, args)
+    chosen = CHOSEN
+    if args.variant:  # the misses of another variant (the first whose name holds TEXT)
+        chosen = next(kw for name, kw in VARIANTS if args.variant in name)
     if args.misses:
-        misses(data, args.misses, **CHOSEN)
+        misses(data, args.misses, **chosen)
         return 0
-    print(
-        "\n| variant | LoCoMo hit@5 0-4 | 5-9 | all | s7 plain newest first | s7 supersede"
-        " | s7 point in time | s7 stable@5 | s8 plain | s8 supersede | s8 point in time"
-        " | s8 stable@5 |"
-    )
-    print("|---|" + "---|" * 11)
+    if args.pit_misses:
+        pit_misses(data, args.pit_misses, **chosen)
+        return 0
+    header = ["variant", "LoCoMo hit@5 0-4", "5-9", "all"]
+    for seed in data["seeds"]:
+        header += [
+            f"s{seed} plain",
+            f"s{seed} supersede",
+            f"s{seed} point in time",
+            f"s{seed} stable@5",
+        ]
+    print("\n| " + " | ".join(header) + " |")
+    print("|---|" + "---|" * (len(header) - 1))
     for name, kw in VARIANTS:
         if args.only and args.only not in name:
             continue

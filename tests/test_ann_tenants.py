@@ -275,9 +275,11 @@ def test_the_default_request_takes_context_from_true_neighbours_in_time(
         created_at=at + timedelta(hours=2),
     )
     assert index_tenant(conn, "ctx") == 405
-    exact = [c.split(" ")[0] for c in default_request(conn, "ctx", "zebra", ann=False)]
+    # two query terms: a query of one term would weigh the text match by the vector's
+    # agreement, which these random vectors do not give (memex.search, "a one-word match")
+    exact = [c.split(" ")[0] for c in default_request(conn, "ctx", "zebra zoo", ann=False)]
     assert exact[0] == "we" and set(exact) == {"we", "before-1", "after-1"}
-    found = [c.split(" ")[0] for c in default_request(conn, "ctx", "zebra", ann=True)]
+    found = [c.split(" ")[0] for c in default_request(conn, "ctx", "zebra zoo", ann=True)]
     assert found[0] == "we" and set(found) == set(exact)
 
 
@@ -406,8 +408,11 @@ def test_the_ann_path_ranks_text_matches_by_their_importance_too(
     vectors.append(unit((1, 1.0)))  # orthogonal to the query's
     store_batch(conn, "marked", contents, vectors, ages, [1.0] * 260 + [1.9])
     assert index_tenant(conn, "marked") == 261
-    assert default_request(conn, "marked", "kettle", ann=False)[0] == kept
-    assert default_request(conn, "marked", "kettle", ann=True)[0] == kept
+    # two query terms, both in every kettle note: a query of one term would weigh the text
+    # match by the vector's agreement (memex.search, "a one-word match"), and this vector
+    # is orthogonal to the query's on purpose
+    assert default_request(conn, "marked", "kettle note", ann=False)[0] == kept
+    assert default_request(conn, "marked", "kettle note", ann=True)[0] == kept
 
 
 def test_with_query_terms_the_ann_path_takes_nearest_by_the_vector_weight(

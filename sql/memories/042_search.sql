@@ -7,6 +7,9 @@
 --             | bm25 / best bm25                               (mode 'text')
 --             | w * cosine + (1 - w) * bm25 / best bm25        (mode 'hybrid', w =
 --                                                               settings.hybrid_vector_weight)
+--               where a query of one term (stop words aside) weighs its text part by
+--               min(1, max(cosine, 0) / (0.9 * best cosine))^3: a one-word match counts
+--               as far as the memory is also near the query
 --   then, with context weight c (default 0 in mode 'vector', settings.context_weight
 --   otherwise), each memory also takes relevance from its neighbours in time:
 --   relevance = max((r + c * max(r of the memories just before and after)
@@ -98,6 +101,9 @@ declare
     -- candidate functions take it as is, and no scan casts it again per memory
     v_query    public.halfvec;
     v_terms    text[];
+    -- a query of one term (after stop words): its text match counts as far as the
+    -- memory is also near the query (the "normalised" step below)
+    v_one_term boolean;
     v_context  double precision;
     v_weight   double precision := memex._setting('hybrid_vector_weight', '0.5')::double precision;
     v_exact    boolean;
@@ -164,6 +170,7 @@ begin
         end if;
         v_terms := memex._query_terms(p_query_text);
     end if;
+    v_one_term := p_mode = 'hybrid' and cardinality(v_terms) = 1;
     if p_context_weight is not null and p_context_weight not between 0 and 1 then
         perform memex._invalid('context_weight', 'must be between 0 and 1');
     end if;
@@ -303,6 +310,15 @@ begin
             where not v_exact
         ),
         normalised as (
+            -- a query of one term (after stop words): its text match is one word that
+            -- may be used in another sense ("Where do I live?" / "painting the living
+            -- room", "What is my job?" / a friend's new job), and BM25 / best BM25 gives
+            -- any memory holding it the full text half of the blend, above a fact worded
+            -- apart from the question; so its text part counts as far as the memory is
+            -- also near the query: whole within 0.9 of the best cosine among the
+            -- candidates, below that times (cosine / (0.9 best cosine))^3 (bench/RESULTS.md,
+            -- "A one-word match needs the vector's agreement"). Queries of two terms or
+            -- more are unchanged (BM25 already weighs how many of their terms a memory holds)
             select c.id, c.importance, c.created_at, c.similarity, c.text_rank,
                    case p_mode
                        when 'vector' then c.similarity
@@ -311,6 +327,13 @@ begin
                        else v_weight * c.similarity
                             + (1 - v_weight)
                               * coalesce(c.text_rank / nullif(c.best_text_rank, 0), 0)
+                              * case when v_one_term
+                                     then coalesce(least(greatest(c.similarity, 0)
+                                                         / nullif(0.9 * greatest(
+                                                               max(c.similarity) over (), 0),
+                                                                  0),
+                                                         1) ^ 3, 1)
+                                     else 1 end
                    end as own
             from candidates c
         ),

@@ -44,7 +44,9 @@ select content, similarity, round(text_rank::numeric, 6) as bm25,
 from memex.search('ranking', 'u', null, p_query_text => 'tea', p_mode => 'text',
                   p_now => '2026-01-31 00:00:00+00');
 -- hybrid (the default when text is given): 0.5 * cosine + 0.5 * bm25 / best bm25, with
--- context (neighbours in time) weighted 0.5
+-- context (neighbours in time) weighted 0.5; a query of one term ('coffee') weighs the
+-- text part by min(1, cosine / (0.9 * best cosine))^3, so the one memory holding it,
+-- farther from the query vector than the others, keeps only part of its text match
 select content, round(relevance::numeric, 6) as relevance, round(score::numeric, 6) as score
 from memex.search('ranking', 'u',
                   (array[1, 0, 0]::real[] || array_fill(0::real, array[381]))::public.vector,
