@@ -434,15 +434,15 @@ def test_supersession_refuses_other_tenants_unknown_ids_itself_and_cycles(
 def test_search_as_of_a_moment(conn: psycopg.Connection) -> None:
     now = datetime.now(UTC)
     paris = _store(conn, "Lives in Paris", 0.9, created_at=now - timedelta(days=30))
-    conn.execute(  # superseded 10 days ago
+    conn.execute(  # superseded 10 days ago: a store back-dated to then
         "select id from memex.store('agent', 'user', 'Moved to Berlin', %s, 'test-model',"
         " p_created_at => %s, p_supersedes => array[%s]::uuid[])",
         (unit((0, 0.8), (1, 0.6)), now - timedelta(days=10), paris),
     )
-    conn.execute(
-        "update memex.memories set superseded_at = %s where id = %s",
-        (now - timedelta(days=10), paris),
-    )
+    # superseded when its successor was recorded, not when the back-dated store ran
+    assert conn.execute(
+        "select superseded_at from memex.memories where id = %s", (paris,)
+    ).fetchone() == (now - timedelta(days=10),)
     # 20 days ago the tenant knew Paris only
     hits = _search(conn, as_of=now - timedelta(days=20))
     assert [h["content"] for h in hits] == ["Lives in Paris"]
@@ -729,3 +729,30 @@ def test_as_of_reads_a_back_dated_memory_as_search_finds_it(conn: psycopg.Connec
         "select content from memex.get_memory('agent', 'user', %s, p_as_of => %s)",
         (memory, moment),
     ).fetchone() == ("Was born in Lisbon",)
+
+
+def test_a_back_dated_batch_supersedes_at_its_recording(conn: psycopg.Connection) -> None:
+    # memex.store_many as memex.store: an item back-dated with p_created_at supersedes at
+    # its created_at (never before the older memory's own), so as of a moment between the
+    # two the older version alone is held
+    now = datetime.now(UTC)
+    paris = _store(conn, "Lives in Paris", 0.9, created_at=now - timedelta(days=30))
+    register_vector(conn)
+    conn.execute(
+        "select count(*) from memex.store_many(%s, %s, %s, %s, 'test-model',"
+        " p_created_at => %s, p_supersedes => %s::jsonb[])",
+        (
+            [A, A],
+            [U, U],
+            ["Moved to Berlin", "Bought a bike"],
+            [unit((0, 0.8), (1, 0.6)), unit((0, 0.5), (1, 0.5 * 3**0.5))],
+            [now - timedelta(days=10), now - timedelta(days=40)],
+            [f'["{paris}"]', None],
+        ),
+    )
+    assert conn.execute(
+        "select superseded_at from memex.memories where id = %s", (paris,)
+    ).fetchone() == (now - timedelta(days=10),)
+    held = [h["content"] for h in _search(conn, as_of=now - timedelta(days=20))]
+    assert "Lives in Paris" in held and "Moved to Berlin" not in held
+    assert "Moved to Berlin" in [h["content"] for h in _search(conn, as_of=now - timedelta(days=5))]

@@ -1,7 +1,10 @@
 -- privileges: service
 -- memex._supersede: memory p_id of tenant (p_agent_id, p_user_id) supersedes the memories
 -- p_supersedes (issue 36): each older one stays, with superseded_by = p_id and
--- superseded_at = now(), and its valid_to, when open, closed at the successor's valid_from
+-- superseded_at = now() (for a memory just stored, p_new_from given: its created_at when
+-- that is earlier, a store back-dated with p_created_at, so that a search as_of a moment
+-- between the two never shows both versions; never before the older one's own
+-- created_at), and its valid_to, when open, closed at the successor's valid_from
 -- (its created_at when unset; never before the older one's own start); p_id lists them in
 -- supersedes (kept with any it listed before). Superseded memories leave the default
 -- search (memex._live_memories) and each change leaves a revision (memex._memory_revision).
@@ -33,6 +36,7 @@ declare
     v_ids     uuid[];
     v_missing uuid;
     v_from    timestamptz;
+    v_recorded timestamptz := now();
     v_has_successor boolean;
     v_found   integer := 0;
     v_taken   integer;
@@ -55,6 +59,8 @@ begin
     if p_new_from is not null then
         v_from := p_new_from;
         v_has_successor := false;
+        select least(now(), m.created_at) into v_recorded
+        from memex.memories m where m.id = p_id;
     else
         select coalesce(m.valid_from, m.created_at), m.superseded_at is not null
         into v_from, v_has_successor
@@ -87,7 +93,7 @@ begin
     foreach v_one in array v_ids loop
         update memex.memories m
         set superseded_by = p_id,
-            superseded_at = now(),
+            superseded_at = greatest(m.created_at, v_recorded),
             valid_to = coalesce(m.valid_to,
                                 greatest(v_from, coalesce(m.valid_from, m.created_at)))
         where m.id = v_one and m.agent_id = p_agent_id and m.user_id = p_user_id

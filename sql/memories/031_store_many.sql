@@ -179,12 +179,15 @@ begin
         end if;
         update memex.memories m
         set superseded_by = l.last_id,
-            superseded_at = now(),
+            -- at the last successor's recording (created_at, when back-dated), as
+            -- memex._supersede does for a memory just stored
+            superseded_at = greatest(m.created_at, least(now(), l.last_created)),
             valid_to = coalesce(m.valid_to,
                                 greatest(l.first_start, coalesce(m.valid_from, m.created_at)))
         from (
             select x.old_id,
                    (array_agg(n.id order by x.ord desc))[1] as last_id,
+                   (array_agg(n.created_at order by x.ord desc))[1] as last_created,
                    (array_agg(coalesce(n.valid_from, n.created_at) order by x.ord))[1]
                        as first_start
             from unnest(v_link_ord, v_link_old) as x(ord, old_id)
