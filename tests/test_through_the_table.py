@@ -94,6 +94,8 @@ NOT_OPERATIONS: dict[str, str] = {
     "connect": "opens the pool and checks the embedder against the schema",
     "fetch": "one statement as the caller: what the operations' `run` functions call",
     "reserve": "the rate-limit reservation an operation makes before it embeds",
+    "write_position": "the session token after a write: the primary's WAL position, no tenant"
+    " data (memexdb.replicas.PRIMARY_LSN)",
 }
 
 
