@@ -290,7 +290,7 @@ def test_the_text_step_of_a_big_tenant_reads_the_gin_index_when_it_may(
     reason="issue 39: under the forced row-level security of memex.memories the query's"
     " `tsv @@ q` (not leakproof) cannot be an index condition below the policy's quals, so"
     " the text step of memex.search as migrated (owner memex_owner) scans the tenant:"
-    " 1-3 s a default request at 200,000 memories (bench/RESULTS.md, 'The default request"
+    " ~1 s a default request at 200,000 memories (bench/RESULTS.md, 'The default request"
     " under row-level security'). Needs a decision on the security model; not fixed yet.",
 )
 def test_the_text_step_of_a_big_tenant_reads_the_gin_index_as_migrated(
