@@ -12,13 +12,27 @@
 -- the embeddings: a different text is a different memory however similar ("I live at 61
 -- King's Road" after "I live at 59 King's Road") (bench/RESULTS.md, "Near-duplicates
 -- pushed down").
+-- Hits all distinct (the common case: one pass over the normalized texts tells) come back
+-- as the first p_top_k of p_hits unchanged: no score moves, and p_hits is already in the
+-- order the full query sorts by (memex.search builds it ordered by score desc, created_at
+-- desc, id), so the answer is the same without the window, sort and re-aggregation
+-- (bench/RESULTS.md, "Per-request cost, second round").
 create or replace function memex._duplicates_last(
     p_hits memex.search_hit[],
     p_top_k integer
 )
 returns memex.search_hit[]
-language sql stable set search_path = pg_catalog, pg_temp
+language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
+begin
+    if p_top_k >= 0
+       and (select count(distinct btrim(lower(regexp_replace(h.content, '[^[:alnum:]]+',
+                                                             ' ', 'g'))))
+                   = count(*)
+            from unnest(p_hits) h) then
+        return coalesce(p_hits[1:p_top_k], '{}');
+    end if;
+    return (
     with flagged as (
         select h.*,
                row_number() over (
@@ -48,6 +62,8 @@ as $$
     from (select * from adjusted a
           order by a.adjusted desc, a.created_at desc, a.id
           limit p_top_k) a
+    );
+end
 $$;
 
 comment on function memex._duplicates_last(memex.search_hit[], integer) is

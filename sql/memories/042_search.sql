@@ -288,7 +288,14 @@ begin
                t.similarity, t.recency, t.score, m.source_ids, m.superseded_by, m.archived_at,
                m.updated_at, m.embedding_model, m.valid_from, m.valid_to, m.superseded_at,
                m.supersedes
-        from top t join memex.memories m on m.id = t.id
+        from top t
+             -- one primary-key lookup per row of the top hits, as below: with "limit
+             -- v_pool" the generic plan assumed 100 rows and hashed them against a
+             -- sequential scan of every tenant's memories (bench/RESULTS.md, "Per-request
+             -- cost, second round")
+             cross join lateral (
+                 select m.* from memex.memories m where m.id = t.id offset 0
+             ) m
         order by t.score desc, t.created_at desc, t.id) h), p_top_k),
             p_include_superseded);
     else
