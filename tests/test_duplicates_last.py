@@ -156,3 +156,91 @@ def test_a_copy_differing_in_case_and_punctuation_is_pushed_down_a_rewording_is_
     assert contents[-1] in (COPY, copy), contents
     assert {COPY, copy} - {contents[-1]} <= set(contents[:3])
     assert contents.index(reworded) < 3
+
+
+# memex._duplicates_last as the single query it was before the second round of issue 39's
+# per-request cost (git 9b632ce): every hit normalized, every row rebuilt. The function now
+# skips the regular expression for a text repeated as it is, and the sort when nothing
+# repeats; its answers must be these, exactly.
+_SINGLE_QUERY = r"""
+create or replace function pg_temp.duplicates_last_single_query(
+    p_hits memex.search_hit[], p_top_k integer)
+returns memex.search_hit[] language sql stable as $$
+    with flagged as (
+        select h.*,
+               row_number() over (
+                   partition by btrim(lower(regexp_replace(h.content, '[^[:alnum:]]+', ' ',
+                                                           'g')))
+                   order by h.ordinality) > 1 as duplicate
+        from unnest(p_hits) with ordinality as h
+    ),
+    adjusted as (
+        select f.*,
+               case when f.duplicate then
+                   least(f.score,
+                         min(f.score) filter (where not f.duplicate) over ()
+                         - greatest(abs(min(f.score) filter (where not f.duplicate) over ())
+                                    * 1e-9, 1e-9))
+               else f.score end as adjusted
+        from flagged f
+    )
+    select coalesce(array_agg(row(a.id, a.agent_id, a.user_id, a.memory_type, a.content,
+                                  a.importance, a.metadata, a.created_at, a.expires_at,
+                                  a.similarity, a.text_rank, a.relevance, a.recency,
+                                  a.adjusted, a.source_ids, a.superseded_by, a.archived_at,
+                                  a.updated_at, a.embedding_model, a.valid_from, a.valid_to,
+                                  a.superseded_at, a.supersedes)::memex.search_hit
+                              order by a.adjusted desc, a.created_at desc, a.id),
+                    '{}')
+    from (select * from adjusted a
+          order by a.adjusted desc, a.created_at desc, a.id
+          limit p_top_k) a
+$$
+"""
+
+# Hits in search's order (score desc, created_at desc, id) over a few texts: repeats as
+# they are, in other case and punctuation, a missing text, tied scores (rounded), negative
+# scores; 0 to 39 hits, top k 1 to 11.
+_RANDOM_HITS = r"""
+create or replace function pg_temp.random_hits(n integer, texts integer)
+returns memex.search_hit[] language sql volatile as $$
+    select array(
+        select h from (
+            select row(gen_random_uuid(), 'a', 'u', 'episodic'::memex.memory_type,
+                       (array['Traffic on the way home was terrible.',
+                              'traffic on the way home was TERRIBLE!',
+                              '  Traffic -- on the way home, was terrible  ',
+                              'I live at 59 King''s Road', 'I live at 61 King''s Road',
+                              'Straße ist groß', 'STRASSE IST GROSS', 'straße ist groß!',
+                              null, 'x', ''])[1 + floor(random() * texts)::integer],
+                       1.0::float8, '{}'::jsonb,
+                       '2026-06-01'::timestamptz - floor(random() * 3) * interval '1 day',
+                       null::timestamptz, s, null::float8, s, 0.5::float8,
+                       case when random() < 0.3 then round(s::numeric, 1)::float8 else s end,
+                       null::uuid[], null::uuid, null::timestamptz, now(), 'm',
+                       null::timestamptz, null::timestamptz, null::timestamptz,
+                       null::uuid[])::memex.search_hit as h
+            from (select random() * 2 - 0.5 as s from generate_series(1, n)) g
+        ) x
+        order by (h).score desc, (h).created_at desc, (h).id)
+$$
+"""
+
+
+def test_duplicates_last_answers_as_the_single_query_did(conn: psycopg.Connection) -> None:
+    conn.execute(_SINGLE_QUERY)
+    conn.execute(_RANDOM_HITS)
+    conn.execute("select setseed(0.39)")
+    differ, cases, repeats = conn.execute(
+        """
+        select count(*) filter (where memex._duplicates_last(z.h, z.k)
+                                is distinct from pg_temp.duplicates_last_single_query(z.h, z.k)),
+               count(*),
+               count(*) filter (where memex._duplicates_last(z.h, 40) is distinct from z.h)
+        from (select pg_temp.random_hits(i % 40, 1 + i % 11) as h, 1 + i % 11 as k
+              from generate_series(1, 2000) i) z
+        """
+    ).fetchone()
+    assert cases == 2000
+    assert repeats > 500  # most cases have repeats whose scores move
+    assert differ == 0

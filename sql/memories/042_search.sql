@@ -117,6 +117,7 @@ declare
     v_defaults text[];
     v_saved    text[];
     v_shown    boolean := coalesce(p_include_superseded, false);  -- null: no link (041)
+    v_links    boolean;  -- exact vector path: the tenant has supersession links
     -- the filters, one value for the helpers (memex.search_filters, revision 0035, built by
     -- memex._search_filters: its attributes in their order); memex._filtered_memories
     -- applies them
@@ -231,6 +232,13 @@ begin
         -- is the similarity itself, so the
         -- text statistics and the context window are skipped. Same formula and order as
         -- the general query below (bench/RESULTS.md, "Scale benchmark": 2.1 -> 0.8 ms).
+        -- An exact tenant without supersession links (one empty probe of
+        -- memories_supersedes_idx, as memex._supersession_heads makes) skips that call
+        -- (bench/RESULTS.md, "Per-request cost, second round").
+        v_links := v_exact and exists (select from memex.memories s
+                                       where s.agent_id = p_agent_id
+                                         and s.user_id = p_user_id
+                                         and s.supersedes is not null);
         return query select * from memex._successors_first(memex._duplicates_last(array(
         select h::memex.search_hit from (
         with inherited as materialized (
@@ -240,7 +248,7 @@ begin
                    max(1 - (c.embedding operator(public.<=>) v_query)) as similarity
             from memex._supersession_heads(p_agent_id, p_user_id, v_now, v_filters) h
             join memex.memories c on c.id = h.id
-            where v_exact
+            where v_links
             group by h.head
         ),
         top as (
@@ -288,7 +296,14 @@ begin
                t.similarity, t.recency, t.score, m.source_ids, m.superseded_by, m.archived_at,
                m.updated_at, m.embedding_model, m.valid_from, m.valid_to, m.superseded_at,
                m.supersedes
-        from top t join memex.memories m on m.id = t.id
+        from top t
+             -- one primary-key lookup per row of the top hits, as below: with "limit
+             -- v_pool" the generic plan assumed 100 rows and hashed them against a
+             -- sequential scan of every tenant's memories (bench/RESULTS.md, "Per-request
+             -- cost, second round")
+             cross join lateral (
+                 select m.* from memex.memories m where m.id = t.id offset 0
+             ) m
         order by t.score desc, t.created_at desc, t.id) h), p_top_k),
             p_include_superseded);
     else
