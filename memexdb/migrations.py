@@ -3,7 +3,7 @@
 One transaction under a lock: alembic revisions up to head, then the SQL layer re-applied:
 every `sql/<domain>/*.sql` function file in the order `sql/manifest.txt` gives, then the
 access rules (row-level security, grants). Each function file declares who may run its
-function (`-- privileges: tenant | tenant-helper | service`); migrate passes those
+function (`-- privileges: tenant | tenant-helper | service | definer-helper`); migrate passes those
 declarations to the grants file, which grants from them and refuses a memex function
 without one. A second or concurrent run waits for the lock, finds head already applied
 and the same SQL layer in place (below), so it is a no-op.
@@ -97,7 +97,7 @@ def _check_prerequisites(conn: Connection) -> None:
 
 
 MANIFEST = "manifest.txt"
-PRIVILEGE_CLASSES = ("tenant", "tenant-helper", "service")
+PRIVILEGE_CLASSES = ("tenant", "tenant-helper", "service", "definer-helper")
 _DECLARATION = re.compile(r"^-- privileges:\s*(\S*)\s*$", re.MULTILINE)
 _FUNCTION = re.compile(
     r"create or replace (?:function|procedure)\s+memex\.(\w+)\s*\(", re.IGNORECASE
@@ -196,7 +196,8 @@ def function_privileges(files: list[Path]) -> dict[str, str]:
     """Each memex function's privileges class, read from the one `-- privileges: <class>`
     line of the file that creates it: `tenant` (the tenant API: memex_tenant and
     memex_app), `tenant-helper` (an internal helper tenant functions run with their
-    caller's rights: the same grants) or `service` (memex_app only). A function file
+    caller's rights: the same grants), `service` (memex_app only) or `definer-helper`
+    (memex_owner only: reached through the security definer functions). A function file
     without exactly one valid declaration is a SetupError; so is a file with none.
     """
     declared: dict[str, str] = {}

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-import pytest
 
 from tests.test_supersession_ranking import NEW, NOW, OLD, load, search, to_ann
 from tests.test_vector_index import index_tenant
@@ -235,7 +234,8 @@ def load_words_tenant(conn: psycopg.Connection, agent: str, rows: int) -> None:
 
 def text_step_scans(conn: psycopg.Connection, agent: str, text: str) -> str:
     """How the default request's text step (text_read in memex._candidates_ann) reads
-    memex.memories: its plan nodes on the table, as one text."""
+    memex.memories: its plan nodes on the table, as one text (those of the step itself
+    and of the statement of memex._text_rows it runs per query, issue 39)."""
     plans: list[str] = []
 
     def collect(diag: psycopg.errors.Diagnostic) -> None:
@@ -258,7 +258,11 @@ def text_step_scans(conn: psycopg.Connection, agent: str, text: str) -> str:
     (plan,) = [p for p in plans if "CTE text_hits" in p]
     step = plan[plan.index("CTE text_hits") :]
     step = step[: step.index("CTE contributors")]
-    return "\n".join(line for line in step.splitlines() if " on memories" in line)
+    lookups = [p for p in plans if "m.tsv @@ p_query" in p]  # memex._text_rows's statement
+    assert lookups or "_text_rows" not in step, step
+    return "\n".join(
+        line for part in [step, *lookups] for line in part.splitlines() if " on memories" in line
+    )
 
 
 COMMON_WORDS = "w0 w3 w9 w21"  # each held by far more than the text step's budget (2.5 %)
@@ -285,14 +289,6 @@ def test_the_text_step_of_a_big_tenant_reads_the_gin_index_when_it_may(
         conn.execute(f"alter function {signature} owner to memex_owner")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 39: under the forced row-level security of memex.memories the query's"
-    " `tsv @@ q` (not leakproof) cannot be an index condition below the policy's quals, so"
-    " the text step of memex.search as migrated (owner memex_owner) scans the tenant:"
-    " ~1 s a default request at 200,000 memories (bench/RESULTS.md, 'The default request"
-    " under row-level security'). Needs a decision on the security model; not fixed yet.",
-)
 def test_the_text_step_of_a_big_tenant_reads_the_gin_index_as_migrated(
     conn: psycopg.Connection,
 ) -> None:
@@ -302,5 +298,13 @@ def test_the_text_step_of_a_big_tenant_reads_the_gin_index_as_migrated(
         " where p.pronamespace = 'memex'::regnamespace and p.proname = 'search'"
     ).fetchone()
     assert owner == ("memex_owner",)  # a security definer held to row-level security
-    scans = text_step_scans(conn, "words", COMMON_WORDS)
-    assert "memories_tsv_idx" in scans and "Seq Scan" not in scans, scans
+    # issue 39: the step reads through memex._text_rows, owned by memex_text_lookup
+    # (BYPASSRLS, revision 0039), as the embedded server's superuser migration creates it
+    (lookup_owner,) = conn.execute(
+        "select p.proowner::regrole::text from pg_proc p"
+        " where p.pronamespace = 'memex'::regnamespace and p.proname = '_text_rows'"
+    ).fetchone() or (None,)
+    assert lookup_owner == "memex_text_lookup"
+    for text in (COMMON_WORDS, "w0 w3 w9 w4321"):
+        scans = text_step_scans(conn, "words", text)
+        assert "memories_tsv_idx" in scans and "Seq Scan" not in scans, (text, scans)

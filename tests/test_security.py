@@ -587,6 +587,10 @@ async def test_sql_role_matrix(world: World, embedder: Embedder) -> None:
             "select memex.maintenance()",
             "select memex._enter(null)",
             "select * from memex.list_keys()",
+            # the text step's lookup (owner memex_text_lookup, BYPASSRLS; issue 39):
+            # memex_owner's alone, it authorizes nobody
+            "select count(*) from memex._text_rows('A', 'bob', now(), false, null,"
+            " 'x'::tsquery, 10)",
             "insert into memex.access_log (agent_id, user_id, actor, operation)"
             " values ('A', 'alice', 'forged', 'read')",
             "insert into memex.file_revisions (agent_id, user_id, path, revision, operation,"

@@ -61,6 +61,51 @@ def test_the_declarations_are_the_grants(conn: psycopg.Connection) -> None:
         ), name
 
 
+def test_the_text_lookup_is_memex_owners_alone(conn: psycopg.Connection) -> None:
+    # memex._text_rows (issue 39) skips row-level security (owner memex_text_lookup,
+    # BYPASSRLS) and authorizes nobody: only memex_owner, that is the security definer
+    # functions that authorized their caller, may run it; memex_text_lookup reads
+    # memex.memories and nothing else of memex's tables.
+    signature = (
+        "memex._text_rows(text, text, timestamptz, boolean, memex.search_filters, tsquery, bigint)"
+    )
+    row = conn.execute(
+        "select p.proowner::regrole::text, p.prosecdef, r.rolbypassrls, r.rolcanlogin,"
+        " r.rolsuper from pg_proc p join pg_roles r on r.oid = p.proowner"
+        " where p.oid = %s::regprocedure",
+        (signature,),
+    ).fetchone()
+    assert row == ("memex_text_lookup", True, True, False, False)
+    for role, allowed in (
+        ("memex_owner", True),
+        ("memex_app", False),
+        ("memex_tenant", False),
+        ("public", False),
+    ):
+        granted = conn.execute(
+            "select coalesce(bool_or(a.grantee = 0 or a.grantee = r.oid), false)"
+            " from pg_proc p cross join lateral aclexplode(p.proacl) a"
+            " left join pg_roles r on r.rolname = %s"
+            " where p.oid = %s::regprocedure and a.privilege_type = 'EXECUTE'",
+            (role, signature),
+        ).fetchone()
+        assert granted == (allowed,), role
+    tables = conn.execute(
+        "select c.relname::text from pg_class c where c.relnamespace = 'memex'::regnamespace"
+        " and has_table_privilege('memex_text_lookup', c.oid, 'select,insert,update,delete')"
+        " and c.relkind in ('r', 'p', 'v')"
+    ).fetchall()
+    assert tables == [("memories",)]
+    for role in ("memex_app", "memex_tenant"):
+        with conn.transaction():
+            conn.execute(f"set local role {role}")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+                conn.execute(
+                    f"select count(*) from {signature.split('(')[0]}"
+                    "('a', 'u', now(), false, null, 'x'::tsquery, 10)"
+                )
+
+
 def test_a_function_without_a_declaration_fails_migrate(
     pg_server: EmbeddedPostgres, template_db: str
 ) -> None:

@@ -259,10 +259,21 @@ as $$
             select l.*
             from unnest(v.q) u(q)
             cross join lateral (
-                select l.* from every l
+                -- the rows of `every` matching u.q, through the GIN index: memex._text_rows
+                -- (owned by memex_text_lookup, BYPASSRLS, when it exists): under the
+                -- forced row-level security of memex.memories, `tsv @@ u.q` (not
+                -- leakproof) is no index condition, and the tenant was scanned per query
+                -- (bench/RESULTS.md, "The default request under row-level security")
+                select m.*,
+                       not coalesce(p_include_superseded or m.superseded_at is null
+                                    or m.superseded_at > (p_filters).as_of,
+                                    false) as hidden,
+                       case when m.superseded_at is not null then m.superseded_by end
+                           as successor
+                from memex._text_rows(p_agent_id, p_user_id, p_now,
+                                      p_include_superseded is not null, p_filters, u.q,
+                                      (select v.budgets * s.budget from stats s)) m
                 where coalesce(cardinality(p_terms), 0) > 0  -- a constant when planned
-                  and l.tsv @@ u.q
-                offset 0  -- a subquery per query in turn, not one join in heap order
             ) l
             limit (select v.budgets * s.budget from stats s)
         ) l

@@ -78,11 +78,16 @@ begin
                                v_function.signature);
             when 'service' then
                 null;
+            when 'definer-helper' then
+                -- memex_owner's alone (granted below): reached only through the security
+                -- definer functions, which authorized their caller (memex._text_rows)
+                execute format('revoke execute on function %s from memex_app',
+                               v_function.signature);
             else
                 raise exception 'memex: % has no privileges declaration', v_function.signature
                     using errcode = '55000',
                           hint = 'its sql/ file needs one line: -- privileges: tenant'
-                                 ' | tenant-helper | service';
+                                 ' | tenant-helper | service | definer-helper';
         end case;
     end loop;
 end
@@ -108,8 +113,44 @@ begin
         select p.oid::regprocedure as name from pg_proc p
         join pg_namespace n on n.oid = p.pronamespace
         where n.nspname = 'memex' and p.prosecdef and p.proowner <> 'memex_owner'::regrole
+          and p.oid <> 'memex._text_rows(text, text, timestamptz, boolean,
+                                         memex.search_filters, tsquery, bigint)'::regprocedure
     loop
         execute format('alter function %s owner to memex_owner', v_object.name);
     end loop;
+end
+$$;
+
+-- memex._text_rows (the text step of a big tenant's search, through the GIN index: under
+-- the forced row-level security of memex.memories, `tsv @@ query` is no index condition)
+-- is owned by memex_text_lookup (NOLOGIN, BYPASSRLS: revision 0039) when that role exists
+-- and the migrating role may give it the function; memex_text_lookup may read
+-- memex.memories and run the live-memories filter, nothing else. Without it the function
+-- is memex_owner's, held to row-level security like every other (the scan, as before).
+-- Either way only memex_owner may execute it (class definer-helper, above).
+do $$
+declare
+    v_function constant regprocedure := 'memex._text_rows(text, text, timestamptz, boolean,
+                                         memex.search_filters, tsquery, bigint)';
+begin
+    if exists (select from pg_roles where rolname = 'memex_text_lookup')
+       and pg_has_role(current_user, 'memex_text_lookup', 'member') then
+        grant usage on schema memex to memex_text_lookup;
+        grant select on memex.memories to memex_text_lookup;
+        grant execute on function memex._filtered_memories(text, text, timestamptz, boolean,
+                                                           memex.search_filters)
+            to memex_text_lookup;
+        begin
+            execute format('alter function %s owner to memex_text_lookup', v_function);
+        exception when insufficient_privilege then  -- memex_text_lookup lacks CREATE on memex
+            raise notice 'memex: memex._text_rows stays memex_owner''s (%)', sqlerrm;
+            execute format('alter function %s owner to memex_owner', v_function);
+        end;
+    else
+        execute format('alter function %s owner to memex_owner', v_function);
+    end if;
+    execute format('revoke execute on function %s from public, memex_app, memex_tenant',
+                   v_function);
+    execute format('grant execute on function %s to memex_owner', v_function);
 end
 $$;

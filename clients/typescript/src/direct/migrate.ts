@@ -47,7 +47,7 @@ const LOCK_TIMEOUT_MS = 2_000;
 const ATTEMPTS = 5;
 const BOOTSTRAP_LOCK_KEY = 0x6d656d6578; // "memex": only before memex.alembic_version exists
 const MIN_SERVER_VERSION = 150000;
-const PRIVILEGE_CLASSES = ["tenant", "tenant-helper", "service"];
+const PRIVILEGE_CLASSES = ["tenant", "tenant-helper", "service", "definer-helper"];
 
 /** The package's copy of the repository's `sql/`: `sql/` at the package's root, found
  * upwards from this module (dist/direct/ for ESM, dist/cjs/direct/ for CommonJS). */
