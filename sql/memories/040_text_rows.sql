@@ -25,8 +25,7 @@ create or replace function memex._text_rows(
     p_limit bigint
 )
 returns setof memex.memories
-language sql stable security definer
-set search_path = pg_catalog, pg_temp
+language sql stable security definer set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_custom_plan
 as $$
     select m.* from memex._filtered_memories(p_agent_id, p_user_id, p_now,
