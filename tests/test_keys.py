@@ -478,6 +478,8 @@ def test_grants(conn: psycopg.Connection) -> None:
         ("embed_queue", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
         ("file_revisions", "memex_app", "SELECT"),
         ("memories", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
+        # the text lookup's owner reads memories only (memex._text_rows, revision 0039)
+        ("memories", "memex_text_lookup", "SELECT"),
         ("memory_revisions", "memex_app", "SELECT"),
         ("settings", "memex_app", "INSERT,SELECT,UPDATE"),
         ("tenants", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
