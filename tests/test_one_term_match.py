@@ -16,6 +16,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from memexdb.embedding import Embedder
+from tests.test_duplicates_last import store
 from tests.test_vector_index import index_tenant
 
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
@@ -51,19 +52,7 @@ def tenant(conn: psycopg.Connection, embedder: Embedder) -> str:
             (line, days + 0.001),
             (CHATTER[(2 * i + 3) % 6], days),
         ]
-    register_vector(conn)
-    vectors = embedder.embed([content for content, _ in rows])
-    conn.execute(
-        "select count(*) from memex.store_many(%s, %s, %s, %s, 'minilm', null, null, null,"
-        " null, %s)",
-        (
-            [agent] * len(rows),
-            ["u"] * len(rows),
-            [content for content, _ in rows],
-            list(vectors),
-            [NOW - timedelta(days=days) for _, days in rows],
-        ),
-    )
+    store(conn, embedder, agent, rows)
     return agent
 
 
