@@ -92,28 +92,8 @@ async def test_reads_on_the_replica_answer_as_the_primary(
 async def test_the_service_routes_rest_reads_by_its_settings(pair: Pair) -> None:  # noqa: F811
     """MEMEX_READ_DATABASE_URLS, as `memexdb serve` reads it: the REST reads go to the
     replica, the writes to the primary, and a read after a write sees it."""
-    settings = Settings(
-        database_url=pair.primary,
-        read_database_urls=f" {pair.replica} ,",
-        replica_max_lag_seconds=60,
-        maintenance_interval_seconds=0,
-        embed_poll_seconds=0,
-        condense_enabled=False,
-    )
-    opened: list[Runtime] = []
-
-    @contextlib.asynccontextmanager
-    async def connect() -> AsyncIterator[AsyncMemex]:
-        async with Runtime.open(settings, pair.primary, jobs=[]) as runtime:
-            opened.append(runtime)
-            yield runtime.memex
-
-    app = create_app(connect)
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://x") as http,
-    ):
-        replica = the_replica(opened[0].memex)
+    async with service(pair, read_database_urls=f" {pair.replica} ,") as (http, memex):
+        replica = the_replica(memex)
         tenant = {"agent_id": A, "user_id": "rest"}
         r = await http.post("/v1/memories", json={**tenant, "content": "served by REST"})
         assert r.status_code == 201, r.text
@@ -251,13 +231,15 @@ async def service(
     replica in MEMEX_READ_DATABASE_URLS and a large lag bound), an HTTP client on it and
     its AsyncMemex."""
     configured = Settings(
-        database_url=servers.primary,
-        read_database_urls=servers.replica,
-        replica_max_lag_seconds=60,
-        maintenance_interval_seconds=0,
-        embed_poll_seconds=0,
-        condense_enabled=False,
-        **settings,
+        **{
+            "database_url": servers.primary,
+            "read_database_urls": servers.replica,
+            "replica_max_lag_seconds": 60,
+            "maintenance_interval_seconds": 0,
+            "embed_poll_seconds": 0,
+            "condense_enabled": False,
+            **settings,
+        }
     )
     opened: list[Runtime] = []
 
