@@ -14,6 +14,8 @@ create or replace function memex._tenant_counts()
 returns trigger
 language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 as $$
+declare
+    v_indexed boolean;
 begin
     if tg_op = 'INSERT' then
         with counted as (
@@ -24,11 +26,19 @@ begin
             on conflict (agent_id, user_id)
                 do update set memory_count = t.memory_count + excluded.memory_count,
                               length_sum = t.length_sum + excluded.length_sum
-            returning t.agent_id, t.user_id, t.ann
+            returning t.ann
         )
-        update memex.memories m set ann = true
-        from new_rows n join counted c using (agent_id, user_id)
-        where c.ann and not n.ann and m.id = n.id;
+        select coalesce(bool_or(c.ann), false) into v_indexed from counted c;
+        -- Only a tenant in the ANN index can have rows that must move in, and only rows
+        -- memex._ann_on_insert left out (it read tenants.ann before the move): the update
+        -- of memex.memories runs for them alone (most stores, of small tenants or into the
+        -- index already, skip it). The tenants' rows are locked by the upsert above, so
+        -- their ann cannot change before this transaction ends.
+        if v_indexed and exists (select from new_rows n where not n.ann) then
+            update memex.memories m set ann = true
+            from new_rows n join memex.tenants t using (agent_id, user_id)
+            where t.ann and not n.ann and m.id = n.id;
+        end if;
     else
         update memex.tenants t
         set memory_count = greatest(t.memory_count - d.n, 0),
