@@ -448,7 +448,11 @@ def test_grants(conn: psycopg.Connection) -> None:
     for name, owner, config in definers:
         # the text lookup is owned by memex_text_lookup (BYPASSRLS, revision 0039) where
         # migrate could create that role, as here (tests/test_sql_privileges.py)
-        assert owner == ("memex_text_lookup" if name in definer_helpers else "memex_owner"), name
+        # the statement triggers on memex.memories by memex_trigger_owner (BYPASSRLS,
+        # revision 0040), likewise
+        bookkeeping = {"_tenant_counts", "_term_stats", "_memory_revisions_stored"}
+        expected = "memex_trigger_owner" if name in bookkeeping else "memex_owner"
+        assert owner == ("memex_text_lookup" if name in definer_helpers else expected), name
         paths = [c for c in config or [] if c.startswith("search_path=")]
         assert paths and "public" not in paths[0], (name, config)
     assert conn.execute(
@@ -477,13 +481,21 @@ def test_grants(conn: psycopg.Connection) -> None:
         ("consolidation_runs", "memex_app", "SELECT"),
         ("embed_queue", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
         ("file_revisions", "memex_app", "SELECT"),
+        # the triggers' owner (revision 0040; tests/test_sql_privileges.py): the counters
+        ("history_ids", "memex_trigger_owner", "INSERT,SELECT,UPDATE"),
         ("memories", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
         # the text lookup's owner reads memories only (memex._text_rows, revision 0039)
         ("memories", "memex_text_lookup", "SELECT"),
+        # the triggers' owner reads them (and may update the ANN flag alone: a column grant)
+        ("memories", "memex_trigger_owner", "SELECT"),
         ("memory_revisions", "memex_app", "SELECT"),
+        # ... and appends to the history, never rewrites it
+        ("memory_revisions", "memex_trigger_owner", "INSERT"),
         ("settings", "memex_app", "INSERT,SELECT,UPDATE"),
         ("tenants", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
+        ("tenants", "memex_trigger_owner", "INSERT,SELECT,UPDATE"),
         ("term_stats", "memex_app", "DELETE,INSERT,SELECT,UPDATE"),
+        ("term_stats", "memex_trigger_owner", "DELETE,INSERT,SELECT,UPDATE"),
     ]
     forced = conn.execute(
         "select relname from pg_class where relnamespace = 'memex'::regnamespace"

@@ -106,6 +106,60 @@ def test_the_text_lookup_is_memex_owners_alone(conn: psycopg.Connection) -> None
                 )
 
 
+def test_the_bookkeeping_triggers_skip_a_second_row_security_check(
+    conn: psycopg.Connection,
+) -> None:
+    # issue 39 item 1 (revision 0040): the statement triggers on memex.memories that keep
+    # the counts, the term statistics and the memory history are owned by
+    # memex_trigger_owner (BYPASSRLS), which may do what they do and nothing more: no
+    # other function, no history rewritten, of memex.memories only the ANN flag.
+    triggers = ["_memory_revisions_stored", "_tenant_counts", "_term_stats"]
+    rows = conn.execute(
+        "select p.proname::text, p.prosecdef, r.rolbypassrls, r.rolcanlogin, r.rolsuper"
+        " from pg_proc p join pg_roles r on r.oid = p.proowner"
+        " where r.rolname = 'memex_trigger_owner' order by 1"
+    ).fetchall()
+    assert rows == [(name, True, True, False, False) for name in triggers]
+    tables = conn.execute(
+        "select c.relname::text, array_agg(x.privilege order by x.privilege)"
+        " from pg_class c cross join unnest(array['SELECT', 'INSERT', 'UPDATE', 'DELETE',"
+        " 'TRUNCATE', 'REFERENCES', 'TRIGGER']) x(privilege)"
+        " where c.relnamespace = 'memex'::regnamespace and c.relkind in ('r', 'p', 'v')"
+        " and has_table_privilege('memex_trigger_owner', c.oid, x.privilege)"
+        " group by 1 order by 1"
+    ).fetchall()
+    assert tables == [
+        ("history_ids", ["INSERT", "SELECT", "UPDATE"]),
+        ("memories", ["SELECT"]),
+        ("memory_revisions", ["INSERT"]),
+        ("tenants", ["INSERT", "SELECT", "UPDATE"]),
+        ("term_stats", ["DELETE", "INSERT", "SELECT", "UPDATE"]),
+    ]
+    columns = conn.execute(
+        "select a.attname::text from pg_attribute a"
+        " where a.attrelid = 'memex.memories'::regclass and a.attnum > 0"
+        " and not a.attisdropped"
+        " and has_column_privilege('memex_trigger_owner', a.attrelid, a.attnum, 'UPDATE')"
+    ).fetchall()
+    assert columns == [("ann",)]
+    functions = conn.execute(
+        "select p.proname::text from pg_proc p where p.pronamespace = 'memex'::regnamespace"
+        " and p.proowner <> 'memex_trigger_owner'::regrole"
+        " and has_function_privilege('memex_trigger_owner', p.oid, 'execute') order by 1"
+    ).fetchall()
+    assert functions == [
+        ("_actor",),
+        ("_binding",),
+        ("_bound_caller",),
+        ("_caller",),
+        ("_on_behalf_of",),
+        ("_tenant_key",),
+    ]
+    # and nobody calls a trigger function: Postgres runs it only as a trigger
+    with pytest.raises(psycopg.errors.FeatureNotSupported), conn.transaction():
+        conn.execute("select memex._tenant_counts()")
+
+
 def test_a_function_without_a_declaration_fails_migrate(
     pg_server: EmbeddedPostgres, template_db: str
 ) -> None:

@@ -7,9 +7,11 @@
 -- the ANN index. The upsert also locks the tenant's row: if memex.index_tenant moved the
 -- tenant in after memex._ann_on_insert read tenants.ann = false for a new row, that row
 -- is moved in here, so an indexed tenant never has rows outside the index.
--- A security definer (owned by memex_owner, under the same row-level security): the
--- writer needs no write grant on memex.tenants, so a tenant's SQL role cannot set its own
--- count or move itself out of the ANN index.
+-- A security definer: the writer needs no write grant on memex.tenants, so a tenant's SQL
+-- role cannot set its own count or move itself out of the ANN index. Owned by
+-- memex_trigger_owner (BYPASSRLS, revision 0040; sql/security/999_grants.sql), it does not
+-- check the tenant policies a second time for rows the insert or delete into
+-- memex.memories checked (memex_owner's, under them, where that role could not be made).
 create or replace function memex._tenant_counts()
 returns trigger
 language plpgsql volatile security definer set search_path = pg_catalog, pg_temp

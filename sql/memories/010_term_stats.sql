@@ -8,9 +8,10 @@
 -- one tenant do not deadlock (they already queue on the tenant's memex.tenants row).
 -- Archiving and restoring leave the statistics alone (archived memories are counted, as
 -- in memory_count); expiry deletes, consolidation inserts its summary.
--- A security definer (owned by memex_owner, under the same row-level security): the
--- writer needs no write grant on memex.term_stats, so a tenant's SQL role cannot skew the
--- statistics its ranking reads.
+-- A security definer: the writer needs no write grant on memex.term_stats, so a tenant's
+-- SQL role cannot skew the statistics its ranking reads. Owned by memex_trigger_owner
+-- (BYPASSRLS, revision 0040), like memex._tenant_counts: no second check of the tenant
+-- policies for rows the write into memex.memories checked.
 create or replace function memex._term_stats()
 returns trigger
 language plpgsql volatile security definer set search_path = pg_catalog, pg_temp

@@ -10,8 +10,10 @@
 -- 'memory_revisions' of memex.history_ids), taken here for the whole statement: one
 -- counter update per (agent, user) in it, not one per row (memex._history_id numbers only
 -- the rows inserted without an id).
--- A security definer (owned by memex_owner): tenants cannot write the table; row-level
--- security still applies (forced).
+-- A security definer: tenants cannot write the table. Owned by memex_trigger_owner
+-- (BYPASSRLS, revision 0040; INSERT on the history, no UPDATE or DELETE), like
+-- memex._tenant_counts: no second check of the tenant policies for the rows the insert
+-- into memex.memories checked.
 create or replace function memex._memory_revisions_stored()
 returns trigger
 language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
