@@ -250,3 +250,47 @@ def test_a_content_change_and_a_store_into_its_tenant_do_not_deadlock(
         updated.result(timeout=30)
     assert (df(conn, "plum"), df(conn, "fig"), df(conn, "appl")) == (2, 1, None)
     assert drift(conn) == []
+
+
+@pytest.mark.parametrize("owner", ["memex_trigger_owner", "memex_owner"])
+def test_the_books_are_the_same_whichever_role_owns_the_triggers(
+    conn: psycopg.Connection, owner: str
+) -> None:
+    # revision 0040: the triggers are memex_trigger_owner's (BYPASSRLS) where migrate could
+    # create that role, else memex_owner's, held to row-level security: either way every
+    # write keeps the counts, the term statistics and the revisions exact
+    for function in ("_tenant_counts", "_term_stats", "_memory_revisions_stored"):
+        conn.execute(f"alter function memex.{function}() owner to {owner}")
+    first = remember(conn, "The heron waited by the reeds")
+    conn.execute(
+        "select count(*) from memex.store_many(%s, %s, %s, %s, 'test-model')",
+        (
+            [AGENT, AGENT, AGENT],
+            [USER, USER, "other"],
+            ["reeds in the river", "a heron flew", "reeds elsewhere"],
+            [unit((0, 1.0))] * 3,
+        ),
+    )
+    conn.execute("select memex.forget(%s, %s, %s)", (AGENT, USER, first))
+    assert (df(conn, "heron"), df(conn, "reed"), df(conn, "wait")) == (1, 1, None)
+    assert drift(conn) == []
+    assert conn.execute(
+        "select count(*) from memex.check_term_stats(%s, 'other')", (AGENT,)
+    ).fetchone() == (0,)
+    counts = conn.execute(
+        "select user_id, memory_count from memex.tenants where agent_id = %s order by 1",
+        (AGENT,),
+    ).fetchall()
+    assert counts == [("other", 1), (USER, 2)]
+    revisions = conn.execute(
+        "select r.user_id, array_agg(r.id order by r.id),"
+        " array_agg(r.content || ' ' || r.operation || ' ' || r.revision order by r.content)"
+        " from memex.memory_revisions r where r.agent_id = %s group by 1 order by 1",
+        (AGENT,),
+    ).fetchall()
+    # the forgotten memory's revision went with it; ids are numbered per user (the batch's
+    # in the order of their memories' ids)
+    assert revisions == [
+        ("other", [1], ["reeds elsewhere store 1"]),
+        (USER, [2, 3], ["a heron flew store 1", "reeds in the river store 1"]),
+    ]
