@@ -249,6 +249,7 @@ def main() -> int:
             "server_p50_ms": statistics.median(server[s]),
             "client_p50_ms": statistics.median(client[s]),
             "store_many_ms": statistics.median(many[s]) if many[s] else None,
+            "store_many_rounds": many[s],
         }
         r = report["sides"][s]
         print(
@@ -257,6 +258,9 @@ def main() -> int:
             f" {r['server_p50_ms']:>11.3f} {r['client_p50_ms']:>11.3f}"
             f" {r['store_many_ms'] or 0:>14.1f}"
         )
+    if args.store_many:
+        for s in sides:
+            print(f"{s:>8} store_many each round (ms): {', '.join(f'{m:.0f}' for m in many[s])}")
     print("\nfunctions per store (track_functions, the warm-up round and any store_many included):")
     names = sorted(
         {n for s in sides for n in fstats[s]},
