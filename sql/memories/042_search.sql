@@ -121,6 +121,8 @@ declare
     v_saved    text[];
     v_shown    boolean := coalesce(p_include_superseded, false);  -- null: no link (041)
     v_links    boolean;  -- exact vector path: the tenant has supersession links
+    v_heads    uuid[];  -- exact vector path with links: the heads of superseded memories
+    v_inherited double precision[];  -- and each one's best similarity among them
     -- the filters, one value for the helpers (memex.search_filters, revision 0035, built by
     -- memex._search_filters: its attributes in their order); memex._filtered_memories
     -- applies them
@@ -248,19 +250,23 @@ begin
                                        where s.agent_id = p_agent_id
                                          and s.user_id = p_user_id
                                          and s.supersedes is not null);
+        if v_links then
+            -- exact path: each head's best similarity among the memories it superseded,
+            -- computed once, before the ranking (as a join's inner side it was re-sorted
+            -- per memory; as a CTE of the ranking, its plan cost every search its start
+            -- and end, ~25 us, links or not: bench/RESULTS.md, "Per-request cost, third
+            -- round")
+            select array_agg(i.head), array_agg(i.similarity)
+            into v_heads, v_inherited
+            from (select h.head,
+                         max(1 - (c.embedding operator(public.<=>) v_query)) as similarity
+                  from memex._supersession_heads(p_agent_id, p_user_id, v_now, v_filters) h
+                  join memex.memories c on c.id = h.id
+                  group by h.head) i;
+        end if;
         v_hits := memex._duplicates_last(array(
         select h::memex.search_hit from (
-        with inherited as materialized (
-            -- exact path: each head's best similarity among the memories it superseded
-            -- (computed once: as a join's inner side it was re-sorted per memory)
-            select h.head,
-                   max(1 - (c.embedding operator(public.<=>) v_query)) as similarity
-            from memex._supersession_heads(p_agent_id, p_user_id, v_now, v_filters) h
-            join memex.memories c on c.id = h.id
-            where v_links
-            group by h.head
-        ),
-        top as (
+        with top as (
             select r.*,
                    memex._score(r.similarity, r.recency, r.importance, p_alpha) as score
             from (
@@ -284,7 +290,8 @@ begin
                                                    p_metadata, p_include_archived, p_as_of,
                                                    p_valid_at, p_created_after,
                                                    p_created_before)) m
-                    left join inherited i on i.head = m.id
+                    left join unnest(v_heads, v_inherited) as i(head, similarity)
+                        on i.head = m.id
                     where v_exact
                     union all
                     select a.id, a.importance, a.created_at, a.similarity
