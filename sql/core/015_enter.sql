@@ -27,22 +27,28 @@ declare
     v_secret text := substr(p_token, 18);
     v_key    memex.api_keys;
     v_caller jsonb;
+    v_live   boolean;  -- keyless: a key is live (a key is then required)
+    v_closed boolean;  -- keyless: a key was made since keyless calls were let in
 begin
     if p_token is null or p_token = '' then
         if p_require_key then
             raise exception 'an API key is required: send Authorization: Bearer <key>'
                 using errcode = '28000';
         end if;
-        if exists (select from memex.api_keys k
-                   where k.revoked_at is null
-                     and (k.expires_at is null or k.expires_at > now())) then
+        -- both questions in one statement (the keyless request asks them both)
+        select exists (select from memex.api_keys k
+                       where k.revoked_at is null
+                         and (k.expires_at is null or k.expires_at > now())),
+               exists (select from memex.api_keys k
+                       where k.created_at > coalesce(
+                           (memex._setting('keyless_allowed_since') #>> '{}')::timestamptz,
+                           '-infinity'))
+        into v_live, v_closed;
+        if v_live then
             raise exception 'this database has API keys: send Authorization: Bearer <key>'
                 using errcode = '28000';
         end if;
-        if exists (select from memex.api_keys k
-                   where k.created_at > coalesce(
-                       (memex._setting('keyless_allowed_since') #>> '{}')::timestamptz,
-                       '-infinity')) then
+        if v_closed then
             raise exception 'this database is closed: its API keys were all revoked or '
                             'expired. Create one (memexdb keys create --access admin), or '
                             'let requests without a key in (memexdb keys allow-keyless --yes)'
@@ -81,11 +87,17 @@ begin
             'users', to_jsonb(v_key.user_ids), 'access', v_key.access,
             'actor', 'key:' || v_key.id, 'key', v_key.id, 'prefix', v_key.prefix);
     end if;
-    perform set_config('memex.caller', v_caller::text, true);
-    perform set_config('lock_timeout',
-                       memex._setting('request_lock_timeout_ms', '5000')::text, true);
-    perform set_config('statement_timeout',
-                       memex._setting('request_statement_timeout_ms', '30000')::text, true);
+    -- one statement for the three (the two timeouts read as memex._setting reads them,
+    -- without its two calls: bench/RESULTS.md, "Per-request cost, third round")
+    perform set_config('memex.caller', v_caller::text, true),
+            set_config('lock_timeout',
+                       coalesce((select s.value from memex.settings s
+                                 where s.name = 'request_lock_timeout_ms'),
+                                '5000')::text, true),
+            set_config('statement_timeout',
+                       coalesce((select s.value from memex.settings s
+                                 where s.name = 'request_statement_timeout_ms'),
+                                '30000')::text, true);
     return v_caller;
 end
 $$;

@@ -18,6 +18,12 @@
 -- unchanged (p_hits is in search's order), otherwise only the repeats' scores are lowered
 -- before the sort. Same answers as the single query it replaces, which normalized every
 -- hit and rebuilt every row (bench/RESULTS.md, "Per-request cost, second round").
+-- The texts and scores are read off the hits in one statement (subscripting an array of
+-- 23-field rows per hit cost more than the loop); a text of words each of letters and
+-- digits separated by single spaces, the usual one, is its own key in lower case without
+-- the regular expression (the replacement would change nothing in it: ~2.6 -> 0.9 us a
+-- text); the repeats are lowered in the sort itself (bench/RESULTS.md, "Per-request cost,
+-- third round").
 create or replace function memex._duplicates_last(
     p_hits memex.search_hit[],
     p_top_k integer
@@ -26,58 +32,78 @@ returns memex.search_hit[]
 language plpgsql stable set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_n      integer := coalesce(cardinality(p_hits), 0);
-    v_seen   text[] := '{}';  -- the distinct hits' normalized texts so far
-    v_texts  text[] := '{}';  -- every text so far, as it is
-    v_null   boolean := false;  -- a hit without content seen (compared as one text)
-    v_key    text;
-    v_dup    boolean[];  -- per hit: a repeat of a higher-ranked hit's text
-    v_any    boolean := false;
-    v_lowest double precision;  -- the lowest score of the distinct hits
-    v_hits   memex.search_hit[] := p_hits;
-    v_hit    memex.search_hit;
+    v_contents text[];
+    v_scores   double precision[];
+    v_n        integer;
+    v_seen     text[] := '{}';  -- the distinct hits' normalized texts so far
+    v_texts    text[] := '{}';  -- every text so far, as it is
+    v_null     boolean := false;  -- a hit without content seen (compared as one text)
+    v_key      text;
+    v_content  text;
+    v_dup      boolean[];  -- per hit: a repeat of a higher-ranked hit's text
+    v_any      boolean := false;
+    v_lowest   double precision;  -- the lowest score of the distinct hits
+    v_floor    double precision;  -- a repeat's score at most
 begin
+    select array_agg(h.content order by h.o), array_agg(h.score order by h.o)
+    into v_contents, v_scores
+    from unnest(p_hits) with ordinality as h(id, agent_id, user_id, memory_type, content,
+         importance, metadata, created_at, expires_at, similarity, text_rank, relevance,
+         recency, score, source_ids, superseded_by, archived_at, updated_at,
+         embedding_model, valid_from, valid_to, superseded_at, supersedes, o);
+    v_n := coalesce(cardinality(v_contents), 0);
+    v_dup := array_fill(false, array[v_n]);
     for i in 1 .. v_n loop
+        v_content := v_contents[i];
         -- the same text as a higher-ranked hit's is a repeat without normalizing it again
-        -- (the regular expression is most of this function's time: ~6 us a text)
-        if p_hits[i].content = any (v_texts) then
+        if v_content = any (v_texts) then
             v_dup[i] := true;
             v_any := true;
             continue;
         end if;
-        v_texts := v_texts || p_hits[i].content;
-        v_key := btrim(lower(regexp_replace(p_hits[i].content, '[^[:alnum:]]+', ' ', 'g')));
+        v_texts := v_texts || v_content;
+        v_key := case when v_content ~ '^[[:alnum:]]+( [[:alnum:]]+)*$' then lower(v_content)
+                      else btrim(lower(regexp_replace(v_content, '[^[:alnum:]]+', ' ', 'g'))) end;
         if (v_key is null and v_null) or v_key = any (v_seen) then
             v_dup[i] := true;
             v_any := true;
         else
-            v_dup[i] := false;
             if v_key is null then
                 v_null := true;
             else
                 v_seen := v_seen || v_key;
             end if;
-            v_lowest := least(v_lowest, p_hits[i].score);
+            v_lowest := least(v_lowest, v_scores[i]);
             if v_lowest is null then
-                v_lowest := p_hits[i].score;
+                v_lowest := v_scores[i];
             end if;
         end if;
     end loop;
     if not v_any and p_top_k >= 0 then
         return coalesce(p_hits[1:p_top_k], '{}');
     end if;
-    for i in 1 .. v_n loop
-        if v_dup[i] then
-            v_hit := p_hits[i];
-            v_hit.score := least(v_hit.score,
-                                 v_lowest - greatest(abs(v_lowest) * 1e-9, 1e-9));
-            v_hits[i] := v_hit;
-        end if;
-    end loop;
-    return coalesce(array(select v_hits[i] from generate_subscripts(v_hits, 1) i
-                          order by (v_hits[i]).score desc, (v_hits[i]).created_at desc,
-                                   (v_hits[i]).id
-                          limit p_top_k), '{}');
+    v_floor := v_lowest - greatest(abs(v_lowest) * 1e-9, 1e-9);
+    return coalesce(array(
+        select row(h.id, h.agent_id, h.user_id, h.memory_type, h.content, h.importance,
+                   h.metadata, h.created_at, h.expires_at, h.similarity, h.text_rank,
+                   h.relevance, h.recency, h.score, h.source_ids, h.superseded_by,
+                   h.archived_at, h.updated_at, h.embedding_model, h.valid_from,
+                   h.valid_to, h.superseded_at, h.supersedes)::memex.search_hit
+        from (select h.id, h.agent_id, h.user_id, h.memory_type, h.content, h.importance,
+                     h.metadata, h.created_at, h.expires_at, h.similarity, h.text_rank,
+                     h.relevance, h.recency,
+                     case when v_dup[h.o] then least(h.score, v_floor) else h.score end
+                         as score,
+                     h.source_ids, h.superseded_by, h.archived_at, h.updated_at,
+                     h.embedding_model, h.valid_from, h.valid_to, h.superseded_at,
+                     h.supersedes
+              from unnest(p_hits) with ordinality as h(id, agent_id, user_id, memory_type,
+                   content, importance, metadata, created_at, expires_at, similarity,
+                   text_rank, relevance, recency, score, source_ids, superseded_by,
+                   archived_at, updated_at, embedding_model, valid_from, valid_to,
+                   superseded_at, supersedes, o)) h
+        order by h.score desc, h.created_at desc, h.id
+        limit p_top_k), '{}');
 end
 $$;
 

@@ -105,19 +105,24 @@ declare
     -- memory is also near the query (the "normalised" step below)
     v_one_term boolean;
     v_context  double precision;
-    v_weight   double precision := memex._setting('hybrid_vector_weight', '0.5')::double precision;
+    -- the settings are read only where used (each read: a function call and a lookup):
+    -- the memex request (exact tenant, mode 'vector', no context) reads none of them
+    v_weight   double precision;  -- settings.hybrid_vector_weight, mode 'hybrid' only
     v_exact    boolean;
     v_depth    integer;
     -- the best-scored hits compared for near-duplicates (memex._duplicates_last): twice
     -- top_k and 20 more, at most 100 (or top_k)
     v_pool     integer := greatest(p_top_k, least(2 * p_top_k + 20, 100));
     v_recent   integer;
+    v_hits     memex.search_hit[];  -- the top k, near-duplicates pushed down
     v_gucs     text[];  -- session settings of the ANN index (memex._vector_index_settings)
     v_values   text[];
     v_defaults text[];
     v_saved    text[];
     v_shown    boolean := coalesce(p_include_superseded, false);  -- null: no link (041)
     v_links    boolean;  -- exact vector path: the tenant has supersession links
+    v_heads    uuid[];  -- exact vector path with links: the heads of superseded memories
+    v_inherited double precision[];  -- and each one's best similarity among them
     -- the filters, one value for the helpers (memex.search_filters, revision 0035, built by
     -- memex._search_filters: its attributes in their order); memex._filtered_memories
     -- applies them
@@ -172,10 +177,15 @@ begin
         v_terms := memex._query_terms(p_query_text);
     end if;
     v_one_term := p_mode = 'hybrid' and cardinality(v_terms) = 1;
+    if p_mode = 'hybrid' then
+        v_weight := memex._setting('hybrid_vector_weight', '0.5')::double precision;
+    end if;
     if p_context_weight is not null and p_context_weight not between 0 and 1 then
         perform memex._invalid('context_weight', 'must be between 0 and 1');
     end if;
-    perform memex._check_metadata(p_metadata);
+    if p_metadata is not null then
+        perform memex._check_metadata(p_metadata);
+    end if;
     -- Weights to 6 decimals: a subnormal weight (5e-324) times a relevance would make
     -- Postgres raise an underflow error instead of ranking.
     p_alpha := round(p_alpha::numeric, 6)::double precision;
@@ -192,19 +202,20 @@ begin
     select not t.ann into v_exact
     from memex.tenants t where t.agent_id = p_agent_id and t.user_id = p_user_id;
     v_exact := coalesce(v_exact, true);
-    v_depth := greatest(p_top_k, memex._setting('ann_candidates', '200')::integer);
-    -- newest memories among the ANN candidates: only recency's weight makes them matter.
-    -- Without alpha recency adds at most 25 %, so the newest matter no more than any other
-    -- memory, except to the vector-only ranking, which bounds them all unread
-    -- (memex._candidates_ann).
-    v_recent := case when p_alpha = 1 or (p_alpha is null and not (p_mode = 'vector'
-                                                                   and v_context = 0))
-                     then v_depth
-                     else greatest(v_depth,
-                                   memex._setting('ann_recent_candidates', '5000')::integer)
-                end;
 
     if not v_exact then
+        -- (the ANN path's depths: exact tenants use neither)
+        v_depth := greatest(p_top_k, memex._setting('ann_candidates', '200')::integer);
+        -- newest memories among the ANN candidates: only recency's weight makes them
+        -- matter. Without alpha recency adds at most 25 %, so the newest matter no more
+        -- than any other memory, except to the vector-only ranking, which bounds them all
+        -- unread (memex._candidates_ann).
+        v_recent := case when p_alpha = 1 or (p_alpha is null and not (p_mode = 'vector'
+                                                                       and v_context = 0))
+                         then v_depth
+                         else greatest(v_depth,
+                                       memex._setting('ann_recent_candidates', '5000')::integer)
+                    end;
         -- The ANN index's session settings (hnsw.* or ivfflat.*, with iterative scans so
         -- the tenant filter does not starve the index), searching as deep as the nearest
         -- neighbours taken; restored below so callers' sessions are untouched.
@@ -239,19 +250,23 @@ begin
                                        where s.agent_id = p_agent_id
                                          and s.user_id = p_user_id
                                          and s.supersedes is not null);
-        return query select * from memex._successors_first(memex._duplicates_last(array(
+        if v_links then
+            -- exact path: each head's best similarity among the memories it superseded,
+            -- computed once, before the ranking (as a join's inner side it was re-sorted
+            -- per memory; as a CTE of the ranking, its plan cost every search its start
+            -- and end, ~25 us, links or not: bench/RESULTS.md, "Per-request cost, third
+            -- round")
+            select array_agg(i.head), array_agg(i.similarity)
+            into v_heads, v_inherited
+            from (select h.head,
+                         max(1 - (c.embedding operator(public.<=>) v_query)) as similarity
+                  from memex._supersession_heads(p_agent_id, p_user_id, v_now, v_filters) h
+                  join memex.memories c on c.id = h.id
+                  group by h.head) i;
+        end if;
+        v_hits := memex._duplicates_last(array(
         select h::memex.search_hit from (
-        with inherited as materialized (
-            -- exact path: each head's best similarity among the memories it superseded
-            -- (computed once: as a join's inner side it was re-sorted per memory)
-            select h.head,
-                   max(1 - (c.embedding operator(public.<=>) v_query)) as similarity
-            from memex._supersession_heads(p_agent_id, p_user_id, v_now, v_filters) h
-            join memex.memories c on c.id = h.id
-            where v_links
-            group by h.head
-        ),
-        top as (
+        with top as (
             select r.*,
                    memex._score(r.similarity, r.recency, r.importance, p_alpha) as score
             from (
@@ -275,7 +290,8 @@ begin
                                                    p_metadata, p_include_archived, p_as_of,
                                                    p_valid_at, p_created_after,
                                                    p_created_before)) m
-                    left join inherited i on i.head = m.id
+                    left join unnest(v_heads, v_inherited) as i(head, similarity)
+                        on i.head = m.id
                     where v_exact
                     union all
                     select a.id, a.importance, a.created_at, a.similarity
@@ -304,10 +320,9 @@ begin
              cross join lateral (
                  select m.* from memex.memories m where m.id = t.id offset 0
              ) m
-        order by t.score desc, t.created_at desc, t.id) h), p_top_k),
-            p_include_superseded);
+        order by t.score desc, t.created_at desc, t.id) h), p_top_k);
     else
-        return query select * from memex._successors_first(memex._duplicates_last(array(
+        v_hits := memex._duplicates_last(array(
         select h::memex.search_hit from (
         with candidates as (
             -- best_text_rank: the highest BM25 score among the candidates (the exact path
@@ -408,13 +423,26 @@ begin
                         m.valid_to, m.superseded_at, m.supersedes
                  from memex.memories m where m.id = t.id offset 0
              ) m
-        order by t.score desc, t.created_at desc, t.id) h), p_top_k),
-            p_include_superseded);
+        order by t.score desc, t.created_at desc, t.id) h), p_top_k);
     end if;
 
     for i in 1 .. coalesce(cardinality(v_gucs), 0) loop
         perform set_config(v_gucs[i], coalesce(v_saved[i], v_defaults[i]), true);
     end loop;
+    if coalesce(p_include_superseded, false) then
+        return query select * from memex._successors_first(v_hits, true);
+    else
+        -- (what memex._successors_first returns without applying: the hits in their
+        -- order, without its call)
+        return query
+            select h.id, h.agent_id, h.user_id, h.memory_type, h.content, h.importance,
+                   h.metadata, h.created_at, h.expires_at, h.similarity, h.text_rank,
+                   h.relevance, h.recency, h.score, h.source_ids, h.superseded_by,
+                   h.archived_at, h.updated_at, h.embedding_model, h.valid_from, h.valid_to,
+                   h.superseded_at, h.supersedes
+            from unnest(v_hits) with ordinality as h
+            order by h.ordinality;
+    end if;
 end
 $$;
 
