@@ -22,7 +22,11 @@
 -- as_of). The superseded memories hidden are scored for this only, with the shown
 -- memories' BM25 statistics (document frequencies, size, mean length), which leave them
 -- out. The links come from memex._supersession_heads (their own index: a tenant without
--- links pays one empty probe). Nothing is inferred: without links the answers are those of
+-- links pays one empty probe). With as_of, the other way too: a memory shown that was
+-- superseded after as_of ranks with the best similarity and BM25 score of its later
+-- versions (memex._later_versions; recorded after as_of, never returned, scored with the
+-- shown memories' statistics as the hidden ones are), so the version valid then is found
+-- by any wording of the fact. Nothing is inferred: without links the answers are those of
 -- the live memories alone.
 -- Each row also carries best_text_rank, the tenant's highest BM25 score (the same on every
 -- row; null without a match), which memex.search divides by: taken from the few matching
@@ -98,12 +102,48 @@ as $$
         select h.head as id, max(e.similarity) as similarity, max(b.score) as text_rank
         from heads h join every e on e.id = h.id left join bm25 b on b.id = h.id
         group by h.head
+    ),
+    later as materialized (
+        -- as_of only: each memory shown that was superseded after as_of with its later
+        -- versions, recorded after it (memex._later_versions: hidden from the search)
+        select v.id, s.embedding, s.tsv, s.tsv_length
+        from memex._later_versions(p_agent_id, p_user_id, (p_filters).as_of,
+                                   (p_filters).embedding_model) v
+        join every e on e.id = v.id and e.visible
+        join memex.memories s on s.id = v.later
+        where (p_filters).as_of is not null
+    ),
+    later_match as materialized (
+        -- what each such memory takes from its later versions: their best similarity and
+        -- BM25 score (with the statistics of the memories shown, as the hidden superseded
+        -- memories' above), so the version valid at as_of is found by any wording of the
+        -- fact ("Where did I live?" / "Our flat is at 46 Maple Drive", later "I live in
+        -- Bristol now")
+        select a.id, max(a.similarity) as similarity, max(a.score) as text_rank
+        from (
+            select x.id, 1 - (x.embedding <=> p_query_embedding) as similarity,
+                   (select sum(memex._bm25(coalesce(cardinality(t.positions), 1),
+                                           x.tsv_length, coalesce(f.df, 0), s.n, s.avgdl))
+                    from unnest(ts_filter(setweight(x.tsv, 'A', p_terms), '{a}')) t
+                         left join (select o.lexeme,
+                                           count(*) filter (where o.visible)::double precision
+                                               as df
+                                    from occurrences o group by o.lexeme) f
+                              on f.lexeme = t.lexeme
+                         cross join stats s
+                    where cardinality(p_terms) > 0) as score
+            from later x
+        ) a
+        group by a.id
     )
-    select l.id, l.importance, l.created_at, greatest(l.similarity, i.similarity),
-           greatest(b.score, i.text_rank),
+    select l.id, l.importance, l.created_at,
+           greatest(l.similarity, i.similarity, k.similarity),
+           greatest(b.score, i.text_rank, k.text_rank),
            greatest((select max(x.score) from bm25 x join live v on v.id = x.id),
-                    (select max(x.text_rank) from inherited x join live v on v.id = x.id))
+                    (select max(x.text_rank) from inherited x join live v on v.id = x.id),
+                    (select max(x.text_rank) from later_match x))
     from live l left join bm25 b on b.id = l.id left join inherited i on i.id = l.id
+         left join later_match k on k.id = l.id
 $$;
 
 comment on function memex._candidates_exact(text, text, public.halfvec, text[], timestamptz,

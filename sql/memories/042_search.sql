@@ -54,7 +54,12 @@
 -- returned (memex._successors_first lowers its score just below its successor's). A
 -- memory ranks with the best similarity and BM25 match of the memories it superseded
 -- (memex._candidates_exact, memex._candidates_ann): the new version of a fact is found by
--- the old version's words; never a version recorded after p_as_of. A
+-- the old version's words; never a version recorded after p_as_of. With p_as_of, a memory
+-- shown that was superseded after it ranks with the best similarity and BM25 match of its
+-- later versions (memex._later_versions; never returned): the version valid then is found
+-- by any wording of the fact ("Where did I live?": "Our flat is on Alder Lane in Porto",
+-- later "I live in Lyon now"; bench/RESULTS.md, "The version valid then is found by its
+-- later wording"). A
 -- memory whose valid_to has passed ranks with half its importance (memex._valid_importance:
 -- a fact valid now outranks one that no longer holds; not an exclusion). p_valid_at keeps
 -- only the facts valid at that moment (valid_from, or created_at when unset, <= p_valid_at
@@ -251,6 +256,15 @@ begin
             where v_links
             group by h.head
         ),
+        later as materialized (
+            -- exact path, as_of only: each memory superseded after as_of with the best
+            -- similarity of its later versions, recorded after it (memex._later_versions)
+            select v.id, max(1 - (s.embedding operator(public.<=>) v_query)) as similarity
+            from memex._later_versions(p_agent_id, p_user_id, p_as_of, p_embedding_model) v
+            join memex.memories s on s.id = v.later
+            where v_exact and p_as_of is not null
+            group by v.id
+        ),
         top as (
             select r.*,
                    memex._score(r.similarity, r.recency, r.importance, p_alpha) as score
@@ -266,7 +280,7 @@ begin
                                as importance,
                            m.created_at,
                            greatest(1 - (m.embedding operator(public.<=>) v_query),
-                                    i.similarity) as similarity
+                                    i.similarity, k.similarity) as similarity
                     -- the filters spelled out, not v_filters: inlined, each is then a
                     -- parameter of this generic plan, not a field read off a row per memory
                     from memex._filtered_memories(
@@ -276,6 +290,7 @@ begin
                                                    p_valid_at, p_created_after,
                                                    p_created_before)) m
                     left join inherited i on i.head = m.id
+                    left join later k on k.id = m.id
                     where v_exact
                     union all
                     select a.id, a.importance, a.created_at, a.similarity
