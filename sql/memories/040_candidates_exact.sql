@@ -103,38 +103,24 @@ as $$
         from heads h join every e on e.id = h.id left join bm25 b on b.id = h.id
         group by h.head
     ),
-    later as materialized (
-        -- as_of only: each memory shown that was superseded after as_of with its later
-        -- versions, recorded after it (memex._later_versions: hidden from the search)
-        select v.id, s.embedding, s.tsv, s.tsv_length
-        from memex._later_versions(p_agent_id, p_user_id, (p_filters).as_of,
-                                   (p_filters).embedding_model) v
-        join every e on e.id = v.id and e.visible
-        join memex.memories s on s.id = v.later
-        where (p_filters).as_of is not null
-    ),
     later_match as materialized (
-        -- what each such memory takes from its later versions: their best similarity and
-        -- BM25 score (with the statistics of the memories shown, as the hidden superseded
-        -- memories' above), so the version valid at as_of is found by any wording of the
-        -- fact ("Where did I live?" / "Our flat is at 46 Maple Drive", later "I live in
-        -- Bristol now")
-        select a.id, max(a.similarity) as similarity, max(a.score) as text_rank
-        from (
-            select x.id, 1 - (x.embedding <=> p_query_embedding) as similarity,
-                   (select sum(memex._bm25(coalesce(cardinality(t.positions), 1),
-                                           x.tsv_length, coalesce(f.df, 0), s.n, s.avgdl))
-                    from unnest(ts_filter(setweight(x.tsv, 'A', p_terms), '{a}')) t
-                         left join (select o.lexeme,
-                                           count(*) filter (where o.visible)::double precision
-                                               as df
-                                    from occurrences o group by o.lexeme) f
-                              on f.lexeme = t.lexeme
-                         cross join stats s
-                    where cardinality(p_terms) > 0) as score
-            from later x
-        ) a
-        group by a.id
+        -- as_of only: each memory shown that was superseded after as_of with the best
+        -- similarity and BM25 score of its later versions, recorded after it (hidden from
+        -- the search), with the shown memories' statistics as the hidden superseded ones'
+        -- above (memex._later_match, a cached plan); so the version valid at as_of is found
+        -- by any wording of the fact
+        select k.id, k.later_similarity as similarity, k.later_text_rank as text_rank
+        from memex._later_match(p_agent_id, p_user_id, p_query_embedding, p_now,
+                                p_include_superseded, p_filters, p_terms,
+                                (select array_agg(coalesce(f.df, 0) order by t.i)
+                                 from unnest(p_terms) with ordinality t(lexeme, i)
+                                 left join (select o.lexeme,
+                                                   count(*) filter (where o.visible)::double precision
+                                                       as df
+                                            from occurrences o group by o.lexeme) f
+                                        on f.lexeme = t.lexeme),
+                                (select s.n from stats s), (select s.avgdl from stats s)) k
+        where (p_filters).as_of is not null
     )
     select l.id, l.importance, l.created_at,
            greatest(l.similarity, i.similarity, k.similarity),

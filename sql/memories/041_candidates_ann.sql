@@ -36,8 +36,8 @@
 -- candidate (with its neighbours in time) and inherits its match. The pruning bound
 -- (least similarity among all the nearest) still holds: inheriting only raises the heads,
 -- which are candidates anyway. With as_of, a memory shown that was superseded after it
--- is a candidate with the best match of its later versions (memex._later_versions), as in
--- memex._candidates_exact. A tenant without supersession links (links: one probe of
+-- is a candidate with the best match of its later versions (memex._later_match,
+-- memex._later_versions), as in memex._candidates_exact. A tenant without supersession links (links: one probe of
 -- memories_supersedes_idx, revision 0036, which holds the successors only) skips
 -- the contributor and head steps at run time (their One-Time Filter), so it pays the probe
 -- and the plan's empty steps, nothing per candidate. p_include_superseded null says the
@@ -338,26 +338,16 @@ as $$
     later as materialized (
         -- as_of only (planned away without it or without links): the memories shown that
         -- were superseded after as_of, each a candidate with the best similarity and BM25
-        -- score of its later versions, recorded after as_of (memex._later_versions), as
-        -- memex._candidates_exact
-        select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
-                                             (p_filters).valid_at) as importance,
-               l.created_at, 1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv,
-               l.tsv_length, k.similarity as later_similarity, k.text_rank as later_text_rank
-        from (select v.id, max(v.similarity) as similarity, max(v.text_rank) as text_rank
-              from (select v.id, 1 - (s.embedding <=> p_query_embedding) as similarity,
-                           (select sum(memex._bm25(coalesce(cardinality(o.positions), 1),
-                                                   s.tsv_length, f.df, w.n, w.avgdl))
-                            from unnest(ts_filter(setweight(s.tsv, 'A', p_terms), '{a}')) o
-                                 join frequencies f on f.lexeme = o.lexeme
-                                 cross join stats w) as text_rank
-                    from memex._later_versions(p_agent_id, p_user_id, (p_filters).as_of,
-                                               (p_filters).embedding_model) v
-                    join memex.memories s on s.id = v.later
-                    where (p_filters).as_of is not null
-                      and p_include_superseded is not null) v
-              group by v.id) k
-        join live l on l.id = k.id
+        -- score of its later versions, recorded after as_of (memex._later_match, a cached
+        -- plan), as memex._candidates_exact
+        select k.id, k.importance, k.created_at, k.similarity, k.tsv, k.tsv_length,
+               k.later_similarity, k.later_text_rank
+        from memex._later_match(p_agent_id, p_user_id, p_query_embedding, p_now,
+                              p_include_superseded, p_filters,
+                              (select array_agg(f.lexeme order by f.lexeme) from frequencies f),
+                              (select array_agg(f.df order by f.lexeme) from frequencies f),
+                              (select w.n from stats w), (select w.avgdl from stats w)) k
+        where (p_filters).as_of is not null and p_include_superseded is not null
     ),
     hits as materialized (
         -- the nearest and text-matching memories shown, the heads of those superseded and
