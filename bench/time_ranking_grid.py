@@ -4,7 +4,10 @@ both seeds with the plain and the superseding writer, and its point-in-time ques
 Every candidate of every question (similarity, BM25, created_at from
 memex._candidates_exact, with supersession's inherited match and p_as_of) and the query's
 BM25 statistics (tenant size, mean length, each query term's document frequency among the
-memories shown) are fetched once from PostgreSQL (cached in --out), then each formula is
+memories shown; and each memory's own count of the query terms it holds, its start of
+validity and how many memories it superseded) are fetched once from PostgreSQL (cached in
+--out: to compare two versions of the SQL, fetch each into its own --out, with the
+embedding caches copied), then each formula is
 applied in numpy. The numpy ranking of the default formula reproduces memex.search's
 default request (checked against bench/locomo_eval.py and bench/temporal_eval.py: the
 first row before "Context never buries a strong match", the row "floor 0.8 + duplicates
@@ -59,7 +62,11 @@ LN2 = math.log(2)
 K1, B = 1.2, 0.5
 CANDIDATES = """
 select m.metadata->>'label', c.similarity, coalesce(c.text_rank, 0),
-       extract(epoch from c.created_at), c.importance
+       extract(epoch from c.created_at), c.importance,
+       (select count(*) from unnest(memex._query_terms(%(text)s)) q(lexeme)
+        where m.tsv @@ quote_literal(q.lexeme)::tsquery)::float8,
+       extract(epoch from coalesce(m.valid_from, m.created_at)),
+       cardinality(m.supersedes)
 from memex._candidates_exact(%(agent)s, %(user)s, %(embedding)s, memex._query_terms(%(text)s),
                              coalesce(%(as_of)s, %(now)s), false,
                              row(null::memex.memory_type[], null::text, null::jsonb, false,
@@ -83,9 +90,9 @@ from memex._live_memories(%(agent)s, %(user)s, null, null, %(now)s, null, false,
 
 def fetch(args: argparse.Namespace) -> dict[str, Any]:
     cache = args.out / (
-        "time-grid-2.pkl"
+        "time-grid-3.pkl"
         if args.seeds == [7, 8]
-        else f"time-grid-2-{'-'.join(map(str, args.seeds))}.pkl"
+        else f"time-grid-3-{'-'.join(map(str, args.seeds))}.pkl"
     )
     if cache.exists():
         loaded: dict[str, Any] = pickle.loads(cache.read_bytes())
@@ -116,6 +123,10 @@ def fetch(args: argparse.Namespace) -> dict[str, Any]:
                     # halved once valid_to passed (memex._valid_importance): the versions
                     # before the one valid at a point in time
                     "importance": np.array([float(r[4]) for r in rows]),
+                    # the query terms each memory's own text holds (not inherited)
+                    "nheld": np.array([float(r[5]) for r in rows]),
+                    "valid_from": np.array([float(r[6]) for r in rows]),
+                    "supersedes": np.array([float(r[7] or 0) for r in rows]),
                     "n": n,
                     "avgdl": avgdl or 1.0,
                     "df": np.array(df, dtype=float),
@@ -283,7 +294,12 @@ def rank(
     if cap is not None:
         text = np.minimum(text, cap)
     terms = int((q["df"] > 0).sum()) if gate_count == "held" else len(q["df"])
-    if gate and (gate_terms is None or terms <= gate_terms):
+    if gate and gate_count == "memory":
+        # each memory by the query terms its own text holds: one of them (or none: an
+        # inherited match) needs the vector's agreement, whatever the query's length
+        near = np.clip(sim / max(gate_from * sim.max(), 1e-9), 0, 1)
+        text = np.where(q["nheld"] <= (gate_terms or 1), text * near**gate_power, text)
+    elif gate and (gate_terms is None or terms <= gate_terms):
         # a text match counts as far as the memory is also near the query: fully from
         # gate_from x the best cosine up, below in proportion (to the power gate_power)
         near = np.clip(sim / max(gate_from * sim.max(), 1e-9), 0, 1)
@@ -617,6 +633,17 @@ CHOSEN: dict[str, Any] = {
     "gate_terms": 1,
     "gate_count": "all",
 }
+
+VARIANTS += [
+    ("memex.search's default (chosen)", CHOSEN),
+    *[
+        (
+            f"chosen, the one-term gate (f {f}, p {pw}) on memories holding <= 1 query terms",
+            {**CHOSEN, "gate_from": f, "gate_power": pw, "gate_count": "memory"},
+        )
+        for f, pw in [(0.9, 3.0), (1.0, 3.0), (0.9, 2.0)]
+    ],
+]
 
 
 def misses(data: dict[str, Any], seed: int, **kw: Any) -> None:

@@ -22,7 +22,11 @@
 -- as_of). The superseded memories hidden are scored for this only, with the shown
 -- memories' BM25 statistics (document frequencies, size, mean length), which leave them
 -- out. The links come from memex._supersession_heads (their own index: a tenant without
--- links pays one empty probe). Nothing is inferred: without links the answers are those of
+-- links pays one empty probe). With as_of, the other way too: a memory shown that was
+-- superseded after as_of ranks with the best similarity and BM25 score of its later
+-- versions (memex._later_versions; recorded after as_of, never returned, scored with the
+-- shown memories' statistics as the hidden ones are), so the version valid then is found
+-- by any wording of the fact. Nothing is inferred: without links the answers are those of
 -- the live memories alone.
 -- Each row also carries best_text_rank, the tenant's highest BM25 score (the same on every
 -- row; null without a match), which memex.search divides by: taken from the few matching
@@ -98,12 +102,34 @@ as $$
         select h.head as id, max(e.similarity) as similarity, max(b.score) as text_rank
         from heads h join every e on e.id = h.id left join bm25 b on b.id = h.id
         group by h.head
+    ),
+    later_match as materialized (
+        -- as_of only: each memory shown that was superseded after as_of with the best
+        -- similarity and BM25 score of its later versions, recorded after it (hidden from
+        -- the search), with the shown memories' statistics as the hidden superseded ones'
+        -- above (memex._later_match, a cached plan); so the version valid at as_of is found
+        -- by any wording of the fact
+        select k.id, k.later_similarity as similarity, k.later_text_rank as text_rank
+        from memex._later_match(p_agent_id, p_user_id, p_query_embedding, p_now,
+                                p_include_superseded, p_filters, p_terms,
+                                (select array_agg(coalesce(f.df, 0) order by t.i)
+                                 from unnest(p_terms) with ordinality t(lexeme, i)
+                                 left join (select o.lexeme,
+                                                   count(*) filter (where o.visible)::double precision
+                                                       as df
+                                            from occurrences o group by o.lexeme) f
+                                        on f.lexeme = t.lexeme),
+                                (select s.n from stats s), (select s.avgdl from stats s)) k
+        where (p_filters).as_of is not null
     )
-    select l.id, l.importance, l.created_at, greatest(l.similarity, i.similarity),
-           greatest(b.score, i.text_rank),
+    select l.id, l.importance, l.created_at,
+           greatest(l.similarity, i.similarity, k.similarity),
+           greatest(b.score, i.text_rank, k.text_rank),
            greatest((select max(x.score) from bm25 x join live v on v.id = x.id),
-                    (select max(x.text_rank) from inherited x join live v on v.id = x.id))
+                    (select max(x.text_rank) from inherited x join live v on v.id = x.id),
+                    (select max(x.text_rank) from later_match x))
     from live l left join bm25 b on b.id = l.id left join inherited i on i.id = l.id
+         left join later_match k on k.id = l.id
 $$;
 
 comment on function memex._candidates_exact(text, text, public.halfvec, text[], timestamptz,

@@ -35,7 +35,9 @@
 -- successors the search sees (live, of the filters, recorded by as_of), which becomes a
 -- candidate (with its neighbours in time) and inherits its match. The pruning bound
 -- (least similarity among all the nearest) still holds: inheriting only raises the heads,
--- which are candidates anyway. A tenant without supersession links (links: one probe of
+-- which are candidates anyway. With as_of, a memory shown that was superseded after it
+-- is a candidate with the best match of its later versions (memex._later_match,
+-- memex._later_versions), as in memex._candidates_exact. A tenant without supersession links (links: one probe of
 -- memories_supersedes_idx, revision 0036, which holds the successors only) skips
 -- the contributor and head steps at run time (their One-Time Filter), so it pays the probe
 -- and the plan's empty steps, nothing per candidate. p_include_superseded null says the
@@ -333,12 +335,27 @@ as $$
         where p_include_superseded is not null  -- not planned without links
           and (select k.present from links k)  -- not called without links
     ),
+    later as materialized (
+        -- as_of only (planned away without it or without links): the memories shown that
+        -- were superseded after as_of, each a candidate with the best similarity and BM25
+        -- score of its later versions, recorded after as_of (memex._later_match, a cached
+        -- plan), as memex._candidates_exact
+        select k.id, k.importance, k.created_at, k.similarity, k.tsv, k.tsv_length,
+               k.later_similarity, k.later_text_rank
+        from memex._later_match(p_agent_id, p_user_id, p_query_embedding, p_now,
+                              p_include_superseded, p_filters,
+                              (select array_agg(f.lexeme order by f.lexeme) from frequencies f),
+                              (select array_agg(f.df order by f.lexeme) from frequencies f),
+                              (select w.n from stats w), (select w.avgdl from stats w)) k
+        where (p_filters).as_of is not null and p_include_superseded is not null
+    ),
     hits as materialized (
-        -- the nearest and text-matching memories shown, and the heads of those superseded,
-        -- whose neighbours are candidates
+        -- the nearest and text-matching memories shown, the heads of those superseded and
+        -- the memories with later versions (as_of), whose neighbours are candidates
         select h.id, h.created_at from nearest h
         union select h.id, h.created_at from text_hits h where not h.hidden
         union select h.head, h.created_at from heads h
+        union select k.id, k.created_at from later k
     ),
     neighbours as (
         -- the p_neighbours live memories just before and just after each hit, in
@@ -423,13 +440,17 @@ as $$
               union all select h.head, h.importance, h.created_at, h.similarity, h.tsv,
                                h.tsv_length
                         from heads h
+              union all select k.id, k.importance, k.created_at, k.similarity, k.tsv,
+                               k.tsv_length
+                        from later k
               union all select * from neighbours) c
         order by c.created_at, c.id
     )
     -- scored once each: BM25 for the memories holding a query term, as in text_read; the
     -- weights join keeps the candidates' order; a head takes the best of its own and its
     -- predecessors' similarity and BM25 score
-    select c.id, c.importance, c.created_at, greatest(c.similarity, i.inherited_similarity),
+    select c.id, c.importance, c.created_at,
+           greatest(c.similarity, i.inherited_similarity, k.later_similarity),
            greatest(
            case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
                      and c.tsv @@ (select a.q from any_term a)
@@ -447,8 +468,9 @@ as $$
                                                       c.tsv_length, f.df, w.n, w.avgdl))
                                from unnest(ts_filter(setweight(c.tsv, 'A', p_terms), '{a}')) o
                                join frequencies f on f.lexeme = o.lexeme) end end,
-           i.inherited_text_rank)
+           i.inherited_text_rank, k.later_text_rank)
     from candidates c cross join weights w left join heads i on i.head = c.id
+         left join later k on k.id = c.id
 $$;
 
 comment on function memex._candidates_ann(text, text, public.halfvec, text[], timestamptz, integer,

@@ -54,7 +54,12 @@
 -- returned (memex._successors_first lowers its score just below its successor's). A
 -- memory ranks with the best similarity and BM25 match of the memories it superseded
 -- (memex._candidates_exact, memex._candidates_ann): the new version of a fact is found by
--- the old version's words; never a version recorded after p_as_of. A
+-- the old version's words; never a version recorded after p_as_of. With p_as_of, a memory
+-- shown that was superseded after it ranks with the best similarity and BM25 match of its
+-- later versions (memex._later_versions; never returned): the version valid then is found
+-- by any wording of the fact ("Where did I live?": "Our flat is on Alder Lane in Porto",
+-- later "I live in Lyon now"; bench/RESULTS.md, "The version valid then is found by its
+-- later wording"). A
 -- memory whose valid_to has passed ranks with half its importance (memex._valid_importance:
 -- a fact valid now outranks one that no longer holds; not an exclusion). p_valid_at keeps
 -- only the facts valid at that moment (valid_from, or created_at when unset, <= p_valid_at
@@ -123,6 +128,8 @@ declare
     v_links    boolean;  -- exact vector path: the tenant has supersession links
     v_heads    uuid[];  -- exact vector path with links: the heads of superseded memories
     v_inherited double precision[];  -- and each one's best similarity among them
+    v_later    uuid[];  -- exact vector path, as_of: the memories superseded after as_of
+    v_later_similarity double precision[];  -- and each one's best among its later versions
     -- the filters, one value for the helpers (memex.search_filters, revision 0035, built by
     -- memex._search_filters: its attributes in their order); memex._filtered_memories
     -- applies them
@@ -263,6 +270,18 @@ begin
                   from memex._supersession_heads(p_agent_id, p_user_id, v_now, v_filters) h
                   join memex.memories c on c.id = h.id
                   group by h.head) i;
+            if p_as_of is not null then
+                -- as_of: each memory superseded after as_of with the best similarity of
+                -- its later versions, recorded after it (memex._later_versions)
+                select array_agg(l.id), array_agg(l.similarity)
+                into v_later, v_later_similarity
+                from (select v.id,
+                             max(1 - (s.embedding operator(public.<=>) v_query)) as similarity
+                      from memex._later_versions(p_agent_id, p_user_id, p_as_of,
+                                                 p_embedding_model) v
+                      join memex.memories s on s.id = v.later
+                      group by v.id) l;
+            end if;
         end if;
         v_hits := memex._duplicates_last(array(
         select h::memex.search_hit from (
@@ -281,7 +300,7 @@ begin
                                as importance,
                            m.created_at,
                            greatest(1 - (m.embedding operator(public.<=>) v_query),
-                                    i.similarity) as similarity
+                                    i.similarity, k.similarity) as similarity
                     -- the filters spelled out, not v_filters: inlined, each is then a
                     -- parameter of this generic plan, not a field read off a row per memory
                     from memex._filtered_memories(
@@ -292,6 +311,8 @@ begin
                                                    p_created_before)) m
                     left join unnest(v_heads, v_inherited) as i(head, similarity)
                         on i.head = m.id
+                    left join unnest(v_later, v_later_similarity) as k(id, similarity)
+                        on k.id = m.id
                     where v_exact
                     union all
                     select a.id, a.importance, a.created_at, a.similarity
