@@ -18,7 +18,7 @@
 -- Its rows come back with content and embedding null: the caller keeps them in a
 -- tuplestore (a function scan), and whole rows (~1.5 kB, the halfvec half of it) of the
 -- ~4,000 a big tenant's request reads spilled it to a temporary file past work_mem
--- (bench/RESULTS.md, "The text step's rows without their vectors").
+-- (bench/RESULTS.md, "The default request's plan, cached").
 create or replace function memex._text_rows(
     p_agent_id text,
     p_user_id text,

@@ -282,15 +282,14 @@ as $$
         -- tenant's text hits, halved"). A count, not a bound: a bound on what a hit's
         -- neighbours can reach (the lending weight, their importance up to 2) kept every
         -- hit. Their similarity is computed for these only, from their vectors looked up
-        -- by primary key (text_read reads none: bench/RESULTS.md, "The text step's rows
-        -- without their vectors").
+        -- by primary key with their tsvectors (text_read reads no vector, and the sort
+        -- carries no tsvector: bench/RESULTS.md, "The default request's plan, cached").
         select h.id, h.importance, h.created_at,
-               1 - (v.embedding <=> p_query_embedding) as similarity, h.tsv, h.tsv_length,
+               1 - (v.embedding <=> p_query_embedding) as similarity, v.tsv, v.tsv_length,
                h.hidden, h.successor, h.text_rank
         from (
             select distinct on (r.text_rank * r.importance, r.id)
-                   r.id, r.importance, r.created_at, r.tsv, r.tsv_length, r.hidden,
-                   r.successor,
+                   r.id, r.importance, r.created_at, r.hidden, r.successor,
                    -- for contributors: the superseded ones' only, and none without links
                    -- (null p_include_superseded), whose plan then sorts the rows read as
                    -- before issue 36 (the score's inputs carried through the sort and the
@@ -303,7 +302,8 @@ as $$
             limit p_depth
         ) h
         cross join lateral (
-            select m.embedding from memex.memories m where m.id = h.id offset 0
+            select m.embedding, m.tsv, m.tsv_length
+            from memex.memories m where m.id = h.id offset 0
         ) v
     ),
     contributors as materialized (
