@@ -349,9 +349,13 @@ as $$
         -- memex.search's window order (created_at, id): its context takes relevance from
         -- them, and they take it from the hit. One join per side: one subquery holding
         -- both sides took ~15 % longer for the probes alone (bench/RESULTS.md, "Big
-        -- tenants"). Each probe descends memories_tenant_key_recent_idx, keyed by the
-        -- tenant's 64-bit hash (memex._tenant_key) instead of two text columns: 8-11 % off
-        -- a 50,000-memory tenant's request ("Big tenants: neighbours by a fixed-width key").
+        -- tenants"). The key condition is meant for memories_tenant_key_recent_idx, keyed
+        -- by the tenant's 64-bit hash (memex._tenant_key) instead of two text columns: 8-11 %
+        -- off a 50,000-memory tenant's request ("Big tenants: neighbours by a fixed-width
+        -- key"), measured without row-level security. Under it (as migrated) the key's
+        -- functions are not leakproof, so it is a filter and the probes descend
+        -- memories_tenant_recent_idx (bench/RESULTS.md, "The default request's plan,
+        -- cached").
         select n.*
         from hits h
         cross join lateral (
