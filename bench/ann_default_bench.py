@@ -18,16 +18,19 @@ function versions are swapped in between rounds on one database (the same data a
 index), each round timing every query once; "vector, alpha 1" (the ANN index alone, no
 text, no recency) is timed in the same rounds as the floor any ANN ranking pays.
 
-    git show main:sql/memories/041_candidates_ann.sql \\
+    git show main:sql/memories/040_text_rows.sql \\
+        main:sql/memories/041_candidates_ann.sql \\
         main:sql/memories/042_search.sql > /tmp/before.sql
     python bench/ann_default_bench.py --baseline-sql /tmp/before.sql
 
-The functions are installed as migrated: owned by the role that owned them (memex_owner),
-so memex.search (a security definer) runs under the tables' row-level security as the
-service's calls do. A file executed by the superuser would own them and bypass it, and the
-text step could then use the GIN index, which row-level security forbids (`@@` is not
-leakproof): runs before 2026-12-06 17:30 UTC measured that, not what the service runs
-(bench/RESULTS.md, "The default request under row-level security").
+memex._text_rows (040_text_rows.sql, the text step's read) is replaced with them, kept
+with its owner (`create or replace`); a baseline file without it runs with this
+checkout's. The functions are installed as migrated: owned by the role that owned them
+(memex_owner), so memex.search (a security definer) runs under the tables' row-level
+security as the service's calls do. A file executed by the superuser would own them and
+bypass it, and the text step could then use the GIN index, which row-level security
+forbids (`@@` is not leakproof): runs before 2026-12-06 17:30 UTC measured that, not what
+the service runs (bench/RESULTS.md, "The default request under row-level security").
 
 The baseline file may also redefine indexes of memex.memories (an older revision's
 `drop index ...; create index ...`): the migrated definitions are put back before each
@@ -67,7 +70,11 @@ import memexdb
 from memexdb.embedded.server import EmbeddedPostgres
 
 REPO = Path(__file__).resolve().parents[1]
-FUNCTIONS = ("memories/041_candidates_ann.sql", "memories/042_search.sql")
+FUNCTIONS = (
+    "memories/040_text_rows.sql",
+    "memories/041_candidates_ann.sql",
+    "memories/042_search.sql",
+)
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 VOCABULARY = 5000
 WORDS = 30  # per memory
@@ -357,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=100_000, help="memories of the tenant")
     parser.add_argument("--queries", type=int, default=60, help="queries per round")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--baseline-sql", type=Path, help="older 041 and 042 in one file")
+    parser.add_argument("--baseline-sql", type=Path, help="older 040, 041 and 042 in one file")
     parser.add_argument("--text", choices=("zipf", "reference"), default="zipf")
     parser.add_argument("--server-dir", type=Path, help="keep the tenant here for reuse")
     parser.add_argument("--store-rounds", type=int, default=0, help="also time stores")

@@ -1,7 +1,8 @@
-"""What a request plans and evaluates per statement (issue 36's latency targets): a tenant
-in the ANN index without supersession links gets a plan of memex._candidates_ann without
-the supersession steps (they were planned with every call, links or not), and row-level
-security reads the service's caller inline (the policies' InitPlans evaluate the
+"""What a request plans and evaluates per statement (issue 36's latency targets, issue 39):
+memex._candidates_ann's statement has one cached generic plan, and a tenant in the ANN
+index without supersession links runs none of its supersession steps; the steps whose plan
+depends on the tenant's size are planned per call, with the filters as constants; and
+row-level security reads the service's caller inline (the policies' InitPlans evaluate the
 expression, not a PL/pgSQL call with its own settings, several times a statement)."""
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ from tests.test_supersession_ranking import NEW, NOW, OLD, load, search, to_ann
 from tests.test_vector_index import index_tenant
 
 
-def nested_plans(conn: psycopg.Connection, agent: str, fmt: str = "text", **options: Any) -> str:
+def nested_plans(
+    conn: psycopg.Connection, agent: str, fmt: str = "text", analyze: bool = False, **options: Any
+) -> str:
     """The plans of every statement the default request on `agent` (with the options
     given) runs (auto_explain of nested statements in format `fmt`, sent to this session
-    as LOG messages), as one text."""
+    as LOG messages; with `analyze`, as run: nodes not run say "never executed"), as one
+    text."""
     plans: list[str] = []
 
     def collect(diag: psycopg.errors.Diagnostic) -> None:
@@ -34,56 +38,82 @@ def nested_plans(conn: psycopg.Connection, agent: str, fmt: str = "text", **opti
         conn.execute("set local auto_explain.log_min_duration = 0")
         conn.execute("set local auto_explain.log_nested_statements = on")
         conn.execute(f"set local auto_explain.log_format = {fmt}")
+        conn.execute(f"set local auto_explain.log_analyze = {'on' if analyze else 'off'}")
+        conn.execute("set local auto_explain.log_timing = off")
         conn.execute("set local client_min_messages = log")
         search(conn, agent, **options)
     conn.remove_notice_handler(collect)
     return "\n".join(plans)
 
 
-def test_an_ann_tenant_without_links_plans_no_supersession_step(
+def test_an_ann_tenant_without_links_runs_no_supersession_step(
     conn: psycopg.Connection,
 ) -> None:
     load(conn, "linked", [OLD, NEW])
     load(conn, "plain", [OLD, NEW], linked=False)
     to_ann(conn, "linked")
     assert index_tenant(conn, "plain") > 0
-    plain = nested_plans(conn, "plain")
-    linked = nested_plans(conn, "linked")
-    # the candidates' statement was planned in both (its BM25 weights are in it)
+    plain = nested_plans(conn, "plain", analyze=True)
+    linked = nested_plans(conn, "linked", analyze=True)
+    # the candidates' statement ran in both (its BM25 weights are in it)
     assert "CTE weights" in plain and "CTE weights" in linked
-    # with a link the heads are looked up (memex._ann_heads, its own cached plan); without
-    # one, neither that call nor the walk's is in the plan at all, not even skipped
-    assert not re.search(r"Function Scan on _(ann|supersession)_heads", plain)
-    assert "Function Scan on _ann_heads" in linked
+    # one generic plan for both: the supersession steps are in it, skipped at run time
+    # (One-Time Filters) without a link; with one the heads are looked up (memex._ann_heads,
+    # its own cached plan), and the walk (memex._supersession_heads) runs
+    heads = re.findall(r"Function Scan on _ann_heads.*", plain)
+    assert heads and all("never executed" in h for h in heads), heads
+    assert "Function Scan on _supersession_heads" not in plain  # the walk never started
+    heads = re.findall(r"Function Scan on _ann_heads.*", linked)
+    assert heads and not any("never executed" in h for h in heads), heads
     assert search(conn, "linked")[0] == NEW and search(conn, "plain")[0] == OLD
+
+
+def statement_plans(conn: psycopg.Connection, agent: str, marker: str, **options: Any) -> list[str]:
+    """The plans (without their query text, as JSON) of the statements whose text holds
+    `marker` among those of the default request on `agent` with the options given."""
+    plans = [
+        json.JSONDecoder().raw_decode(p[p.index("{") :])[0]
+        for p in nested_plans(conn, agent, "json", **options).split("plan:")[1:]
+    ]
+    return [json.dumps(p["Plan"]) for p in plans if marker in p["Query Text"]]
 
 
 def candidates_plan(conn: psycopg.Connection, agent: str, **options: Any) -> str:
     """The plan of memex._candidates_ann's statement (without its query text) among those
     of the default request on `agent` with the options given, as JSON."""
-    plans = [
-        json.JSONDecoder().raw_decode(p[p.index("{") :])[0]["Plan"]
-        for p in nested_plans(conn, agent, "json", **options).split("plan:")[1:]
-    ]
-    (plan,) = [json.dumps(p) for p in plans if "weights" in json.dumps(p)]
+    (plan,) = statement_plans(conn, agent, "weights as materialized", **options)
     return plan
 
 
-def test_the_ann_candidates_are_planned_with_the_filters_as_constants(
+# the statements of memex._ann_nearest_rows and memex._ann_newest_rows (the steps that read
+# the tenant in an index's order)
+NEAREST = "order by m.embedding <=> p_query_embedding"
+NEWEST = "order by m.created_at desc"
+
+
+def test_the_ann_candidates_are_planned_once_with_the_tenant_scans_per_call(
     conn: psycopg.Connection,
 ) -> None:
-    # memex.search passes its filters as one memex.search_filters value (revision 0035);
-    # memex._candidates_ann is planned for each call, so each field is a constant there: a
-    # filter not given is not in the plan at all, a filter given is compared to its value
+    # memex.search passes its filters as one memex.search_filters value (revision 0035).
+    # memex._candidates_ann's statement has one generic plan, cached for the session (issue
+    # 39: planned for each call it was ~5 ms of a 200,000-memory tenant's request): it
+    # reads the tenant and the filters as parameters. The steps that read the tenant in an
+    # index's order are planned for each call, so each field is a constant there: a filter
+    # not given is not in their plan at all, a filter given is compared to its value.
     load(conn, "filtered", [OLD, NEW], linked=False)
     assert index_tenant(conn, "filtered") > 0
+    candidates = candidates_plan(conn, "filtered")
+    assert re.search(r"agent_id = \$\d+", candidates), candidates  # generic: parameters
+    assert "'filtered'" not in candidates
     fields = re.compile(r"\(\$\d+\)\.|memory_types|embedding_model|include_archived|as_of|valid_at")
-    default = candidates_plan(conn, "filtered")
-    assert not fields.search(default)  # no field read off the filters' row per memory
-    assert "created_at >=" not in default and "metadata @>" not in default
-    after = candidates_plan(conn, "filtered", created_after=NOW - timedelta(days=45))
-    assert not fields.search(after) and "created_after" not in after
-    assert re.search(r"created_at >= '\d{4}-\d\d-\d\d", after)
+    for marker in (NEAREST, NEWEST):
+        (default,) = statement_plans(conn, "filtered", marker)
+        assert "'filtered'" in default  # a custom plan: the tenant is a constant
+        assert not fields.search(default)  # no field read off the filters' row per memory
+        assert "created_at >=" not in default and "metadata @>" not in default
+        (after,) = statement_plans(conn, "filtered", marker, created_after=NOW - timedelta(days=45))
+        assert not fields.search(after) and "created_after" not in after
+        assert re.search(r"created_at >= '\d{4}-\d\d-\d\d", after)
     assert search(conn, "filtered", created_after=NOW - timedelta(days=45)) == search(
         conn, "filtered", created_after=NOW - timedelta(days=45), include_archived=False
     )
@@ -100,14 +130,18 @@ def test_the_candidate_helpers_take_the_filters_as_one_value(
         " array(select format_type(t, null) from unnest(p.proargtypes) t)"
         " from pg_proc p where p.pronamespace = 'memex'::regnamespace"
         " and p.proname in ('_filtered_memories', '_supersession_heads', '_candidates_exact',"
-        " '_candidates_ann', '_ann_heads')"
+        " '_candidates_ann', '_ann_heads', '_ann_nearest_rows', '_ann_newest_rows',"
+        " '_text_rows')"
     ).fetchall()
     assert sorted(r[0] for r in rows) == [
         "_ann_heads",
+        "_ann_nearest_rows",
+        "_ann_newest_rows",
         "_candidates_ann",
         "_candidates_exact",
         "_filtered_memories",
         "_supersession_heads",
+        "_text_rows",
     ]
     attributes = conn.execute(
         "select array_agg(a.attname::text order by a.attnum) from pg_attribute a"
@@ -308,3 +342,54 @@ def test_the_text_step_of_a_big_tenant_reads_the_gin_index_as_migrated(
     for text in (COMMON_WORDS, "w0 w3 w9 w4321"):
         scans = text_step_scans(conn, "words", text)
         assert "memories_tsv_idx" in scans and "Seq Scan" not in scans, (text, scans)
+
+
+def scans_of_memories(plan: str) -> list[str]:
+    """Each node of a JSON plan that reads memex.memories: its type and index."""
+    found: list[str] = []
+
+    def walk(node: dict[str, Any]) -> None:
+        if node.get("Relation Name") == "memories":
+            found.append(f"{node['Node Type']} {node.get('Index Name', '')}".strip())
+        for child in node.get("Plans", []):
+            walk(child)
+
+    walk(json.loads(plan))
+    return found
+
+
+def test_a_big_tenant_among_small_ones_reads_its_indexes_in_order(
+    conn: psycopg.Connection,
+) -> None:
+    # The generic plan of memex._candidates_ann assumes an average-sized tenant: among 300
+    # tenants of 3 memories, a few rows. The steps whose plan depends on the tenant's size
+    # (the nearest neighbours, the newest memories, the newest index entries) are planned
+    # for each call: for a 20,000-memory tenant they read the vector index and the recency
+    # index in order, never sort the tenant; the statement itself reads memex.memories only
+    # by primary key or a few rows in index order (the neighbours), never scans it.
+    conn.execute(
+        "insert into memex.memories (agent_id, user_id, content, embedding, embedding_model)"
+        " select 'small' || (i % 300), 'u', 'w1 w2 w' || i,"
+        "  (select array_agg(random()::real - 0.5) from generate_series(1, 384) d"
+        "   where i > 0)::public.vector(384), 'test-model'"
+        " from generate_series(1, 900) i"
+    )
+    load_words_tenant(conn, "words", 20_000)
+    for options in ({}, {"alpha": 0.7}):
+        (nearest,) = statement_plans(conn, "words", NEAREST, **options)
+        assert scans_of_memories(nearest) == ["Index Scan memories_embedding_hnsw_idx"], nearest
+        candidates = candidates_plan(conn, "words", **options)
+        scans = scans_of_memories(candidates)
+        assert scans and all(
+            s in ("Index Scan memories_pkey", "Index Scan memories_tenant_recent_idx")
+            or s.startswith("Index Scan memories_tenant_key")
+            or s.startswith("Index Only Scan memories_supersedes")
+            or s.startswith("Index Scan memories_supersedes")
+            for s in scans
+        ), scans
+    (newest,) = statement_plans(conn, "words", NEWEST)
+    assert scans_of_memories(newest) == ["Index Scan memories_tenant_recent_idx"], newest
+    assert '"Sort"' not in newest
+    (entries,) = statement_plans(conn, "words", "r.agent_id = p_agent_id", alpha=0.7)
+    assert scans_of_memories(entries) == ["Index Only Scan memories_tenant_recent_idx"], entries
+    assert '"Sort"' not in entries

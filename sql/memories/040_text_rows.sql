@@ -15,6 +15,10 @@
 -- memex_app and memex_tenant), that is only the security definer functions, which have
 -- authorized their caller before they reach it (memex.search, through _candidates_ann).
 -- Planned for each call (its tsquery and the filters are constants there).
+-- Its rows come back with content and embedding null: the caller keeps them in a
+-- tuplestore (a function scan), and whole rows (~1.5 kB, the halfvec half of it) of the
+-- ~4,000 a big tenant's request reads spilled it to a temporary file past work_mem
+-- (bench/RESULTS.md, "The default request's plan, cached").
 create or replace function memex._text_rows(
     p_agent_id text,
     p_user_id text,
@@ -28,8 +32,15 @@ returns setof memex.memories
 language sql stable security definer set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_custom_plan
 as $$
-    select m.* from memex._filtered_memories(p_agent_id, p_user_id, p_now,
-                                             p_include_superseded, p_filters) m
+    -- content and embedding null (the step reads neither: the similarity of the few it
+    -- keeps is computed after, memex._candidates_ann's text_hits): ~1.5 kB a row less
+    select m.id, m.agent_id, m.user_id, m.memory_type, null::text, null::public.halfvec,
+           m.embedding_model, m.importance, m.created_at, m.updated_at, m.expires_at,
+           m.metadata, m.tsv, m.source_ids, m.superseded_by, m.archived_at, m.ann, m.actor,
+           m.path, m.tsv_length, m.valid_from, m.valid_to, m.superseded_at, m.supersedes,
+           m.restored_at
+    from memex._filtered_memories(p_agent_id, p_user_id, p_now, p_include_superseded,
+                                  p_filters) m
     where m.tsv @@ p_query
     limit p_limit
 $$;

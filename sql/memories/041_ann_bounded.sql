@@ -5,8 +5,8 @@
 -- score is memex._score(similarity, recency, importance, alpha) and its similarity is at
 -- most the least among the nearest neighbours.
 -- No SET search_path on purpose: a SET clause stops the planner from inlining the
--- function. Inlined into memex._candidates_ann, planned per call with its arguments as
--- constants, it folds to true or false, and the branches it turns off are not planned.
+-- function. Inlined into memex._candidates_ann's cached generic plan, it is a One-Time
+-- Filter of the branches it turns on or off (evaluated once a call, not per row).
 create or replace function memex._ann_bounded(
     p_top_k integer,
     p_query_embedding public.halfvec,

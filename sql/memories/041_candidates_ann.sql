@@ -23,8 +23,11 @@
 -- longer one by a subquery over the memory's query terms.
 -- p_filters (memex.search_filters, built by memex.search) and p_include_superseded keep
 -- the memories memex._filtered_memories keeps, inside each branch (the HNSW iterative scan
--- goes on until it has p_depth that match); planned for each call (force_custom_plan
--- below), the filters are constants there, and a filter not given folds away. A
+-- goes on until it has p_depth that match). The steps that read the tenant in an index's
+-- order (memex._ann_nearest_rows, memex._ann_newest_rows, memex._ann_recent_entries) and
+-- the text lookups (memex._text_rows) are planned for each call: the filters are constants
+-- there, and a filter not given folds away. This statement has one generic plan
+-- (force_generic_plan below), where the filters are a parameter. A
 -- memory's importance is memex._valid_importance's (halved once its valid_to passed; the
 -- pruning bound below reads the stored importance, an upper bound of it).
 -- Supersession (issue 36), as memex._candidates_exact: a memory ranks with the best
@@ -42,9 +45,9 @@
 -- the contributor and head steps at run time (their One-Time Filter), so it pays the probe
 -- and the plan's empty steps, nothing per candidate. p_include_superseded null says the
 -- caller found no link (memex.search probes first): superseded memories are left out, as
--- with false, and the supersession steps are constant-false when planned, so the plan has
--- none of them (planning them was ~0.4-1 ms of every call, bench/RESULTS.md "Supersession
--- out of the plan").
+-- with false, and the supersession steps are skipped at run time (One-Time Filters of the
+-- cached plan; they were planned away when this statement was planned per call, where
+-- planning them cost ~0.4-1 ms, bench/RESULTS.md "Supersession out of the plan").
 --
 -- Recency candidates that cannot reach the top k are skipped unread. When p_top_k is
 -- given (memex.search's vector-only ranking, where the score is memex._score(similarity,
@@ -86,26 +89,19 @@ create or replace function memex._candidates_ann(
 )
 returns setof memex._candidate
 language sql stable set search_path = pg_catalog, public, pg_temp
--- Plan every call for its tenant: a cached generic plan assumes an average-sized tenant
--- (with 1,000 tenants, ~0.1 % of the rows) and sorts the whole tenant by distance instead
--- of using the vector index, ~0.5-1.3 s instead of ~50 ms for a 200k tenant (bench/RESULTS.md).
-set plan_cache_mode = force_custom_plan
+-- One generic plan per session: planned for each call, this statement was ~5 ms of a
+-- 200,000-memory tenant's default request (bench/RESULTS.md, "The default request's plan,
+-- cached"). The steps whose plan depends on the tenant's size (the nearest neighbours, the
+-- newest memories, the newest index entries: a generic plan assumes an average-sized
+-- tenant and sorts the whole tenant instead of reading the index in order) are small
+-- functions planned per call (memex._ann_nearest_rows, memex._ann_newest_rows,
+-- memex._ann_recent_entries); every other read of memex.memories here is by primary key
+-- or a probe of a few rows in index order.
+set plan_cache_mode = force_generic_plan
 as $$
     with live as not materialized (
         select m.* from memex._filtered_memories(p_agent_id, p_user_id, p_now,
                                              p_include_superseded, p_filters) m
-    ),
-    every as not materialized (
-        -- live, and the memories superseded at the moment that live leaves out (the only
-        -- difference): those may match the query, for their successors (chain below)
-        select m.*,
-               not coalesce(p_include_superseded or m.superseded_at is null
-                            or m.superseded_at > (p_filters).as_of,
-                            false) as hidden,  -- null as_of
-               case when m.superseded_at is not null then m.superseded_by end as successor
-        from memex._filtered_memories(p_agent_id, p_user_id, p_now,
-                                  p_include_superseded is not null,  -- null: no link, as live
-                                  p_filters) m
     ),
     links as materialized (
         -- whether the tenant has a supersession link at all (its successors are the whole
@@ -161,18 +157,15 @@ as $$
     nearest_any as materialized (
         -- Each branch reads the columns the ranking needs (the tsvector for the BM25 score,
         -- computed once per candidate at the end) from the rows its index scan has
-        -- already read, so no candidate is looked up twice. The superseded memories
-        -- hidden at the moment are among them (hidden): they rank their successors.
-        select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
-                                             (p_filters).valid_at)
-                   as importance, l.created_at,
-               1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length,
-               l.hidden, l.successor
-        from every l
-        where l.ann  -- implies the ANN index's predicate, so the planner may use it
-          and p_query_embedding is not null
-        order by l.embedding <=> p_query_embedding
-        limit memex._ann_nearest(p_depth, p_terms)  -- fewer with query terms
+        -- already read. The superseded memories hidden at the moment are among them
+        -- (hidden): they rank their successors. memex._ann_nearest_rows is planned per
+        -- call (the index's choice depends on the tenant's size), this statement once.
+        select n.id, n.importance, n.created_at, n.similarity, n.tsv, n.tsv_length,
+               n.hidden, n.successor
+        from memex._ann_nearest_rows(p_agent_id, p_user_id, p_query_embedding, p_now,
+                                     p_include_superseded, p_filters,
+                                     memex._ann_nearest(p_depth, p_terms)) n  -- fewer with terms
+        where p_query_embedding is not null
     ),
     nearest as (
         select n.id, n.importance, n.created_at, n.similarity, n.tsv, n.tsv_length
@@ -181,18 +174,17 @@ as $$
     newest as materialized (
         -- all p_recent newest without pruning; the p_depth newest (scored in full, to
         -- raise the k-th score before the bound is tested) with it and alpha given
-        select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
-                                             (p_filters).valid_at)
-                   as importance, l.created_at,
-               1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
-        from live l
+        -- (memex._ann_newest_rows: planned per call, as the nearest)
+        select n.id, n.importance, n.created_at, n.similarity, n.tsv, n.tsv_length
+        from memex._ann_newest_rows(
+                 p_agent_id, p_user_id, p_query_embedding, p_now, p_include_superseded,
+                 p_filters,
+                 case when memex._ann_bounded(p_top_k, p_query_embedding, p_terms,
+                                              (p_filters).memory_types, (p_filters).metadata)
+                      then p_depth else p_recent end) n
         where p_alpha is not null
            or not memex._ann_bounded(p_top_k, p_query_embedding, p_terms,
                                      (p_filters).memory_types, (p_filters).metadata)
-        order by l.created_at desc
-        limit case when memex._ann_bounded(p_top_k, p_query_embedding, p_terms,
-                                           (p_filters).memory_types, (p_filters).metadata)
-                   then p_depth else p_recent end
     ),
     rarest as (  -- the six rarest query terms held at all
         select f.lexeme, f.df from frequencies f where f.df > 0
@@ -233,13 +225,13 @@ as $$
         -- are read one after the other, the rarest pair first (the nested loop keeps the
         -- array's order), so the budget cuts the commonest pair, not an arbitrary part of
         -- all of them: a memory holding three query terms is in its rarest pair
-        -- (bench/RESULTS.md, "Big tenants").
+        -- (bench/RESULTS.md, "Big tenants"). Read without their vectors (memex._text_rows):
+        -- the similarity of the p_depth kept is computed in text_hits.
         select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
                                              (p_filters).valid_at)
-                   as importance, l.created_at,
-               1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length,
+                   as importance, l.created_at, l.tsv, l.tsv_length,
                l.hidden, l.successor,
-               case when coalesce(cardinality(p_terms), 0) = 0 then null  -- folds without terms
+               case when coalesce(cardinality(p_terms), 0) = 0 then null  -- none without terms
                     when w.held <= 8
                     then memex._held_bm25(l.tsv, l.tsv_length, w.n, w.avgdl,
                                           w.term1, w.df1,
@@ -261,7 +253,8 @@ as $$
             select l.*
             from unnest(v.q) u(q)
             cross join lateral (
-                -- the rows of `every` matching u.q, through the GIN index: memex._text_rows
+                -- the live memories (and those superseded at the moment, hidden: as the
+                -- nearest) matching u.q, through the GIN index: memex._text_rows
                 -- (owned by memex_text_lookup, BYPASSRLS, when it exists): under the
                 -- forced row-level security of memex.memories, `tsv @@ u.q` (not
                 -- leakproof) is no index condition, and the tenant was scanned per query
@@ -275,7 +268,7 @@ as $$
                 from memex._text_rows(p_agent_id, p_user_id, p_now,
                                       p_include_superseded is not null, p_filters, u.q,
                                       (select v.budgets * s.budget from stats s)) m
-                where coalesce(cardinality(p_terms), 0) > 0  -- a constant when planned
+                where coalesce(cardinality(p_terms), 0) > 0  -- a One-Time Filter
             ) l
             limit (select v.budgets * s.budget from stats s)
         ) l
@@ -290,19 +283,30 @@ as $$
         -- 1.000 -> 1.000 (Zipf) against the exact path (bench/RESULTS.md, "The big
         -- tenant's text hits, halved"). A count, not a bound: a bound on what a hit's
         -- neighbours can reach (the lending weight, their importance up to 2) kept every
-        -- hit.
-        select distinct on (r.text_rank * r.importance, r.id)
-               r.id, r.importance, r.created_at, r.similarity, r.tsv, r.tsv_length, r.hidden,
-               r.successor,
-               -- for contributors: the superseded ones' only, and none without links (null
-               -- p_include_superseded), whose plan then sorts the rows read as before issue
-               -- 36 (the score's inputs carried through the sort and the score computed again
-               -- for every row kept cost ~4 % of a default request, bench/RESULTS.md)
-               case when p_include_superseded is not null and r.successor is not null
-                    then r.text_rank end as text_rank
-        from text_read r
-        order by r.text_rank * r.importance desc nulls last, r.id
-        limit p_depth
+        -- hit. Their similarity is computed for these only, from their vectors looked up
+        -- by primary key with their tsvectors (text_read reads no vector, and the sort
+        -- carries no tsvector: bench/RESULTS.md, "The default request's plan, cached").
+        select h.id, h.importance, h.created_at,
+               1 - (v.embedding <=> p_query_embedding) as similarity, v.tsv, v.tsv_length,
+               h.hidden, h.successor, h.text_rank
+        from (
+            select distinct on (r.text_rank * r.importance, r.id)
+                   r.id, r.importance, r.created_at, r.hidden, r.successor,
+                   -- for contributors: the superseded ones' only, and none without links
+                   -- (null p_include_superseded), whose plan then sorts the rows read as
+                   -- before issue 36 (the score's inputs carried through the sort and the
+                   -- score computed again for every row kept cost ~4 % of a default
+                   -- request, bench/RESULTS.md)
+                   case when p_include_superseded is not null and r.successor is not null
+                        then r.text_rank end as text_rank
+            from text_read r
+            order by r.text_rank * r.importance desc nulls last, r.id
+            limit p_depth
+        ) h
+        cross join lateral (
+            select m.embedding, m.tsv, m.tsv_length
+            from memex.memories m where m.id = h.id offset 0
+        ) v
     ),
     contributors as materialized (
         -- the nearest and text-matching memories that a newer one superseded (hidden at
@@ -317,14 +321,14 @@ as $$
               union all
               select t.id, t.successor, t.similarity, t.text_rank
               from text_hits t where t.successor is not null) c
-        -- planned away when the caller found no link (null), else a One-Time Filter
+        -- skipped when the caller found no link (null) or there is none: One-Time Filters
         where p_include_superseded is not null and (select k.present from links k)
         group by c.id, c.successor
     ),
     heads as materialized (
         -- each contributor's head, once, when shown, with what it inherits from the
         -- memories it superseded: their best similarity and BM25 score (memex._ann_heads:
-        -- the walk and the heads' rows in a cached plan, not planned with every call)
+        -- the walk and the heads' rows in a cached plan of their own)
         select h.head, h.importance, h.created_at, h.similarity, h.tsv, h.tsv_length,
                h.inherited_similarity, h.inherited_text_rank
         from memex._ann_heads(p_agent_id, p_user_id, p_query_embedding, p_now,
@@ -332,8 +336,8 @@ as $$
                               (select array_agg(c.id order by c.id) from contributors c),
                               (select array_agg(c.similarity order by c.id) from contributors c),
                               (select array_agg(c.text_rank order by c.id) from contributors c)) h
-        where p_include_superseded is not null  -- not planned without links
-          and (select k.present from links k)  -- not called without links
+        where p_include_superseded is not null  -- not called without links
+          and (select k.present from links k)
     ),
     later as materialized (
         -- as_of only (planned away without it or without links): the memories shown that
@@ -362,9 +366,13 @@ as $$
         -- memex.search's window order (created_at, id): its context takes relevance from
         -- them, and they take it from the hit. One join per side: one subquery holding
         -- both sides took ~15 % longer for the probes alone (bench/RESULTS.md, "Big
-        -- tenants"). Each probe descends memories_tenant_key_recent_idx, keyed by the
-        -- tenant's 64-bit hash (memex._tenant_key) instead of two text columns: 8-11 % off
-        -- a 50,000-memory tenant's request ("Big tenants: neighbours by a fixed-width key").
+        -- tenants"). The key condition is meant for memories_tenant_key_recent_idx, keyed
+        -- by the tenant's 64-bit hash (memex._tenant_key) instead of two text columns: 8-11 %
+        -- off a 50,000-memory tenant's request ("Big tenants: neighbours by a fixed-width
+        -- key"), measured without row-level security. Under it (as migrated) the key's
+        -- functions are not leakproof, so it is a filter and the probes descend
+        -- memories_tenant_recent_idx (bench/RESULTS.md, "The default request's plan,
+        -- cached").
         select n.*
         from hits h
         cross join lateral (
@@ -409,18 +417,19 @@ as $$
     ),
     entries as (  -- with pruning: the p_recent newest index entries (an index-only scan)
         select r.id, r.created_at, r.importance
-        from memex.memories r
+        from memex._ann_recent_entries(p_agent_id, p_user_id, p_recent) r
         where memex._ann_bounded(p_top_k, p_query_embedding, p_terms,
                                  (p_filters).memory_types, (p_filters).metadata)
-          and r.agent_id = p_agent_id and r.user_id = p_user_id
-        order by r.created_at desc limit p_recent
     ),
     reachable as (  -- the entries whose bound reaches the k-th score, read
         select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
                                              (p_filters).valid_at)
                    as importance, l.created_at,
                1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
-        from entries e cross join bar b join live l on l.id = e.id
+        from entries e cross join bar b
+        cross join lateral (  -- by primary key, whatever the plan's guess of the tenant
+            select l.* from live l where l.id = e.id offset 0
+        ) l
         where b.score is null  -- fewer than k known: no bound
            or memex._score(b.similarity, memex._recency(e.created_at, p_now, p_half_life_days),
                            e.importance::double precision, p_alpha) >= b.score
@@ -452,7 +461,7 @@ as $$
     select c.id, c.importance, c.created_at,
            greatest(c.similarity, i.inherited_similarity, k.later_similarity),
            greatest(
-           case when coalesce(cardinality(p_terms), 0) > 0  -- folds without terms
+           case when coalesce(cardinality(p_terms), 0) > 0  -- none without terms
                      and c.tsv @@ (select a.q from any_term a)
                 then case when w.held <= 8
                          then memex._held_bm25(c.tsv, c.tsv_length, w.n, w.avgdl,

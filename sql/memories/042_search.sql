@@ -96,8 +96,9 @@ language plpgsql volatile security definer set search_path = pg_catalog, pg_temp
 -- One generic plan per statement, reused by every call: planning the ranking query anew
 -- for each call was half of a small tenant's search (0.58 -> 0.27 ms of backend CPU,
 -- bench/RESULTS.md "Load test"). Nothing here gains from the caller's values: the exact
--- branch is a tenant index scan whatever the tenant, and the ANN candidates are planned
--- per tenant inside memex._candidates_ann (force_custom_plan).
+-- branch is a tenant index scan whatever the tenant, and the ANN candidates' reads that
+-- depend on the tenant's size are planned per call inside memex._candidates_ann (its
+-- helpers memex._ann_nearest_rows, memex._ann_newest_rows, memex._ann_recent_entries).
 set plan_cache_mode = force_generic_plan
 as $$
 declare
@@ -234,8 +235,8 @@ begin
             perform set_config(v_gucs[i], v_values[i], true);
         end loop;
         -- a tenant without supersession links (no successor: memories_supersedes_idx,
-        -- one empty probe) gets a plan of memex._candidates_ann without the supersession
-        -- steps; not with include_superseded, which shows retired memories (superseded
+        -- one empty probe) runs none of memex._candidates_ann's supersession steps; not
+        -- with include_superseded, which shows retired memories (superseded
         -- with no successor: memex.retire_memories) that no successor lists
         if not coalesce(p_include_superseded, false)
            and not exists (select from memex.memories s
