@@ -340,7 +340,7 @@ as $$
           and (select k.present from links k)
     ),
     later as materialized (
-        -- as_of only (planned away without it or without links): the memories shown that
+        -- as_of only (a One-Time Filter skips it without as_of or links): the memories shown that
         -- were superseded after as_of, each a candidate with the best similarity and BM25
         -- score of its later versions, recorded after as_of (memex._later_match, a cached
         -- plan), as memex._candidates_exact
