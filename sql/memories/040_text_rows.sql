@@ -15,10 +15,11 @@
 -- memex_app and memex_tenant), that is only the security definer functions, which have
 -- authorized their caller before they reach it (memex.search, through _candidates_ann).
 -- Planned for each call (its tsquery and the filters are constants there).
--- Its rows come back with content and embedding null: the caller keeps them in a
+-- Its rows carry only the columns the step reads, by name: the caller keeps them in a
 -- tuplestore (a function scan), and whole rows (~1.5 kB, the halfvec half of it) of the
 -- ~4,000 a big tenant's request reads spilled it to a temporary file past work_mem
--- (bench/RESULTS.md, "The default request's plan, cached").
+-- (bench/RESULTS.md, "The default request's plan, cached"); and memex.memories' column
+-- order differs between databases (revision 0041).
 create or replace function memex._text_rows(
     p_agent_id text,
     p_user_id text,
@@ -28,17 +29,18 @@ create or replace function memex._text_rows(
     p_query tsquery,
     p_limit bigint
 )
-returns setof memex.memories
+returns table (id uuid, importance real, valid_to timestamptz, created_at timestamptz,
+               tsv tsvector, tsv_length integer, superseded_at timestamptz,
+               superseded_by uuid)
 language sql stable security definer set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_custom_plan
 as $$
-    -- content and embedding null (the step reads neither: the similarity of the few it
-    -- keeps is computed after, memex._candidates_ann's text_hits): ~1.5 kB a row less
-    select m.id, m.agent_id, m.user_id, m.memory_type, null::text, null::public.halfvec,
-           m.embedding_model, m.importance, m.created_at, m.updated_at, m.expires_at,
-           m.metadata, m.tsv, m.source_ids, m.superseded_by, m.archived_at, m.ann, m.actor,
-           m.path, m.tsv_length, m.valid_from, m.valid_to, m.superseded_at, m.supersedes,
-           m.restored_at
+    -- the columns the text step reads, by name (no content or embedding: the similarity
+    -- of the few it keeps is computed after, memex._candidates_ann's text_hits; ~1.5 kB a
+    -- row less; and not memex.memories' column order, which differs between databases,
+    -- revision 0041)
+    select m.id, m.importance, m.valid_to, m.created_at, m.tsv, m.tsv_length,
+           m.superseded_at, m.superseded_by
     from memex._filtered_memories(p_agent_id, p_user_id, p_now, p_include_superseded,
                                   p_filters) m
     where m.tsv @@ p_query
