@@ -131,11 +131,12 @@ def test_the_candidate_helpers_take_the_filters_as_one_value(
         " from pg_proc p where p.pronamespace = 'memex'::regnamespace"
         " and p.proname in ('_filtered_memories', '_supersession_heads', '_candidates_exact',"
         " '_candidates_ann', '_ann_heads', '_ann_nearest_rows', '_ann_newest_rows',"
-        " '_text_rows')"
+        " '_text_rows', '_ann_neighbour_rows')"
     ).fetchall()
     assert sorted(r[0] for r in rows) == [
         "_ann_heads",
         "_ann_nearest_rows",
+        "_ann_neighbour_rows",
         "_ann_newest_rows",
         "_candidates_ann",
         "_candidates_exact",
