@@ -45,6 +45,8 @@ returns table (id uuid, importance double precision, valid_to timestamptz,
                created_at timestamptz, similarity double precision, tsv tsvector,
                tsv_length integer)
 language sql stable security definer set search_path = pg_catalog, pg_temp
+-- one plan for any tenant, cached; each probe an index read in order, never the tenant's
+-- rows on one side of the hit read by a bitmap scan and sorted (see above)
 set plan_cache_mode = force_generic_plan
 set enable_sort = off
 as $$
