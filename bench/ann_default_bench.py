@@ -25,9 +25,11 @@ text, no recency) is timed in the same rounds as the floor any ANN ranking pays.
 
 memex._text_rows (040_text_rows.sql, the text step's read) is replaced with them, kept
 with its owner (`create or replace`); a baseline file without it runs with this
-checkout's. The functions are installed as migrated: owned by the role that owned them
-(memex_owner), so memex.search (a security definer) runs under the tables' row-level
-security as the service's calls do. A file executed by the superuser would own them and
+checkout's. "now" also installs memex._ann_neighbour_rows (041_ann_neighbour_rows.sql,
+the neighbour probes' read), which an older 041_candidates_ann.sql does not call.
+The functions are installed as migrated: owned by the role that owned them (memex_owner),
+so memex.search (a security definer) runs under the tables' row-level security as the
+service's calls do. A file executed by the superuser would own them and
 bypass it, and the text step could then use the GIN index, which row-level security
 forbids (`@@` is not leakproof): runs before 2026-12-06 17:30 UTC measured that, not what
 the service runs (bench/RESULTS.md, "The default request under row-level security").
@@ -72,6 +74,7 @@ from memexdb.embedded.server import EmbeddedPostgres
 REPO = Path(__file__).resolve().parents[1]
 FUNCTIONS = (
     "memories/040_text_rows.sql",
+    "memories/041_ann_neighbour_rows.sql",
     "memories/041_candidates_ann.sql",
     "memories/042_search.sql",
 )

@@ -429,7 +429,7 @@ def test_grants(conn: psycopg.Connection) -> None:
     assert public == set(), f"executable by PUBLIC: {public}"
     # every function but the definer helpers (privileges class definer-helper: only
     # memex_owner's definer functions reach them, after authorizing the caller)
-    definer_helpers = {"_text_rows"}
+    definer_helpers = {"_text_rows", "_ann_neighbour_rows"}
     assert {name for name, _, app, _ in rows if not app} == definer_helpers
     tenant = {name for name, t, _, _ in rows if t}
     assert tenant >= TENANT_API
@@ -446,8 +446,9 @@ def test_grants(conn: psycopg.Connection) -> None:
     ).fetchall()
     assert definers
     for name, owner, config in definers:
-        # the text lookup is owned by memex_text_lookup (BYPASSRLS, revision 0039) where
-        # migrate could create that role, as here (tests/test_sql_privileges.py)
+        # the text lookup and the neighbour probes are owned by memex_text_lookup
+        # (BYPASSRLS, revision 0039) where migrate could create that role, as here
+        # (tests/test_sql_privileges.py)
         # the statement triggers on memex.memories by memex_trigger_owner (BYPASSRLS,
         # revision 0040), likewise
         bookkeeping = {"_tenant_counts", "_term_stats", "_memory_revisions_stored"}

@@ -131,11 +131,12 @@ def test_the_candidate_helpers_take_the_filters_as_one_value(
         " from pg_proc p where p.pronamespace = 'memex'::regnamespace"
         " and p.proname in ('_filtered_memories', '_supersession_heads', '_candidates_exact',"
         " '_candidates_ann', '_ann_heads', '_ann_nearest_rows', '_ann_newest_rows',"
-        " '_text_rows')"
+        " '_text_rows', '_ann_neighbour_rows')"
     ).fetchall()
     assert sorted(r[0] for r in rows) == [
         "_ann_heads",
         "_ann_nearest_rows",
+        "_ann_neighbour_rows",
         "_ann_newest_rows",
         "_candidates_ann",
         "_candidates_exact",
@@ -393,3 +394,89 @@ def test_a_big_tenant_among_small_ones_reads_its_indexes_in_order(
     (entries,) = statement_plans(conn, "words", "r.agent_id = p_agent_id", alpha=0.7)
     assert scans_of_memories(entries) == ["Index Only Scan memories_tenant_recent_idx"], entries
     assert '"Sort"' not in entries
+
+
+def neighbour_probes(conn: psycopg.Connection, agent: str) -> list[tuple[str, str, str]]:
+    """Each plan node of the default request on `agent` that probes an index of
+    memex.memories from a hit's place in (created_at, id) order (the neighbour probes):
+    its type, index and index condition."""
+    found: list[tuple[str, str, str]] = []
+
+    def walk(node: dict[str, Any]) -> None:
+        index = str(node.get("Index Name", ""))
+        condition = str(node.get("Index Cond", ""))
+        if index.startswith("memories_") and "ROW(created_at, id)" in condition:
+            found.append((str(node["Node Type"]), index, condition))
+        for child in node.get("Plans", []):
+            walk(child)
+
+    for p in nested_plans(conn, agent, "json").split("plan:")[1:]:
+        walk(json.JSONDecoder().raw_decode(p[p.index("{") :])[0]["Plan"])
+    return found
+
+
+def test_the_neighbour_probes_of_a_big_tenant_descend_the_tenant_key_index_as_migrated(
+    conn: psycopg.Connection,
+) -> None:
+    # Issue 39: the context window's neighbour probes (the live memories just before and
+    # after each hit, ~600 a big tenant's request) are meant for
+    # memories_tenant_key_recent_idx (revision 0025, the tenant's 64-bit key). Under the
+    # forced row-level security of memex.memories the key's functions (hashtextextended,
+    # length, textcat: not leakproof) were only a filter, and the probes descended
+    # memories_tenant_recent_idx; memex._ann_neighbour_rows (owned by memex_text_lookup,
+    # BYPASSRLS, as this superuser migration makes it) gives the key back.
+    load_words_tenant(conn, "keyed", 5_000)
+    (owner,) = conn.execute(
+        "select p.proowner::regrole::text from pg_proc p"
+        " where p.pronamespace = 'memex'::regnamespace and p.proname = 'search'"
+    ).fetchone() or (None,)
+    assert owner == "memex_owner"  # a security definer held to row-level security
+    probes = neighbour_probes(conn, "keyed")
+    assert len(probes) == 2, probes  # before and after each hit
+    for node, index, condition in probes:
+        # in order, a few rows each (not a bitmap scan of the tenant's rows before the hit,
+        # sorted: what the generic plan took here, the key a filter and the row comparison
+        # the only index condition)
+        assert node == "Index Scan", probes
+        assert index == "memories_tenant_key_recent_idx", probes
+        assert condition.startswith("((hashtextextended("), probes
+
+
+def test_the_neighbour_probes_answer_alike_without_the_lookup_role(
+    conn: psycopg.Connection,
+) -> None:
+    # where migrate cannot give memex._ann_neighbour_rows to memex_text_lookup it is
+    # memex_owner's, held to row-level security (the key a filter again): the same answers
+    signature = (
+        "memex._ann_neighbour_rows(text, text, public.halfvec, timestamptz, boolean,"
+        " memex.search_filters, timestamptz[], uuid[], integer)"
+    )
+    load_words_tenant(conn, "keyed", 3_000)
+    conn.execute(
+        "update memex.memories set expires_at = now() - interval '1 day'"
+        " where agent_id = 'keyed' and random() < 0.3"
+    )
+
+    (now,) = conn.execute("select now()").fetchone() or (None,)
+
+    def answers() -> list[tuple[Any, ...]]:
+        return [
+            tuple(r)
+            for text in ("w0 w3 w9 w21", "w1 w40 w300 w4321", "w7 w77 w777")
+            for r in conn.execute(
+                "select id, score, relevance"
+                " from memex.search(p_agent_id => 'keyed', p_user_id => 'u',"
+                " p_query_embedding => %s::public.vector(384), p_query_text => %s,"
+                " p_top_k => 20, p_now => %s)",
+                ("[1" + ",0.01" * 383 + "]", text, now),
+            ).fetchall()
+        ]
+
+    migrated = answers()
+    assert len(migrated) == 60
+    conn.execute(f"alter function {signature} owner to memex_owner")
+    try:
+        assert not neighbour_probes(conn, "keyed")[0][2].startswith("((hashtextextended(")
+        assert answers() == migrated
+    finally:
+        conn.execute(f"alter function {signature} owner to memex_text_lookup")

@@ -591,6 +591,9 @@ async def test_sql_role_matrix(world: World, embedder: Embedder) -> None:
             # memex_owner's alone, it authorizes nobody
             "select count(*) from memex._text_rows('A', 'bob', now(), false, null,"
             " 'x'::tsquery, 10)",
+            # and the neighbour probes' (likewise)
+            "select count(*) from memex._ann_neighbour_rows('A', 'bob', null, now(), false,"
+            " null, array[now()], array[gen_random_uuid()], 2)",
             "insert into memex.access_log (agent_id, user_id, actor, operation)"
             " values ('A', 'alice', 'forged', 'read')",
             "insert into memex.file_revisions (agent_id, user_id, path, revision, operation,"

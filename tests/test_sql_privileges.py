@@ -61,14 +61,22 @@ def test_the_declarations_are_the_grants(conn: psycopg.Connection) -> None:
         ), name
 
 
-def test_the_text_lookup_is_memex_owners_alone(conn: psycopg.Connection) -> None:
-    # memex._text_rows (issue 39) skips row-level security (owner memex_text_lookup,
-    # BYPASSRLS) and authorizes nobody: only memex_owner, that is the security definer
-    # functions that authorized their caller, may run it; memex_text_lookup reads
-    # memex.memories and nothing else of memex's tables.
-    signature = (
-        "memex._text_rows(text, text, timestamptz, boolean, memex.search_filters, tsquery, bigint)"
-    )
+LOOKUPS = {
+    "memex._text_rows(text, text, timestamptz, boolean, memex.search_filters, tsquery,"
+    " bigint)": "('a', 'u', now(), false, null, 'x'::tsquery, 10)",
+    "memex._ann_neighbour_rows(text, text, public.halfvec, timestamptz, boolean,"
+    " memex.search_filters, timestamptz[], uuid[], integer)": (
+        "('a', 'u', null, now(), false, null, array[now()], array[gen_random_uuid()], 2)"
+    ),
+}
+
+
+@pytest.mark.parametrize("signature", list(LOOKUPS), ids=lambda s: s.split("(")[0])
+def test_the_text_lookup_is_memex_owners_alone(conn: psycopg.Connection, signature: str) -> None:
+    # memex._text_rows and memex._ann_neighbour_rows (issue 39) skip row-level security
+    # (owner memex_text_lookup, BYPASSRLS) and authorize nobody: only memex_owner, that is
+    # the security definer functions that authorized their caller, may run them;
+    # memex_text_lookup reads memex.memories and nothing else of memex's tables.
     row = conn.execute(
         "select p.proowner::regrole::text, p.prosecdef, r.rolbypassrls, r.rolcanlogin,"
         " r.rolsuper from pg_proc p join pg_roles r on r.oid = p.proowner"
@@ -100,10 +108,7 @@ def test_the_text_lookup_is_memex_owners_alone(conn: psycopg.Connection) -> None
         with conn.transaction():
             conn.execute(f"set local role {role}")
             with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
-                conn.execute(
-                    f"select count(*) from {signature.split('(')[0]}"
-                    "('a', 'u', now(), false, null, 'x'::tsquery, 10)"
-                )
+                conn.execute(f"select count(*) from {signature.split('(')[0]}{LOOKUPS[signature]}")
 
 
 def test_the_bookkeeping_triggers_skip_a_second_row_security_check(

@@ -364,42 +364,23 @@ as $$
     neighbours as (
         -- the p_neighbours live memories just before and just after each hit, in
         -- memex.search's window order (created_at, id): its context takes relevance from
-        -- them, and they take it from the hit. One join per side: one subquery holding
-        -- both sides took ~15 % longer for the probes alone (bench/RESULTS.md, "Big
-        -- tenants"). The key condition is meant for memories_tenant_key_recent_idx, keyed
-        -- by the tenant's 64-bit hash (memex._tenant_key) instead of two text columns: 8-11 %
-        -- off a 50,000-memory tenant's request ("Big tenants: neighbours by a fixed-width
-        -- key"), measured without row-level security. Under it (as migrated) the key's
-        -- functions are not leakproof, so it is a filter and the probes descend
-        -- memories_tenant_recent_idx (bench/RESULTS.md, "The default request's plan,
-        -- cached").
-        select n.*
-        from hits h
-        cross join lateral (
-            select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
-                                                 (p_filters).valid_at)
-                   as importance, l.created_at,
-                   1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
-            from live l
-            where p_neighbours > 0 and (l.created_at, l.id) < (h.created_at, h.id)
-              and memex._tenant_key(l.agent_id, l.user_id)
-                  = memex._tenant_key(p_agent_id, p_user_id)  -- its index
-            order by l.created_at desc, l.id desc limit p_neighbours
-        ) n
-        union all
-        select n.*
-        from hits h
-        cross join lateral (
-            select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
-                                                 (p_filters).valid_at)
-                   as importance, l.created_at,
-                   1 - (l.embedding <=> p_query_embedding) as similarity, l.tsv, l.tsv_length
-            from live l
-            where p_neighbours > 0 and (l.created_at, l.id) > (h.created_at, h.id)
-              and memex._tenant_key(l.agent_id, l.user_id)
-                  = memex._tenant_key(p_agent_id, p_user_id)  -- its index
-            order by l.created_at, l.id limit p_neighbours
-        ) n
+        -- them, and they take it from the hit. One call of memex._ann_neighbour_rows for
+        -- all the hits (owned by memex_text_lookup, BYPASSRLS, when it exists): under the
+        -- forced row-level security of memex.memories the tenant key's functions (not
+        -- leakproof) are no index condition, and the ~600 probes of a big tenant's request
+        -- descended memories_tenant_recent_idx (two text columns) instead of
+        -- memories_tenant_key_recent_idx (revision 0025, a 64-bit key); bench/RESULTS.md,
+        -- "The neighbour probes by the tenant key". A One-Time Filter skips it without a
+        -- context window.
+        select n.id, memex._valid_importance(n.importance, n.valid_to, p_now,
+                                             (p_filters).valid_at)
+                   as importance, n.created_at, n.similarity, n.tsv, n.tsv_length
+        from memex._ann_neighbour_rows(p_agent_id, p_user_id, p_query_embedding, p_now,
+                                       p_include_superseded, p_filters,
+                                       (select array_agg(h.created_at order by h.id) from hits h),
+                                       (select array_agg(h.id order by h.id) from hits h),
+                                       p_neighbours) n
+        where p_neighbours > 0
     ),
     bar as materialized (  -- the least similarity among the nearest and the k-th best score known
         select (select min(n.similarity) from nearest_any n) as similarity,

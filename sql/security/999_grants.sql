@@ -113,8 +113,11 @@ begin
         select p.oid::regprocedure as name from pg_proc p
         join pg_namespace n on n.oid = p.pronamespace
         where n.nspname = 'memex' and p.prosecdef and p.proowner <> 'memex_owner'::regrole
-          and p.oid <> 'memex._text_rows(text, text, timestamptz, boolean,
-                                         memex.search_filters, tsquery, bigint)'::regprocedure
+          and p.oid not in ('memex._text_rows(text, text, timestamptz, boolean,
+                             memex.search_filters, tsquery, bigint)'::regprocedure,
+                            'memex._ann_neighbour_rows(text, text, public.halfvec,
+                             timestamptz, boolean, memex.search_filters, timestamptz[],
+                             uuid[], integer)'::regprocedure)  -- decided below
           -- the triggers' owner is decided below
           and p.oid not in ('memex._tenant_counts()'::regprocedure,
                             'memex._term_stats()'::regprocedure,
@@ -127,35 +130,47 @@ $$;
 
 -- memex._text_rows (the text step of a big tenant's search, through the GIN index: under
 -- the forced row-level security of memex.memories, `tsv @@ query` is no index condition)
--- is owned by memex_text_lookup (NOLOGIN, BYPASSRLS: revision 0039) when that role exists
--- and the migrating role may give it the function; memex_text_lookup may read
--- memex.memories and run the live-memories filter, nothing else. Without it the function
--- is memex_owner's, held to row-level security like every other (the scan, as before).
--- Either way only memex_owner may execute it (class definer-helper, above).
+-- and memex._ann_neighbour_rows (its neighbour probes, through the tenant-key index, whose
+-- functions are not leakproof either) are owned by memex_text_lookup (NOLOGIN, BYPASSRLS:
+-- revision 0039) when that role exists and the migrating role may give it the functions;
+-- memex_text_lookup may read memex.memories and run the live-memories filter and the
+-- tenant key, nothing else. Without it they are memex_owner's, held to row-level security
+-- like every other (the scan and the key as a filter, as before). Either way only
+-- memex_owner may execute them (class definer-helper, above).
 do $$
 declare
-    v_function constant regprocedure := 'memex._text_rows(text, text, timestamptz, boolean,
-                                         memex.search_filters, tsquery, bigint)';
+    v_function regprocedure;
 begin
-    if exists (select from pg_roles where rolname = 'memex_text_lookup')
-       and pg_has_role(current_user, 'memex_text_lookup', 'member') then
-        grant usage on schema memex to memex_text_lookup;
-        grant select on memex.memories to memex_text_lookup;
-        grant execute on function memex._filtered_memories(text, text, timestamptz, boolean,
-                                                           memex.search_filters)
-            to memex_text_lookup;
-        begin
-            execute format('alter function %s owner to memex_text_lookup', v_function);
-        exception when insufficient_privilege then  -- memex_text_lookup lacks CREATE on memex
-            raise notice 'memex: memex._text_rows stays memex_owner''s (%)', sqlerrm;
+    foreach v_function in array array[
+        'memex._text_rows(text, text, timestamptz, boolean, memex.search_filters, tsquery,
+                          bigint)'::regprocedure,
+        'memex._ann_neighbour_rows(text, text, public.halfvec, timestamptz, boolean,
+                                   memex.search_filters, timestamptz[], uuid[],
+                                   integer)'::regprocedure]
+    loop
+        if exists (select from pg_roles where rolname = 'memex_text_lookup')
+           and pg_has_role(current_user, 'memex_text_lookup', 'member') then
+            grant usage on schema memex to memex_text_lookup;
+            grant select on memex.memories to memex_text_lookup;
+            grant execute on function memex._filtered_memories(text, text, timestamptz,
+                                                               boolean, memex.search_filters)
+                to memex_text_lookup;
+            -- inlined into the probes to match the index's expression (the planner inlines
+            -- a function only for a role that may execute it)
+            grant execute on function memex._tenant_key(text, text) to memex_text_lookup;
+            begin
+                execute format('alter function %s owner to memex_text_lookup', v_function);
+            exception when insufficient_privilege then  -- memex_text_lookup lacks CREATE
+                raise notice 'memex: % stays memex_owner''s (%)', v_function, sqlerrm;
+                execute format('alter function %s owner to memex_owner', v_function);
+            end;
+        else
             execute format('alter function %s owner to memex_owner', v_function);
-        end;
-    else
-        execute format('alter function %s owner to memex_owner', v_function);
-    end if;
-    execute format('revoke execute on function %s from public, memex_app, memex_tenant',
-                   v_function);
-    execute format('grant execute on function %s to memex_owner', v_function);
+        end if;
+        execute format('revoke execute on function %s from public, memex_app, memex_tenant',
+                       v_function);
+        execute format('grant execute on function %s to memex_owner', v_function);
+    end loop;
 end
 $$;
 
