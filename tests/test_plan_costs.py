@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -19,13 +21,11 @@ from tests.test_supersession_ranking import NEW, NOW, OLD, load, search, to_ann
 from tests.test_vector_index import index_tenant
 
 
-def nested_plans(
-    conn: psycopg.Connection, agent: str, fmt: str = "text", analyze: bool = False, **options: Any
-) -> str:
-    """The plans of every statement the default request on `agent` (with the options
-    given) runs (auto_explain of nested statements in format `fmt`, sent to this session
-    as LOG messages; with `analyze`, as run: nodes not run say "never executed"), as one
-    text."""
+@contextmanager
+def logged_plans(conn: psycopg.Connection, *settings: str) -> Iterator[list[str]]:
+    """The plans of every statement (nested ones too) run inside the block, in one
+    transaction: auto_explain sends them to this session as LOG messages, collected into
+    the list yielded. `settings` are more `auto_explain.x = y` lines for the block."""
     plans: list[str] = []
 
     def collect(diag: psycopg.errors.Diagnostic) -> None:
@@ -33,16 +33,33 @@ def nested_plans(
             plans.append(diag.message_primary or "")
 
     conn.add_notice_handler(collect)
-    with conn.transaction():
-        conn.execute("load 'auto_explain'")
-        conn.execute("set local auto_explain.log_min_duration = 0")
-        conn.execute("set local auto_explain.log_nested_statements = on")
-        conn.execute(f"set local auto_explain.log_format = {fmt}")
-        conn.execute(f"set local auto_explain.log_analyze = {'on' if analyze else 'off'}")
-        conn.execute("set local auto_explain.log_timing = off")
-        conn.execute("set local client_min_messages = log")
+    try:
+        with conn.transaction():
+            conn.execute("load 'auto_explain'")
+            conn.execute("set local auto_explain.log_min_duration = 0")
+            conn.execute("set local auto_explain.log_nested_statements = on")
+            for setting in settings:
+                conn.execute(f"set local auto_explain.{setting}")
+            conn.execute("set local client_min_messages = log")
+            yield plans
+    finally:
+        conn.remove_notice_handler(collect)
+
+
+def nested_plans(
+    conn: psycopg.Connection, agent: str, fmt: str = "text", analyze: bool = False, **options: Any
+) -> str:
+    """The plans of every statement the default request on `agent` (with the options
+    given) runs (auto_explain of nested statements in format `fmt`, sent to this session
+    as LOG messages; with `analyze`, as run: nodes not run say "never executed"), as one
+    text."""
+    with logged_plans(
+        conn,
+        f"log_format = {fmt}",
+        f"log_analyze = {'on' if analyze else 'off'}",
+        "log_timing = off",
+    ) as plans:
         search(conn, agent, **options)
-    conn.remove_notice_handler(collect)
     return "\n".join(plans)
 
 
@@ -172,20 +189,9 @@ def test_a_filter_added_to_the_type_is_not_written_into_the_callers_that_leave_i
     # inlined wherever it is called, never run as a statement of its own (an immutable
     # function of constant arguments is, at each planning of a custom plan)
     plans = nested_plans(conn, "added", alpha=1.0, mode="vector")
-    plans_of_count: list[str] = []
-
-    def collect(diag: psycopg.errors.Diagnostic) -> None:
-        plans_of_count.append(diag.message_primary or "")
-
-    conn.add_notice_handler(collect)
-    with conn.transaction():
-        conn.execute("load 'auto_explain'")
-        conn.execute("set local auto_explain.log_min_duration = 0")
-        conn.execute("set local auto_explain.log_nested_statements = on")
-        conn.execute("set local client_min_messages = log")
+    with logged_plans(conn) as plans_of_count:
         conn.execute("select memex.count('added', 'u')")
         conn.execute("select * from memex.list_memories('added', 'u')")
-    conn.remove_notice_handler(collect)
     assert "Query Text: select memex.count" in "\n".join(plans_of_count)
     assert "select row(" not in plans and "select row(" not in "\n".join(plans_of_count)
     older = conn.execute(
@@ -271,25 +277,13 @@ def text_step_scans(conn: psycopg.Connection, agent: str, text: str) -> str:
     """How the default request's text step (text_read in memex._candidates_ann) reads
     memex.memories: its plan nodes on the table, as one text (those of the step itself
     and of the statement of memex._text_rows it runs per query, issue 39)."""
-    plans: list[str] = []
-
-    def collect(diag: psycopg.errors.Diagnostic) -> None:
-        if "plan:" in (diag.message_primary or ""):
-            plans.append(diag.message_primary or "")
-
-    conn.add_notice_handler(collect)
-    with conn.transaction():
-        conn.execute("load 'auto_explain'")
-        conn.execute("set local auto_explain.log_min_duration = 0")
-        conn.execute("set local auto_explain.log_nested_statements = on")
-        conn.execute("set local client_min_messages = log")
+    with logged_plans(conn) as plans:
         conn.execute(
             "select id from memex.search(p_agent_id => %s, p_user_id => 'u',"
             " p_query_embedding => %s::public.vector(384), p_query_text => %s,"
             " p_top_k => 10)",
             (agent, "[1" + ",0" * 383 + "]", text),
         )
-    conn.remove_notice_handler(collect)
     (plan,) = [p for p in plans if "CTE text_hits" in p]
     step = plan[plan.index("CTE text_hits") :]
     step = step[: step.index("CTE contributors")]
