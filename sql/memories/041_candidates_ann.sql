@@ -190,6 +190,16 @@ as $$
         select f.lexeme, f.df from frequencies f where f.df > 0
         order by f.df, f.lexeme limit 6
     ),
+    chosen as (
+        -- the terms of the rarest-terms query: taken rarest first while their holders
+        -- number at most the budget (always the rarest)
+        select t.lexeme, t.df
+        from (select f.lexeme, f.df,
+                     sum(f.df) over (order by f.df, f.lexeme) - f.df as rarer
+              from frequencies f where f.df > 0) t
+        cross join stats s
+        where t.rarer = 0 or t.rarer + t.df <= s.budget
+    ),
     text_query as (
         -- the memories worth reading for their text: those holding the rarest query terms,
         -- taken rarest first while their holders number at most the budget (always the
@@ -201,20 +211,25 @@ as $$
         -- their own ('a & b', one GIN scan each, which skips through the commoner term's
         -- postings), not one 'a & b | a & c | ...', for which GIN reads every posting of
         -- all six terms: 5.8 -> 3.7 ms for six pairs of common terms at 200,000 memories.
+        -- A pair with a term of the rarest-terms query is not read when that query reads
+        -- all its matches (their document frequencies, which count every memory of the
+        -- tenant holding them, sum to at most its read limit, twice the budget): each of
+        -- the pair's memories is one of those, read already. Reading them again cost ~a
+        -- quarter of the text step's rows (bench/RESULTS.md, "Issue 39 item 0 (session
+        -- 8)"), and used up the pairs' budget before the pairs of commoner terms.
         select (select array[t.q]
                 from (select string_agg(quote_literal(t.lexeme), ' | ')::tsquery as q
-                      from (select f.lexeme, f.df,
-                                   sum(f.df) over (order by f.df, f.lexeme) - f.df as rarer
-                            from frequencies f where f.df > 0) t
-                      cross join stats s
-                      where t.rarer = 0 or t.rarer + t.df <= s.budget) t
+                      from chosen t) t
                 where t.q is not null) as terms,
                (select array_agg(format('%s & %s', quote_literal(a.lexeme),
                                         quote_literal(b.lexeme))::tsquery
                                  order by a.df * b.df, a.lexeme, b.lexeme)
                 from rarest a join rarest b on a.lexeme < b.lexeme
                 cross join stats s
-                where a.df * b.df / s.n <= 2 * s.budget) as pairs
+                where a.df * b.df / s.n <= 2 * s.budget
+                  and not ((select sum(c.df) from chosen c) <= 2 * s.budget
+                           and exists (select from chosen c
+                                       where c.lexeme in (a.lexeme, b.lexeme)))) as pairs
     ),
     text_read as (
         -- each query read apart, so that the memories holding a pair are not crowded out
@@ -229,8 +244,7 @@ as $$
         -- the similarity of the p_depth kept is computed in text_hits.
         select l.id, memex._valid_importance(l.importance, l.valid_to, p_now,
                                              (p_filters).valid_at)
-                   as importance, l.created_at, l.tsv, l.tsv_length,
-               l.hidden, l.successor,
+                   as importance, l.created_at, l.hidden, l.successor,
                case when coalesce(cardinality(p_terms), 0) = 0 then null  -- none without terms
                     when w.held <= 8
                     then memex._held_bm25(l.tsv, l.tsv_length, w.n, w.avgdl,
@@ -272,6 +286,12 @@ as $$
             ) l
             limit (select v.budgets * s.budget from stats s)
         ) l
+        -- the score computed here, once a row, and only it carried on: text_hits' sort
+        -- (in the cached generic plan, where its case on p_include_superseded is not
+        -- folded away) otherwise carried every row's tsvector and the score's other
+        -- inputs through the sort to compute the score again after it, and spilled to disk
+        -- past work_mem at ~6,000 rows (bench/RESULTS.md, "Issue 39 item 0 (session 8)")
+        offset 0
     ),
     text_hits as materialized (
         -- of those, the p_depth of highest BM25 times importance: importance multiplies
