@@ -339,6 +339,41 @@ def test_the_text_step_of_a_big_tenant_reads_the_gin_index_as_migrated(
         assert "memories_tsv_idx" in scans and "Seq Scan" not in scans, (text, scans)
 
 
+def test_the_text_step_reads_each_match_once_and_sorts_scores_only(
+    conn: psycopg.Connection,
+) -> None:
+    # issue 39 item 0 (bench/RESULTS.md, "Issue 39 item 0 (session 8)"). When the
+    # rarest-terms query reads all its matches, a pair with one of its terms holds only
+    # memories it read: the step read them again (a quarter of its rows at 200,000
+    # memories). w4321 is rare (~20 holders of 20,000), w0, w3 and w9 are held by
+    # thousands: the rarest-terms query is 'w4321', and only pairs of the common words
+    # are read. And text_hits' sort carries the score, not each row's tsvector (it spilled
+    # past work_mem at ~6,000 rows when the cached plan carried the score's inputs).
+    load_words_tenant(conn, "words", 20_000)
+    with logged_plans(conn, "log_verbose = on") as plans:
+        conn.execute(
+            "select id from memex.search(p_agent_id => 'words', p_user_id => 'u',"
+            " p_query_embedding => %s::public.vector(384), p_query_text => %s,"
+            " p_top_k => 10)",
+            ("[1" + ",0" * 383 + "]", "w0 w3 w9 w4321"),
+        )
+    queries = [  # each memex._text_rows call's tsquery (verbose: the column qualified)
+        found.group(1)
+        for p in plans
+        if "m.tsv @@ p_query" in p
+        and (found := re.search(r"Index Cond: \((?:\w+\.)?tsv @@ ('.*?')::tsquery\)", p))
+    ]
+    (terms,) = [q for q in queries if "&" not in q]
+    held = set(re.findall(r"w\d+", terms))
+    pairs = [set(re.findall(r"w\d+", q)) for q in queries if "&" in q]
+    assert pairs and all(not pair & held for pair in pairs), (terms, queries)
+    (plan,) = [p for p in plans if "CTE text_hits" in p]
+    step = plan[plan.index("CTE text_hits") : plan.index("CTE contributors")]
+    sort = step[step.index("->  Sort", step.index("->  Unique")) :]  # distinct on's
+    output = sort[sort.index("Output:") :].splitlines()[0]
+    assert "tsv" not in output, output
+
+
 def scans_of_memories(plan: str) -> list[str]:
     """Each node of a JSON plan that reads memex.memories: its type and index."""
     found: list[str] = []
