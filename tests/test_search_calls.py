@@ -21,6 +21,8 @@ COUNTED = (
     "memex._successors_first",
     "memex._check_metadata",
     "memex._supersession_heads",
+    "memex._duplicates_last",
+    "memex._lowered_repeats",
 )
 
 
@@ -75,6 +77,19 @@ def test_the_exact_vector_path_walks_links_only_when_the_tenant_has_them(
     load(conn, "plain", [OLD, NEW], linked=False)
     assert memex_search(conn, "plain")["memex._supersession_heads"] == 0
     assert memex_search(conn, "linked")["memex._supersession_heads"] == 1
+
+
+def test_the_vector_path_builds_the_rows_of_its_top_k_only(conn: psycopg.Connection) -> None:
+    # memex's request ranks its best hits narrow and applies the near-duplicate rule to
+    # their texts and scores (memex._lowered_repeats), not to whole rows through
+    # memex._duplicates_last (bench/RESULTS.md, "Issue 39 item 1, Postgres side (session
+    # 8)"); the hybrid path still goes through memex._duplicates_last, which applies the
+    # same rule
+    load(conn, "plain", [OLD, NEW, OLD], linked=False)
+    counted = memex_search(conn, "plain")
+    assert counted["memex._lowered_repeats"] == 1
+    assert counted["memex._duplicates_last"] == 0
+    assert memex_search(conn, "plain", mode="hybrid")["memex._duplicates_last"] == 1
 
 
 def test_entering_reads_the_timeouts_without_memex_setting(conn: psycopg.Connection) -> None:

@@ -121,6 +121,14 @@ declare
     v_pool     integer := greatest(p_top_k, least(2 * p_top_k + 20, 100));
     v_recent   integer;
     v_hits     memex.search_hit[];  -- the top k, near-duplicates pushed down
+    -- the vector path's best v_pool hits, in search's order (memex._lowered_repeats)
+    v_ids      uuid[];
+    v_created  timestamptz[];
+    v_similarity double precision[];
+    v_recency  double precision[];
+    v_scores   double precision[];
+    v_contents text[];
+    v_lowered  double precision[];  -- v_scores with the repeats lowered (null: none)
     v_gucs     text[];  -- session settings of the ANN index (memex._vector_index_settings)
     v_values   text[];
     v_defaults text[];
@@ -263,7 +271,9 @@ begin
             -- computed once, before the ranking (as a join's inner side it was re-sorted
             -- per memory; as a CTE of the ranking, its plan cost every search its start
             -- and end, ~25 us, links or not: bench/RESULTS.md, "Per-request cost, third
-            -- round")
+            -- round"); the ranking reads each memory's value off these arrays by position
+            -- (array_position: no join whose inner side every search starts and rescans
+            -- per memory, links or not)
             select array_agg(i.head), array_agg(i.similarity)
             into v_heads, v_inherited
             from (select h.head,
@@ -284,24 +294,42 @@ begin
                       group by v.id) l;
             end if;
         end if;
-        v_hits := memex._duplicates_last(array(
-        select h::memex.search_hit from (
+        -- the best v_pool hits, narrow (id, score, text), in search's order; then the
+        -- near-duplicate rule on their texts and scores alone (memex._lowered_repeats)
+        -- and the whole rows of the top k only, not all v_pool rows of 23 fields built
+        -- for memex._duplicates_last to take apart again (bench/RESULTS.md, "Issue 39
+        -- item 1, Postgres side (session 8)")
+        select array_agg(t.id order by t.score desc, t.created_at desc, t.id),
+               array_agg(t.created_at order by t.score desc, t.created_at desc, t.id),
+               array_agg(t.similarity order by t.score desc, t.created_at desc, t.id),
+               array_agg(t.recency order by t.score desc, t.created_at desc, t.id),
+               array_agg(t.score order by t.score desc, t.created_at desc, t.id),
+               array_agg(coalesce(t.content, c.content)
+                         order by t.score desc, t.created_at desc, t.id)
+        into v_ids, v_created, v_similarity, v_recency, v_scores, v_contents
+        from (
         with top as (
             select r.*,
                    memex._score(r.similarity, r.recency, r.importance, p_alpha) as score
             from (
-                select c.id, c.importance, c.created_at, c.similarity,
+                select c.id, c.content, c.importance, c.created_at, c.similarity,
                        memex._recency(c.created_at, v_now, p_half_life_days) as recency
                 from (
                     -- each memory with the best similarity of its own and of the
                     -- memories it superseded (memex._supersession_heads: the tenant's
-                    -- links through their index, one empty probe without)
+                    -- links through their index, one empty probe without); a short text
+                    -- rides along (a longer one, and the ANN path's, is read below by
+                    -- primary key: the sort copies every row it is given)
                     select m.id,
+                           case when pg_column_size(m.content) <= 256 then m.content end
+                               as content,
                            memex._valid_importance(m.importance, m.valid_to, v_now, p_valid_at)
                                as importance,
                            m.created_at,
                            greatest(1 - (m.embedding operator(public.<=>) v_query),
-                                    i.similarity, k.similarity) as similarity
+                                    v_inherited[array_position(v_heads, m.id)],
+                                    v_later_similarity[array_position(v_later, m.id)])
+                               as similarity
                     -- the filters spelled out, not v_filters: inlined, each is then a
                     -- parameter of this generic plan, not a field read off a row per memory
                     from memex._filtered_memories(
@@ -310,13 +338,9 @@ begin
                                                    p_metadata, p_include_archived, p_as_of,
                                                    p_valid_at, p_created_after,
                                                    p_created_before)) m
-                    left join unnest(v_heads, v_inherited) as i(head, similarity)
-                        on i.head = m.id
-                    left join unnest(v_later, v_later_similarity) as k(id, similarity)
-                        on k.id = m.id
                     where v_exact
                     union all
-                    select a.id, a.importance, a.created_at, a.similarity
+                    select a.id, null, a.importance, a.created_at, a.similarity
                     from memex._candidates_ann(p_agent_id, p_user_id, v_query,
                                                v_terms, v_now, v_depth, v_recent, v_filters,
                                                p_top_k, p_alpha, p_half_life_days, 0,
@@ -328,21 +352,31 @@ begin
             order by score desc, r.created_at desc, r.id
             limit v_pool
         )
-        select m.id, m.agent_id, m.user_id, m.memory_type, m.content,
-               m.importance::double precision as importance,
-               m.metadata, m.created_at, m.expires_at, t.similarity, null::double precision,
-               t.similarity, t.recency, t.score, m.source_ids, m.superseded_by, m.archived_at,
-               m.updated_at, m.embedding_model, m.valid_from, m.valid_to, m.superseded_at,
-               m.supersedes
-        from top t
-             -- one primary-key lookup per row of the top hits, as below: with "limit
-             -- v_pool" the generic plan assumed 100 rows and hashed them against a
-             -- sequential scan of every tenant's memories (bench/RESULTS.md, "Per-request
-             -- cost, second round")
-             cross join lateral (
-                 select m.* from memex.memories m where m.id = t.id offset 0
-             ) m
-        order by t.score desc, t.created_at desc, t.id) h), p_top_k);
+        select * from top) t
+             -- the texts not carried: one primary-key lookup per row of the top hits, as
+             -- below (with "limit v_pool" the generic plan assumed 100 rows and hashed
+             -- them against a sequential scan of every tenant's memories: bench/RESULTS.md,
+             -- "Per-request cost, second round")
+             left join lateral (
+                 select m.content from memex.memories m
+                 where t.content is null and m.id = t.id offset 0
+             ) c on true;
+        v_lowered := memex._lowered_repeats(v_contents, v_scores);
+        v_hits := array(
+            select (m.id, m.agent_id, m.user_id, m.memory_type, m.content,
+                    m.importance::double precision, m.metadata, m.created_at, m.expires_at,
+                    v_similarity[p.o], null::double precision, v_similarity[p.o],
+                    v_recency[p.o], p.score, m.source_ids, m.superseded_by, m.archived_at,
+                    m.updated_at, m.embedding_model, m.valid_from, m.valid_to,
+                    m.superseded_at, m.supersedes)::memex.search_hit
+            from (select o, coalesce(v_lowered[o], v_scores[o]) as score
+                  from generate_subscripts(v_ids, 1) o
+                  order by 2 desc, v_created[o] desc, v_ids[o]
+                  limit p_top_k) p
+                 cross join lateral (
+                     select m.* from memex.memories m where m.id = v_ids[p.o] offset 0
+                 ) m
+            order by p.score desc, v_created[p.o] desc, v_ids[p.o]);
     else
         v_hits := memex._duplicates_last(array(
         select h::memex.search_hit from (
