@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import statistics
 import subprocess
 import time
@@ -69,21 +70,37 @@ STORE_MANY = (
 
 
 def _sql_of(ref: str) -> str:
-    """FILES as they were at git `ref`, after dropping TRIGGERS (both versions' names);
-    trigger functions created anew are given to memex_owner, as migrate does."""
+    """FILES as they were at git `ref`, after dropping TRIGGERS (both versions' names),
+    their functions owned as at `ref` (sql_as_at)."""
     drops = "".join(f"drop trigger if exists {t} on memex.memories;\n" for t in TRIGGERS)
+    return drops + sql_as_at(ref, FILES)
+
+
+def sql_as_at(ref: str, files: tuple[str, ...]) -> str:
+    """`files` as they were at git `ref` (those that existed), then each function they
+    create given the owner `ref`'s migrate gave it: memex_trigger_owner where `ref`'s
+    sql/security/999_grants.sql names it among that role's (revision 0040), else
+    memex_owner (a security invoker's owner does not matter)."""
     texts = []
-    for f in FILES:
+    for f in files:
         shown = subprocess.run(["git", "show", f"{ref}:{f}"], capture_output=True, text=True)
         if shown.returncode == 0:
             texts.append(shown.stdout)
-    owner = (
-        "do $$ declare f regprocedure; begin for f in select p.oid::regprocedure"
-        " from pg_proc p where p.pronamespace = 'memex'::regnamespace"
-        " and p.prosecdef and pg_get_userbyid(p.proowner) <> 'memex_owner' loop"
-        " execute format('alter function %s owner to memex_owner', f); end loop; end $$;"
-    )
-    return drops + "\n".join(texts) + "\n" + owner
+    grants = subprocess.run(
+        ["git", "show", f"{ref}:sql/security/999_grants.sql"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    owners = [
+        f"alter function memex.{name}() owner to "
+        + ("memex_trigger_owner" if f"'memex.{name}()'" in grants else "memex_owner")
+        + ";"
+        for name in sorted(
+            set(re.findall(r"function memex\.(\w+)\(\)\s+returns trigger", "\n".join(texts)))
+        )
+    ]
+    return "\n".join(texts + owners)
 
 
 def _cpu_s(pid: int) -> float:
@@ -132,16 +149,66 @@ def _vectors(rng: np.random.Generator, n: int) -> np.ndarray:
     return out
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--stores", type=int, default=600, help="stores per database and round")
+def ab_start(parser: argparse.ArgumentParser) -> tuple[argparse.Namespace, str]:
+    """The options every A/B of a path takes (--rounds, --before, --out) added to `parser`
+    and parsed; the machine facts and both sides printed. Returns the options and the
+    command line."""
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--store-many", type=int, default=0, help="rows of a store_many")
     parser.add_argument("--before", metavar="REF", default="integ")
     parser.add_argument("--out", type=Path, default=Path("bench/out"))
     args = parser.parse_args()
     command = print_header(machine_facts())
     print(f"before: {args.before} = {_rev(args.before)}; after: the working tree")
+    return args, command
+
+
+def closing_function_stats(
+    apps: dict[str, psycopg.Connection],
+    owners: dict[str, psycopg.Connection],
+    start: dict[str, dict[str, tuple[int, float, float]]],
+) -> dict[str, dict[str, tuple[int, float, float]]]:
+    """Each side's memex.* functions' calls, total and self milliseconds since `start`,
+    after closing the measured backends `apps` (a backend flushes them when it exits)."""
+    for app in apps.values():
+        app.close()
+    time.sleep(1.0)
+    zero = (0, 0.0, 0.0)
+    return {
+        side: {
+            name: (
+                calls - start[side].get(name, zero)[0],
+                total - start[side].get(name, zero)[1],
+                own - start[side].get(name, zero)[2],
+            )
+            for name, (calls, total, own) in _function_ms(conn).items()
+        }
+        for side, conn in owners.items()
+    }
+
+
+def print_functions(fstats: dict[str, dict[str, tuple[int, float, float]]], n: int) -> None:
+    """Each side's calls, self and total milliseconds per write (of `n`), function by
+    function, the most expensive first."""
+    sides = list(fstats)
+    names = sorted(
+        {name for s in sides for name in fstats[s]},
+        key=lambda name: -max(fstats[s].get(name, (0, 0.0, 0.0))[2] for s in sides),
+    )
+    print(f"{'function':>28} " + " ".join(f"{s + ' calls/self/total':>28}" for s in sides))
+    for name in names:
+        cells = []
+        for s in sides:
+            calls, total, own = fstats[s].get(name, (0, 0.0, 0.0))
+            cells.append(f"{calls / n:8.2f} {own / n:8.4f} {total / n:8.4f}")
+        if any(fstats[s].get(name, (0, 0, 0))[0] for s in sides):
+            print(f"{name:>28} " + " ".join(f"{c:>28}" for c in cells))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--stores", type=int, default=600, help="stores per database and round")
+    parser.add_argument("--store-many", type=int, default=0, help="rows of a store_many")
+    args, command = ab_start(parser)
     rng = np.random.default_rng(39)
     pick = random.Random(39)
     texts = Texts("reference", pick)
@@ -219,19 +286,7 @@ def main() -> int:
                             )
                         if round_:
                             many[s].append((time.perf_counter() - started) * 1000)
-            for s in sides:
-                apps[s].close()
-            time.sleep(1.0)
-            for s in sides:
-                end = _function_ms(owners[s])
-                fstats[s] = {
-                    name: (
-                        calls - start_stats[s].get(name, (0, 0.0, 0.0))[0],
-                        total - start_stats[s].get(name, (0, 0.0, 0.0))[1],
-                        own - start_stats[s].get(name, (0, 0.0, 0.0))[2],
-                    )
-                    for name, (calls, total, own) in end.items()
-                }
+            fstats = closing_function_stats(apps, owners, start_stats)
         finally:
             for conn in (*apps.values(), *owners.values()):
                 conn.close()
@@ -262,18 +317,7 @@ def main() -> int:
         for s in sides:
             print(f"{s:>8} store_many each round (ms): {', '.join(f'{m:.0f}' for m in many[s])}")
     print("\nfunctions per store (track_functions, the warm-up round and any store_many included):")
-    names = sorted(
-        {n for s in sides for n in fstats[s]},
-        key=lambda n: -max(fstats[s].get(n, (0, 0.0, 0.0))[2] for s in sides),
-    )
-    print(f"{'function':>28} " + " ".join(f"{s + ' calls/self/total':>28}" for s in sides))
-    for name in names:
-        cells = []
-        for s in sides:
-            calls, total, own = fstats[s].get(name, (0, 0.0, 0.0))
-            cells.append(f"{calls / n_stores:8.2f} {own / n_stores:8.4f} {total / n_stores:8.4f}")
-        if any(fstats[s].get(name, (0, 0, 0))[0] for s in sides):
-            print(f"{name:>28} " + " ".join(f"{c:>28}" for c in cells))
+    print_functions(fstats, n_stores)
     report["functions"] = fstats
     write_json(args.out, "store_path_bench", report)
     return 0

@@ -49,6 +49,7 @@ from sqlalchemy.pool import NullPool
 
 from alembic import command
 from memexdb.errors import Busy, DatabaseUnavailable, SetupError
+from memexdb.migration_roles import first_migrate_steps, log_notices, missing_roles
 from memexdb.resources import alembic_dir, sql_dir
 
 log = logging.getLogger("memexdb")
@@ -424,6 +425,7 @@ def _migrate_once(engine: Engine, lock_timeout_s: float) -> str:
     except sqlalchemy.exc.OperationalError as exc:
         raise DatabaseUnavailable(f"cannot connect to the database: {exc.orig}") from exc
     with conn, conn.begin(), _alembic_quiet():
+        log_notices(conn)
         _lock(conn, lock_timeout_s)
         _check_prerequisites(conn)
         conn.execute(text("create schema if not exists memex"))
@@ -432,6 +434,15 @@ def _migrate_once(engine: Engine, lock_timeout_s: float) -> str:
             if conn.execute(text("select to_regclass('memex.alembic_version')")).scalar()
             else None
         )
+        steps = [] if before else first_migrate_steps(conn)
+        if steps:
+            raise SetupError(
+                "memexdb migrate: the role it connects as may not create what the schema"
+                " needs (it is neither a superuser nor has CREATEROLE, as a managed"
+                " database's owner). Once, as a superuser (the provider's administrator"
+                " role), run:\n  " + "\n  ".join(steps) + "\nthen migrate again"
+                ' (docs/operations.md, "Migrating without a superuser"). Nothing was changed.'
+            )
         cfg = _alembic_config()
         cfg.attributes["connection"] = conn
         head = head_revision()
@@ -440,6 +451,7 @@ def _migrate_once(engine: Engine, lock_timeout_s: float) -> str:
         command.upgrade(cfg, "head")
         after = current_revision(conn)
         _apply_sql_functions(conn, revision_changed=before != after)
+        missing_roles(conn)
         return after or "base"
 
 

@@ -61,6 +61,8 @@ def store(
     created_at: datetime | None = None,
     expires_at: datetime | None = None,
     metadata: dict[str, Any] | None = None,
+    supersedes: list[Any] | None = None,
+    embedding_model: str = "test-model",
 ) -> dict[str, Any]:
     register_vector(conn)
     values = {
@@ -68,12 +70,13 @@ def store(
         "user_id": user,
         "content": content,
         "embedding": embedding,
-        "embedding_model": "test-model",
+        "embedding_model": embedding_model,
         "memory_type": memory_type,
         "importance": importance,
         "metadata": Jsonb(metadata or {}),
         "expires_at": expires_at,
         "created_at": created_at,
+        "supersedes": supersedes,
     }
     row = conn.cursor(row_factory=dict_row).execute(STORE.given(values), values).fetchone()
     assert row is not None

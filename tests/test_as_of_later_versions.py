@@ -19,6 +19,7 @@ import pytest
 from pgvector.psycopg import register_vector
 
 from memexdb.embedding import Embedder
+from tests.sqlapi import store
 from tests.test_vector_index import index_tenant
 
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
@@ -44,25 +45,6 @@ FILLER = [
 ]
 
 
-def store(
-    conn: psycopg.Connection,
-    embedder: Embedder,
-    agent: str,
-    content: str,
-    days_ago: float,
-    supersedes: list[Any] | None = None,
-) -> Any:
-    register_vector(conn)
-    row = conn.execute(
-        "select id from memex.store(p_agent_id => %s, p_user_id => 'u', p_content => %s,"
-        " p_embedding => %s, p_embedding_model => 'minilm', p_created_at => %s,"
-        " p_supersedes => %s::uuid[])",
-        (agent, content, embedder.embed([content])[0], NOW - timedelta(days=days_ago), supersedes),
-    ).fetchone()
-    assert row is not None
-    return row[0]
-
-
 def tenant(conn: psycopg.Connection, embedder: Embedder, linked: bool = True) -> str:
     """FIRST 200 days ago; the remarks between 180 and 110 days ago (nearer the moment, so
     with more recency than FIRST); LATER 20 days ago, superseding FIRST unless not linked.
@@ -70,10 +52,23 @@ def tenant(conn: psycopg.Connection, embedder: Embedder, linked: bool = True) ->
     agent = f"asof-{uuid.uuid4().hex[:8]}"
     filler = iter(FILLER * 4)
 
+    def put(content: str, days: float, supersedes: list[Any] | None = None) -> Any:
+        vector, when = embedder.embed([content])[0], NOW - timedelta(days=days)
+        return store(
+            conn,
+            content,
+            vector,
+            agent=agent,
+            user="u",
+            embedding_model="minilm",
+            created_at=when,
+            supersedes=supersedes,
+        )["id"]
+
     def between(content: str, days: float, supersedes: list[Any] | None = None) -> Any:
-        store(conn, embedder, agent, next(filler), days + 1)
-        memory = store(conn, embedder, agent, content, days, supersedes)
-        store(conn, embedder, agent, next(filler), days - 1)
+        put(next(filler), days + 1)
+        memory = put(content, days, supersedes)
+        put(next(filler), days - 1)
         return memory
 
     first = between(FIRST, 200)

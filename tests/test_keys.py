@@ -450,8 +450,9 @@ def test_grants(conn: psycopg.Connection) -> None:
         # (BYPASSRLS, revision 0039) where migrate could create that role, as here
         # (tests/test_sql_privileges.py)
         # the statement triggers on memex.memories by memex_trigger_owner (BYPASSRLS,
-        # revision 0040), likewise
+        # revision 0040), likewise, and the update path's and the ANN flag's since
         bookkeeping = {"_tenant_counts", "_term_stats", "_memory_revisions_stored"}
+        bookkeeping |= {"_memory_revision", "_term_stats_update", "_ann_on_insert"}
         expected = "memex_trigger_owner" if name in bookkeeping else "memex_owner"
         assert owner == ("memex_text_lookup" if name in definer_helpers else expected), name
         paths = [c for c in config or [] if c.startswith("search_path=")]

@@ -118,7 +118,9 @@ def test_the_bookkeeping_triggers_skip_a_second_row_security_check(
     # the counts, the term statistics and the memory history are owned by
     # memex_trigger_owner (BYPASSRLS), which may do what they do and nothing more: no
     # other function, no history rewritten, of memex.memories only the ANN flag.
-    triggers = ["_memory_revisions_stored", "_tenant_counts", "_term_stats"]
+    # and since, the update path's row triggers and the insert's ANN flag
+    statement = ["_memory_revisions_stored", "_tenant_counts", "_term_stats"]
+    triggers = sorted([*statement, "_memory_revision", "_term_stats_update", "_ann_on_insert"])
     rows = conn.execute(
         "select p.proname::text, p.prosecdef, r.rolbypassrls, r.rolcanlogin, r.rolsuper"
         " from pg_proc p join pg_roles r on r.oid = p.proowner"
@@ -147,6 +149,15 @@ def test_the_bookkeeping_triggers_skip_a_second_row_security_check(
         " and has_column_privilege('memex_trigger_owner', a.attrelid, a.attnum, 'UPDATE')"
     ).fetchall()
     assert columns == [("ann",)]
+    # of the history it reads the two columns that number the next revision, nothing else
+    read = conn.execute(
+        "select a.attname::text from pg_attribute a"
+        " where a.attrelid = 'memex.memory_revisions'::regclass and a.attnum > 0"
+        " and not a.attisdropped"
+        " and has_column_privilege('memex_trigger_owner', a.attrelid, a.attnum, 'SELECT')"
+        " order by a.attnum"
+    ).fetchall()
+    assert read == [("memory_id",), ("revision",)]
     functions = conn.execute(
         "select p.proname::text from pg_proc p where p.pronamespace = 'memex'::regnamespace"
         " and p.proowner <> 'memex_trigger_owner'::regrole"

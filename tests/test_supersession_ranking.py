@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 
-from tests.sqlapi import unit
+from tests.sqlapi import store, unit
 from tests.test_vector_index import index_tenant, set_setting
 
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
@@ -30,41 +30,29 @@ def angled(cos: float, axis: int) -> np.ndarray:
     return unit((0, cos), (axis, math.sqrt(1 - cos * cos)))
 
 
-def store(
-    conn: psycopg.Connection,
-    agent: str,
-    content: str,
-    vector: np.ndarray,
-    days_ago: float,
-    supersedes: list[Any] | None = None,
-) -> Any:
-    register_vector(conn)
-    row = conn.execute(
-        "select id from memex.store(p_agent_id => %s, p_user_id => 'u', p_content => %s,"
-        " p_embedding => %s, p_embedding_model => 'test-model', p_created_at => %s,"
-        " p_supersedes => %s::uuid[])",
-        (agent, content, vector, NOW - timedelta(days=days_ago), supersedes),
-    ).fetchone()
-    assert row is not None
-    return row[0]
-
-
 def load(conn: psycopg.Connection, agent: str, chain: list[str], linked: bool = True) -> None:
     """A tenant of chatter more similar to the query than the new versions (cosine 0.5
     against 0.1), none holding a query term, and the versions of one fact, each stored
     superseding the one before (unless not linked): the first, worded like the query, 90
     days ago, then one every 30 days, each followed by three unrelated memories (so that no
     version is another's neighbour in time). The chatter is of the last 10 days."""
+
+    def put(content: str, vector: np.ndarray, days: float, supersedes: Any = None) -> Any:
+        when = NOW - timedelta(days=days)
+        return store(
+            conn, content, vector, agent=agent, user="u", created_at=when, supersedes=supersedes
+        )["id"]
+
     ids: list[Any] = []
     for i, content in enumerate(chain):
         vector = angled(0.9, 1) if i == 0 else angled(0.1, 2 + i)
         days_ago = 90 - 30 * i
-        ids.append(store(conn, agent, content, vector, days_ago, ids[-1:] if linked else None))
+        ids.append(put(content, vector, days_ago, ids[-1:] if linked else None))
         for j in range(1, 4):
             note = f"Unrelated note {i}.{j} on the garden hose."
-            store(conn, agent, note, angled(0.0, 10 + 3 * i + j), days_ago - j)
+            put(note, angled(0.0, 10 + 3 * i + j), days_ago - j)
     for i in range(20):
-        store(conn, agent, f"Chatter {i}: the weather was mild.", angled(0.5, 30 + i), 10 - i / 2)
+        put(f"Chatter {i}: the weather was mild.", angled(0.5, 30 + i), 10 - i / 2)
 
 
 def search(conn: psycopg.Connection, agent: str, **options: Any) -> list[str]:

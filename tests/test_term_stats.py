@@ -259,7 +259,9 @@ def test_the_books_are_the_same_whichever_role_owns_the_triggers(
     # revision 0040: the triggers are memex_trigger_owner's (BYPASSRLS) where migrate could
     # create that role, else memex_owner's, held to row-level security: either way every
     # write keeps the counts, the term statistics and the revisions exact
-    for function in ("_tenant_counts", "_term_stats", "_memory_revisions_stored"):
+    triggers = ("_tenant_counts", "_term_stats", "_memory_revisions_stored")
+    triggers += ("_memory_revision", "_term_stats_update", "_ann_on_insert")  # and since
+    for function in triggers:
         conn.execute(f"alter function memex.{function}() owner to {owner}")
     first = remember(conn, "The heron waited by the reeds")
     conn.execute(
@@ -294,3 +296,19 @@ def test_the_books_are_the_same_whichever_role_owns_the_triggers(
         ("other", [1], ["reeds elsewhere store 1"]),
         (USER, [2, 3], ["a heron flew store 1", "reeds in the river store 1"]),
     ]
+    # the update path: a content change's statistics and its revision
+    flew = conn.execute("select id from memex.memories where content = 'a heron flew'").fetchone()
+    assert flew is not None
+    conn.execute(
+        "select memex.update_memory(%s, %s, %s, p_content => 'a stork flew',"
+        " p_embedding => %s, p_embedding_model => 'test-model')",
+        (AGENT, USER, flew[0], unit((1, 1.0))),
+    )
+    assert (df(conn, "heron"), df(conn, "stork")) == (None, 1)
+    assert drift(conn) == []
+    # (the update's id: the user's next, after the batch's 2 and 3)
+    assert conn.execute(
+        "select revision, operation, id > 3 from memex.memory_revisions where memory_id = %s"
+        " order by 1",
+        (flew[0],),
+    ).fetchall() == [(1, "store", False), (2, "update", True)]

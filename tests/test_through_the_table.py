@@ -24,6 +24,9 @@ ALLOWED_SQL: dict[str, str] = {
     " delegate, batch budget and rate-limit reservation (set_config), COMMIT",
     "db.py": "connection setup: the enum types, SET ROLE memex_app on every connection",
     "migrations.py": "the migration runner: alembic, sql/*.sql, its advisory lock",
+    "migration_roles.py": "the migration runner's checks of the migrating role (what a"
+    " first migrate cannot create, the optional roles' functions' owners), on its"
+    " connection and in its transaction",
     "halfvec.py": "`memexdb convert-embeddings`: online DDL (a column, a trigger, batched"
     " backfill, CREATE INDEX CONCURRENTLY) before revision 0037, as the login role that owns"
     " the table, outside any transaction (no Session can run CONCURRENTLY)",

@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "memexdb.session",
         "memexdb.replicas",
         "memexdb.migrations",
+        "memexdb.migration_roles",
         "memexdb.halfvec",
         "memexdb.operation",
         "memexdb.core",

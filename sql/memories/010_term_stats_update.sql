@@ -6,7 +6,11 @@
 -- Row-level (Postgres allows no transition tables on a column-list trigger); content
 -- changes one memory at a time, and an unchanged tsvector costs one comparison.
 -- A security definer, like memex._term_stats (no write grant on memex.term_stats or
--- memex.tenants).
+-- memex.tenants), owned like it by memex_trigger_owner (BYPASSRLS, revision 0040) when
+-- that role exists: it writes only the rows of the tenant of the row that fired it (old
+-- and new: the same tenant, or both checked), which the update of memex.memories checked
+-- under the tenant policies before this after-trigger runs, so they are not checked
+-- again.
 create or replace function memex._term_stats_update()
 returns trigger
 language plpgsql volatile security definer set search_path = pg_catalog, pg_temp

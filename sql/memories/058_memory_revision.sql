@@ -11,9 +11,16 @@
 -- the actor) writes nothing. The operation is read from the change: superseded_at set -> 'superseded'; archived_at set -> 'archive'; archived_at or
 -- superseded_at cleared -> 'restore'; supersedes changed -> 'supersede'; otherwise
 -- 'update' (memex.revert_memory and memex.import_memories relabel the revision they
--- caused 'revert' and 'import': no session setting can steer it). A security definer (owned by
--- memex_owner): tenants hold no privilege on the table and cannot forge or change a
--- revision; row-level security still applies (forced).
+-- caused 'revert' and 'import': no session setting can steer it). A security definer:
+-- tenants hold no privilege on the table and cannot forge or change a revision. Owned by
+-- memex_trigger_owner (BYPASSRLS, revision 0040; INSERT on the history, no UPDATE or
+-- DELETE; sql/security/999_grants.sql), like memex._memory_revisions_stored: it writes
+-- only the tenant of the row that fired it (new.agent_id, new.user_id), a row the update
+-- of memex.memories checked under the tenant policies before this after-trigger runs
+-- (USING on the old row, WITH CHECK on the new one), so they are not checked again; the
+-- revision number reads the memory's own revisions (memory_id: the memory's id, its
+-- revisions deleted with it). memex_owner's, held to them, where that role could not be
+-- made.
 -- Its cost is a superseding store's (issue 36: within 10 % of a plain store): the changed
 -- fields are plain expressions, not a query, and the revision takes its id (the tenant's
 -- counter in memex.history_ids) in the statement that inserts it, so memex._history_id

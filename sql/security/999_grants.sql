@@ -121,7 +121,10 @@ begin
           -- the triggers' owner is decided below
           and p.oid not in ('memex._tenant_counts()'::regprocedure,
                             'memex._term_stats()'::regprocedure,
-                            'memex._memory_revisions_stored()'::regprocedure)
+                            'memex._memory_revisions_stored()'::regprocedure,
+                            'memex._memory_revision()'::regprocedure,
+                            'memex._term_stats_update()'::regprocedure,
+                            'memex._ann_on_insert()'::regprocedure)
     loop
         execute format('alter function %s owner to memex_owner', v_object.name);
     end loop;
@@ -180,9 +183,15 @@ $$;
 -- exists and the migrating role may give it the functions: they write only what their
 -- transition tables hold, rows whose tenant the insert into (or delete from)
 -- memex.memories has checked under the tenant policies already, so they skip a second
--- check. Trigger functions run only as triggers (nobody can call them), and the role may
+-- check. So are the update path's row triggers (memex._memory_revision: a change's
+-- revision; memex._term_stats_update: a content change's statistics), which run after
+-- the update's checks and write only the tenant of the row that fired them, and the
+-- insert's memex._ann_on_insert, which reads the new row's tenant's ANN flag before the
+-- insert's check (a row of another tenant fails it, nothing written).
+-- Trigger functions run only as triggers (nobody can call them), and the role may
 -- do only what they do: upsert and lower the counts and term statistics, number and
--- insert revisions (no UPDATE or DELETE on the history), move inserted rows into the ANN
+-- insert revisions (no UPDATE or DELETE on the history; of its columns it reads the
+-- memory and revision number alone, for the next number), move inserted rows into the ANN
 -- index (UPDATE of memories.ann alone), and run the functions those statements evaluate
 -- (the writer: memex._actor, _on_behalf_of, _caller, _bound_caller, _binding; the index
 -- key: memex._tenant_key). Without it the triggers are memex_owner's, held to row-level
@@ -198,7 +207,8 @@ begin
         grant select, insert, update on memex.tenants, memex.history_ids
             to memex_trigger_owner;
         grant select, insert, update, delete on memex.term_stats to memex_trigger_owner;
-        grant insert on memex.memory_revisions to memex_trigger_owner;
+        grant insert, select (memory_id, revision) on memex.memory_revisions
+            to memex_trigger_owner;
         grant select, update (ann) on memex.memories to memex_trigger_owner;
         grant execute on function memex._actor(), memex._on_behalf_of(), memex._caller(),
             memex._bound_caller(), memex._binding(), memex._tenant_key(text, text)
@@ -206,7 +216,9 @@ begin
         v_owner := 'memex_trigger_owner';
     end if;
     foreach v_function in array array['memex._tenant_counts()', 'memex._term_stats()',
-                                      'memex._memory_revisions_stored()']::regprocedure[] loop
+                                      'memex._memory_revisions_stored()',
+                                      'memex._memory_revision()', 'memex._term_stats_update()',
+                                      'memex._ann_on_insert()']::regprocedure[] loop
         begin
             execute format('alter function %s owner to %I', v_function, v_owner);
         exception when insufficient_privilege then  -- the role lacks CREATE on memex
