@@ -27,7 +27,9 @@ def settled() -> Iterator[None]:
     """While the service runs: what startup made, frozen, and the young threshold raised;
     both undone when it stops (a test's process goes on as it was)."""
     before = gc.get_threshold()
-    gc.collect()
+    # No gc.collect() first: over a big heap it blocks the loop for a while (seconds in a
+    # loaded test process, where the database watch's first probe then timed out); the
+    # little garbage startup left is frozen with the rest.
     gc.freeze()
     gc.set_threshold(YOUNG_THRESHOLD, *before[1:])
     try:
