@@ -11,7 +11,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.routing import Mount
 
-from memexdb import logs, metrics
+from memexdb import heap, logs, metrics
 from memexdb.client import AsyncMemex
 from memexdb.config import Settings
 from memexdb.errors import SetupError
@@ -67,7 +67,9 @@ def app_from_env() -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
             async with rest.router.lifespan_context(rest), mcp.lifespan():
-                yield
+                # started: what startup made lives as long as the worker (memexdb.heap)
+                with heap.settled():
+                    yield
         finally:
             metrics.mark_this_process_dead()  # its pool leaves the service's gauges
 

@@ -40,6 +40,7 @@ from memexdb.errors import (
     translate,
 )
 from memexdb.llm import ChatModel
+from memexdb.pipeline import holding
 from memexdb.replicas import CONNECT_TIMEOUT_S as REPLICA_CONNECT_S
 from memexdb.replicas import (
     PRIMARY_LSN,
@@ -481,7 +482,9 @@ class Session:
             # starts its own statement_timeout (memex._enter sets it for the call), and
             # what _enter sets with set_config(..., true) ends with the transaction, as
             # with an explicit BEGIN and COMMIT, which cost two statements more each way
-            # (bench/RESULTS.md, "Per-request cost").
+            # (bench/RESULTS.md, "Per-request cost"). All of it goes out in one send, at
+            # the Sync (memexdb.pipeline).
+            holding(conn)
             async with conn.pipeline() as pipeline:
                 try:
                     if entering:

@@ -40,6 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 1. the database session, the pool, migrations and the operation type
     (
         "memexdb.db",
+        "memexdb.pipeline",
         "memexdb.session",
         "memexdb.replicas",
         "memexdb.migrations",
@@ -66,7 +67,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 4. the LLM orchestration over the client, and the table of every operation
     ("memexdb.agentic", "memexdb.operation_table"),
     # 5. what runs them: the service's runtime
-    ("memexdb.runtime", "memexdb.supervisor", "memexdb.bearer"),
+    ("memexdb.runtime", "memexdb.supervisor", "memexdb.bearer", "memexdb.heap"),
     # 6. the frontends
     (
         "memexdb.rest",
