@@ -332,6 +332,16 @@ async def amemex(dsn: str, batching_embedder: BatchingEmbedder) -> AsyncIterator
 
 
 @pytest.fixture
+async def one_connection(
+    dsn: str, batching_embedder: BatchingEmbedder
+) -> AsyncIterator[AsyncMemex]:
+    """A client whose pool holds one connection: every call reuses it."""
+    client = await AsyncMemex.connect(dsn, embedder=batching_embedder, min_size=1, max_size=1)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
 def memex(dsn: str, embedder: Embedder) -> Iterator[Memex]:
     with Memex.connect(dsn, embedder=embedder) as client:
         yield client

@@ -8,10 +8,8 @@ import time
 import uuid
 
 import psycopg
-import pytest
 
 from memexdb import AsyncMemex
-from memexdb.embedding import BatchingEmbedder
 from memexdb.pipeline import holding
 
 
@@ -47,15 +45,6 @@ async def test_nothing_goes_out_before_the_sync(dsn: str) -> None:
         # the connection is left as psycopg's pipeline leaves it: idle, no pipeline
         assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
         assert (await (await conn.execute("select 3")).fetchone()) == (3,)
-
-
-@pytest.fixture
-async def one_connection(dsn: str, batching_embedder: BatchingEmbedder) -> AsyncMemex:
-    memex = await AsyncMemex.connect(dsn, embedder=batching_embedder, min_size=1, max_size=1)
-    try:
-        yield memex  # type: ignore[misc]
-    finally:
-        await memex.aclose()
 
 
 async def test_a_statement_larger_than_the_buffer_goes_out_whole(

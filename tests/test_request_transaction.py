@@ -10,7 +10,6 @@ import psycopg
 import pytest
 
 from memexdb import AsyncMemex
-from memexdb.embedding import BatchingEmbedder
 from memexdb.errors import Busy, NotFound, Unauthenticated
 
 A, U = "agent-tx", "user-tx"
@@ -35,16 +34,6 @@ def _last_used(dsn: str, key_id: str) -> object:
         ).fetchone()
     assert row is not None
     return row[0]
-
-
-@pytest.fixture
-async def one_connection(dsn: str, batching_embedder: BatchingEmbedder) -> AsyncMemex:
-    """A client whose pool holds one connection: every call reuses it."""
-    memex = await AsyncMemex.connect(dsn, embedder=batching_embedder, min_size=1, max_size=1)
-    try:
-        yield memex  # type: ignore[misc]
-    finally:
-        await memex.aclose()
 
 
 async def test_the_entry_and_the_call_commit_together(one_connection: AsyncMemex, dsn: str) -> None:
