@@ -12,30 +12,35 @@ after the SQL layer, warns once per role whose functions it could not give that 
 
 from __future__ import annotations
 
+import json
 import logging
+from typing import Any
 
 import psycopg
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from memexdb.resources import sql_dir
+
 log = logging.getLogger("memexdb")
+
+# sql/migration_roles.json: the roles and what a migration without them means, read by
+# Node's migrate() too (clients/typescript/src/direct/roles.ts), so both say the same.
+_ROLES: dict[str, Any] = json.loads((sql_dir() / "migration_roles.json").read_text())
 
 # role -> (a function the SQL layer gives it when it can, what runs without it, where the
 # operator reads how to add it)
-OPTIONAL_ROLES = {
-    "memex_text_lookup": (
-        "_text_rows",
-        "the text step of a big tenant's search scans the tenant under row-level security"
-        " instead of reading its GIN index (~1 s a search at 200,000 memories)",
-        'docs/security.md, "The text lookup role"',
-    ),
-    "memex_trigger_owner": (
-        "_tenant_counts",
-        "the triggers that keep counts, term statistics and revisions check the tenant"
-        " policies a second time on every store and update (correct, slower)",
-        'docs/security.md, "The trigger owner role"',
-    ),
+OPTIONAL_ROLES: dict[str, tuple[str, str, str]] = {
+    role: (entry["function"], entry["without"], entry["where"])
+    for role, entry in _ROLES["optional_roles"].items()
 }
+
+# Roles revisions 0008 and 0013 create (cluster-wide, NOLOGIN) and make the migrating
+# role a member of: they have no fallback, so their absence stops a first migrate.
+BASE_ROLES: dict[str, str] = dict(_ROLES["base_roles"])
+MEMBER_OF: tuple[str, ...] = tuple(_ROLES["member_of"])
+# what a first migrate that may not create them says, and the warning for an optional one
+MESSAGES: dict[str, str] = dict(_ROLES["messages"])
 
 
 def log_notices(conn: Connection) -> None:
@@ -71,24 +76,15 @@ def missing_roles(conn: Connection) -> list[str]:
         if owners.get(function) != role:
             missing.append(role)
             log.warning(
-                "migrate: role %s is missing or not the migrating role's to give (it takes a"
-                " superuser, or CREATEROLE and BYPASSRLS on PostgreSQL 16+): %s. %s says how"
-                " a superuser adds it.",
-                role,
-                without,
-                where,
+                "migrate: %s",
+                MESSAGES["missing_role"].format(role=role, without=without, where=where),
             )
     return missing
 
 
-# Roles revisions 0008 and 0013 create (cluster-wide, NOLOGIN) and make the migrating
-# role a member of: they have no fallback, so their absence stops a first migrate.
-BASE_ROLES = {
-    "memex_app": "nologin",
-    "memex_tenant": "nologin",
-    "memex_owner": "nologin nosuperuser nobypassrls",
-}
-MEMBER_OF = ("memex_app", "memex_owner")
+def first_migrate_refusal(steps: list[str]) -> str:
+    """The refusal of a first migrate that may not create what the schema needs."""
+    return MESSAGES["first_migrate"].format(steps="\n  ".join(steps))
 
 
 def first_migrate_steps(conn: Connection) -> list[str]:

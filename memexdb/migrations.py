@@ -49,7 +49,12 @@ from sqlalchemy.pool import NullPool
 
 from alembic import command
 from memexdb.errors import Busy, DatabaseUnavailable, SetupError
-from memexdb.migration_roles import first_migrate_steps, log_notices, missing_roles
+from memexdb.migration_roles import (
+    first_migrate_refusal,
+    first_migrate_steps,
+    log_notices,
+    missing_roles,
+)
 from memexdb.resources import alembic_dir, sql_dir
 
 log = logging.getLogger("memexdb")
@@ -436,13 +441,7 @@ def _migrate_once(engine: Engine, lock_timeout_s: float) -> str:
         )
         steps = [] if before else first_migrate_steps(conn)
         if steps:
-            raise SetupError(
-                "memexdb migrate: the role it connects as may not create what the schema"
-                " needs (it is neither a superuser nor has CREATEROLE, as a managed"
-                " database's owner). Once, as a superuser (the provider's administrator"
-                " role), run:\n  " + "\n  ".join(steps) + "\nthen migrate again"
-                ' (docs/operations.md, "Migrating without a superuser"). Nothing was changed.'
-            )
+            raise SetupError("memexdb migrate: " + first_migrate_refusal(steps))
         cfg = _alembic_config()
         cfg.attributes["connection"] = conn
         head = head_revision()

@@ -8,9 +8,11 @@ and tenants stay apart (docs/operations.md, "Migrating without a superuser")."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import psycopg
@@ -18,8 +20,10 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memexdb.embedded import EmbeddedPostgres
+from memexdb.migrations import head_revision
 from tests.conftest import scratch_dir
 from tests.live_service import in_process_service, run_cli, service_env
+from tests.test_typescript_client import PACKAGE, build_once, libpq_url, npm_env, run
 
 OWNER = "memex_managed_owner"
 DATABASE = "managed"
@@ -52,10 +56,35 @@ def migrate(dsn: str) -> tuple[int, str]:
     return run_cli(["migrate"], service_env(MEMEX_DATABASE_URL=dsn))
 
 
+# Node's migrate() (the TypeScript client's direct mode), as its user calls it: what it
+# returned or threw, and the warnings it gave.
+NODE_MIGRATE = """
+import { migrate } from "./dist/direct/index.js";
+const warnings = [];
+try {
+  const head = await migrate(process.env.MEMEX_MIGRATE_URL, { onWarning: (w) => warnings.push(w) });
+  console.log(JSON.stringify({ head, warnings }));
+} catch (error) {
+  console.log(JSON.stringify({ error: error.message, code: error.code, warnings }));
+}
+"""
+
+
+def node_migrate(dsn: str) -> dict[str, Any]:
+    output = run(
+        ["node", "--input-type=module", "-e", NODE_MIGRATE],
+        PACKAGE,
+        npm_env(MEMEX_MIGRATE_URL=libpq_url(dsn)),
+    )
+    answer: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
+    return answer
+
+
 def test_a_database_owner_without_createrole_migrates_and_serves(
     managed: tuple[str, str],
 ) -> None:
     admin_dsn, owner_dsn = managed
+    build_once(shutil.which("npm") or pytest.fail("npm is not installed"))  # for Node's migrate
     code, output = migrate(owner_dsn)
     assert code != 0, output
     # what to run, as the message lists it: run as written
@@ -69,6 +98,11 @@ def test_a_database_owner_without_createrole_migrates_and_serves(
         ["grant", "memex_owner", "to"],
     ], output
     assert "Nothing was changed" in output and "Migrating without a superuser" in output
+    # Node's migrate() refuses the same way, listing the same statements
+    refused = node_migrate(owner_dsn)
+    assert refused["code"] == "setup", refused
+    assert re.findall(r"^  (.+;)", refused["error"], re.MULTILINE) == steps, refused
+    assert "Nothing was changed" in refused["error"]
     with psycopg.connect(admin_dsn, autocommit=True) as admin:
         assert admin.execute("select to_regnamespace('memex') is null").fetchone() == (True,)
         for step in steps:
@@ -80,6 +114,12 @@ def test_a_database_owner_without_createrole_migrates_and_serves(
         for role in OPTIONAL:
             assert f"role {role} is missing" in output, output
         assert "docs/security.md" in output
+    # and Node's migrate() (a no-op now) gives the same warnings, word for word
+    migrated = node_migrate(owner_dsn)
+    assert migrated["head"] == head_revision(), migrated
+    assert [w.split()[1] for w in migrated["warnings"]] == list(OPTIONAL), migrated
+    for warning in migrated["warnings"]:
+        assert warning in " ".join(output.split()), (warning, output)
     with psycopg.connect(admin_dsn, autocommit=True) as admin:
         assert admin.execute(
             "select count(*) from pg_roles where rolname = any(%s)", (list(OPTIONAL),)

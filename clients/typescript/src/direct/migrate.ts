@@ -24,12 +24,17 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 
 import { BusyError, DatabaseUnavailableError, MemexError } from "../errors.js";
+import { firstMigrateRefusal, firstMigrateSteps, missingRoleWarnings, readMigrationRoles } from "./roles.js";
 
 export interface MigrateOptions {
   /** How long any lock but another migration's is waited for, in milliseconds (2000). */
   lockTimeoutMs?: number;
   /** Tries before giving up with a `BusyError` (5). */
   attempts?: number;
+  /** Called with each warning of a migrate that succeeded (an optional role it could not
+   * give its functions: what runs slower without it, where to read how to add it), as
+   * `memexdb migrate` logs them; `console.warn` unless given. */
+  onWarning?: (message: string) => void;
 }
 
 /** The schema's files, in load order (`sql/manifest.txt`). */
@@ -291,7 +296,11 @@ async function applyLayer(client: Client, schema: Schema, revisionChanged: boole
   return true;
 }
 
-async function migrateOnce(connectionString: string, schema: Schema, lockTimeoutMs: number): Promise<string> {
+async function migrateOnce(
+  connectionString: string,
+  schema: Schema,
+  lockTimeoutMs: number,
+): Promise<{ head: string; warnings: string[] }> {
   const client = new pg.Client({ connectionString });
   try {
     await client.connect();
@@ -307,6 +316,15 @@ async function migrateOnce(connectionString: string, schema: Schema, lockTimeout
     try {
       await lock(client, lockTimeoutMs);
       await checkPrerequisites(client);
+      const roles = readMigrationRoles(schemaDir());
+      if (!(await hasVersionTable(client))) {
+        // a first migrate by a role that may not create what the schema needs stops here,
+        // not on "permission denied" halfway through (all rolled back, but unexplained)
+        const steps = await firstMigrateSteps(client, roles);
+        if (steps.length) {
+          throw new MemexError(`migrate: ${firstMigrateRefusal(roles, steps)}`, { code: "setup" });
+        }
+      }
       await client.query("create schema if not exists memex");
       let current: string | null = null;
       if (await hasVersionTable(client)) {
@@ -338,8 +356,9 @@ async function migrateOnce(connectionString: string, schema: Schema, lockTimeout
       }
       const head = current ?? "base";
       await applyLayer(client, schema, start < ids.length);
+      const warnings = await missingRoleWarnings(client, roles);
       await client.query("commit");
-      return head;
+      return { head, warnings };
     } catch (error) {
       await client.query("rollback").catch(() => undefined);
       throw error;
@@ -368,15 +387,21 @@ async function lockHolders(connectionString: string): Promise<string> {
  * (re)apply the SQL functions; the revision it is now at (e.g. `"0034"`). Safe to run
  * repeatedly and concurrently, with Node's and Python's migrations alike. The role needs
  * what `memexdb migrate` needs (on a fresh database: creating the vector extension and
- * the memex roles, e.g. a superuser or the database's owner with CREATEROLE).
+ * the memex roles, e.g. a superuser or the database's owner with CREATEROLE); a first
+ * migrate by a role that may not is refused before anything changes, with what an
+ * administrator runs once (src/direct/roles.ts), and a role it could not give optional
+ * functions is named in a warning (`onWarning`).
  */
 export async function migrate(connectionString: string, options: MigrateOptions = {}): Promise<string> {
   const lockTimeoutMs = options.lockTimeoutMs ?? LOCK_TIMEOUT_MS;
   const attempts = options.attempts ?? ATTEMPTS;
+  const warn = options.onWarning ?? ((message: string) => console.warn(`memexdb migrate: ${message}`));
   const schema = readSchema();
   for (let attempt = 1; ; attempt++) {
     try {
-      return await migrateOnce(connectionString, schema, lockTimeoutMs);
+      const { head, warnings } = await migrateOnce(connectionString, schema, lockTimeoutMs);
+      for (const warning of warnings) warn(warning);
+      return head;
     } catch (error) {
       if ((error as { code?: unknown }).code !== "55P03") throw error; // lock_not_available
       const holders = await lockHolders(connectionString);
