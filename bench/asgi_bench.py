@@ -38,6 +38,7 @@ from typing import Any
 from harness import embedded_server, log, print_header, run_main
 from load_ab_refs import Tree, extract, migrate, resolve, tree_env
 from load_workload import SEARCH_WEIGHT, STORE_WEIGHT, Texts, search_body, seed_memories, tenant
+from machine import machine_facts
 from psycopg.conninfo import make_conninfo
 
 HERE = Path(__file__).resolve().parent
@@ -170,7 +171,9 @@ def _run_tree(tree: Tree, args: argparse.Namespace, *extra: str) -> dict[str, An
 
 
 def _compare(args: argparse.Namespace) -> int:
-    print_header({"loadavg_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg())})
+    facts = machine_facts()
+    facts["loadavg_at_start"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print_header(facts)
     scratch = Path(tempfile.mkdtemp(prefix="memexdb-asgi-", dir="/var/tmp"))
     results: dict[str, list[dict[str, Any]]] = {}
     try:
