@@ -6,7 +6,7 @@ decided in SQL (memex._enter) in the transaction of each call.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from memexdb.errors import Unauthenticated
 
@@ -21,8 +21,19 @@ def bearer_key(headers: Mapping[str, str] | None) -> str | None:
     if headers is None:
         return None
     value = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
-    if value is None:
-        return None
+    return None if value is None else _key_of(value)
+
+
+def raw_bearer_key(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+    """`bearer_key` of an ASGI scope's raw headers, read as Starlette's Headers reads them
+    (latin-1) without decoding the other headers of the request."""
+    for name, value in headers:
+        if name.lower() == b"authorization":
+            return _key_of(value.decode("latin-1"))
+    return None
+
+
+def _key_of(value: str) -> str:
     scheme, _, key = value.strip().partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         raise Unauthenticated("the Authorization header must be 'Bearer <API key>'")

@@ -146,6 +146,22 @@ for _operation in (EMBED_ONE, EMBED_MANY):
     EMBEDDING_DURATION.labels(_operation)
 
 
+# The child series of each (metric, label values) asked for so far: labels() looks one up
+# under a lock, with its label values checked, on every call; a request asks for four.
+# Label values here are route templates, methods, statuses, functions and memory types:
+# few, so the memo stays small.
+_CHILDREN: dict[tuple[object, tuple[str, ...]], Any] = {}
+
+
+def child(metric: Counter | Histogram, *values: str) -> Any:
+    """`metric.labels(*values)`, memoized: the same child series, looked up once."""
+    key = (metric, values)
+    found = _CHILDREN.get(key)
+    if found is None:
+        found = _CHILDREN[key] = metric.labels(*values)
+    return found
+
+
 def embedding_operation(texts: int) -> str:
     """The operation label of a model call of `texts` texts."""
     return EMBED_ONE if texts == 1 else EMBED_MANY
@@ -175,7 +191,7 @@ def sql_call(sql: str) -> Iterator[None]:
     try:
         yield
     finally:
-        SQL_DURATION.labels(function).observe(perf_counter() - started)
+        child(SQL_DURATION, function).observe(perf_counter() - started)
 
 
 # --- memories -----------------------------------------------------------------------------
@@ -188,7 +204,7 @@ def count_by_type(counter: Counter, rows: Iterable[Any]) -> None:
         kind = str(row.memory_type)
         tally[kind] = tally.get(kind, 0) + 1
     for kind, n in tally.items():
-        counter.labels(kind).inc(n)
+        child(counter, kind).inc(n)
 
 
 def rate_limited(operation: str | None) -> None:

@@ -18,7 +18,6 @@ from memexdb.errors import SetupError
 from memexdb.mcp import build_mcp_server
 from memexdb.mcp.http import (
     McpTransports,
-    WorkerHeader,
     rest_security_for,
     transport_security_for,
 )
@@ -88,11 +87,9 @@ def app_from_env() -> Starlette:
                 ),
             ),
         ],
-        # Observe is outermost: every request is counted and logged, refusals included.
-        middleware=[
-            Middleware(Observe, json_log=settings.log_format == "json"),
-            Middleware(WorkerHeader),
-        ],
+        # Observe is outermost: every request is counted and logged, refusals included,
+        # and its answer names the worker process (X-Memex-Worker).
+        middleware=[Middleware(Observe, json_log=settings.log_format == "json", worker=True)],
         # A path no route takes (Mount("") does not match a path holding a newline, e.g.
         # a path parameter's %0A): the REST API's JSON 404, not Starlette's text.
         exception_handlers={HTTPException: on_http_error},

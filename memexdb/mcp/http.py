@@ -8,7 +8,6 @@ import contextlib
 import hashlib
 import hmac
 import logging
-import os
 import re
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -34,7 +33,6 @@ log = logging.getLogger("memexdb.mcp")
 STREAMABLE_PATH = "/mcp"
 SSE_PATH = "/sse"
 SSE_MESSAGE_PATH = "/messages/"
-WORKER_HEADER = b"x-memex-worker"
 # The session id in the SDK's `endpoint` event (/messages/?session_id=<32 hex digits>).
 _SESSION_ID = re.compile(rb"session_id=([0-9a-f]{32})")
 
@@ -341,23 +339,3 @@ class _SessionOwnerOnly:
                     await memex_error_response(refused)(scope, receive, send)
                     return
         await self.app(scope, receive, send)
-
-
-class WorkerHeader:
-    """Add `X-Memex-Worker: <pid>` to every response: which worker process answered."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-        self._value = str(os.getpid()).encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def send_with_header(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), (WORKER_HEADER, self._value)]
-            await send(message)
-
-        await self.app(scope, receive, send_with_header)

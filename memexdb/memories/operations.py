@@ -64,7 +64,6 @@ from memexdb.memories.models import (
     MemoryUpdate,
     RefreshedResponse,
     SearchResponse,
-    SearchResult,
     decode_cursor,
     encode_cursor,
 )
@@ -361,14 +360,16 @@ async def erase_user(session: Session, request: EraseUserRequest) -> dict[str, i
 
 
 def _searched(request: MemorySearchRequest, hits: list[SearchHit]) -> SearchResponse:
-    results = [SearchResult.model_validate(h) for h in hits]
-    return SearchResponse(
-        agent_id=request.agent_id,
-        user_id=request.user_id,
-        query=request.query,
-        total=len(results),
-        results=results,
-    )
+    # validated in one call, the hits read as SearchResults from their attributes: the same
+    # answer as a model_validate per hit, ~40 % less time (bench/RESULTS.md, session 9)
+    answer = {
+        "agent_id": request.agent_id,
+        "user_id": request.user_id,
+        "query": request.query,
+        "total": len(hits),
+        "results": hits,
+    }
+    return SearchResponse.model_validate(answer, from_attributes=True)
 
 
 def _history(query: MemoryHistory, rows: list[MemoryRevision]) -> MemoryRevisionList:

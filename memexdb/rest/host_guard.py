@@ -5,6 +5,8 @@ are the REST API's typed JSON errors."""
 
 from __future__ import annotations
 
+import functools
+
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import Response
@@ -36,6 +38,40 @@ def lowercase_host(scope: Scope) -> Scope:
     return {**scope, "headers": lowered}
 
 
+def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
+    for key, value in headers:
+        if key == name:
+            return value
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _patterns(allowed: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The SDK's allowed values as it reads them: exact ones, and for each `name:*` the
+    prefix `name:` (any port)."""
+    return frozenset(allowed), tuple(a[:-2] + ":" for a in allowed if a.endswith(":*"))
+
+
+def _listed(value: str, allowed: list[str]) -> bool:
+    exact, any_port = _patterns(tuple(allowed))
+    return value in exact or value.startswith(any_port)
+
+
+def plainly_allowed(scope: Scope, security: TransportSecuritySettings) -> bool:
+    """Whether the SDK's check (TransportSecurityMiddleware.validate_request) lets `scope`
+    pass, decided by its rules on the raw headers without the Request it reads them
+    through: no rebinding protection, or a listed Host and no Origin or a listed one. A
+    request it does not let pass is left to the SDK, which refuses it (and logs why)."""
+    if not security.enable_dns_rebinding_protection:
+        return True
+    headers = scope["headers"]
+    host = _header(headers, b"host")
+    if not host or not _listed(host.decode("latin-1"), security.allowed_hosts):
+        return False
+    origin = _header(headers, b"origin")
+    return not origin or _listed(origin.decode("latin-1"), security.allowed_origins)
+
+
 def _open(scope: Scope) -> bool:
     path = scope["path"]
     if path == SCRAPE_PATH:
@@ -61,7 +97,7 @@ class HostGuard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             scope = lowercase_host(scope)
-            if self.checks(scope):
+            if self.checks(scope) and not plainly_allowed(scope, self._check.settings):
                 request = Request(scope, receive)
                 refused = await self._check.validate_request(request, is_post=False)
                 if refused is not None:

@@ -1,7 +1,8 @@
 """Every HTTP request of the service, observed once: its request id (X-Request-Id, taken
 from the client when it is sane, else made here, and echoed in the answer), the metrics
-memex_http_requests_total and memex_http_request_duration_seconds by route template, and
-in json log mode one access-log line.
+memex_http_requests_total and memex_http_request_duration_seconds by route template, in
+json log mode one access-log line, and (`worker`) X-Memex-Worker: the pid of the worker
+process that answered.
 
 The route is the template the router matched (`/v1/memories/{memory_id}`, never a raw
 path: ids would make a series per memory), `other` when none did. The access log names
@@ -11,7 +12,9 @@ no memory content reaches the logs.
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 import re
 import uuid
 from time import perf_counter
@@ -24,6 +27,7 @@ from memexdb import metrics
 access_log = logging.getLogger("memexdb.access")
 
 REQUEST_ID_HEADER = b"x-request-id"
+WORKER_HEADER = b"x-memex-worker"
 # A client's id is kept when it is short and plain (it is logged and echoed as is).
 _SANE_ID = re.compile(rb"[A-Za-z0-9._:@/+=-]{1,128}")
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -37,9 +41,12 @@ def route_of(scope: Scope) -> str:
     path = getattr(route, "path", None)
     if not isinstance(path, str) or (isinstance(route, Mount) and not path):
         return OTHER  # nothing matched, or only the catch-all mount of the REST app
-    if isinstance(route, Mount):
-        path += "/"
-    return str(_CONVERTOR.sub(r"{\1}", path))
+    return _template(path, isinstance(route, Mount))
+
+
+@functools.lru_cache(maxsize=1024)  # a route's path: as many as the app has routes
+def _template(path: str, mount: bool) -> str:
+    return _CONVERTOR.sub(r"{\1}", path + "/" if mount else path)
 
 
 def request_id_of(scope: Scope) -> str:
@@ -50,11 +57,14 @@ def request_id_of(scope: Scope) -> str:
 
 
 class Observe:
-    """ASGI middleware, outermost in the service."""
+    """ASGI middleware, outermost in the service. `worker`: add X-Memex-Worker (here
+    rather than in a layer of its own: one `send` wrapper less per request)."""
 
-    def __init__(self, app: ASGIApp, *, json_log: bool = False) -> None:
+    def __init__(self, app: ASGIApp, *, json_log: bool = False, worker: bool = False) -> None:
         self.app = app
         self.json_log = json_log
+        # the worker's header before the request id, as when it had its own layer
+        self._worker = [(WORKER_HEADER, str(os.getpid()).encode())] if worker else []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -69,6 +79,7 @@ class Observe:
             if message["type"] == "http.response.start":
                 status = message["status"]
                 headers = [h for h in message.get("headers", []) if h[0] != REQUEST_ID_HEADER]
+                headers += self._worker
                 headers.append((REQUEST_ID_HEADER, request_id.encode()))
                 message = {**message, "headers": headers}
             await send(message)
@@ -80,8 +91,8 @@ class Observe:
             elapsed = perf_counter() - started
             route = route_of(scope)
             method = scope["method"] if scope["method"] in _METHODS else OTHER
-            metrics.HTTP_REQUESTS.labels(route, method, str(status)).inc()
-            metrics.HTTP_DURATION.labels(route, method).observe(elapsed)
+            metrics.child(metrics.HTTP_REQUESTS, route, method, str(status)).inc()
+            metrics.child(metrics.HTTP_DURATION, route, method).observe(elapsed)
             if self.json_log:
                 client = scope.get("client")
                 access_log.info(

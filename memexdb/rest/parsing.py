@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from memexdb.bearer import bearer_key
+from memexdb.bearer import raw_bearer_key
 from memexdb.client import AsyncMemex
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -22,7 +22,7 @@ MAX_BODY_BYTES = 16 * 1024 * 1024
 def memex_of(request: Request) -> AsyncMemex:
     """The client acting for this request's caller: its API key, checked in SQL."""
     memex: AsyncMemex = request.app.state.memex
-    return memex.with_key(bearer_key(request.headers))
+    return memex.with_key(raw_bearer_key(request.scope["headers"]))
 
 
 async def body_of(
