@@ -374,6 +374,24 @@ def test_the_text_step_reads_each_match_once_and_sorts_scores_only(
     assert "tsv" not in output, output
 
 
+def test_the_text_scores_skip_the_terms_not_given(conn: psycopg.Connection) -> None:
+    # issue 39 item 0 (bench/RESULTS.md, "Issue 39 item 0 (session 9)"). memex._held_bm25
+    # (inlined: the text rows and the candidates are scored with it, thousands a big
+    # tenant's request) takes eight terms; those not given (null) are skipped by a case,
+    # not carried through their block of the formula as nulls (10-16 % of the request).
+    load_words_tenant(conn, "scored", 2_000)
+    with logged_plans(conn, "log_verbose = on") as plans:
+        conn.execute(
+            "select id from memex.search(p_agent_id => 'scored', p_user_id => 'u',"
+            " p_query_embedding => %s::public.vector(384), p_query_text => 'w0 w3',"
+            " p_top_k => 10)",
+            ("[1" + ",0" * 383 + "]",),
+        )
+    (plan,) = [p for p in plans if "CTE text_hits" in p]
+    for term in range(1, 9):  # in the text rows' score and the candidates'
+        assert len(re.findall(rf"CASE WHEN \(\w+\.term{term} IS NULL\) THEN", plan)) == 2, term
+
+
 def sort_keys(plan: str) -> list[list[str]]:
     """The keys of each Sort node of a JSON plan."""
     found: list[list[str]] = []
