@@ -101,7 +101,7 @@ set plan_cache_mode = force_generic_plan
 -- The candidates leave in memex.search's window order (created_at, id): the generic plan
 -- joined the heads and later versions (empty without links or as_of) to them by merge
 -- joins, which sorted all ~1,700 of a big tenant's candidates, tsvectors and all, by id
--- first (CPU -3 to -5 % of the default request, bench/RESULTS.md "Issue 39 item 0
+-- first (CPU -2 to -5 % of the default request, bench/RESULTS.md "Issue 39 item 0
 -- (session 9)"); hash joins keep their order.
 set enable_mergejoin = off
 as $$
