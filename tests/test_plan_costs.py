@@ -378,7 +378,7 @@ def test_the_text_scores_skip_the_terms_not_given(conn: psycopg.Connection) -> N
     # issue 39 item 0 (bench/RESULTS.md, "Issue 39 item 0 (session 9)"). memex._held_bm25
     # (inlined: the text rows and the candidates are scored with it, thousands a big
     # tenant's request) takes eight terms; those not given (null) are skipped by a case,
-    # not carried through their block of the formula as nulls (10-16 % of the request).
+    # not carried through their block of the formula as nulls.
     load_words_tenant(conn, "scored", 2_000)
     with logged_plans(conn, "log_verbose = on") as plans:
         conn.execute(

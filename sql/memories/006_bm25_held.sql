@@ -21,8 +21,9 @@
 -- tests/test_held_bm25.py checks it against memex._bm25 over unnest, tf 1 to 256.
 -- A term not given (null) is skipped by a case, not carried through the formula as nulls:
 -- every operator of its block ran for each memory anyway (four unused blocks of eight for
--- a query of four terms), ~10-16 % of a 200,000-memory tenant's default request (backend
--- CPU, bench/RESULTS.md "Issue 39 item 0 (session 9)"). Same sum: an unused block adds 0.
+-- a query of four terms): a few per cent of a 200,000-memory tenant's default request
+-- (backend CPU, bench/RESULTS.md "Issue 39 item 0 (session 9)"). Same sum: an unused
+-- block adds 0.
 -- No SET search_path here on purpose (it would stop inlining; this runs per memory).
 create or replace function memex._held_bm25(
     p_tsv tsvector,
