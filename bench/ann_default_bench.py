@@ -18,15 +18,17 @@ function versions are swapped in between rounds on one database (the same data a
 index), each round timing every query once; "vector, alpha 1" (the ANN index alone, no
 text, no recency) is timed in the same rounds as the floor any ANN ranking pays.
 
-    git show main:sql/memories/040_text_rows.sql \\
+    git show main:sql/memories/006_bm25_held.sql main:sql/memories/040_text_rows.sql \\
+        main:sql/memories/041_ann_neighbour_rows.sql \\
         main:sql/memories/041_candidates_ann.sql \\
         main:sql/memories/042_search.sql > /tmp/before.sql
     python bench/ann_default_bench.py --baseline-sql /tmp/before.sql
 
-memex._text_rows (040_text_rows.sql, the text step's read) is replaced with them, kept
-with its owner (`create or replace`); a baseline file without it runs with this
-checkout's. "now" also installs memex._ann_neighbour_rows (041_ann_neighbour_rows.sql,
-the neighbour probes' read), which an older 041_candidates_ann.sql does not call.
+memex._held_bm25 (006_bm25_held.sql, the text scores) and memex._text_rows
+(040_text_rows.sql, the text step's read) are replaced with them, kept with their owners
+(`create or replace`); a baseline file without one runs with this checkout's. "now"
+also installs memex._ann_neighbour_rows (041_ann_neighbour_rows.sql, the neighbour
+probes' read), which an older 041_candidates_ann.sql does not call.
 The functions are installed as migrated: owned by the role that owned them (memex_owner),
 so memex.search (a security definer) runs under the tables' row-level security as the
 service's calls do. A file executed by the superuser would own them and
@@ -73,6 +75,7 @@ from memexdb.embedded.server import EmbeddedPostgres
 
 REPO = Path(__file__).resolve().parents[1]
 FUNCTIONS = (
+    "memories/006_bm25_held.sql",
     "memories/040_text_rows.sql",
     "memories/041_ann_neighbour_rows.sql",
     "memories/041_candidates_ann.sql",
@@ -367,7 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=100_000, help="memories of the tenant")
     parser.add_argument("--queries", type=int, default=60, help="queries per round")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--baseline-sql", type=Path, help="older 040, 041 and 042 in one file")
+    parser.add_argument("--baseline-sql", type=Path, help="older 006, 040, 041 and 042 in one file")
     parser.add_argument("--text", choices=("zipf", "reference"), default="zipf")
     parser.add_argument("--server-dir", type=Path, help="keep the tenant here for reuse")
     parser.add_argument("--store-rounds", type=int, default=0, help="also time stores")

@@ -374,6 +374,54 @@ def test_the_text_step_reads_each_match_once_and_sorts_scores_only(
     assert "tsv" not in output, output
 
 
+def test_the_text_scores_skip_the_terms_not_given(conn: psycopg.Connection) -> None:
+    # issue 39 item 0 (bench/RESULTS.md, "Issue 39 item 0 (session 9)"). memex._held_bm25
+    # (inlined: the text rows and the candidates are scored with it, thousands a big
+    # tenant's request) takes eight terms; those not given (null) are skipped by a case,
+    # not carried through their block of the formula as nulls.
+    load_words_tenant(conn, "scored", 2_000)
+    with logged_plans(conn, "log_verbose = on") as plans:
+        conn.execute(
+            "select id from memex.search(p_agent_id => 'scored', p_user_id => 'u',"
+            " p_query_embedding => %s::public.vector(384), p_query_text => 'w0 w3',"
+            " p_top_k => 10)",
+            ("[1" + ",0" * 383 + "]",),
+        )
+    (plan,) = [p for p in plans if "CTE text_hits" in p]
+    for term in range(1, 9):  # in the text rows' score and the candidates'
+        assert len(re.findall(rf"CASE WHEN \(\w+\.term{term} IS NULL\) THEN", plan)) == 2, term
+
+
+def sort_keys(plan: str) -> list[list[str]]:
+    """The keys of each Sort node of a JSON plan."""
+    found: list[list[str]] = []
+
+    def walk(node: dict[str, Any]) -> None:
+        if node["Node Type"] == "Sort":
+            found.append([str(k) for k in node["Sort Key"]])
+        for child in node.get("Plans", []):
+            walk(child)
+
+    walk(json.loads(plan))
+    return found
+
+
+def test_the_candidates_are_scored_in_window_order_without_a_sort_by_id(
+    conn: psycopg.Connection,
+) -> None:
+    # issue 39 item 0 (bench/RESULTS.md, "Issue 39 item 0 (session 9)"). The candidates
+    # (~1,700 rows with their tsvectors at 200,000 memories) are kept once each in
+    # memex.search's window order (created_at, id); the cached generic plan joined the
+    # heads and later versions to them (empty without links or as_of) by merge joins, which
+    # sorted all of them again by id first.
+    load_words_tenant(conn, "ordered", 5_000)
+    plan = candidates_plan(conn, "ordered")
+    assert '"Merge Join"' not in plan, plan
+    # (the union's rows are named after its first branch, nearest)
+    candidates = [k for k in sort_keys(plan) if k[0].startswith("nearest.")]
+    assert candidates == [["nearest.created_at", "nearest.id"]], sort_keys(plan)
+
+
 def scans_of_memories(plan: str) -> list[str]:
     """Each node of a JSON plan that reads memex.memories: its type and index."""
     found: list[str] = []

@@ -19,6 +19,11 @@
 -- term is absent) gives no weight. tsvector keeps at most 256 positions of a lexeme, as
 -- cardinality(positions) counts them; a lexeme without positions counts once.
 -- tests/test_held_bm25.py checks it against memex._bm25 over unnest, tf 1 to 256.
+-- A term not given (null) is skipped by a case, not carried through the formula as nulls:
+-- every operator of its block ran for each memory anyway (four unused blocks of eight for
+-- a query of four terms): a few per cent of a 200,000-memory tenant's default request
+-- (backend CPU, bench/RESULTS.md "Issue 39 item 0 (session 9)"). Same sum: an unused
+-- block adds 0.
 -- No SET search_path here on purpose (it would stop inlining; this runs per memory).
 create or replace function memex._held_bm25(
     p_tsv tsvector,
@@ -45,46 +50,46 @@ create or replace function memex._held_bm25(
 returns double precision
 language sql immutable parallel safe
 as $$
-    select coalesce(pg_catalog.ln(1.0 + (greatest(p_n, p_df1) - p_df1 + 0.5) / (p_df1 + 0.5)) * (1.2 + 1.0)
-                  / (1.0 + 1.2 * (1.0 - 0.5 + 0.5 * p_dl / greatest(p_avgdl, 1.0))
-                           / nullif(pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - pg_catalog.ts_rank(
-                                 '{1,1,1,1}'::real[], p_tsv, p_term1)::double precision)) - 0.5), 0)),
-                  0)
-         + coalesce(pg_catalog.ln(1.0 + (greatest(p_n, p_df2) - p_df2 + 0.5) / (p_df2 + 0.5)) * (1.2 + 1.0)
-                  / (1.0 + 1.2 * (1.0 - 0.5 + 0.5 * p_dl / greatest(p_avgdl, 1.0))
-                           / nullif(pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - pg_catalog.ts_rank(
-                                 '{1,1,1,1}'::real[], p_tsv, p_term2)::double precision)) - 0.5), 0)),
-                  0)
-         + coalesce(pg_catalog.ln(1.0 + (greatest(p_n, p_df3) - p_df3 + 0.5) / (p_df3 + 0.5)) * (1.2 + 1.0)
-                  / (1.0 + 1.2 * (1.0 - 0.5 + 0.5 * p_dl / greatest(p_avgdl, 1.0))
-                           / nullif(pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - pg_catalog.ts_rank(
-                                 '{1,1,1,1}'::real[], p_tsv, p_term3)::double precision)) - 0.5), 0)),
-                  0)
-         + coalesce(pg_catalog.ln(1.0 + (greatest(p_n, p_df4) - p_df4 + 0.5) / (p_df4 + 0.5)) * (1.2 + 1.0)
-                  / (1.0 + 1.2 * (1.0 - 0.5 + 0.5 * p_dl / greatest(p_avgdl, 1.0))
-                           / nullif(pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - pg_catalog.ts_rank(
-                                 '{1,1,1,1}'::real[], p_tsv, p_term4)::double precision)) - 0.5), 0)),
-                  0)
-         + coalesce(pg_catalog.ln(1.0 + (greatest(p_n, p_df5) - p_df5 + 0.5) / (p_df5 + 0.5)) * (1.2 + 1.0)
-                  / (1.0 + 1.2 * (1.0 - 0.5 + 0.5 * p_dl / greatest(p_avgdl, 1.0))
-                           / nullif(pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - pg_catalog.ts_rank(
-                                 '{1,1,1,1}'::real[], p_tsv, p_term5)::double precision)) - 0.5), 0)),
-                  0)
-         + coalesce(pg_catalog.ln(1.0 + (greatest(p_n, p_df6) - p_df6 + 0.5) / (p_df6 + 0.5)) * (1.2 + 1.0)
-                  / (1.0 + 1.2 * (1.0 - 0.5 + 0.5 * p_dl / greatest(p_avgdl, 1.0))
-                           / nullif(pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - pg_catalog.ts_rank(
-                                 '{1,1,1,1}'::real[], p_tsv, p_term6)::double precision)) - 0.5), 0)),
-                  0)
-         + coalesce(pg_catalog.ln(1.0 + (greatest(p_n, p_df7) - p_df7 + 0.5) / (p_df7 + 0.5)) * (1.2 + 1.0)
-                  / (1.0 + 1.2 * (1.0 - 0.5 + 0.5 * p_dl / greatest(p_avgdl, 1.0))
-                           / nullif(pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - pg_catalog.ts_rank(
-                                 '{1,1,1,1}'::real[], p_tsv, p_term7)::double precision)) - 0.5), 0)),
-                  0)
-         + coalesce(pg_catalog.ln(1.0 + (greatest(p_n, p_df8) - p_df8 + 0.5) / (p_df8 + 0.5)) * (1.2 + 1.0)
-                  / (1.0 + 1.2 * (1.0 - 0.5 + 0.5 * p_dl / greatest(p_avgdl, 1.0))
-                           / nullif(pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - pg_catalog.ts_rank(
-                                 '{1,1,1,1}'::real[], p_tsv, p_term8)::double precision)) - 0.5), 0)),
-                  0)
+    select case when p_term1 is null then 0 else coalesce(pg_catalog.ln(1.0 + (greatest(p_n, p_df1) - p_df1 + 0.5) / (p_df1 + 0.5)) * (1.2 + 1.0)
+                       / (1.0 + 1.2 * (1.0 - 0.5 + 0.5 * p_dl / greatest(p_avgdl, 1.0))
+                                / nullif(pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - pg_catalog.ts_rank(
+                                      '{1,1,1,1}'::real[], p_tsv, p_term1)::double precision)) - 0.5), 0)),
+                       0) end
+         + case when p_term2 is null then 0 else coalesce(pg_catalog.ln(1.0 + (greatest(p_n, p_df2) - p_df2 + 0.5) / (p_df2 + 0.5)) * (1.2 + 1.0)
+                       / (1.0 + 1.2 * (1.0 - 0.5 + 0.5 * p_dl / greatest(p_avgdl, 1.0))
+                                / nullif(pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - pg_catalog.ts_rank(
+                                      '{1,1,1,1}'::real[], p_tsv, p_term2)::double precision)) - 0.5), 0)),
+                       0) end
+         + case when p_term3 is null then 0 else coalesce(pg_catalog.ln(1.0 + (greatest(p_n, p_df3) - p_df3 + 0.5) / (p_df3 + 0.5)) * (1.2 + 1.0)
+                       / (1.0 + 1.2 * (1.0 - 0.5 + 0.5 * p_dl / greatest(p_avgdl, 1.0))
+                                / nullif(pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - pg_catalog.ts_rank(
+                                      '{1,1,1,1}'::real[], p_tsv, p_term3)::double precision)) - 0.5), 0)),
+                       0) end
+         + case when p_term4 is null then 0 else coalesce(pg_catalog.ln(1.0 + (greatest(p_n, p_df4) - p_df4 + 0.5) / (p_df4 + 0.5)) * (1.2 + 1.0)
+                       / (1.0 + 1.2 * (1.0 - 0.5 + 0.5 * p_dl / greatest(p_avgdl, 1.0))
+                                / nullif(pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - pg_catalog.ts_rank(
+                                      '{1,1,1,1}'::real[], p_tsv, p_term4)::double precision)) - 0.5), 0)),
+                       0) end
+         + case when p_term5 is null then 0 else coalesce(pg_catalog.ln(1.0 + (greatest(p_n, p_df5) - p_df5 + 0.5) / (p_df5 + 0.5)) * (1.2 + 1.0)
+                       / (1.0 + 1.2 * (1.0 - 0.5 + 0.5 * p_dl / greatest(p_avgdl, 1.0))
+                                / nullif(pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - pg_catalog.ts_rank(
+                                      '{1,1,1,1}'::real[], p_tsv, p_term5)::double precision)) - 0.5), 0)),
+                       0) end
+         + case when p_term6 is null then 0 else coalesce(pg_catalog.ln(1.0 + (greatest(p_n, p_df6) - p_df6 + 0.5) / (p_df6 + 0.5)) * (1.2 + 1.0)
+                       / (1.0 + 1.2 * (1.0 - 0.5 + 0.5 * p_dl / greatest(p_avgdl, 1.0))
+                                / nullif(pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - pg_catalog.ts_rank(
+                                      '{1,1,1,1}'::real[], p_tsv, p_term6)::double precision)) - 0.5), 0)),
+                       0) end
+         + case when p_term7 is null then 0 else coalesce(pg_catalog.ln(1.0 + (greatest(p_n, p_df7) - p_df7 + 0.5) / (p_df7 + 0.5)) * (1.2 + 1.0)
+                       / (1.0 + 1.2 * (1.0 - 0.5 + 0.5 * p_dl / greatest(p_avgdl, 1.0))
+                                / nullif(pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - pg_catalog.ts_rank(
+                                      '{1,1,1,1}'::real[], p_tsv, p_term7)::double precision)) - 0.5), 0)),
+                       0) end
+         + case when p_term8 is null then 0 else coalesce(pg_catalog.ln(1.0 + (greatest(p_n, p_df8) - p_df8 + 0.5) / (p_df8 + 0.5)) * (1.2 + 1.0)
+                       / (1.0 + 1.2 * (1.0 - 0.5 + 0.5 * p_dl / greatest(p_avgdl, 1.0))
+                                / nullif(pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - pg_catalog.ts_rank(
+                                      '{1,1,1,1}'::real[], p_tsv, p_term8)::double precision)) - 0.5), 0)),
+                       0) end
 $$;
 
 comment on function memex._held_bm25(tsvector, double precision, double precision,

@@ -98,6 +98,12 @@ language sql stable set search_path = pg_catalog, public, pg_temp
 -- memex._ann_recent_entries); every other read of memex.memories here is by primary key
 -- or a probe of a few rows in index order.
 set plan_cache_mode = force_generic_plan
+-- The candidates leave in memex.search's window order (created_at, id): the generic plan
+-- joined the heads and later versions (empty without links or as_of) to them by merge
+-- joins, which sorted all ~1,700 of a big tenant's candidates, tsvectors and all, by id
+-- first (CPU -2 to -5 % of the default request, bench/RESULTS.md "Issue 39 item 0
+-- (session 9)"); hash joins keep their order.
+set enable_mergejoin = off
 as $$
     with live as not materialized (
         select m.* from memex._filtered_memories(p_agent_id, p_user_id, p_now,
