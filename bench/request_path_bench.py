@@ -13,9 +13,14 @@ Two (or more) databases on one embedded server, each migrated by the tree of a g
 rounds interleaved between them, the order rotating. Per ref: the backend's CPU (utime +
 stime from /proc) per request, search and store apart, over each round; with
 `--function-stats`, memex.* functions' self and total time per request (track_functions).
+With `--interleave`, every request runs on each ref in turn (the order rotating request by
+request) and is timed by /proc/<pid>/schedstat (nanoseconds, not clock ticks): on a
+shared machine the refs then see the same load at the same moment, where whole rounds of
+thousands of requests moved 10-20 % between rounds.
 
     python bench/request_path_bench.py --refs integ,.                 # ~2 min
     python bench/request_path_bench.py --refs 37a7040,integ,. --requests 4000 --rounds 5
+    python bench/request_path_bench.py --refs integ,. --requests 1500 --rounds 4 --interleave
 """
 
 from __future__ import annotations
@@ -69,6 +74,11 @@ def _cpu_s(pid: int) -> float:
     """utime + stime of a process, in seconds."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _schedstat_s(pid: int) -> float:
+    """The time a process has run on a CPU, in seconds (nanosecond resolution)."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
 
 
 def _app(dsn: str) -> psycopg.Connection[Any]:
@@ -145,6 +155,12 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=2000, help="per ref and round")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--function-stats", action="store_true")
+    parser.add_argument(
+        "--interleave",
+        action="store_true",
+        help="each request on every ref in turn (the order rotating), timed by the"
+        " backend's schedstat: the refs share the machine's state request by request",
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/out"))
     args = parser.parse_args()
     if not 1 <= args.rounds <= 20 or not 100 <= args.requests <= 50_000:
@@ -192,27 +208,45 @@ def main() -> int:
                 conns[tree.ref] = _app(tree.dsn)
             pids = {r: c.execute("select pg_backend_pid()").fetchone()[0] for r, c in conns.items()}  # type: ignore[index]
             before: dict[str, Any] = {}
+            clock = _schedstat_s if args.interleave else _cpu_s
+            # this round's CPU, wall time and requests per ref and kind (reset each round)
+            spent = {t.ref: dict.fromkeys(kinds, 0.0) for t in trees}
+            count = {t.ref: dict.fromkeys(kinds, 0) for t in trees}
+            elapsed = dict.fromkeys(spent, 0.0)
+
+            def run(tree: Tree, kind: str, sql: str, values: dict[str, Any]) -> None:
+                pid = pids[tree.ref]
+                c0, w0 = clock(pid), time.perf_counter()
+                _request(conns[tree.ref], sql, values)
+                spent[tree.ref][kind] += clock(pid) - c0
+                elapsed[tree.ref] += time.perf_counter() - w0
+                count[tree.ref][kind] += 1
+
             for n in range(args.rounds + 1):  # round 0 warms up (plans, caches)
                 work = _workload(rng, args.requests, vectors)
                 order = trees[n % len(trees) :] + trees[: n % len(trees)]
+                for t in trees:
+                    spent[t.ref] = dict.fromkeys(kinds, 0.0)
+                    count[t.ref] = dict.fromkeys(kinds, 0)
+                    elapsed[t.ref] = 0.0
+                if args.interleave:  # request by request, the refs' order rotating
+                    for i, (kind, sql, values) in enumerate(work):
+                        for tree in order[i % len(order) :] + order[: i % len(order)]:
+                            run(tree, kind, sql, values)
+                else:  # the round's requests on one ref, then on the next
+                    for tree in order:
+                        for kind, sql, values in work:
+                            run(tree, kind, sql, values)
                 for tree in order:
-                    conn, pid = conns[tree.ref], pids[tree.ref]
-                    spent = dict.fromkeys(kinds, 0.0)
-                    count = dict.fromkeys(kinds, 0)
-                    started = time.perf_counter()
-                    for kind, sql, values in work:
-                        c0 = _cpu_s(pid)
-                        _request(conn, sql, values)
-                        spent[kind] += _cpu_s(pid) - c0
-                        count[kind] += 1
-                    elapsed = time.perf_counter() - started
                     if n == 0:
                         continue
-                    total = sum(spent.values())
+                    total = sum(spent[tree.ref].values())
                     cpu[tree.ref]["all"].append(total * 1000 / args.requests)
                     for k in kinds:
-                        cpu[tree.ref][k].append(spent[k] * 1000 / max(count[k], 1))
-                    wall[tree.ref].append(elapsed * 1000 / args.requests)
+                        cpu[tree.ref][k].append(
+                            spent[tree.ref][k] * 1000 / max(count[tree.ref][k], 1)
+                        )
+                    wall[tree.ref].append(elapsed[tree.ref] * 1000 / args.requests)
                     log(f"round {n}: {tree.ref} {total * 1000 / args.requests:.3f} ms CPU/request")
                 if n == 0 and args.function_stats:
                     for tree in trees:  # flush this backend's stats: a new one from here

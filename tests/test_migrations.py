@@ -229,10 +229,9 @@ def test_sql_functions_follow_the_conventions(conn: psycopg.Connection) -> None:
         "_ann_nearest",
         "_valid_importance",
         # the caller, evaluated by the policies and the writes of every statement
+        # (memex._caller_agent and _caller_users are not: PL/pgSQL, session 9)
         "_caller",
         "_caller_all",
-        "_caller_agent",
-        "_caller_users",
         "_caller_writes",
         "_actor",
         "_on_behalf_of",

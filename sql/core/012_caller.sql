@@ -12,11 +12,14 @@
 -- the operator's login roles are members of, so no tenant session can SET ROLE to it (nor
 -- set `role` with set_config), and a tenant role's own memex.caller is never read.
 -- A SQL function without SET and with every name qualified, so that it is inlined: the
--- row-level security policies evaluate it (through memex._caller_all, _caller_agent,
--- _caller_users, _caller_writes) several times in every statement on a tenant table, and
--- memex._actor and _on_behalf_of in every write; as a PL/pgSQL call with SET, each
--- evaluation cost ~5-10 us and a superseding store ~25 of them (bench/RESULTS.md, "The
--- caller inline").
+-- row-level security policies evaluate it (through memex._caller_all, _caller_writes)
+-- several times in every statement on a tenant table, and memex._actor and _on_behalf_of
+-- in every write; as a PL/pgSQL call with SET, each evaluation cost ~5-10 us and a
+-- superseding store ~25 of them (bench/RESULTS.md, "The caller inline"). The policies'
+-- memex._caller_agent and _caller_users, which a caller of every tenant never evaluates,
+-- are PL/pgSQL calls: inlined, their copies of this expression were compiled at the start
+-- of every statement all the same (bench/RESULTS.md, "Issue 39 item 1, Postgres side
+-- (session 9)").
 create or replace function memex._caller()
 returns jsonb
 language sql stable
