@@ -26,11 +26,14 @@ import numpy as np
 import psycopg
 import pytest
 from pgvector.psycopg import register_vector
+from prometheus_client import REGISTRY
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 
 from memexdb import AsyncMemex, Memex, agentic
 from memexdb.errors import Busy, Conflict, RateLimited
+from memexdb.files import sql as files_sql
+from memexdb.metrics import sql_function
 from tests.sqlapi import unit
 
 MARKER = "secret-of-agent-A"
@@ -557,6 +560,28 @@ async def test_concurrent_unconditional_appends_all_land(amemex: AsyncMemex) -> 
     # a conditional write still loses when the file moved on
     with pytest.raises(Conflict):
         await amemex.patch_file("A", "alice", "user/todo.md", append="- late", base_revision=1)
+
+
+async def test_concurrent_appends_that_lose_take_turns(amemex: AsyncMemex) -> None:
+    """Appends that lost their race try again one at a time (per file, in this process),
+    not all at once: 20 concurrent appends write ~2 x 20 times in all, where trying again
+    together wrote up to 20 x 21 / 2 (each round's losers all lost again but one), which
+    under load outlasted the 15 s a patch may take."""
+
+    def writes() -> float:
+        labels = {"function": sql_function(files_sql.PATCH_FILE) or ""}
+        return REGISTRY.get_sample_value("memex_sql_call_duration_seconds_count", labels) or 0.0
+
+    await amemex.write_file("A", "alice", "user/turns.md", "# Turns\n")
+    before = writes()
+    await asyncio.gather(
+        *(amemex.patch_file("A", "alice", "user/turns.md", append=f"- turn {i}") for i in range(20))
+    )
+    content = (await amemex.read_file("A", "alice", "user/turns.md")).content
+    assert sorted(line for line in content.splitlines() if line.startswith("- ")) == sorted(
+        f"- turn {i}" for i in range(20)
+    )
+    assert writes() - before <= 2 * 20
 
 
 async def test_concurrent_memorize_stores_each_text_once(amemex: AsyncMemex) -> None:

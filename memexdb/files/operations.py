@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import random
+import weakref
 from dataclasses import dataclass
 from time import monotonic
+from uuid import UUID
 
 from memexdb import metrics
 from memexdb.error_models import ErrorResponse
@@ -62,6 +64,23 @@ from memexdb.types import (
 UNCONDITIONAL_PATCH_TRIES = 40
 UNCONDITIONAL_PATCH_SECONDS = 15.0
 
+# The unconditional patches of one file that lost a race take turns in this process: one
+# previews, embeds and writes while the others wait, instead of all trying again at once,
+# when again only one can win (n concurrent appends cost ~n^2/2 tries and embeddings that
+# way, ~2n this way; under load the n^2 ran out of UNCONDITIONAL_PATCH_SECONDS). First
+# tries do not wait: an uncontended patch costs what it did.
+_RETRY_TURNS: weakref.WeakValueDictionary[tuple[str, str, str], asyncio.Lock] = (
+    weakref.WeakValueDictionary()
+)
+
+
+def _retry_turn(agent_id: str, user_id: str, path: str) -> asyncio.Lock:
+    key = (agent_id, user_id, path)
+    turn = _RETRY_TURNS.get(key)
+    if turn is None:
+        turn = _RETRY_TURNS[key] = asyncio.Lock()
+    return turn
+
 
 async def write_file(session: Session, request: FileWrite) -> File:
     reservation = await session.reserve("store", [(request.agent_id, request.user_id)])
@@ -83,45 +102,64 @@ async def list_files(session: Session, query: FileListQuery) -> tuple[list[FileE
 async def patch_file(session: Session, request: FilePatch) -> File:
     """A patch without `base_revision` applies to whatever the file holds when it lands:
     one that finds the file moved on between its preview and its write is previewed,
-    embedded and tried again after a random pause, up to UNCONDITIONAL_PATCH_TRIES times
-    within UNCONDITIONAL_PATCH_SECONDS, so concurrent appends all land."""
-    values = request.model_dump()
+    embedded and tried again, taking turns with this process's other patches of the file
+    that lost (`_retry_turn`) and after a random pause when it loses again (to another
+    process's write), up to UNCONDITIONAL_PATCH_TRIES times within
+    UNCONDITIONAL_PATCH_SECONDS, so concurrent appends all land."""
     deadline = monotonic() + UNCONDITIONAL_PATCH_SECONDS
     # paid once, before any embedding; a try that loses its race is rolled back with
     # its use of the reservation, so the next try spends it
     reservation = await session.reserve("store", [(request.agent_id, request.user_id)])
-    for attempt in range(UNCONDITIONAL_PATCH_TRIES):
-        preview_values = {k: v for k, v in values.items() if k != "base_revision"}
-        previews: list[PatchPreview] = await session.fetch(
-            PatchPreview, sql.PREVIEW_PATCH, preview_values
-        )
-        preview = previews[0]
-        embedding = await session.embedder.embed_one(preview.content)
-        base = request.base_revision if request.base_revision is not None else preview.revision
-        try:
-            rows: list[File] = await session.fetch(
-                File,
-                sql.PATCH_FILE,
-                {
-                    **values,
-                    "base_revision": base,
-                    "embedding": embedding,
-                    "embedding_model": session.model_id,
-                },
-                reservation=reservation,
-            )
-            metrics.FILE_WRITES.labels("patch").inc()
-            return rows[0]
-        except Conflict:
-            if (
-                request.base_revision is not None
-                or attempt == UNCONDITIONAL_PATCH_TRIES - 1
-                or monotonic() >= deadline
-            ):
-                raise
+    try:
+        return await _patch_once(session, request, reservation)
+    except Conflict as lost:
+        if request.base_revision is not None:
+            raise
+        last = lost
+    turn = _retry_turn(request.agent_id, request.user_id, request.path)
+    try:
+        async with asyncio.timeout(max(0.0, deadline - monotonic())):
+            await turn.acquire()
+    except TimeoutError:
+        raise last from None
+    try:
+        for attempt in range(1, UNCONDITIONAL_PATCH_TRIES):
+            try:
+                return await _patch_once(session, request, reservation)
+            except Conflict:
+                if attempt == UNCONDITIONAL_PATCH_TRIES - 1 or monotonic() >= deadline:
+                    raise
             pause = min(0.25, 0.01 * 2**attempt)
             await asyncio.sleep(random.uniform(0, pause))  # noqa: S311 (jitter, not a secret)
+    finally:
+        turn.release()
     raise AssertionError("unreachable")
+
+
+async def _patch_once(session: Session, request: FilePatch, reservation: UUID | None) -> File:
+    """Preview the patch on the file as it is, embed the result and write it, based on
+    the revision previewed (or on the caller's base_revision): Conflict if it moved on."""
+    values = request.model_dump()
+    preview_values = {k: v for k, v in values.items() if k != "base_revision"}
+    previews: list[PatchPreview] = await session.fetch(
+        PatchPreview, sql.PREVIEW_PATCH, preview_values
+    )
+    preview = previews[0]
+    embedding = await session.embedder.embed_one(preview.content)
+    base = request.base_revision if request.base_revision is not None else preview.revision
+    rows: list[File] = await session.fetch(
+        File,
+        sql.PATCH_FILE,
+        {
+            **values,
+            "base_revision": base,
+            "embedding": embedding,
+            "embedding_model": session.model_id,
+        },
+        reservation=reservation,
+    )
+    metrics.FILE_WRITES.labels("patch").inc()
+    return rows[0]
 
 
 async def delete_file(session: Session, query: FileDeleteQuery) -> File:
