@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import embedded_server, log, print_header, run_main
-from load_ab_refs import Tree, extract, migrate, resolve, tree_env
+from load_ab_refs import Tree, extract_trees, migrate, tree_env
 from load_workload import SEARCH_WEIGHT, STORE_WEIGHT, Texts, search_body, seed_memories, tenant
 from machine import machine_facts
 from psycopg.conninfo import make_conninfo
@@ -177,13 +177,10 @@ def _compare(args: argparse.Namespace) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="memexdb-asgi-", dir="/var/tmp"))
     results: dict[str, list[dict[str, Any]]] = {}
     try:
-        trees = []
-        for i, ref in enumerate(args.refs):
-            tree = Tree(ref, resolve(ref), scratch / f"tree{i}")
-            extract(ref, tree.path)
-            trees.append(tree)
-            results[ref] = []
-            log(f"{ref}: {tree.commit}")
+        trees = extract_trees(args.refs, scratch)
+        for tree in trees:
+            results[tree.ref] = []
+            log(f"{tree.ref}: {tree.commit}")
         with embedded_server("asgi") as server:
             for i, tree in enumerate(trees):
                 with embedded_connection(server.dsn) as conn:

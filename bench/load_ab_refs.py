@@ -104,6 +104,16 @@ def resolve(ref: str) -> str:
     ).stdout.strip()
 
 
+def extract_trees(refs: list[str], scratch: Path) -> list[Tree]:
+    """Each ref resolved and extracted into scratch/tree<i>, in the order given."""
+    trees = []
+    for i, ref in enumerate(refs):
+        tree = Tree(ref, resolve(ref), scratch / f"tree{i}")
+        extract(ref, tree.path)
+        trees.append(tree)
+    return trees
+
+
 def extract(ref: str, into: Path) -> None:
     """The files of `ref` (git archive; `.`: the working tree's tracked files as they are
     on disk) in `into`."""
@@ -312,12 +322,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     stats_after: dict[str, Any] = {}
     scratch = Path(tempfile.mkdtemp(prefix="memexdb-ab-refs-", dir="/var/tmp"))
     try:
-        trees = []
-        for i, ref in enumerate(args.refs):
-            tree = Tree(ref, resolve(ref), scratch / f"tree{i}")
-            extract(ref, tree.path)
-            trees.append(tree)
-            log(f"{ref}: {tree.commit} in {tree.path}")
+        trees = extract_trees(args.refs, scratch)
+        for tree in trees:
+            log(f"{tree.ref}: {tree.commit} in {tree.path}")
         with embedded_server("ab-refs") as server:
             workdir = server.data_dir.parent
             # every ref's service stays up with its pools (2 workers x 10 connections, and

@@ -107,6 +107,20 @@ def _embed(texts: tuple[str, ...]) -> dict[str, np.ndarray]:
     }
 
 
+def search_values(
+    agent: str, user: str, query: str, vectors: dict[str, np.ndarray]
+) -> dict[str, Any]:
+    """SEARCH's values for memex's request (top_k 5, alpha 0.7) of `query`."""
+    return {
+        "agent_id": agent,
+        "user_id": user,
+        "query_embedding": vectors[query],
+        "top_k": TOP_K,
+        "alpha": ALPHA,
+        "query_text": query,
+    }
+
+
 def _workload(
     rng: random.Random, n: int, vectors: dict[str, np.ndarray]
 ) -> list[tuple[str, str, dict[str, Any]]]:
@@ -115,14 +129,7 @@ def _workload(
         agent, user = f"agent-{rng.randrange(AGENTS)}", f"user-{rng.randrange(USERS_PER_AGENT)}"
         if rng.randrange(4) < 3:
             q = rng.choice(REFERENCE_QUERIES)
-            values = {
-                "agent_id": agent,
-                "user_id": user,
-                "query_embedding": vectors[q],
-                "top_k": TOP_K,
-                "alpha": ALPHA,
-                "query_text": q,
-            }
+            values = search_values(agent, user, q, vectors)
             out.append(("search", SEARCH, values))
         else:
             text = rng.choice(REFERENCE_MEMORIES)

@@ -28,10 +28,10 @@ from typing import Any
 
 import psycopg
 from harness import embedded_server, log, print_header, run_main
-from load_workload import ALPHA, REFERENCE_MEMORIES, REFERENCE_QUERIES, TOP_K, seed_memories
+from load_workload import REFERENCE_MEMORIES, REFERENCE_QUERIES, seed_memories
 from machine import machine_facts
 from psycopg.conninfo import make_conninfo
-from request_path_bench import MODEL, SEARCH, STORE, _app, _embed, _request
+from request_path_bench import MODEL, SEARCH, STORE, _app, _embed, _request, search_values
 
 import memexdb
 
@@ -134,15 +134,7 @@ def main() -> int:
                     "p_query_text => %(query_text)s)",
                     "p_query_text => %(query_text)s, p_now => %(now)s)",
                 )
-                values = {
-                    "agent_id": agent,
-                    "user_id": user,
-                    "query_embedding": vectors[q],
-                    "top_k": TOP_K,
-                    "alpha": ALPHA,
-                    "query_text": q,
-                    "now": now,
-                }
+                values = {**search_values(agent, user, q, vectors), "now": now}
                 for f in functions[i % len(functions) :] + functions[: i % len(functions)]:
                     c0 = _cpu_ns(pid)
                     _request(app, sql.replace("memex.search(", f"{f}("), values)
